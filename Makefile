@@ -1,0 +1,31 @@
+# The two set-up commands of the README: `make demo` and `make test`.
+# Both build .venv from scratch with the pinned constraints (torch is the local CPU wheel).
+PY ?= python3
+VENV := .venv
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test install system-deps lint
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -c constraints.txt -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Debian packages the browser tests drive (installed only when missing).
+system-deps:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
+	fi
+
+demo: $(STAMP)
+	$(VENV)/bin/trainledger demo --out demo-runs
+
+test: $(STAMP) system-deps
+	$(VENV)/bin/python -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench

@@ -1,0 +1,2 @@
+"""Thin adapters from RunContext to the stores (summary, lineage, checkpoint) and the built-in
+monitors. One class per module."""

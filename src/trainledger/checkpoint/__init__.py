@@ -1,0 +1,1 @@
+"""Checkpoints: safetensors container, atomic writes, retention, async writer, crypto, load."""

@@ -1,0 +1,114 @@
+"""Atomic file writes: the one place in trainledger that commits a whole file to disk.
+
+Why: a reader (or a restarted run) must only ever see a file that is complete. We write to a
+temp name in the same directory, fsync the file, rename it over the final name (atomic on
+POSIX), then fsync the directory so the rename itself survives a power loss. A crash leaves at
+most a temp file, which readers ignore (``is_temp_name``) and ``sweep_temp_files`` removes at
+the next start.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = [
+    "TEMP_MARKER",
+    "atomic_write",
+    "atomic_write_bytes",
+    "fsync_dir",
+    "is_temp_name",
+    "sweep_temp_files",
+]
+
+TEMP_MARKER = ".tl-tmp-"
+_TEMP_RE = re.compile(re.escape(TEMP_MARKER) + r"\d+-[0-9a-f]+$")
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether ``name`` is an in-progress temp file of ``atomic_write``."""
+    return bool(_TEMP_RE.search(name))
+
+
+def fsync_dir(directory: str | os.PathLike[str]) -> None:
+    """Flush a directory entry change (create/rename/unlink) to disk."""
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_write(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """Yield a binary file that becomes ``path`` only if the block completes.
+
+    On an exception the temp file is removed and ``path`` is untouched.
+    """
+    final = Path(path)
+    tmp = final.with_name(f"{final.name}{TEMP_MARKER}{os.getpid()}-{os.urandom(4).hex()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, final)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    fsync_dir(final.parent)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes | Callable[[BinaryIO], None]) -> None:
+    """Atomically write ``data`` (bytes, or a function that writes into the file) to ``path``."""
+    with atomic_write(path) as fh:
+        if callable(data):
+            data(fh)
+        else:
+            fh.write(data)
+
+
+def sweep_temp_files(directory: str | os.PathLike[str], prefix: str = "") -> list[Path]:
+    """Remove temp files left by a crash in ``directory`` (only names starting with ``prefix``).
+
+    Returns the removed paths. Files of a live writer in another process are left alone when
+    that process still exists.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        if not name.startswith(prefix) or not is_temp_name(name):
+            continue
+        pid = int(name.rsplit(TEMP_MARKER, 1)[1].split("-", 1)[0])
+        if pid != os.getpid() and _pid_alive(pid):
+            continue
+        try:
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+        except FileNotFoundError:
+            pass
+    if removed:
+        fsync_dir(directory)
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,1 @@
+"""The `trainledger` command; subcommands are thin calls into the packages."""

@@ -1,0 +1,1 @@
+"""Streaming data sources for online training (queue-backed stream, file tail)."""

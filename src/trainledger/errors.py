@@ -1,0 +1,114 @@
+"""One exception hierarchy for trainledger.
+
+Every error the package raises on purpose is a ``TrainledgerError``. Where a built-in type is
+what a caller would naturally catch (a bad argument is a ``ValueError`` or ``TypeError``), the
+class derives from both, so ``except ValueError`` keeps working. Messages say what was expected
+and what was received; lower-level errors are chained with ``raise ... from``.
+
+::
+
+    TrainledgerError
+    ├── CallbackError                    a callback raised; names the callback and the hook
+    ├── DatasetError (TypeError)         a dataset or batch the host cannot use
+    ├── SummaryError
+    │   ├── SummaryWriteError            the background writer failed (raised on flush/close)
+    │   └── DiskSpaceError               the disk would fill before the next write
+    ├── CheckpointError
+    │   ├── CheckpointFormatError        not a trainledger/safetensors checkpoint, or corrupt
+    │   ├── CheckpointDecryptError       wrong key, tampered or truncated encrypted file
+    │   └── CheckpointLoadError          strict load mismatch (names and shapes listed)
+    ├── StreamError                      a streaming source was misused (closed, bad offset)
+    └── LineageError                     MindInsight's lineage errors, same class names/texts
+        ├── LineageParamTypeError (TypeError)
+        ├── LineageParamValueError (ValueError)
+        ├── LineageParamSummaryPathError
+        ├── LineageSearchConditionParamError
+        ├── LineageFileNotFoundError
+        ├── LineageQuerySummaryDataError
+        └── LineageWriteError            the lineage writer could not write its file
+"""
+
+from __future__ import annotations
+
+
+class TrainledgerError(Exception):
+    """Base of every error raised on purpose by trainledger."""
+
+
+class CallbackError(TrainledgerError):
+    """A callback raised inside a hook; the message names the callback class and the hook."""
+
+    def __init__(self, callback: str, hook: str, cause: BaseException) -> None:
+        self.callback = callback
+        self.hook = hook
+        super().__init__(
+            f"callback {callback}.{hook} raised {type(cause).__name__}: {cause}"
+        )
+
+
+class DatasetError(TrainledgerError, TypeError):
+    """A dataset or batch that the training host cannot use."""
+
+
+class SummaryError(TrainledgerError):
+    """Base of summary-writing errors."""
+
+
+class SummaryWriteError(SummaryError):
+    """The background summary writer failed; raised once on the next flush() or close()."""
+
+
+class DiskSpaceError(SummaryError, OSError):
+    """Writing would leave less free space than the guard allows."""
+
+
+class CheckpointError(TrainledgerError):
+    """Base of checkpoint errors."""
+
+
+class CheckpointFormatError(CheckpointError, ValueError):
+    """The file is not a readable checkpoint (bad header, crc mismatch, truncated)."""
+
+
+class CheckpointDecryptError(CheckpointError, ValueError):
+    """Decryption failed: wrong key, tampering, reordering or truncation."""
+
+
+class CheckpointLoadError(CheckpointError, ValueError):
+    """Parameters do not match the network under strict loading."""
+
+
+class StreamError(TrainledgerError):
+    """A streaming data source was misused."""
+
+
+class LineageError(TrainledgerError):
+    """Base of lineage errors; subclasses keep MindInsight's class names and messages."""
+
+
+class LineageParamTypeError(LineageError, TypeError):
+    """A lineage parameter has the wrong type."""
+
+
+class LineageParamValueError(LineageError, ValueError):
+    """A lineage parameter has a wrong value."""
+
+
+class LineageParamSummaryPathError(LineageError, ValueError):
+    """The summary path is invalid (missing, not a directory, unsafe)."""
+
+
+class LineageSearchConditionParamError(LineageError, ValueError):
+    """A search condition is malformed."""
+
+
+class LineageFileNotFoundError(LineageError, FileNotFoundError):
+    """No lineage file where one is required."""
+
+
+class LineageQuerySummaryDataError(LineageError):
+    """Lineage data could not be queried."""
+
+
+class LineageWriteError(LineageError, OSError):
+    """The lineage writer could not create or append its file."""

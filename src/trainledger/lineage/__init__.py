@@ -1,0 +1,1 @@
+"""Lineage records, torch analyzers, the lineage file writer and reader."""

@@ -1,0 +1,2 @@
+"""The training host: callback protocol, Model, RecModel, metrics. Depends on nothing else in
+the package."""

@@ -1,0 +1,1 @@
+"""The local web UI: FastAPI app factory, routes, static page."""

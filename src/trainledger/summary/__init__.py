@@ -1,0 +1,1 @@
+"""TensorBoard-format summaries: framing, protobuf schema, pure encoders, writer, reader."""

@@ -1,0 +1,133 @@
+"""TFRecord framing shared by summary and lineage files.
+
+A record is ``uint64 length | uint32 masked_crc32c(length) | payload | uint32
+masked_crc32c(payload)``, little-endian. This module only frames bytes: building payloads and
+writing files live elsewhere (DESIGN.md, convention 6).
+
+The reader is built for files that are still being written and for files that were damaged:
+it stops cleanly at a truncated tail (and remembers where, so the next read resumes there),
+and it skips a record whose checksum fails, counting it, then resynchronises on the next valid
+header so that intact records after the damage are still returned.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import crc32c as _crc32c
+
+__all__ = ["masked_crc32c", "frame", "RecordReader", "read_records", "HEADER_SIZE", "FOOTER_SIZE"]
+
+_MASK_DELTA = 0xA282EAD8
+_U64 = struct.Struct("<Q")
+_U32 = struct.Struct("<I")
+_HEADER = struct.Struct("<QI")
+HEADER_SIZE = 12
+FOOTER_SIZE = 4
+# A length above this is treated as damage rather than a huge record still being written.
+MAX_RECORD_BYTES = 1 << 31
+
+_crc = _crc32c.crc32c
+
+
+def masked_crc32c(data: bytes | memoryview) -> int:
+    """TFRecord's masked CRC32C, so a CRC of data holding CRCs is not itself a valid CRC."""
+    crc = _crc(data)
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+def frame(payload: bytes) -> bytes:
+    """One framed record holding ``payload``."""
+    length = _U64.pack(len(payload))
+    return b"".join(
+        (length, _U32.pack(masked_crc32c(length)), payload, _U32.pack(masked_crc32c(payload)))
+    )
+
+
+@dataclass
+class RecordReader:
+    """Reads the records of one file incrementally: each ``read()`` returns only new records.
+
+    ``offset`` is the byte position after the last complete record consumed; ``corrupt`` counts
+    records skipped because a checksum failed. A truncated tail is not an error: it is left for
+    the next ``read()``, when the writer may have finished it.
+    """
+
+    path: str | os.PathLike[str]
+    offset: int = 0
+    corrupt: int = 0
+
+    def read(self) -> list[bytes]:
+        """Payloads of the complete records added since the last call."""
+        try:
+            with open(self.path, "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                if size < self.offset:  # the file was replaced or truncated: start over
+                    self.offset = 0
+                if size == self.offset:
+                    return []
+                fh.seek(self.offset)
+                data = fh.read(size - self.offset)
+        except FileNotFoundError:
+            return []
+        payloads, consumed, corrupt = _parse(data)
+        self.offset += consumed
+        self.corrupt += corrupt
+        return payloads
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.read())
+
+
+def read_records(path: str | os.PathLike[str]) -> tuple[list[bytes], int]:
+    """All intact payloads of a file and the number of corrupt records skipped."""
+    reader = RecordReader(path)
+    payloads = reader.read()
+    return payloads, reader.corrupt
+
+
+def _parse(data: bytes) -> tuple[list[bytes], int, int]:
+    """Split ``data`` into payloads; returns (payloads, bytes consumed, corrupt count)."""
+    view = memoryview(data)
+    end = len(data)
+    pos = 0
+    out: list[bytes] = []
+    corrupt = 0
+    unpack_header = _HEADER.unpack_from
+    unpack_u32 = _U32.unpack_from
+    while end - pos >= HEADER_SIZE:
+        length, length_crc = unpack_header(data, pos)
+        if length_crc != masked_crc32c(view[pos : pos + 8]) or length > MAX_RECORD_BYTES:
+            corrupt += 1
+            nxt = _resync(data, view, pos + 1)
+            if nxt < 0:
+                # No valid header follows: everything left is damage, unless it is a header
+                # still being written at the very end of the file.
+                return out, (end if end - pos > HEADER_SIZE + FOOTER_SIZE else pos), corrupt
+            pos = nxt
+            continue
+        body = pos + HEADER_SIZE
+        stop = body + length
+        if stop + FOOTER_SIZE > end:
+            break  # truncated tail: resume here on the next read
+        payload = view[body:stop]
+        if unpack_u32(data, stop)[0] != masked_crc32c(payload):
+            corrupt += 1
+        else:
+            out.append(bytes(payload))
+        pos = stop + FOOTER_SIZE
+    return out, pos, corrupt
+
+
+def _resync(data: bytes, view: memoryview, start: int) -> int:
+    """Position of the next plausible record header at or after ``start``, or -1."""
+    end = len(data) - HEADER_SIZE
+    unpack_header = _HEADER.unpack_from
+    for pos in range(start, end + 1):
+        length, length_crc = unpack_header(data, pos)
+        if length <= MAX_RECORD_BYTES and length_crc == masked_crc32c(view[pos : pos + 8]):
+            return pos
+    return -1
