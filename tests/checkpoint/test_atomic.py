@@ -1,0 +1,74 @@
+"""atomic_write: all-or-nothing files, temp names, sweeping after a crash."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainledger.checkpoint.atomic import (
+    TEMP_MARKER,
+    atomic_write,
+    atomic_write_bytes,
+    is_temp_name,
+    sweep_temp_files,
+)
+
+
+def test_write_replaces_target_completely(tmp_path: Path) -> None:
+    target = tmp_path / "a.bin"
+    target.write_bytes(b"old contents that are longer")
+    atomic_write_bytes(target, b"new")
+    assert target.read_bytes() == b"new"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.bin"]
+
+
+def test_writer_function_form(tmp_path: Path) -> None:
+    target = tmp_path / "b.bin"
+    atomic_write_bytes(target, lambda fh: fh.write(b"x" * 10))
+    assert target.read_bytes() == b"x" * 10
+
+
+def test_exception_leaves_old_file_and_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "c.bin"
+    target.write_bytes(b"committed")
+    with pytest.raises(RuntimeError):
+        with atomic_write(target) as fh:
+            fh.write(b"partial")
+            raise RuntimeError("interrupted")
+    assert target.read_bytes() == b"committed"
+    assert [p.name for p in tmp_path.iterdir()] == ["c.bin"]
+
+
+def test_temp_names_are_recognised() -> None:
+    assert is_temp_name(f"CKP-1_2.ckpt{TEMP_MARKER}123-deadbeef")
+    assert not is_temp_name("CKP-1_2.ckpt")
+    assert not is_temp_name(f"CKP{TEMP_MARKER}x.ckpt")
+
+
+def test_sweep_removes_crash_leftovers_of_dead_processes_only(tmp_path: Path) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead_pid = int(dead.stdout)
+    stale = tmp_path / f"CKP-1_1.ckpt{TEMP_MARKER}{dead_pid}-00ff00ff"
+    stale.write_bytes(b"half")
+    live_parent = tmp_path / f"CKP-1_2.ckpt{TEMP_MARKER}{os.getppid()}-00ff00ff"
+    live_parent.write_bytes(b"in progress elsewhere")
+    other_prefix = tmp_path / f"OTHER-1_1.ckpt{TEMP_MARKER}{dead_pid}-00ff00ff"
+    other_prefix.write_bytes(b"not ours")
+    keep = tmp_path / "CKP-1_3.ckpt"
+    keep.write_bytes(b"done")
+
+    removed = sweep_temp_files(tmp_path, prefix="CKP")
+
+    assert removed == [stale]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [live_parent.name, other_prefix.name, keep.name]
+    )
+
+
+def test_sweep_of_missing_directory_is_empty(tmp_path: Path) -> None:
+    assert sweep_temp_files(tmp_path / "nope") == []
