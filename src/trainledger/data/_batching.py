@@ -1,0 +1,111 @@
+"""Records -> batches, shared by every streaming source.
+
+Why one place: both sources must treat a bad record the same way (count it, warn, skip it,
+never stop the trainer), and both must hand the trainer the same kind of batch. A record is
+bad when the user's ``parse`` raises on it, or when it makes ``collate_fn`` raise: a failing
+batch is re-collated record by record so that only the offending records are dropped.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["BadRecordWarning", "RecordBatcher", "default_collate"]
+
+# After this many individual warnings, further bad records are only counted.
+MAX_WARNINGS = 10
+
+
+class BadRecordWarning(RuntimeWarning):
+    """A streaming source skipped a record it could not parse or collate."""
+
+
+def default_collate(samples: Sequence[Any]) -> Any:
+    """torch's ``default_collate`` (dicts of numbers -> dict of tensors), imported lazily."""
+    from torch.utils.data import default_collate as torch_default_collate
+
+    return torch_default_collate(list(samples))
+
+
+class RecordBatcher:
+    """Accumulates parsed records into batches of ``batch_size`` and counts bad records."""
+
+    def __init__(
+        self,
+        batch_size: int,
+        collate_fn: Callable[[list[Any]], Any] | None,
+        parse: Callable[[Any], Any] | None,
+        source_name: str,
+    ) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size expected a positive int, received: {batch_size!r}")
+        if collate_fn is not None and not callable(collate_fn):
+            raise TypeError(f"collate_fn expected a callable, received: {collate_fn!r}")
+        if parse is not None and not callable(parse):
+            raise TypeError(f"parse expected a callable, received: {parse!r}")
+        self.batch_size = batch_size
+        self.collate_fn: Callable[[list[Any]], Any] = collate_fn or default_collate
+        self.parse = parse
+        self.source_name = source_name
+        self.bad_records = 0
+        self._pending: list[tuple[Any, str]] = []
+
+    def bad(self, where: str, reason: str) -> None:
+        """Count one skipped record and warn (the first ``MAX_WARNINGS`` times)."""
+        self.bad_records += 1
+        if self.bad_records <= MAX_WARNINGS:
+            tail = (
+                "; further bad records are counted without a warning"
+                if self.bad_records == MAX_WARNINGS
+                else ""
+            )
+            warnings.warn(
+                f"{self.source_name}: skipped bad record at {where}: {reason}{tail}",
+                BadRecordWarning,
+                stacklevel=4,
+            )
+
+    def add(self, record: Any, where: str) -> Any | None:
+        """Add one raw record; return a collated batch when ``batch_size`` records are ready."""
+        if self.parse is not None:
+            try:
+                record = self.parse(record)
+            except Exception as exc:  # user code: any failure marks the record bad
+                self.bad(where, f"parse raised {type(exc).__name__}: {exc}")
+                return None
+        self._pending.append((record, where))
+        if len(self._pending) >= self.batch_size:
+            return self.flush()
+        return None
+
+    def flush(self) -> Any | None:
+        """Collate what is pending (a partial batch at end of stream); None when nothing is."""
+        while self._pending:
+            pending, self._pending = self._pending, []
+            try:
+                return self.collate_fn([record for record, _ in pending])
+            except Exception:
+                good = self._drop_uncollatable(pending)
+                if not good:
+                    continue
+                # Records that collate alone may still not collate together (e.g. ragged
+                # shapes); then the whole remainder is unusable.
+                try:
+                    return self.collate_fn([record for record, _ in good])
+                except Exception as exc:
+                    for _, where in good:
+                        self.bad(where, f"collate_fn raised {type(exc).__name__}: {exc}")
+        return None
+
+    def _drop_uncollatable(self, pending: list[tuple[Any, str]]) -> list[tuple[Any, str]]:
+        good: list[tuple[Any, str]] = []
+        for record, where in pending:
+            try:
+                self.collate_fn([record])
+            except Exception as exc:
+                self.bad(where, f"collate_fn raised {type(exc).__name__}: {exc}")
+            else:
+                good.append((record, where))
+        return good

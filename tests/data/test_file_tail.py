@@ -1,0 +1,177 @@
+"""FileTailSource: appended lines, new files, partial lines, restart from offsets, bad lines."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+from trainledger.checkpoint.atomic import TEMP_MARKER
+from trainledger.data import BadRecordWarning, FileTailSource
+from trainledger.errors import StreamError
+
+
+def _collate(records: list[dict]) -> list[int]:
+    return [int(r["x"]) for r in records]
+
+
+def _append(path: Path, *records: object, raw: str = "") -> None:
+    with open(path, "a") as fh:
+        for r in records:
+            fh.write(json.dumps(r) + "\n")
+        fh.write(raw)
+
+
+def _source(directory: Path, **kw: object) -> FileTailSource:
+    kw.setdefault("collate_fn", _collate)
+    kw.setdefault("poll_interval", 0.01)
+    return FileTailSource(directory, **kw)  # type: ignore[arg-type]
+
+
+def test_reads_appended_lines_and_new_files_in_name_order(tmp_path: Path) -> None:
+    _append(tmp_path / "part-0001.jsonl", {"x": 1}, {"x": 2})
+    src = _source(tmp_path, batch_size=2)
+    assert next(src) == [1, 2]
+    _append(tmp_path / "part-0001.jsonl", {"x": 3})  # appended to a known file
+    _append(tmp_path / "part-0002.jsonl", {"x": 4}, {"x": 5})  # a new file
+    (tmp_path / "ignored.txt").write_text('{"x": 99}\n')
+    (tmp_path / f"part-0003.jsonl{TEMP_MARKER}1-ab").write_text('{"x": 98}\n')
+    assert next(src) == [3, 4]
+    (tmp_path / "_END").touch()
+    assert list(src) == [[5]]
+    assert src.records_read == 5
+    assert src.offsets == {
+        "part-0001.jsonl": (tmp_path / "part-0001.jsonl").stat().st_size,
+        "part-0002.jsonl": (tmp_path / "part-0002.jsonl").stat().st_size,
+    }
+
+
+def test_partial_line_waits_for_its_newline(tmp_path: Path) -> None:
+    f = tmp_path / "a.jsonl"
+    _append(f, {"x": 1}, raw='{"x": ')
+    src = _source(tmp_path, batch_size=1)
+    assert next(src) == [1]
+    got: list[list[int]] = []
+    t = threading.Thread(target=lambda: got.append(next(src)))
+    t.start()
+    t.join(0.1)
+    assert t.is_alive() and got == []  # "{"x": " is still being written
+    _append(f, raw="2}\n")
+    t.join(5)
+    assert got == [[2]]
+
+
+def test_unterminated_last_line_is_read_at_end_marker(tmp_path: Path) -> None:
+    _append(tmp_path / "a.jsonl", {"x": 1}, raw='{"x": 2}')
+    (tmp_path / "_END").touch()
+    assert list(_source(tmp_path, batch_size=5)) == [[1, 2]]
+
+
+def test_restart_resumes_from_committed_offsets(tmp_path: Path) -> None:
+    data, offsets = tmp_path / "in", tmp_path / "state" / "offsets.json"
+    data.mkdir()
+    _append(data / "p1.jsonl", *({"x": i} for i in range(5)))
+    src = _source(data, batch_size=2, offsets_path=offsets)
+    assert next(src) == [0, 1]
+    assert next(src) == [2, 3]
+    src.commit()  # as a checkpoint callback or the commit interval would
+    doc = json.loads(offsets.read_text())
+    assert doc["version"] == 1 and doc["offsets"] == {"p1.jsonl": 4 * len('{"x": 0}\n')}
+    src.close()
+    assert list(src) == []  # closed: the pending record 4 is not delivered
+
+    _append(data / "p1.jsonl", {"x": 5})
+    _append(data / "p2.jsonl", {"x": 6})
+    (data / "_END").touch()
+    again = _source(data, batch_size=2, offsets_path=offsets)
+    assert again.resumed_from == {"p1.jsonl": 36}
+    assert list(again) == [[4, 5], [6]]
+    final = json.loads(offsets.read_text())["offsets"]  # committed at end of stream
+    assert final == {"p1.jsonl": 6 * 9, "p2.jsonl": 9}
+
+
+def test_offsets_committed_by_interval(tmp_path: Path) -> None:
+    offsets = tmp_path / "off.json"
+    _append(tmp_path / "a.jsonl", {"x": 1}, {"x": 2})
+    src = _source(tmp_path, batch_size=1, offsets_path=offsets, commit_interval=1e-9)
+    next(src)
+    assert json.loads(offsets.read_text())["offsets"] == {"a.jsonl": 9}
+    next(src)
+    assert json.loads(offsets.read_text())["offsets"] == {"a.jsonl": 18}
+
+
+def test_malformed_lines_are_counted_and_skipped(tmp_path: Path) -> None:
+    f = tmp_path / "a.jsonl"
+    _append(f, {"x": 1}, raw='{"x": \n')  # broken JSON
+    _append(f, {"y": 2})  # parses, but collate_fn raises KeyError on it
+    with open(f, "ab") as fh:
+        fh.write(b"\xff\xfe\n")  # not UTF-8
+    _append(f, {"x": 4}, raw="\n")  # a blank line is not a record
+    (tmp_path / "_END").touch()
+    src = _source(tmp_path, batch_size=10)
+    with pytest.warns(BadRecordWarning) as caught:
+        assert list(src) == [[1, 4]]
+    assert src.bad_records == 3
+    assert any("a.jsonl:9" in str(w.message) and "invalid JSON" in str(w.message) for w in caught)
+
+
+def test_csv_files_with_header_and_resume(tmp_path: Path) -> None:
+    f = tmp_path / "a.csv"
+    f.write_text("x,label\n1,0\n2,1\nbad-row\n")
+    offsets = tmp_path / "o.json"
+    src = _source(tmp_path, pattern="*.csv", batch_size=2, offsets_path=offsets,
+                  collate_fn=lambda rs: [(r["x"], r["label"]) for r in rs])
+    assert next(src) == [(1, 0), (2, 1)]
+    src.commit()
+    with open(f, "a") as fh:
+        fh.write("3,1.5\n")
+    (tmp_path / "_END").touch()
+    again = _source(tmp_path, pattern="*.csv", batch_size=2, offsets_path=offsets,
+                    collate_fn=lambda rs: [(r["x"], r["label"]) for r in rs])
+    assert again.fmt == "csv"
+    with pytest.warns(BadRecordWarning, match="expected 2 CSV fields"):
+        assert list(again) == [[(3, 1.5)]]  # header re-read from the file start
+    assert again.bad_records == 1
+
+
+def test_idle_timeout_and_close_end_the_stream(tmp_path: Path) -> None:
+    _append(tmp_path / "a.jsonl", {"x": 1})
+    assert list(_source(tmp_path, batch_size=4, idle_timeout=0.05)) == [[1]]
+    src = _source(tmp_path / "missing-yet", batch_size=1)
+    threading.Timer(0.05, src.close).start()
+    assert list(src) == []
+
+
+def test_default_collate_makes_tensors(tmp_path: Path) -> None:
+    _append(tmp_path / "a.jsonl", {"x": 1, "y": 0.5}, {"x": 2, "y": 1.5})
+    (tmp_path / "_END").touch()
+    (batch,) = list(FileTailSource(tmp_path, batch_size=2))
+    assert torch.equal(batch["x"], torch.tensor([1, 2]))
+
+
+def test_truncated_file_and_bad_offsets_file_raise(tmp_path: Path) -> None:
+    offsets = tmp_path / "o.json"
+    offsets.write_text(json.dumps({"version": 1, "offsets": {"a.jsonl": 100}}))
+    _append(tmp_path / "a.jsonl", {"x": 1})
+    with pytest.raises(StreamError, match="must only grow"):
+        next(_source(tmp_path, offsets_path=offsets))
+    offsets.write_text("not json")
+    with pytest.raises(StreamError, match="offsets document"):
+        _source(tmp_path, offsets_path=offsets)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"fmt": "xml"}, "fmt expected 'jsonl' or 'csv'"),
+        ({"poll_interval": 0}, "poll_interval expected a positive number"),
+        ({"idle_timeout": -1}, "idle_timeout expected"),
+        ({"batch_size": 2.5}, "batch_size expected a positive int"),
+    ],
+)
+def test_config_errors(tmp_path: Path, kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        FileTailSource(tmp_path, **kwargs)
