@@ -88,7 +88,9 @@ class FileTailSource:
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name} expected a positive number, received: {value!r}")
         if idle_timeout is not None and not idle_timeout > 0:
-            raise ValueError(f"idle_timeout expected a positive number or None, received: {idle_timeout!r}")
+            raise ValueError(
+                f"idle_timeout expected a positive number or None, received: {idle_timeout!r}"
+            )
         self.directory = Path(directory)
         self.pattern = pattern
         self.fmt = fmt
@@ -223,7 +225,8 @@ class FileTailSource:
                 continue
             if ending:
                 return  # the marker was there before this scan, so the scan saw everything
-            if self.idle_timeout is not None and time.monotonic() - last_record >= self.idle_timeout:
+            idle = time.monotonic() - last_record
+            if self.idle_timeout is not None and idle >= self.idle_timeout:
                 return
             self._closed.wait(self.poll_interval)
 
@@ -291,7 +294,7 @@ class FileTailSource:
         if len(values) != len(fields):
             self._batcher.bad(where, f"expected {len(fields)} CSV fields, received {len(values)}")
             return _SKIP
-        return {k: _number(v) for k, v in zip(fields, values)}
+        return {k: _number(v) for k, v in zip(fields, values, strict=True)}
 
     def _csv_header(self, name: str, first_line: str | None) -> list[str] | None:
         if self.csv_fieldnames is not None:

@@ -117,7 +117,9 @@ class QueueStream:
         if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 1:
             raise ValueError(f"maxsize expected a positive int, received: {maxsize!r}")
         if not poll_interval > 0:
-            raise ValueError(f"poll_interval expected a positive number, received: {poll_interval!r}")
+            raise ValueError(
+                f"poll_interval expected a positive number, received: {poll_interval!r}"
+            )
         self._batcher = RecordBatcher(batch_size, collate_fn, parse, "QueueStream")
         self._process = bool(process)
         if self._process:
