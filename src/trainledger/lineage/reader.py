@@ -1,0 +1,399 @@
+"""Read the lineage of one run directory, exactly as MindInsight reports it (plus our extensions).
+
+Contract (used by ``trainledger.query``; no torch needed):
+
+``read_lineage(run_dir) -> dict``
+    The shape of MindInsight's ``get_summary_lineage(summary_dir)``, or ``{}`` when the
+    directory holds no lineage (missing directory, no lineage file, or no usable event)::
+
+        {"summary_dir": <realpath of run_dir>,
+         "metric": {...},                      # eval metrics (JSON object), {} if none
+         "hyper_parameters": {"optimizer", "learning_rate", "loss_function", "epoch",
+                              "parallel_mode", "device_num", "batch_size"},
+         "algorithm": {"network", "loss"},
+         "train_dataset": {"train_dataset_path", "train_dataset_size"},
+         "valid_dataset": {"valid_dataset_path", "valid_dataset_size"},
+         "model": {"path", "size"},            # path is JSON text '{"ckpt": "..."}'
+         "dataset_graph": {...},               # MindInsight's dict tree, {} if none
+         "user_defined": {...},                # trainledger addition (MindInsight: filter only)
+         "run": {...}}                         # trainledger extension, {} for MindSpore files
+
+    As in MindInsight, a sub-dict holds only the fields that were written (absent -> missing
+    key, never None). ``learning_rate``/``loss`` are float32 in MindInsight's schema and shown
+    the way protobuf's JSON conversion shows them (0.1, 0.08898517); when our float64
+    extension is present it is used instead. NaN/inf show as "NaN"/"Infinity"/"-Infinity".
+    ``run`` keys (present when written): status (running|finished|failed|stopped),
+    start_time, end_time, duration, total_steps, epochs_done, hostname, pid, rank, command
+    (str), python_version, torch_version, trainledger_version, git_commit, git_dirty, seed,
+    dataset_fingerprint, train_dataset_fingerprint, valid_dataset_fingerprint,
+    checkpoints ([{"path", "size"}]), error.
+
+``read_record(run_dir) -> LineageRecord | None``
+    The same data as a dataclass with raw facts for querying: ``loss``, ``learning_rate``
+    (floats, full precision when known), ``model_size``, ``train_dataset_count``,
+    ``test_dataset_count``, ``update_time``, ``files``; ``to_summary_lineage(keys)`` gives the
+    dict above, ``model_lineage_fields()`` the flat per-field dict MindInsight filters on.
+
+``lineage_files(run_dir) -> list[LineageFile]``
+    Cheap listing (name, path, timestamp, size, mtime) in reading order, so an index can
+    re-parse only the files whose (size, mtime) changed: ``parse_lineage_file(path)`` gives a
+    cacheable ``FileLineage`` and ``merge_file_lineages(run_dir, files, parsed)`` combines them.
+
+Semantics (MindInsight's ``LineageParser``): files are read oldest first by ``<unix_ts>``
+(equal timestamps: name descending); within a file the last event of each kind wins; a file
+with no train/eval/dataset-graph/run event is ignored entirely; a file holding a train lineage,
+a dataset graph or a run event starts a new training, so everything read before is dropped; a
+file holding only an evaluation updates metric and valid dataset and merges user info. Damaged
+records are skipped and counted, a truncated tail (file still being written) is not an error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf.message import DecodeError
+
+from trainledger.lineage.naming import LineageFile, list_lineage_files
+from trainledger.lineage.proto import lineage_pb2 as pb
+from trainledger.lineage.records import (
+    json_float,
+    organize_graph,
+    organize_user_info,
+    shortest_float32,
+)
+from trainledger.summary.framing import read_records
+
+__all__ = [
+    "read_lineage",
+    "read_record",
+    "lineage_files",
+    "parse_lineage_file",
+    "merge_file_lineages",
+    "LineageRecord",
+    "FileLineage",
+    "LineageFile",
+    "SUMMARY_KEYS",
+]
+
+# get_summary_lineage's keys (MindInsight's order), then ours.
+SUMMARY_KEYS = (
+    "metric",
+    "hyper_parameters",
+    "algorithm",
+    "train_dataset",
+    "model",
+    "valid_dataset",
+    "dataset_graph",
+    "user_defined",
+    "run",
+)
+
+
+@dataclass
+class FileLineage:
+    """The last event of each kind in one file, already converted to plain values."""
+
+    train: dict[str, Any] | None = None  # hyper_parameters/algorithm/train_dataset/model (+ raw)
+    evaluation: dict[str, Any] | None = None  # metric/valid_dataset (+ raw)
+    dataset_graph: dict[str, Any] | None = None
+    run: dict[str, Any] | None = None
+    user_defined: list[dict[str, Any]] = field(default_factory=list)
+    records: int = 0
+    corrupt: int = 0
+
+    @property
+    def has_lineage(self) -> bool:
+        return any(
+            x is not None for x in (self.train, self.evaluation, self.dataset_graph, self.run)
+        )
+
+
+@dataclass
+class LineageRecord:
+    """One run directory's lineage, merged over its files (see the module docstring)."""
+
+    summary_dir: str
+    metric: dict[str, Any] = field(default_factory=dict)
+    hyper_parameters: dict[str, Any] = field(default_factory=dict)
+    algorithm: dict[str, Any] = field(default_factory=dict)
+    train_dataset: dict[str, Any] = field(default_factory=dict)
+    valid_dataset: dict[str, Any] = field(default_factory=dict)
+    model: dict[str, Any] = field(default_factory=dict)
+    dataset_graph: dict[str, Any] = field(default_factory=dict)
+    user_defined: dict[str, Any] = field(default_factory=dict)
+    run: dict[str, Any] = field(default_factory=dict)
+    # Raw float64 values (None when unknown) behind the display values above.
+    loss: float | None = None
+    learning_rate: float | None = None
+    files: list[LineageFile] = field(default_factory=list)
+    corrupt_records: int = 0
+
+    @property
+    def model_size(self) -> int | None:
+        return self.model.get("size")
+
+    @property
+    def train_dataset_count(self) -> int | None:
+        return self.train_dataset.get("train_dataset_size")
+
+    @property
+    def test_dataset_count(self) -> int | None:
+        return self.valid_dataset.get("valid_dataset_size")
+
+    @property
+    def status(self) -> str | None:
+        return self.run.get("status")
+
+    @property
+    def update_time(self) -> float | None:
+        """Modification time of the newest lineage file (largest ``<unix_ts>``; among equal
+        ones the earliest-modified, as MindInsight's directory watcher picks it)."""
+        if not self.files:
+            return None
+        newest = max(f.timestamp for f in self.files)
+        return min(f.mtime for f in self.files if f.timestamp == newest)
+
+    def to_summary_lineage(self, keys: Sequence[str] | None = None) -> dict[str, Any]:
+        """The ``get_summary_lineage`` dict (optionally only ``keys``); values are copies."""
+        wanted = SUMMARY_KEYS if keys is None else keys
+        out: dict[str, Any] = {"summary_dir": self.summary_dir}
+        for key in wanted:
+            out[key] = json.loads(json.dumps(getattr(self, key)))
+        return out
+
+    def model_lineage_fields(self) -> dict[str, Any]:
+        """Flat fields as MindInsight filters and sorts on them (missing -> None).
+
+        ``dataset_mark`` is not here: it depends on the other runs (the query engine's job).
+        """
+        hp, ds, vd = self.hyper_parameters, self.train_dataset, self.valid_dataset
+        return {
+            "summary_dir": self.summary_dir,
+            "loss_function": hp.get("loss_function"),
+            "train_dataset_path": ds.get("train_dataset_path"),
+            "train_dataset_count": ds.get("train_dataset_size"),
+            "test_dataset_path": vd.get("valid_dataset_path"),
+            "test_dataset_count": vd.get("valid_dataset_size"),
+            "network": self.algorithm.get("network"),
+            "optimizer": hp.get("optimizer"),
+            "learning_rate": hp.get("learning_rate"),
+            "epoch": hp.get("epoch"),
+            "batch_size": hp.get("batch_size"),
+            "device_num": hp.get("device_num"),
+            "loss": self.algorithm.get("loss"),
+            "model_size": self.model.get("size"),
+            "metric": dict(self.metric),
+            "user_defined": dict(self.user_defined),
+            "dataset_graph": self.dataset_graph,
+        }
+
+
+# ---- public entry points ----------------------------------------------------------------------
+
+
+def lineage_files(run_dir: str | os.PathLike[str]) -> list[LineageFile]:
+    """Lineage files of ``run_dir`` in reading order (a listing and a stat; no parsing)."""
+    return list_lineage_files(run_dir)
+
+
+def read_record(run_dir: str | os.PathLike[str]) -> LineageRecord | None:
+    """The merged lineage of ``run_dir``, or None when it has none."""
+    files = list_lineage_files(run_dir)
+    if not files:
+        return None
+    return merge_file_lineages(run_dir, files, [parse_lineage_file(f.path) for f in files])
+
+
+def read_lineage(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """``get_summary_lineage``'s dict for ``run_dir``, or ``{}`` when it has no lineage."""
+    record = read_record(run_dir)
+    return {} if record is None else record.to_summary_lineage()
+
+
+def parse_lineage_file(path: str | os.PathLike[str]) -> FileLineage:
+    """Parse one lineage file (MindSpore's or ours) into its last event of each kind."""
+    payloads, corrupt = read_records(path)
+    result = FileLineage(records=len(payloads), corrupt=corrupt)
+    for payload in payloads:
+        event = pb.LineageEvent()
+        try:
+            event.ParseFromString(payload)
+        except DecodeError:
+            result.corrupt += 1
+            continue
+        kind = event.WhichOneof("what")
+        try:
+            if kind == "train_lineage":
+                result.train = _train_dict(event.train_lineage)
+            elif kind == "evaluation_lineage":
+                result.evaluation = _eval_dict(event.evaluation_lineage)
+            elif kind == "dataset_graph":
+                result.dataset_graph = organize_graph(event.dataset_graph)
+            elif kind == "user_defined_info":
+                result.user_defined.append(organize_user_info(event.user_defined_info))
+            elif kind == "run":
+                result.run = _run_dict(event.run)
+        except (ValueError, TypeError):  # e.g. a metric that is not JSON
+            result.corrupt += 1
+    return result
+
+
+def merge_file_lineages(
+    run_dir: str | os.PathLike[str],
+    files: Sequence[LineageFile],
+    parsed: Iterable[FileLineage],
+) -> LineageRecord | None:
+    """Combine per-file results (in ``files``' reading order) with MindInsight's rules."""
+    summary_dir = os.path.realpath(os.fspath(run_dir))
+    record: LineageRecord | None = None
+    corrupt = 0
+    for part in parsed:
+        corrupt += part.corrupt
+        if not part.has_lineage:
+            continue
+        if (
+            record is None
+            or part.train is not None
+            or part.dataset_graph is not None
+            or part.run is not None
+        ):
+            record = LineageRecord(summary_dir)  # a new training: drop what came before
+        for info in part.user_defined:
+            record.user_defined.update(info)
+        if part.train is not None:
+            train = part.train
+            record.hyper_parameters = dict(train["hyper_parameters"])
+            record.algorithm = dict(train["algorithm"])
+            record.train_dataset = dict(train["train_dataset"])
+            record.model = dict(train["model"])
+            record.loss = train["raw_loss"]
+            record.learning_rate = train["raw_learning_rate"]
+            if train.get("fingerprint"):
+                record.run["train_dataset_fingerprint"] = train["fingerprint"]
+        if part.evaluation is not None:
+            record.metric = dict(part.evaluation["metric"])
+            if part.evaluation["valid_dataset"] is not None:
+                record.valid_dataset = dict(part.evaluation["valid_dataset"])
+            if part.evaluation.get("fingerprint"):
+                record.run["valid_dataset_fingerprint"] = part.evaluation["fingerprint"]
+        if part.dataset_graph is not None:
+            record.dataset_graph = part.dataset_graph
+        if part.run is not None:
+            record.run = {**record.run, **part.run}
+    if record is not None:
+        record.files = list(files)
+        record.corrupt_records = corrupt
+    return record
+
+
+# ---- message -> dict ---------------------------------------------------------------------------
+
+
+def _fields(msg: Any, names: Sequence[str]) -> dict[str, Any]:
+    return {name: getattr(msg, name) for name in names if msg.HasField(name)}
+
+
+def _float_pair(msg: Any, f32: str, f64: str) -> tuple[float | str | None, float | None]:
+    """(display, raw): the float64 extension if written, else float32 as protobuf shows it."""
+    if msg.HasField(f64):
+        raw = getattr(msg, f64)
+        return json_float(raw), raw
+    if msg.HasField(f32):
+        raw = getattr(msg, f32)
+        return json_float(shortest_float32(raw)), (
+            shortest_float32(raw) if math.isfinite(raw) else raw
+        )
+    return None, None
+
+
+def _train_dict(train: pb.TrainLineage) -> dict[str, Any]:
+    hp_msg, algo_msg = train.hyper_parameters, train.algorithm
+    hp = _fields(
+        hp_msg, ("optimizer", "loss_function", "epoch", "parallel_mode", "device_num", "batch_size")
+    )
+    lr, raw_lr = _float_pair(hp_msg, "learning_rate", "learning_rate_f64")
+    if lr is not None:
+        hp["learning_rate"] = lr
+    hp = _ordered(
+        hp,
+        (
+            "optimizer",
+            "learning_rate",
+            "loss_function",
+            "epoch",
+            "parallel_mode",
+            "device_num",
+            "batch_size",
+        ),
+    )
+    algo = _fields(algo_msg, ("network",))
+    loss, raw_loss = _float_pair(algo_msg, "loss", "loss_f64")
+    if loss is not None:
+        algo["loss"] = loss
+    return {
+        "hyper_parameters": hp if train.HasField("hyper_parameters") else {},
+        "algorithm": algo if train.HasField("algorithm") else {},
+        "train_dataset": _fields(train.train_dataset, ("train_dataset_path", "train_dataset_size")),
+        "model": _fields(train.model, ("path", "size")),
+        "fingerprint": train.train_dataset.fingerprint or None,
+        "raw_loss": raw_loss,
+        "raw_learning_rate": raw_lr,
+    }
+
+
+def _ordered(d: dict[str, Any], order: Sequence[str]) -> dict[str, Any]:
+    return {k: d[k] for k in order if k in d}
+
+
+def _eval_dict(ev: pb.EvaluationLineage) -> dict[str, Any]:
+    metric = json.loads(ev.metric) if ev.metric else {}
+    if not isinstance(metric, dict):
+        raise ValueError("metric is not a JSON object")
+    return {
+        "metric": metric,
+        "valid_dataset": (
+            _fields(ev.valid_dataset, ("valid_dataset_path", "valid_dataset_size"))
+            if ev.HasField("valid_dataset")
+            else None
+        ),
+        "fingerprint": ev.valid_dataset.fingerprint or None,
+    }
+
+
+_RUN_SCALARS = (
+    "status",
+    "start_time",
+    "end_time",
+    "duration",
+    "total_steps",
+    "epochs_done",
+    "hostname",
+    "pid",
+    "rank",
+    "python_version",
+    "torch_version",
+    "trainledger_version",
+    "git_commit",
+    "git_dirty",
+    "seed",
+    "dataset_fingerprint",
+    "error",
+)
+
+
+def _run_dict(run: pb.RunInfo) -> dict[str, Any]:
+    out = _fields(run, _RUN_SCALARS)
+    if run.command:
+        out["command"] = shlex.join(run.command)
+    if run.checkpoints:
+        out["checkpoints"] = [
+            {"path": c.path, "size": c.size if c.HasField("size") else None}
+            for c in run.checkpoints
+        ]
+    return out

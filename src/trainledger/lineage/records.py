@@ -1,0 +1,420 @@
+"""Lineage records: plain values -> ``LineageEvent`` messages, and the dict forms back.
+
+Pure functions (no torch, no I/O), shared by the writer side (callbacks build plain values, this
+module packs them) and the reader (which unpacks to the dicts MindInsight returns). Packing the
+dataset graph and user info follows MindInsight's own packing rules, so a graph dict we write
+reads back equal, and a MindSpore-written graph reads back as MindInsight shows it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainledger.errors import LineageParamTypeError, LineageParamValueError
+from trainledger.lineage.proto import lineage_pb2 as pb
+
+__all__ = [
+    "TrainValues",
+    "EvalValues",
+    "RunValues",
+    "RUN_STATUSES",
+    "train_event",
+    "eval_event",
+    "run_event",
+    "dataset_graph_event",
+    "user_defined_event",
+    "validate_user_defined_info",
+    "package_graph",
+    "organize_graph",
+    "organize_user_info",
+    "shortest_float32",
+    "json_float",
+]
+
+RUN_STATUSES = ("running", "finished", "failed", "stopped")
+_INT32 = (-(2**31), 2**31 - 1)
+_F32 = struct.Struct("<f")
+
+
+@dataclass
+class TrainValues:
+    """What a train lineage records; None means "not known" and leaves the field unset."""
+
+    optimizer: str | None = None
+    learning_rate: float | None = None
+    loss_function: str | None = None
+    epoch: int | None = None
+    parallel_mode: str | None = None
+    device_num: int | None = None
+    batch_size: int | None = None
+    train_dataset_path: str | None = None
+    train_dataset_size: int | None = None
+    train_dataset_fingerprint: str | None = None
+    network: str | None = None
+    loss: float | None = None
+    model_path: str | None = None
+    model_size: int | None = None
+    step: int | None = None
+
+
+@dataclass
+class EvalValues:
+    """What an evaluation lineage records."""
+
+    metrics: Mapping[str, Any] | None = None
+    valid_dataset_path: str | None = None
+    valid_dataset_size: int | None = None
+    valid_dataset_fingerprint: str | None = None
+    step: int | None = None
+
+
+@dataclass
+class RunValues:
+    """A snapshot of the run (our extension event); the last one written wins."""
+
+    status: str = "running"
+    start_time: float | None = None
+    end_time: float | None = None
+    duration: float | None = None
+    total_steps: int | None = None
+    epochs_done: int | None = None
+    hostname: str | None = None
+    pid: int | None = None
+    rank: int | None = None
+    command: Sequence[str] = ()
+    python_version: str | None = None
+    torch_version: str | None = None
+    trainledger_version: str | None = None
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    seed: int | None = None
+    dataset_fingerprint: str | None = None
+    checkpoints: Sequence[tuple[str, int | None]] = field(default_factory=list)
+    error: str | None = None
+
+
+def _event(wall_time: float | None, step: int | None = None) -> pb.LineageEvent:
+    event = pb.LineageEvent(wall_time=time.time() if wall_time is None else wall_time)
+    if step is not None:
+        event.step = int(step)
+    return event
+
+
+def _set(msg: Any, name: str, value: Any) -> None:
+    if value is not None:
+        setattr(msg, name, value)
+
+
+def _int32(value: int | None, name: str) -> int | None:
+    """Clamp-free int32 check: a value the MindInsight field cannot hold is left unset."""
+    if value is None:
+        return None
+    value = int(value)
+    return value if _INT32[0] <= value <= _INT32[1] else None
+
+
+def train_event(values: TrainValues, wall_time: float | None = None) -> pb.LineageEvent:
+    """A ``train_lineage`` event; float fields also carry their float64 extension."""
+    event = _event(wall_time, values.step)
+    train = event.train_lineage
+    hp = train.hyper_parameters
+    _set(hp, "optimizer", values.optimizer)
+    if values.learning_rate is not None:
+        hp.learning_rate = float(values.learning_rate)
+        hp.learning_rate_f64 = float(values.learning_rate)
+    _set(hp, "loss_function", values.loss_function)
+    _set(hp, "epoch", _int32(values.epoch, "epoch"))
+    _set(hp, "parallel_mode", values.parallel_mode)
+    _set(hp, "device_num", _int32(values.device_num, "device_num"))
+    _set(hp, "batch_size", _int32(values.batch_size, "batch_size"))
+    ds = train.train_dataset
+    _set(ds, "train_dataset_path", values.train_dataset_path)
+    _set(ds, "train_dataset_size", _int32(values.train_dataset_size, "train_dataset_size"))
+    _set(ds, "fingerprint", values.train_dataset_fingerprint)
+    algo = train.algorithm
+    _set(algo, "network", values.network)
+    if values.loss is not None:
+        algo.loss = float(values.loss)
+        algo.loss_f64 = float(values.loss)
+    if values.model_path is not None or values.model_size is not None:
+        _set(train.model, "path", values.model_path)
+        _set(train.model, "size", values.model_size)
+    return event
+
+
+def eval_event(values: EvalValues, wall_time: float | None = None) -> pb.LineageEvent:
+    """An ``evaluation_lineage`` event; metrics are stored as a JSON object string."""
+    event = _event(wall_time, values.step)
+    ev = event.evaluation_lineage
+    ev.metric = json.dumps(dict(values.metrics or {}), default=_json_default)
+    vd = ev.valid_dataset
+    _set(vd, "valid_dataset_path", values.valid_dataset_path)
+    _set(vd, "valid_dataset_size", _int32(values.valid_dataset_size, "valid_dataset_size"))
+    _set(vd, "fingerprint", values.valid_dataset_fingerprint)
+    return event
+
+
+def _json_default(value: Any) -> Any:
+    """Metric values that are tensors/numpy scalars become numbers; anything else a string."""
+    for attr in ("item", "tolist"):
+        fn = getattr(value, attr, None)
+        if callable(fn):
+            try:
+                return fn()
+            except (TypeError, ValueError, RuntimeError):
+                pass
+    return str(value)
+
+
+def run_event(values: RunValues, wall_time: float | None = None) -> pb.LineageEvent:
+    """Our ``run`` extension event (MindInsight skips it)."""
+    if values.status not in RUN_STATUSES:
+        raise LineageParamValueError(
+            f"run status expected one of {RUN_STATUSES}, received: {values.status!r}"
+        )
+    event = _event(wall_time, values.total_steps)
+    run = event.run
+    run.status = values.status
+    for name in (
+        "start_time",
+        "end_time",
+        "duration",
+        "total_steps",
+        "epochs_done",
+        "hostname",
+        "pid",
+        "rank",
+        "python_version",
+        "torch_version",
+        "trainledger_version",
+        "git_commit",
+        "git_dirty",
+        "dataset_fingerprint",
+        "error",
+    ):
+        _set(run, name, getattr(values, name))
+    if values.seed is not None and 0 <= int(values.seed) < 2**64:
+        run.seed = int(values.seed)
+    run.command.extend(str(a) for a in values.command)
+    for path, size in values.checkpoints:
+        ckpt = run.checkpoints.add(path=str(path))
+        _set(ckpt, "size", size)
+    return event
+
+
+# ---- user defined info -------------------------------------------------------------------------
+
+
+def validate_user_defined_info(info: Any) -> dict[str, int | float | str]:
+    """A flat dict of str -> int/float/str (bools count as ints), else a clear error.
+
+    Ints must fit MindInsight's int32 field; a larger int is rejected rather than silently
+    changed (pass it as a float or a string).
+    """
+    if not isinstance(info, Mapping):
+        raise LineageParamTypeError(
+            "user_defined_info expected a dict of str -> int/float/str, received: "
+            f"{type(info).__name__}"
+        )
+    out: dict[str, int | float | str] = {}
+    for key, value in info.items():
+        if not isinstance(key, str):
+            raise LineageParamTypeError(
+                f"user_defined_info keys expected str, received: {key!r} ({type(key).__name__})"
+            )
+        if isinstance(value, bool):
+            value = int(value)
+        if isinstance(value, int):
+            if not _INT32[0] <= value <= _INT32[1]:
+                raise LineageParamValueError(
+                    f"user_defined_info[{key!r}] expected an int within int32 range, received: "
+                    f"{value} (store it as a float or a str)"
+                )
+        elif not isinstance(value, (float, str)):
+            raise LineageParamTypeError(
+                f"user_defined_info[{key!r}] expected int, float or str, received: "
+                f"{type(value).__name__}"
+            )
+        out[key] = value
+    return out
+
+
+def user_defined_event(info: Mapping[str, Any], wall_time: float | None = None) -> pb.LineageEvent:
+    """One ``user_defined_info`` event, one ``user_info`` item per key (MindInsight's layout)."""
+    info = validate_user_defined_info(info)
+    event = _event(wall_time)
+    udi = event.user_defined_info
+    udi.SetInParent()
+    for key, value in info.items():
+        item = udi.user_info.add()
+        if isinstance(value, int):
+            item.map_int32[key] = value
+        elif isinstance(value, float):
+            item.map_double[key] = value
+        else:
+            item.map_str[key] = value
+    return event
+
+
+def organize_user_info(message: pb.UserDefinedInfo) -> dict[str, Any]:
+    """A ``UserDefinedInfo`` as MindInsight's dict: first entry of each item's first map."""
+    out: dict[str, Any] = {}
+    for item in message.user_info:
+        if item.map_dict:
+            key, sub = next(iter(item.map_dict.items()))
+            out[key] = organize_user_info(sub)
+        elif item.map_int32:
+            key, value = next(iter(item.map_int32.items()))
+            out[key] = int(value)
+        elif item.map_str:
+            key, value = next(iter(item.map_str.items()))
+            out[key] = value
+        elif item.map_double:
+            key, value = next(iter(item.map_double.items()))
+            out[key] = json_float(value)
+    return out
+
+
+# ---- dataset graph ------------------------------------------------------------------------------
+
+
+def dataset_graph_event(
+    graph: Mapping[str, Any], wall_time: float | None = None
+) -> pb.LineageEvent:
+    """A ``dataset_graph`` event from a graph dict (see ``package_graph``)."""
+    event = _event(wall_time)
+    event.dataset_graph.SetInParent()
+    package_graph(graph, event.dataset_graph)
+    return event
+
+
+def package_graph(graph: Mapping[str, Any], message: pb.DatasetGraph) -> None:
+    """Pack a graph dict into ``message`` with MindInsight's rules.
+
+    A node is a dict: ``children`` (list of nodes), ``operations`` (list of dicts),
+    ``sampler`` (dict), and parameters: str/bool/int/float/None or a list of strings. In an
+    operation or sampler, a list of ints goes to ``size`` and any other list to ``weights``,
+    as MindInsight packs them; prefer scalars (or JSON strings) there.
+    """
+    for key, value in graph.items():
+        if key == "children":
+            for child in value or ():
+                if child:
+                    package_graph(child, message.children.add())
+        elif key == "operations":
+            for op in value or ():
+                _package_operation(op, message.operations.add())
+        elif key == "sampler":
+            if value:
+                _package_operation(value, message.sampler)
+        else:
+            _package_parameter(key, value, message.parameter)
+
+
+def _package_operation(operation: Mapping[str, Any], message: pb.Operation) -> None:
+    message.SetInParent()
+    for key, value in operation.items():
+        if isinstance(value, (list, tuple)):
+            if all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+                message.size.extend(int(v) for v in value)
+            else:
+                message.weights.extend(float(v) for v in value)
+        else:
+            _package_parameter(key, value, message.operationParam)
+
+
+def _package_parameter(key: str, value: Any, message: pb.OperationParameter) -> None:
+    if isinstance(value, str):
+        message.mapStr[key] = value
+    elif isinstance(value, bool):
+        message.mapBool[key] = value
+    elif isinstance(value, int):
+        if _INT32[0] <= value <= _INT32[1]:
+            message.mapInt[key] = value
+        else:
+            message.mapStr[key] = str(value)
+    elif isinstance(value, float):
+        message.mapDouble[key] = value
+    elif isinstance(value, (list, tuple)):
+        if value:
+            message.mapStrList[key].strValue.extend("" if v is None else str(v) for v in value)
+    elif value is None:
+        message.mapStr[key] = "None"
+    else:
+        raise LineageParamTypeError(
+            f"dataset graph parameter {key!r} expected str, bool, int, float, list or None, "
+            f"received: {type(value).__name__}"
+        )
+
+
+def organize_graph(message: pb.DatasetGraph) -> dict[str, Any]:
+    """A ``DatasetGraph`` as the dict MindInsight returns (parameters flattened into the node)."""
+    node = _organize_current(message)
+    node["children"] = [organize_graph(child) for child in message.children]
+    return node
+
+
+def _organize_current(message: pb.DatasetGraph) -> dict[str, Any]:
+    node: dict[str, Any] = {}
+    if message.HasField("parameter"):
+        node.update(_organize_parameter(message.parameter))
+    if message.operations:
+        node["operations"] = [_organize_operation(op) for op in message.operations]
+    if message.HasField("sampler"):
+        sampler = _organize_operation(message.sampler)
+        if sampler:
+            node["sampler"] = sampler
+    return node
+
+
+def _organize_operation(message: pb.Operation) -> dict[str, Any]:
+    op = _organize_parameter(message.operationParam)
+    # MindInsight accumulates both repeated fields into one list (its quirk, kept on purpose).
+    values: list[Any] = []
+    for key in ("size", "weights"):
+        for v in getattr(message, key):
+            values.append(v)
+        if values:
+            op[key] = list(values)
+    return op
+
+
+def _organize_parameter(message: pb.OperationParameter) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for attr in ("mapStr", "mapBool", "mapInt", "mapDouble"):
+        for key, value in getattr(message, attr).items():
+            out[key] = None if value == "None" else value
+    for key, value in message.mapStrList.items():
+        out[key] = [None if s == "" else s for s in value.strValue]
+    return out
+
+
+# ---- floats as MindInsight shows them ----------------------------------------------------------
+
+
+def shortest_float32(value: float) -> float:
+    """The float32 ``value`` written with the fewest digits (from 6) that round-trip, as
+    protobuf's JSON conversion (used by MindInsight) shows float fields: 0.1f -> 0.1."""
+    if not math.isfinite(value):
+        return value
+    precision = 6
+    while True:
+        rounded = float(f"{value:.{precision}g}")
+        if _F32.unpack(_F32.pack(rounded))[0] == value or precision >= 17:
+            return rounded
+        precision += 1
+
+
+def json_float(value: float) -> float | str:
+    """A double as protobuf's JSON conversion gives it: NaN/Infinity become strings."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
