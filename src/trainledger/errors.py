@@ -16,7 +16,8 @@ and what was received; lower-level errors are chained with ``raise ... from``.
     ├── CheckpointError
     │   ├── CheckpointFormatError        not a trainledger/safetensors checkpoint, or corrupt
     │   ├── CheckpointDecryptError       wrong key, tampered or truncated encrypted file
-    │   └── CheckpointLoadError          strict load mismatch (names and shapes listed)
+    │   ├── CheckpointLoadError          strict load mismatch (names and shapes listed)
+    │   └── CheckpointWriteError (OSError)  a (background) save failed; raised at the next save/end
     ├── StreamError                      a streaming source was misused (closed, bad offset)
     └── LineageError                     MindInsight's lineage errors, same class names/texts
         ├── LineageParamTypeError (TypeError)
@@ -76,6 +77,10 @@ class CheckpointDecryptError(CheckpointError, ValueError):
 
 class CheckpointLoadError(CheckpointError, ValueError):
     """Parameters do not match the network under strict loading."""
+
+
+class CheckpointWriteError(CheckpointError, OSError):
+    """A checkpoint save failed (in the background: raised at the next save or at train end)."""
 
 
 class StreamError(TrainledgerError):
