@@ -1,0 +1,134 @@
+"""``get_summary_lineage`` and ``filter_summary_lineage``: MindInsight's lineage API.
+
+Same names, arguments, result shapes, error classes and messages as MindInsight's lineagemgr,
+answered from the SQLite index instead of re-parsing every file per call. Documented fixes:
+no cap on the number of runs (MindInsight stopped at 999); ``customized`` describes the whole
+result, not the current page; ``dataset_mark`` numbers never collide and stay stable as runs
+are added (numbered from 1 in order of first appearance); ``not_in`` accepted on numeric
+fields; ``metric_<name>`` accepted for ``metric/<name>``; run directories may be nested
+(``max_depth``); ``added_info`` carries the run's annotations (tag, remark).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from typing import Any
+
+from trainledger.errors import (
+    LineageParamTypeError,
+    LineageParamValueError,
+    LineageQuerySummaryDataError,
+)
+from trainledger.query.discovery import validate_base, validate_run_dir
+from trainledger.query.index import LineageIndex
+
+__all__ = ["get_summary_lineage", "filter_summary_lineage", "open_index", "LINEAGE_KEYS"]
+
+# get_summary_lineage's keys: MindInsight's, then trainledger's extensions.
+LINEAGE_KEYS: tuple[str, ...] = (
+    "metric", "hyper_parameters", "algorithm", "train_dataset", "model", "valid_dataset",
+    "dataset_graph", "user_defined", "run",
+)
+
+_indexes: dict[tuple[str, int], LineageIndex] = {}
+_indexes_lock = threading.Lock()
+
+
+def _check_keys(keys: Any) -> list[str]:
+    allowed = list(LINEAGE_KEYS)
+    if keys is None:
+        return allowed
+    if not isinstance(keys, list):
+        raise LineageParamTypeError(
+            f"TypeError. Keys must be list, received: {type(keys).__name__}. "
+            f"Allowed keys: {allowed}."
+        )
+    for key in keys:
+        if not isinstance(key, str):
+            raise LineageParamTypeError(
+                f"TypeError. Element of keys must be str, received: {key!r}. "
+                f"Allowed keys: {allowed}."
+            )
+    unknown = [k for k in keys if k not in LINEAGE_KEYS]
+    if unknown:
+        raise LineageParamValueError(
+            f"ValueError. Keys must be in {allowed}, received unknown: {unknown}."
+        )
+    return keys
+
+
+def get_summary_lineage(summary_dir: str | os.PathLike[str], keys: list[str] | None = None
+                        ) -> dict[str, Any]:
+    """The lineage of one run directory.
+
+    Returns ``{"summary_dir": <real path>, <key>: ...}`` for the requested ``keys`` (default:
+    all of ``LINEAGE_KEYS``: metric, hyper_parameters (incl. parallel_mode), algorithm,
+    train_dataset, model, valid_dataset, dataset_graph, and trainledger's user_defined and
+    run), or ``{}`` when the directory holds no lineage.
+
+    Raises:
+        LineageParamTypeError / LineageParamValueError: ``keys`` is not a list of known keys.
+        LineageParamSummaryPathError: ``summary_dir`` is not an existing directory, or unsafe.
+        LineageQuerySummaryDataError: the lineage files could not be read.
+    """
+    wanted = _check_keys(keys)
+    real = validate_run_dir(summary_dir)
+    from trainledger.lineage.reader import read_lineage
+
+    try:
+        lineage = read_lineage(real)
+    except OSError as exc:
+        raise LineageQuerySummaryDataError(
+            f"Query summary data error: Get summary lineage failed. {exc}"
+        ) from exc
+    if not lineage:
+        return {}
+    result: dict[str, Any] = {"summary_dir": lineage.get("summary_dir", real)}
+    for key in wanted:
+        result[key] = lineage.get(key, {})
+    return result
+
+
+def open_index(summary_base_dir: str | os.PathLike[str], max_depth: int = 1) -> LineageIndex:
+    """The process-wide ``LineageIndex`` of a base directory (created on first use)."""
+    base = validate_base(summary_base_dir)
+    key = (base, max_depth)
+    with _indexes_lock:
+        index = _indexes.get(key)
+        if index is None:
+            index = _indexes[key] = LineageIndex(base, max_depth=max_depth)
+        return index
+
+
+def filter_summary_lineage(
+    summary_base_dir: str | os.PathLike[str],
+    search_condition: dict[str, Any] | None = None,
+    *,
+    max_depth: int = 1,
+) -> dict[str, Any]:
+    """Filter, sort and page the lineage of every run under ``summary_base_dir``.
+
+    ``search_condition`` is MindInsight's: field conditions (``{"learning_rate": {"gt":
+    0.05}}``; fields summary_dir, loss_function, train_dataset_path, train_dataset_count,
+    test_dataset_path, test_dataset_count, network, optimizer, learning_rate, epoch,
+    batch_size, device_num, loss, model_size, dataset_mark, ``metric/<name>``,
+    ``user_defined/<name>``; operators eq, lt, gt, le, ge, in, not_in), ``sorted_name``,
+    ``sorted_type``, ``offset`` (page number), ``limit`` (page size), ``lineage_type``.
+
+    Returns ``{"customized": {...}, "object": [...], "count": N}``; each object has
+    ``summary_dir`` ("./run1"), ``model_lineage``, ``dataset_graph`` and ``added_info``.
+
+    Raises:
+        LineageParamSummaryPathError: the base is not an existing directory, or unsafe.
+        LineageSearchConditionParamError: the condition is malformed (MindInsight's messages).
+        LineageQuerySummaryDataError: the index could not be read.
+    """
+    index = open_index(summary_base_dir, max_depth)
+    try:
+        return index.query(search_condition)
+    except sqlite3.Error as exc:
+        raise LineageQuerySummaryDataError(
+            f"Query summary data error: Filter summary lineage failed. {exc}"
+        ) from exc

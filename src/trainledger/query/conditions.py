@@ -1,0 +1,294 @@
+"""Validate a search condition before anything evaluates it.
+
+Why a separate pass: a malformed condition must never reach SQL nor raise a raw exception.
+Every check here reproduces MindInsight 2.3.1's validation (the same order of checks, the same
+error class and message text), so callers that matched on those messages keep working.
+
+Documented differences from MindInsight (fixes):
+
+- ``metric_<name>`` (the older spelling in MindInsight's docs) is accepted as ``metric/<name>``.
+- ``not_in`` takes a list on every field (MindInsight rejected it on loss, learning_rate and
+  ``metric/`` fields, where it demanded a number).
+- ``in``/``not_in`` must be a list on ``user_defined/`` fields too, and list elements and values
+  must be plain scalars (str, int, float; None inside lists), so nothing unbindable reaches SQL.
+- ``user_defined/`` with an empty name is rejected like ``metric/``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainledger.errors import LineageSearchConditionParamError
+
+# The filterable fields, in MindInsight's FIELD_MAPPING order.
+FIELDS: tuple[str, ...] = (
+    "summary_dir", "loss_function", "train_dataset_path", "train_dataset_count",
+    "test_dataset_path", "test_dataset_count", "network", "optimizer", "learning_rate",
+    "epoch", "batch_size", "device_num", "loss", "model_size", "dataset_mark",
+)
+STR_FIELDS = frozenset({
+    "summary_dir", "loss_function", "train_dataset_path", "test_dataset_path", "network",
+    "optimizer", "dataset_mark",
+})
+INT_FIELDS = frozenset({
+    "train_dataset_count", "test_dataset_count", "epoch", "batch_size", "device_num",
+    "model_size",
+})
+FLOAT_FIELDS = frozenset({"learning_rate", "loss"})
+OPERATORS: tuple[str, ...] = ("eq", "lt", "gt", "le", "ge", "in", "not_in")
+CONTROL_KEYS = ("limit", "offset", "sorted_name", "sorted_type", "lineage_type")
+LINEAGE_TYPES = ("dataset", "model")
+PREFIXES = ("metric/", "user_defined/")
+_INT_MAX = 2**63 - 1
+
+_FIELD_MESSAGES: dict[str, str] = {
+    "summary_dir": "The parameter summary_dir is invalid. It should be a dict and the value "
+    "should be a string.",
+    "loss_function": "The parameter loss_function is invalid. "
+    "It should be a dict and the value should be a string.",
+    "train_dataset_path": "The parameter train_dataset_path is invalid."
+    " It should be a dict and the value should be a string.",
+    "train_dataset_count": "The parameter train_dataset_count is invalid. It should be a dict "
+    "and the value should be a integer between 0 and pow(2, 63) -1.",
+    "test_dataset_path": "The parameter test_dataset_path is invalid. "
+    "It should be a dict and the value should be a string.",
+    "test_dataset_count": "The parameter test_dataset_count is invalid. It should be a dict "
+    "and the value should be a integer between 0 and pow(2, 63) -1.",
+    "network": "The parameter network is invalid. It should be a dict and the value should be "
+    "a string.",
+    "optimizer": "The parameter optimizer is invalid. "
+    "It should be a dict and the value should be a string.",
+    "learning_rate": "The parameter learning_rate is invalid. "
+    "It should be a dict and the value should be a float or a integer.",
+    "epoch": "The parameter epoch is invalid. It should be a positive integer.",
+    "batch_size": "The parameter batch_size is invalid. It should be a non-negative integer.",
+    "device_num": "The parameter device_num is invalid. It should be a non-negative integer.",
+    "limit": "Invalid input limit. 0 < limit <= 100",
+    "offset": "Invalid input offset. 0 <= offset <= 100000",
+    "loss": "The parameter loss is invalid. It should be a float.",
+    "model_size": "The parameter model_size is invalid. "
+    "It should be an integer between 0 and pow(2, 63) -1.",
+    "dataset_mark": "The parameter dataset_mark is invalid. It should be a string.",
+    "lineage_type": "The parameter lineage_type is invalid. It should be 'dataset' or 'model'.",
+}
+_PREFIX = "Search_condition param error: "
+
+
+class _Invalid(Exception):
+    """A field-level problem; the caller turns it into MindInsight's message."""
+
+
+def _fail(message: str) -> LineageSearchConditionParamError:
+    return LineageSearchConditionParamError(_PREFIX + message)
+
+
+def normalize_field(name: str) -> str:
+    """Map the older ``metric_<name>`` spelling to ``metric/<name>``."""
+    if name.startswith("metric_") and len(name) > len("metric_"):
+        return "metric/" + name[len("metric_"):]
+    return name
+
+
+def is_field(name: Any) -> bool:
+    """Whether ``name`` is a filterable/sortable field (after normalization)."""
+    if not isinstance(name, str):
+        return False
+    return name in FIELDS or any(
+        name.startswith(p) and len(name) > len(p) for p in PREFIXES
+    )
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
+def _check_list(value: Any) -> None:
+    if not isinstance(value, (list, tuple)):
+        raise _Invalid("The value of `in` operation must be list or tuple.")
+    if not all(v is None or _is_scalar(v) for v in value):
+        raise _Invalid("Wrong value type.")
+
+
+def _check_operation(ops: dict[str, Any]) -> None:
+    if not set(ops).issubset({"in", "eq", "not_in"}):
+        raise _Invalid("Its operation should be `eq`, `in` or `not_in`.")
+
+
+def _check_typed(ops: dict[str, Any], kind: str) -> None:
+    """MindInsight's check_dict_value_type / check_param_value_type, lists checked too."""
+    for op, value in ops.items():
+        if op in ("in", "not_in"):
+            _check_list(value)
+        elif kind == "str":
+            if not isinstance(value, str):
+                raise _Invalid("Wrong value type.")
+        elif kind == "int":
+            if not isinstance(value, int):
+                raise _Invalid("Wrong value type.")
+            if value < 0 or value > _INT_MAX:
+                raise _Invalid("Int value should <= pow(2, 63) - 1.")
+            if isinstance(value, bool):
+                raise _Invalid("Wrong value type.")
+        elif kind == "num":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise _Invalid("Wrong value type.")
+        elif not _is_scalar(value):  # user_defined/: any plain scalar
+            raise _Invalid("Wrong value type.")
+
+
+def _validate_control(cond: dict[str, Any]) -> None:
+    """MindInsight's validate_condition: types of the paging and sorting keys."""
+    for key in ("limit", "offset"):
+        if key in cond:
+            value = cond[key]
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise _fail(f"TypeError. The {key} must be int.")
+    if "sorted_name" in cond:
+        name = cond["sorted_name"]
+        msg = (
+            f"ValueError. The sorted_name must be in {list(FIELDS)} or start with "
+            "`metric/` or `user_defined/`."
+        )
+        if not isinstance(name, str) or not (is_field(normalize_field(name)) or name == "tag"):
+            raise _fail(msg)
+    if "sorted_type" in cond:
+        if "sorted_name" not in cond:
+            raise _fail("ValueError. The sorted_name must exist when sorted_type exists.")
+        if cond["sorted_type"] not in ("ascending", "descending", None):
+            raise _fail("ValueError. The sorted_type must be ascending or descending.")
+
+
+def _validate_comparisons(cond: dict[str, Any]) -> None:
+    """MindInsight's pre-load pass: field names, operator names, metric value types."""
+    for attr, ops in cond.items():
+        if attr in CONTROL_KEYS:
+            continue
+        if not is_field(attr):
+            raise _fail("ValueError. The search attribute not supported.")
+        if not isinstance(ops, dict):
+            raise _fail(f"TypeError. The search_condition element {attr} should be dict.")
+        for op in ops:
+            if op not in OPERATORS:
+                raise _fail(
+                    "ValueError. The compare condition should be in "
+                    "('eq', 'lt', 'gt', 'le', 'ge', 'in', 'not_in')."
+                )
+        if attr.startswith("metric/"):
+            try:
+                _check_typed(ops, "num")
+            except _Invalid:
+                raise _fail(
+                    f"The parameter {attr} is invalid. "
+                    "It should be a dict and the value should be a float or a integer"
+                ) from None
+
+
+def _field_error(field: str, detail: str) -> LineageSearchConditionParamError:
+    if "operation" in detail.lower():
+        return _fail(f"The parameter {field} is invalid. {detail}")
+    return _fail(_FIELD_MESSAGES[field])
+
+
+def _validate_fields(cond: dict[str, Any]) -> None:
+    """MindInsight's schema pass: range errors first, then per-field validators by name."""
+    if "limit" in cond and not 0 < cond["limit"] <= 100:
+        raise _fail(_FIELD_MESSAGES["limit"])
+    if "offset" in cond and not 0 <= cond["offset"] <= 100000:
+        raise _fail(_FIELD_MESSAGES["offset"])
+    if "lineage_type" in cond and not isinstance(cond["lineage_type"], dict):
+        raise _fail(_FIELD_MESSAGES["lineage_type"])
+    # MindInsight ran its validators in the alphabetical order of their method names.
+    order = sorted(
+        [f for f in (*FIELDS, "lineage_type") if f in cond],
+        key=lambda f: "check_" + f,
+    )
+    for field in order:
+        ops = cond[field]
+        try:
+            if field == "lineage_type":
+                _check_operation(ops)
+                _check_typed(ops, "str")
+                wanted = ops.get("in", [])
+                wanted = list(wanted) + [v for k, v in ops.items() if k != "in"]
+                if not set(wanted).issubset(LINEAGE_TYPES):
+                    raise _Invalid(
+                        f"Given lineage type should be one of {list(LINEAGE_TYPES)}."
+                    )
+            elif field in STR_FIELDS:
+                _check_operation(ops)
+                _check_typed(ops, "str")
+            elif field in INT_FIELDS:
+                _check_typed(ops, "int")
+            else:
+                _check_typed(ops, "num")
+        except _Invalid as exc:
+            raise _field_error(field, str(exc)) from None
+    for attr, ops in cond.items():
+        if attr.startswith("user_defined/"):
+            try:
+                _check_typed(ops, "any")
+            except _Invalid as exc:
+                raise _fail(
+                    f"The parameter {attr} is invalid. {exc}"
+                    if "operation" in str(exc)
+                    else f"The parameter {attr} is invalid. It should be a dict and the value "
+                    "should be a string, an integer or a float."
+                ) from None
+
+
+def validate_condition(search_condition: Any) -> dict[str, Any]:
+    """Check a search condition; return it normalized (``metric_x`` -> ``metric/x``).
+
+    Raises ``LineageSearchConditionParamError`` with MindInsight's message for anything
+    malformed: wrong types, bools where ints are due, unknown fields or operators,
+    out-of-range limit/offset, non-list ``in``, sorted_type without sorted_name.
+    """
+    if search_condition is None:
+        return {}
+    if not isinstance(search_condition, dict):
+        raise _fail("TypeError. Invalid search_condition type, it should be dict.")
+    cond: dict[str, Any] = {}
+    for key, value in search_condition.items():
+        if not isinstance(key, str):
+            raise _fail("ValueError. The search attribute not supported.")
+        cond[normalize_field(key) if key not in CONTROL_KEYS else key] = value
+    if isinstance(cond.get("sorted_name"), str):
+        cond["sorted_name"] = normalize_field(cond["sorted_name"])
+    _validate_control(cond)
+    _validate_comparisons(cond)
+    _validate_fields(cond)
+    return cond
+
+
+def lineage_types(cond: dict[str, Any]) -> list[str]:
+    """Which parts ('model', 'dataset') each result object carries."""
+    spec = cond.get("lineage_type")
+    if not spec:
+        return list(LINEAGE_TYPES)
+    kept = set(LINEAGE_TYPES)
+    if "eq" in spec:
+        kept &= {spec["eq"]}
+    if "in" in spec:
+        kept &= set(spec["in"])
+    if "not_in" in spec:
+        kept -= set(spec["not_in"])
+    return [t for t in LINEAGE_TYPES if t in kept]
+
+
+def page_bounds(cond: dict[str, Any]) -> tuple[int, int | None]:
+    """(start, stop) of the requested page; ``stop`` None means everything."""
+    if "offset" not in cond and "limit" not in cond:
+        return 0, None
+    offset = cond.get("offset", 0)
+    limit = cond.get("limit", 10)
+    return offset * limit, (offset + 1) * limit
+
+
+def filter_items(cond: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """The (field, operator, value) triples to AND together."""
+    return [
+        (field, op, value)
+        for field, ops in cond.items()
+        if field not in CONTROL_KEYS
+        for op, value in ops.items()
+    ]

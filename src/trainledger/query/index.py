@@ -1,0 +1,415 @@
+"""The lineage index: a SQLite (WAL) cache of every run's flat record under a base directory.
+
+Why: MindInsight re-parsed every lineage file on every query. Here each query first does a
+cheap scan (a directory listing plus a stat of each lineage file) and re-parses only runs whose
+lineage files are new or changed; filtering, sorting and paging then run in SQL. The index is
+derived from the files: deleting ``index.db`` loses nothing (annotations live in
+``annotations.json`` beside it and are read back), a schema-version change rebuilds it, and
+several processes may scan, query and train at once (see ``store.py``).
+
+``LineageIndex`` is reusable (the web server keeps one per base): it holds one connection,
+reopens it if the file was deleted, and is safe to share between threads.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from trainledger.query import semantics
+from trainledger.query.annotations import (
+    UNSET,
+    AnnotationFile,
+    check_remark,
+    check_run_id,
+    check_tag,
+)
+from trainledger.query.conditions import FIELDS, lineage_types, page_bounds, validate_condition
+from trainledger.query.discovery import (
+    RunFiles,
+    discover,
+    path_error,
+    resolve_summary_dir,
+    validate_base,
+)
+from trainledger.query.records import graph_hash, to_record
+from trainledger.query.sql import compile_order, compile_where
+from trainledger.query.store import connect, index_dir, retrying
+
+__all__ = ["LineageIndex", "ScanStats"]
+log = logging.getLogger(__name__)
+INDEX_FILE = "index.db"
+_CHUNK = 500
+_VALUE_COLUMNS = [f for f in FIELDS if f != "summary_dir"]
+_INSERT_RUN = (
+    "INSERT INTO runs (summary_dir, signature, update_time, graph_hash, record, "
+    + ", ".join(_VALUE_COLUMNS)
+    + ") VALUES (?, ?, ?, ?, ?, "
+    + ", ".join("?" for _ in _VALUE_COLUMNS)
+    + ")"
+)
+
+
+@dataclass
+class ScanStats:
+    """What one refresh did."""
+
+    runs: int = 0  # run directories found
+    parsed: int = 0  # runs (re-)parsed because their lineage files were new or changed
+    removed: int = 0  # runs gone from disk
+    unreadable: int = 0  # runs whose lineage files held no usable lineage
+
+
+def _default_reader(run_dir: str) -> dict[str, Any]:
+    from trainledger.lineage.reader import read_lineage
+
+    return read_lineage(run_dir)
+
+
+class LineageIndex:
+    """Index of the runs under ``base`` (run dirs up to ``max_depth`` levels below it).
+
+    Main calls: ``query(search_condition)`` (validate, cheap scan, answer in SQL — the same
+    result as ``filter_summary_lineage``), ``refresh()``, ``records()``,
+    ``set_annotation(run_id, tag=..., remark=...)``, ``get_annotations()``, ``close()``.
+    """
+
+    def __init__(
+        self,
+        base: str | os.PathLike[str],
+        *,
+        max_depth: int = 1,
+        reader: Callable[[str], dict[str, Any]] | None = None,
+    ) -> None:
+        if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
+            raise ValueError(f"max_depth expected a non-negative int, received: {max_depth!r}")
+        self.base = validate_base(base)
+        self.max_depth = max_depth
+        self.directory = index_dir(self.base)
+        self.path = os.path.join(self.directory, INDEX_FILE)
+        self._reader = reader or _default_reader
+        self._annotations = AnnotationFile(self.directory)
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._ino: int | None = None
+        self._annotations_seen: int | None | bool = False
+
+    # -- connection -----------------------------------------------------------------------
+
+    def _db(self) -> sqlite3.Connection:
+        """The connection, reopened if ``index.db`` was deleted or replaced meanwhile."""
+        try:
+            ino = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            ino = None
+        if self._conn is not None and ino == self._ino:
+            return self._conn
+        if self._conn is not None:
+            self._conn.close()
+        os.makedirs(self.directory, exist_ok=True)
+        self._conn = connect(self.path)
+        self._ino = os.stat(self.path).st_ino
+        self._annotations_seen = False
+        return self._conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> LineageIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _write(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        """Run ``fn`` in one short BEGIN IMMEDIATE transaction, retried while busy."""
+        conn = self._db()
+
+        def attempt() -> Any:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn)
+                conn.execute("COMMIT")
+                return result
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+        return retrying(attempt)
+
+    def _read(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        """Run ``fn`` in one read transaction (a consistent snapshot), retried while busy."""
+        conn = self._db()
+
+        def attempt() -> Any:
+            conn.execute("BEGIN")
+            try:
+                return fn(conn)
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+
+        return retrying(attempt)
+
+    # -- scanning -------------------------------------------------------------------------
+
+    def refresh(self) -> ScanStats:
+        """Cheap scan; re-parse new/changed runs, drop vanished ones, sync annotations."""
+        with self._lock:
+            self._sync_annotations()
+            on_disk = discover(self.base, self.max_depth)
+            stats = ScanStats(runs=len(on_disk))
+
+            def known(conn: sqlite3.Connection) -> dict[str, str]:
+                rows = conn.execute(
+                    "SELECT summary_dir, signature FROM runs "
+                    "UNION ALL SELECT summary_dir, signature FROM unreadable"
+                ).fetchall()
+                return dict(rows)
+
+            seen = self._read(known)
+            changed = [r for r in on_disk if seen.get(r.summary_dir) != r.signature]
+            present = {r.summary_dir for r in on_disk}
+            gone = [d for d in seen if d not in present]
+            stats.removed = len(gone)
+            if gone:
+                self._write(lambda c: self._delete(c, gone))
+            for start in range(0, len(changed), _CHUNK):
+                batch = [(run, self._parse(run)) for run in changed[start:start + _CHUNK]]
+                stats.parsed += len(batch)
+                stats.unreadable += sum(1 for _, rec in batch if rec is None)
+                self._write(lambda c, b=batch: self._store(c, b))
+            return stats
+
+    def _parse(self, run: RunFiles) -> semantics.Record | None:
+        try:
+            lineage = self._reader(run.path)
+        except Exception as exc:  # a damaged run must not break queries over the others
+            log.warning("cannot read lineage of %s: %s", run.path, exc)
+            return None
+        if not lineage:
+            return None
+        return to_record(lineage, run.summary_dir, run.update_time)
+
+    @staticmethod
+    def _delete(conn: sqlite3.Connection, summary_dirs: Iterable[str]) -> None:
+        for d in summary_dirs:
+            conn.execute(
+                "DELETE FROM custom WHERE run_id IN (SELECT id FROM runs WHERE summary_dir = ?)",
+                (d,),
+            )
+            conn.execute("DELETE FROM runs WHERE summary_dir = ?", (d,))
+            conn.execute("DELETE FROM unreadable WHERE summary_dir = ?", (d,))
+
+    def _store(
+        self, conn: sqlite3.Connection, batch: list[tuple[RunFiles, semantics.Record | None]]
+    ) -> None:
+        # dataset marks are numbered in order of first appearance: oldest update first
+        ordered = sorted(batch, key=lambda b: (b[0].update_time, b[0].summary_dir))
+        self._delete(conn, [run.summary_dir for run, _ in ordered])
+        for run, record in ordered:
+            if record is None:
+                conn.execute(
+                    "INSERT INTO unreadable (summary_dir, signature) VALUES (?, ?)",
+                    (run.summary_dir, run.signature),
+                )
+                continue
+            self._insert(conn, record, run.signature)
+
+    @staticmethod
+    def _mark(conn: sqlite3.Connection, ghash: str) -> str:
+        conn.execute(
+            "INSERT OR IGNORE INTO marks (graph_hash, mark) "
+            "SELECT ?, COALESCE(MAX(mark), 0) + 1 FROM marks",
+            (ghash,),
+        )
+        row = conn.execute("SELECT mark FROM marks WHERE graph_hash = ?", (ghash,)).fetchone()
+        return str(row[0])
+
+    def _insert(self, conn: sqlite3.Connection, record: semantics.Record, signature: str) -> None:
+        ghash = graph_hash(record.get("dataset_graph"))
+        record = dict(record)
+        record["dataset_mark"] = self._mark(conn, ghash)
+        stored = {k: v for k, v in record.items() if k != "added_info"}
+        cur = conn.execute(
+            _INSERT_RUN,
+            [record["summary_dir"], signature, record["update_time"], ghash,
+             json.dumps(stored, separators=(",", ":"), default=str)]
+            + [record.get(f) for f in _VALUE_COLUMNS],
+        )
+        run_id = cur.lastrowid
+        rows = [
+            (run_id, f"{group}/{key}", value, semantics.custom_type_name(value))
+            for group in ("metric", "user_defined")
+            for key, value in (record.get(group) or {}).items()
+            if value is None or isinstance(value, (str, int, float))
+        ]
+        conn.executemany(
+            "INSERT OR REPLACE INTO custom (run_id, name, value, vtype) VALUES (?, ?, ?, ?)", rows
+        )
+
+    def add_records(self, records: Iterable[semantics.Record]) -> None:
+        """Insert ready-made records (no files); for tests and benchmarks of the SQL path.
+
+        Records whose run directory does not exist are removed by the next ``refresh()``.
+        """
+        with self._lock:
+            items = sorted(records, key=lambda r: (r.get("update_time", 0.0), r["summary_dir"]))
+
+            def store(conn: sqlite3.Connection) -> None:
+                self._delete(conn, [r["summary_dir"] for r in items])
+                for rec in items:
+                    self._insert(conn, rec, "added")
+
+            self._write(store)
+
+    # -- annotations ----------------------------------------------------------------------
+
+    def _sync_annotations(self, force: bool = False) -> None:
+        """Mirror ``annotations.json`` into the index table when the file changed."""
+        mtime = self._annotations.mtime_ns()
+        conn = self._db()
+        if not force and mtime == self._annotations_seen:
+            return
+        stored = conn.execute(
+            "SELECT value FROM meta WHERE key = 'annotations_mtime'"
+        ).fetchone()
+        if not force and stored is not None and stored[0] == mtime:
+            self._annotations_seen = mtime
+            return
+        items = self._annotations.load()
+
+        def mirror(c: sqlite3.Connection) -> None:
+            c.execute("DELETE FROM annotations")
+            c.executemany(
+                "INSERT INTO annotations (run_id, tag, remark) VALUES (?, ?, ?)",
+                [(k, v.get("tag"), v.get("remark")) for k, v in items.items()],
+            )
+            c.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('annotations_mtime', ?)",
+                (mtime,),
+            )
+
+        self._write(mirror)
+        self._annotations_seen = mtime
+
+    def set_annotation(self, run_id: str, *, tag: Any = UNSET, remark: Any = UNSET) -> dict[str, Any]:
+        """Set a run's tag (int 0..10) and/or remark (str <= 1000 chars); None clears one.
+
+        Returns the run's annotation afterwards, e.g. ``{"tag": 3, "remark": "baseline"}``.
+        """
+        check_run_id(run_id)
+        if tag is not UNSET:
+            check_tag(tag)
+        if remark is not UNSET:
+            check_remark(remark)
+        with self._lock:
+            entry = self._annotations.update(run_id, tag=tag, remark=remark)
+            self._sync_annotations(force=True)
+            return entry
+
+    def get_annotations(self) -> dict[str, dict[str, Any]]:
+        """All annotations: {run_id: {"tag": int, "remark": str}} (keys present when set)."""
+        with self._lock:
+            self._sync_annotations()
+            return self._annotations.load()
+
+    # -- querying -------------------------------------------------------------------------
+
+    def _resolve(self, cond: dict[str, Any]) -> dict[str, Any]:
+        """Map summary_dir condition values to "./rel"; reject paths outside the base."""
+        ops = cond.get("summary_dir")
+        if not ops:
+            return cond
+
+        def one(value: Any) -> Any:
+            if not isinstance(value, str):
+                return value
+            rel = resolve_summary_dir(self.base, value)
+            if rel is None:
+                raise path_error(
+                    f"The summary_dir condition names a path outside the summary_base_dir: "
+                    f"{value!r}."
+                )
+            return rel
+
+        resolved = {
+            op: [one(v) for v in value] if op in ("in", "not_in") else one(value)
+            for op, value in ops.items()
+        }
+        return {**cond, "summary_dir": resolved}
+
+    def query(self, search_condition: Any = None, *, refresh: bool = True) -> dict[str, Any]:
+        """``filter_summary_lineage`` over this index: validate, scan, filter/sort/page in SQL."""
+        cond = self._resolve(validate_condition(search_condition))
+        with self._lock:
+            if refresh:
+                self.refresh()
+            else:
+                self._sync_annotations()
+            where, wparams = compile_where(cond)
+            order, oparams = compile_order(cond)
+            start, stop = page_bounds(cond)
+            limit = -1 if stop is None else stop - start
+
+            def run(conn: sqlite3.Connection) -> dict[str, Any]:
+                count = conn.execute(
+                    f"SELECT count(*) FROM runs WHERE {where}", wparams
+                ).fetchone()[0]
+                rows = conn.execute(
+                    "SELECT runs.record, a.tag, a.remark FROM runs "
+                    "LEFT JOIN annotations AS a ON a.run_id = runs.summary_dir "
+                    f"WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
+                    wparams + oparams + [limit, start],
+                ).fetchall()
+                types: dict[str, set[str]] = {}
+                for name, vtype in conn.execute(
+                    "SELECT c.name, c.vtype FROM custom AS c JOIN runs ON runs.id = c.run_id "
+                    f"WHERE {where} GROUP BY c.name, c.vtype",
+                    wparams,
+                ):
+                    types.setdefault(name, set()).add(vtype)
+                return {"count": count, "rows": rows, "types": types}
+
+            got = self._read(run)
+        parts = lineage_types(cond)
+        objects = [semantics.build_object(_row_record(row), parts) for row in got["rows"]]
+        return {
+            "customized": semantics.finish_customized(got["types"]),
+            "object": objects,
+            "count": got["count"],
+        }
+
+    def records(self, *, refresh: bool = False) -> list[semantics.Record]:
+        """Every indexed run as a flat record (with dataset_mark and added_info)."""
+        with self._lock:
+            if refresh:
+                self.refresh()
+            else:
+                self._sync_annotations()
+            rows = self._read(lambda c: c.execute(
+                "SELECT runs.record, a.tag, a.remark FROM runs "
+                "LEFT JOIN annotations AS a ON a.run_id = runs.summary_dir"
+            ).fetchall())
+        return [_row_record(row) for row in rows]
+
+
+def _row_record(row: tuple[str, Any, Any]) -> semantics.Record:
+    record: semantics.Record = json.loads(row[0])
+    added = {}
+    if row[1] is not None:
+        added["tag"] = row[1]
+    if row[2] is not None:
+        added["remark"] = row[2]
+    record["added_info"] = added
+    return record

@@ -1,0 +1,85 @@
+"""Turn the lineage reader's answer for one run into a flat query record.
+
+Why here and not in the reader: the reader answers ``get_summary_lineage`` (nested, per run);
+queries need MindInsight's flat "filtration" view (``learning_rate``, ``test_dataset_count``,
+...). The mapping is MindInsight's FIELD_MAPPING.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import struct
+from typing import Any
+
+from trainledger.query.semantics import Record, clean_value
+
+# flat field -> (section of the reader's dict, key inside it)
+FIELD_SOURCES: dict[str, tuple[str, str]] = {
+    "loss_function": ("hyper_parameters", "loss_function"),
+    "train_dataset_path": ("train_dataset", "train_dataset_path"),
+    "train_dataset_count": ("train_dataset", "train_dataset_size"),
+    "test_dataset_path": ("valid_dataset", "valid_dataset_path"),
+    "test_dataset_count": ("valid_dataset", "valid_dataset_size"),
+    "network": ("algorithm", "network"),
+    "optimizer": ("hyper_parameters", "optimizer"),
+    "learning_rate": ("hyper_parameters", "learning_rate"),
+    "epoch": ("hyper_parameters", "epoch"),
+    "batch_size": ("hyper_parameters", "batch_size"),
+    "device_num": ("hyper_parameters", "device_num"),
+    "loss": ("algorithm", "loss"),
+    "model_size": ("model", "size"),
+}
+_FLOAT32_FIELDS = ("learning_rate", "loss")
+
+
+def shortest_float32(value: Any) -> Any:
+    """The shortest decimal that round-trips a float32 (what MindInsight's JSON showed).
+
+    A float32 field read back as a double is e.g. 0.019999999552965164; MindInsight showed
+    (and compared) 0.02. Values that are not exactly a float32 are returned unchanged.
+    """
+    if not isinstance(value, float) or math.isnan(value) or math.isinf(value):
+        return value
+    try:
+        packed = struct.pack("<f", value)
+    except OverflowError:
+        return value
+    if struct.unpack("<f", packed)[0] != value:
+        return value
+    for digits in range(1, 10):
+        candidate = float(f"{value:.{digits}g}")
+        if struct.pack("<f", candidate) == packed:
+            return candidate
+    return value
+
+
+def graph_hash(graph: Any) -> str:
+    """Canonical hash of a dataset graph: equal graphs share a dataset_mark."""
+    text = json.dumps(graph or {}, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _clean_dict(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): clean_value(v) for k, v in value.items()}
+
+
+def to_record(lineage: dict[str, Any], summary_dir: str, update_time: float) -> Record:
+    """Flat record of one run (without dataset_mark and added_info, which the index adds)."""
+    record: Record = {"summary_dir": summary_dir}
+    for field, (section, key) in FIELD_SOURCES.items():
+        part = lineage.get(section) or {}
+        value = clean_value(part.get(key)) if isinstance(part, dict) else None
+        if field in _FLOAT32_FIELDS:
+            value = shortest_float32(value)
+        if field == "model_size" and isinstance(value, str) and value.isdigit():
+            value = int(value)
+        record[field] = value
+    record["metric"] = _clean_dict(lineage.get("metric"))
+    record["user_defined"] = _clean_dict(lineage.get("user_defined"))
+    record["dataset_graph"] = lineage.get("dataset_graph") or {}
+    record["update_time"] = float(update_time)
+    return record

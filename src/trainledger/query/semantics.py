@@ -1,0 +1,187 @@
+"""The one query semantics, evaluated in plain Python over flat run records.
+
+A *record* is one run flattened the way MindInsight's querier saw it: the fields of
+``conditions.FIELDS`` (``summary_dir`` relative to the base, e.g. ``"./run1"``), plus
+``metric``, ``user_defined`` and ``dataset_graph`` dicts, ``update_time`` (seconds) and
+``added_info`` ({"tag": int, "remark": str}, keys present only when set).
+
+The SQL compiler (``sql.py``) implements exactly these rules; tests check that both agree on
+generated corpora. The rules are MindInsight's:
+
+- a missing value (None) never satisfies eq/lt/gt/le/ge; it satisfies ``not_in`` unless the
+  list holds None, and ``in`` only if the list holds None;
+- comparing a number with a string is simply false (no error);
+- sorting puts None first ascending and last descending, numbers before strings; ties keep
+  the default order, which is newest update first (then summary_dir ascending).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from trainledger.query.conditions import (
+    FIELDS,
+    filter_items,
+    lineage_types,
+    page_bounds,
+)
+
+Record = dict[str, Any]
+
+_OPS = {"eq": operator.eq, "lt": operator.lt, "gt": operator.gt, "le": operator.le,
+        "ge": operator.ge}
+
+
+def value_of(record: Record, field: str) -> Any:
+    """The value a condition or a sort sees for ``field`` (None when absent)."""
+    if field.startswith("metric/"):
+        return (record.get("metric") or {}).get(field[len("metric/"):])
+    if field.startswith("user_defined/"):
+        return (record.get("user_defined") or {}).get(field[len("user_defined/"):])
+    if field == "tag":
+        return (record.get("added_info") or {}).get("tag")
+    return record.get(field)
+
+
+def _is_num(value: Any) -> bool:
+    return isinstance(value, (int, float))
+
+
+def is_match(op: str, expected: Any, actual: Any) -> bool:
+    """Whether ``actual`` satisfies ``op expected`` (MindInsight's ExpressionType.is_match)."""
+    if op == "in":
+        return any(_equal(actual, e) for e in expected)
+    if op == "not_in":
+        return not any(_equal(actual, e) for e in expected)
+    if actual is None:
+        return False
+    if op == "eq":
+        return _equal(actual, expected)
+    if _is_num(actual) != _is_num(expected):
+        return False  # number vs string: MindInsight's TypeError -> no match
+    return bool(_OPS[op](actual, expected))
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if _is_num(a) != _is_num(b):
+        return False
+    return bool(a == b)
+
+
+def matches(record: Record, cond: dict[str, Any]) -> bool:
+    """Whether a record passes every (field, operator, value) of the condition (AND)."""
+    return all(is_match(op, value, value_of(record, field))
+               for field, op, value in filter_items(cond))
+
+
+def _cmp(a: Any, b: Any) -> int:
+    if a is None and b is None:
+        return 0
+    if a is None:
+        return -1
+    if b is None:
+        return 1
+    if _is_num(a) != _is_num(b):
+        return -1 if _is_num(a) else 1  # numbers before strings
+    return (a > b) - (a < b)
+
+
+def default_order(records: Iterable[Record]) -> list[Record]:
+    """Newest update first; equal times by summary_dir ascending."""
+    by_dir = sorted(records, key=lambda r: r["summary_dir"])
+    return sorted(by_dir, key=lambda r: -float(r.get("update_time") or 0.0))
+
+
+def sort_records(records: list[Record], cond: dict[str, Any]) -> list[Record]:
+    """Stable sort by ``sorted_name`` (records must already be in default order)."""
+    name = cond.get("sorted_name")
+    if name is None:
+        return records
+    reverse = cond.get("sorted_type") == "descending"
+    key = functools.cmp_to_key(lambda x, y: _cmp(value_of(x, name), value_of(y, name)))
+    return sorted(records, key=key, reverse=reverse)
+
+
+_CUSTOM_GROUPS = ("metric", "user_defined")
+
+
+def custom_type_name(value: Any) -> str:
+    """The type label MindInsight's customized used: the Python type name."""
+    return type(value).__name__
+
+
+def customized(records: Iterable[Record]) -> dict[str, dict[str, Any]]:
+    """Describe the metric/ and user_defined/ columns over all given records.
+
+    MindInsight computed this over the current page only; we describe the whole result.
+    Keys are ordered metric/ first, then user_defined/, each by name.
+    """
+    types: dict[str, set[str]] = {}
+    for record in records:
+        for group in _CUSTOM_GROUPS:
+            for key, value in (record.get(group) or {}).items():
+                types.setdefault(f"{group}/{key}", set()).add(custom_type_name(value))
+    return finish_customized(types)
+
+
+def finish_customized(types: dict[str, set[str]]) -> dict[str, dict[str, Any]]:
+    """Turn label -> set of type names into MindInsight's customized entries."""
+    out: dict[str, dict[str, Any]] = {}
+    for label in sorted(types, key=lambda s: (not s.startswith("metric/"), s)):
+        kinds = types[label]
+        if len(kinds) == 1:
+            kind = next(iter(kinds))
+        elif kinds.issubset({"int", "float"}):
+            kind = "float"
+        else:
+            kind = "mixed"
+        out[label] = {"label": label, "required": label.startswith("metric/"), "type": kind}
+    return out
+
+
+def model_lineage(record: Record) -> dict[str, Any]:
+    """The ``model_lineage`` part of a result object (MindInsight's field order)."""
+    out = {f: record.get(f) for f in FIELDS if f != "summary_dir"}
+    out["metric"] = dict(record.get("metric") or {})
+    out["user_defined"] = dict(record.get("user_defined") or {})
+    return out
+
+
+def build_object(record: Record, parts: Sequence[str]) -> dict[str, Any]:
+    """One result object: the requested parts plus ``added_info``."""
+    obj: dict[str, Any] = {}
+    if "model" in parts:
+        obj["summary_dir"] = record["summary_dir"]
+        obj["model_lineage"] = model_lineage(record)
+    if "dataset" in parts:
+        obj["summary_dir"] = record["summary_dir"]
+        obj["dataset_graph"] = record.get("dataset_graph") or {}
+    obj["added_info"] = dict(record.get("added_info") or {})
+    return obj
+
+
+def evaluate(records: Iterable[Record], cond: dict[str, Any]) -> dict[str, Any]:
+    """Answer a *validated* condition over records, in Python (the reference semantics)."""
+    ordered = default_order(records)
+    hits = sort_records([r for r in ordered if matches(r, cond)], cond)
+    start, stop = page_bounds(cond)
+    page = hits[start:stop]
+    parts = lineage_types(cond)
+    return {
+        "customized": customized(hits),
+        "object": [build_object(r, parts) for r in page],
+        "count": len(hits),
+    }
+
+
+def clean_value(value: Any) -> Any:
+    """NaN is stored and compared as missing (SQLite cannot hold NaN; None is unambiguous)."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value

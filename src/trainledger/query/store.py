@@ -1,0 +1,176 @@
+"""SQLite plumbing for the index: location, connection settings, schema, retries.
+
+Why split from ``index.py``: the concurrency rules live here in one place. The database is in
+WAL mode (readers never block the writer), every write is a short ``BEGIN IMMEDIATE``
+transaction (so a writer waits on the busy handler instead of failing on a lock upgrade), and
+``retrying`` re-runs an operation on "database is locked/busy" with backoff, so that error never
+reaches the user. The index is derived data: a schema mismatch or a damaged file rebuilds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from trainledger.errors import LineageQuerySummaryDataError
+from trainledger.query.discovery import INDEX_DIRNAME
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 20_000
+RETRY_SECONDS = 120.0
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    summary_dir UNIQUE NOT NULL,
+    signature TEXT NOT NULL,
+    update_time REAL NOT NULL,
+    graph_hash TEXT NOT NULL,
+    record TEXT NOT NULL,
+    loss_function, train_dataset_path, train_dataset_count, test_dataset_path,
+    test_dataset_count, network, optimizer, learning_rate, epoch, batch_size, device_num,
+    loss, model_size, dataset_mark
+);
+CREATE INDEX IF NOT EXISTS runs_default_order ON runs (update_time DESC, summary_dir);
+CREATE TABLE IF NOT EXISTS custom (
+    run_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    value,
+    vtype TEXT NOT NULL,
+    PRIMARY KEY (run_id, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS unreadable (summary_dir TEXT PRIMARY KEY, signature TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS marks (graph_hash TEXT PRIMARY KEY, mark INTEGER UNIQUE NOT NULL);
+CREATE TABLE IF NOT EXISTS annotations (
+    run_id TEXT PRIMARY KEY, tag INTEGER, remark TEXT
+);
+"""
+_TABLES = ("meta", "runs", "custom", "unreadable", "marks", "annotations")
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def retrying(fn: Callable[[], T], deadline: float = RETRY_SECONDS) -> T:
+    """Run ``fn``; on a busy/locked database, back off and try again (bounded)."""
+    end = time.monotonic() + deadline
+    delay = 0.01
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
+            if time.monotonic() > end:
+                raise LineageQuerySummaryDataError(
+                    "Query summary data error: the lineage index stayed busy for "
+                    f"{deadline:.0f} s ({exc})."
+                ) from exc
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 0.5)
+
+
+def cache_root() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "trainledger", "index")
+
+
+def index_dir(base_real: str) -> str:
+    """``<base>/.trainledger``, or a per-base user cache dir when the base is read-only."""
+    preferred = os.path.join(base_real, INDEX_DIRNAME)
+    try:
+        os.makedirs(preferred, exist_ok=True)
+        if os.access(preferred, os.W_OK | os.X_OK):
+            return preferred
+    except OSError:
+        pass
+    digest = hashlib.sha256(base_real.encode()).hexdigest()[:16]
+    fallback = os.path.join(cache_root(), digest)
+    os.makedirs(fallback, exist_ok=True)
+    return fallback
+
+
+def connect(path: str) -> sqlite3.Connection:
+    """Open (creating if needed) the index with WAL and a busy timeout; rebuild if damaged."""
+    for attempt in range(2):
+        conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            retrying(lambda c=conn: c.execute("PRAGMA journal_mode = WAL").fetchone())
+            conn.execute("PRAGMA synchronous = NORMAL")
+            ensure_schema(conn)
+            return conn
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
+                raise
+            if attempt:
+                raise LineageQuerySummaryDataError(
+                    f"Query summary data error: cannot open the lineage index {path}: {exc}"
+                ) from exc
+            # Not a database (damaged, truncated): it is derived data, start again.
+            for suffix in ("", "-wal", "-shm"):
+                try:
+                    os.unlink(path + suffix)
+                except FileNotFoundError:
+                    pass
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _version(conn: sqlite3.Connection) -> int | None:
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return None
+        raise
+    return int(row[0]) if row else None
+
+
+def ensure_schema(conn: sqlite3.Connection) -> bool:
+    """Create the schema, or drop and recreate it on a version mismatch. True if (re)built."""
+    if _version(conn) == SCHEMA_VERSION:
+        return False
+
+    def build() -> bool:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            current = _version(conn)
+            if current == SCHEMA_VERSION:
+                conn.execute("COMMIT")
+                return False
+            if current is not None or _has_tables(conn):
+                for table in _TABLES:
+                    conn.execute(f"DROP TABLE IF EXISTS {table}")
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                (SCHEMA_VERSION,),
+            )
+            conn.execute("COMMIT")
+            return True
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    return retrying(build)
+
+
+def _has_tables(conn: sqlite3.Connection) -> bool:
+    row = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()
+    return bool(row[0])
