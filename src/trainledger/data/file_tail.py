@@ -64,6 +64,10 @@ class FileTailSource:
     must fit on one line.
     """
 
+    # RecModel.online_train closes an interruptible source on SIGINT/SIGTERM, so a trainer
+    # blocked waiting for data still stops; close() is thread- and signal-safe here.
+    interruptible = True
+
     def __init__(
         self,
         directory: str | os.PathLike[str],

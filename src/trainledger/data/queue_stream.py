@@ -104,6 +104,10 @@ class QueueStream:
     ``StreamError`` (call it when training stopped early, so producers do not hang).
     """
 
+    # RecModel.online_train closes an interruptible source on SIGINT/SIGTERM, so a trainer
+    # blocked waiting for data still stops; close() is thread- and signal-safe here.
+    interruptible = True
+
     def __init__(
         self,
         maxsize: int = 1024,

@@ -1,0 +1,325 @@
+"""``RecModel``: a ``Model`` that also trains online, over a stream that never ends.
+
+MindSpore's ``RecModel.online_train`` loops forever, never looks at ``request_stop`` and leaves
+most cb_params unset, so SummaryCollector fails inside it. This one reuses ``Model``'s loop
+parts (cb_params builder, phase wrapper, signal handling, device move, train step), so every
+callback that works in ``Model.train`` works here, and it stops cleanly:
+
+* ``run_context.request_stop()`` from a callback or another thread (checked every step);
+* SIGINT/SIGTERM (main thread): the current step finishes, end hooks run (final checkpoint,
+  summaries flushed, lineage "stopped"); a second Ctrl-C aborts. A source marked
+  ``interruptible = True`` with a thread-safe ``close()`` (``QueueStream``,
+  ``FileTailSource``) is closed on the signal, so a trainer blocked waiting for data stops too;
+* ``max_steps`` training steps, or ``max_seconds`` seconds (checked after every step: a source
+  that blocks waiting for data delays it);
+* the end of a one-shot iterator (a generator, a closed ``QueueStream``).
+
+``cb_params.stop_reason`` tells which: "requested", "signal", "max_steps", "max_seconds", or
+"completed" (the stream ended), or "error".
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from trainledger.errors import DatasetError
+from trainledger.run.callback import Callback, CallbackParams, RunContext
+from trainledger.run.manager import CallbackManager
+from trainledger.run.model import Model
+from trainledger.run.windowed import WindowedMetrics
+
+__all__ = ["RecModel"]
+
+_END = object()
+
+
+class RecModel(Model):
+    """A ``Model`` with ``online_train`` for unbounded streams (recommendation, CTR models).
+
+    Same constructor as ``Model``. ``metrics`` are evaluated by ``online_train`` over a sliding
+    window of recent training batches (see ``online_train``), and by ``eval``/``fit`` as usual.
+    """
+
+    def online_train(
+        self,
+        train_dataset: Iterable[Any],
+        callbacks: Callback | Iterable[Callback] | None = None,
+        dataset_sink_mode: bool = True,
+        sink_size: int = 1,
+        *,
+        max_steps: int | None = None,
+        max_seconds: float | None = None,
+        metric_window: int = 1000,
+        metric_every: int = 100,
+    ) -> None:
+        """Train on ``train_dataset`` until it ends or a stop condition is met.
+
+        Args:
+            train_dataset: any iterable or iterator of batches (as ``Model.train`` takes them);
+                its length is never asked. A re-iterable (a list, a DataLoader) is iterated
+                again when a pass ends, each pass being an epoch (``cur_epoch_num`` counts
+                them); a pass that yields nothing ends training. A one-shot iterator
+                (``iter(x) is x``: a generator, ``QueueStream``, ``FileTailSource``) is one
+                epoch that lasts until the iterator ends, which ends training normally.
+            callbacks: as in ``Model.train``. cb_params carry every field ``Model.train`` sets,
+                with ``epoch_num=None`` and ``batch_num=None`` (unbounded), plus
+                ``max_steps``, ``max_seconds``, ``metric_window``, ``window_metrics`` and
+                ``bad_records``.
+            dataset_sink_mode, sink_size: with sink mode (the default, as in MindSpore) the
+                step hooks fire once per ``sink_size`` training steps, and ``cur_step_num``
+                advances by the steps run (a unit is cut short by the end of a pass or a
+                stop). ``sink_size`` must be a positive int (MindSpore accepted only 1); 1
+                means hooks every step. Without sink mode, hooks fire every step and
+                ``sink_size`` is ignored.
+            max_steps: stop after this many training steps (None: no limit).
+            max_seconds: stop after the first step that ends this many seconds after the
+                start (None: no limit).
+            metric_window: the number of most recent training batches the windowed metrics
+                are computed over.
+            metric_every: recompute the windowed metrics every this many steps (and at the
+                end of each epoch and of training).
+
+        Windowed metrics: with ``metrics`` given to the model, each training batch's
+        predictions, labels and loss are kept for the last ``metric_window`` batches, and
+        the metrics are recomputed over them every ``metric_every`` steps. The results are
+        ``cb_params.window_metrics`` (``{name: value}``), also published as
+        ``cb_params.eval_results`` so that ``SummaryCollector`` records them as scalars and
+        ``ModelCheckpoint``'s best-N ``monitor`` can rank checkpoints by them. Both stay
+        ``{}`` until the first computation. Predictions and labels come from ``loss_fn``'s
+        two arguments; without ``loss_fn`` only loss metrics work, unless ``eval_indexes``
+        give the (loss, predictions, label) positions in the train network's output tuple.
+        """
+        _check_positive_int(sink_size, "sink_size")
+        if max_steps is not None:
+            _check_positive_int(max_steps, "max_steps")
+        if max_seconds is not None and (
+            isinstance(max_seconds, bool)
+            or not isinstance(max_seconds, (int, float))
+            or not max_seconds > 0
+        ):
+            raise ValueError(
+                f"max_seconds expected a positive number or None, received: {max_seconds!r}"
+            )
+        if train_dataset is None or isinstance(train_dataset, (str, bytes)) or not isinstance(
+            train_dataset, Iterable
+        ):
+            raise DatasetError(
+                "train_dataset expected an iterable or iterator of batches (a generator, a "
+                "QueueStream, a FileTailSource, a DataLoader), received: "
+                f"{type(train_dataset).__name__}"
+            )
+        self._check_can_train()
+        window = (
+            WindowedMetrics(self._metrics, metric_window, metric_every) if self._metrics else None
+        )
+        if window is not None:
+            self._check_window_inputs(window)
+        sink = bool(dataset_sink_mode)
+        manager = self._make_manager(callbacks)
+        cb_params = self._build_train_params(
+            train_dataset=train_dataset,
+            epoch_num=None,
+            batch_num=None,
+            list_callback=manager.callbacks,
+            dataset_sink_mode=sink,
+            sink_size=sink_size,
+        )
+        cb_params.update(
+            max_steps=max_steps,
+            max_seconds=max_seconds,
+            metric_window=metric_window if window is not None else None,
+            window_metrics={},
+            eval_results={},
+            bad_records=_bad_records(train_dataset),
+        )
+        run_context = _OnlineRunContext(cb_params, train_dataset)
+        self._prepare_run()
+        self._train_network.train()
+        loop = _OnlineLoop(self, manager, run_context, window, sink_size if sink else 1, sink)
+        capture = window is not None and self._loss_fn is not None
+        user_loss_fn = self._loss_fn
+        if capture:
+            self._loss_fn = loop.capturing_loss(user_loss_fn)
+        try:
+            with self._stop_signals(run_context), manager:
+                with self._phase(manager, run_context, "on_train_begin", "on_train_end"):
+                    loop.run(train_dataset, max_steps, max_seconds)
+                    self._finish_train(cb_params, run_context)
+        finally:
+            self._loss_fn = user_loss_fn
+
+    def _check_window_inputs(self, window: WindowedMetrics) -> None:
+        if not window.needs_predictions or self._loss_fn is not None:
+            return
+        if self._eval_indexes is None:
+            names = [n for n, m in self._metrics.items() if not m.needs_loss]
+            raise ValueError(
+                f"online_train metrics {names} expected predictions and labels: give RecModel "
+                "a loss_fn, or eval_indexes (loss, predictions, label positions in the train "
+                "network's outputs), received: neither"
+            )
+
+
+class _OnlineRunContext(RunContext):
+    """A RunContext that also closes a waiting source on SIGINT/SIGTERM.
+
+    Why: a trainer blocked in ``next(source)`` (no data arriving) would never reach the check
+    after the step; closing the source makes the wait end promptly.
+    """
+
+    def __init__(self, cb_params: CallbackParams, source: Any) -> None:
+        super().__init__(cb_params)
+        self._source = source
+
+    def request_stop(self, reason: str = "requested") -> None:
+        super().request_stop(reason)
+        if reason == "signal" and getattr(self._source, "interruptible", False) is True:
+            self._source.close()
+
+
+class _OnlineLoop:
+    """The passes/units/steps of one ``online_train`` call."""
+
+    def __init__(
+        self,
+        model: RecModel,
+        manager: CallbackManager,
+        run_context: RunContext,
+        window: WindowedMetrics | None,
+        unit: int,
+        sink: bool,
+    ) -> None:
+        self.model = model
+        self.manager = manager
+        self.run_context = run_context
+        self.cb_params = run_context.original_args()
+        self.window = window
+        self.unit = unit
+        self.sink = sink
+        self._pred: Any = None
+        self._label: Any = None
+
+    def capturing_loss(self, loss_fn: Any) -> Any:
+        """``loss_fn`` that also keeps its (predictions, label) for the window."""
+
+        def capture(y_pred: Any, label: Any) -> Any:
+            self._pred, self._label = y_pred, label
+            return loss_fn(y_pred, label)
+
+        return capture
+
+    def run(self, dataset: Iterable[Any], max_steps: int | None, max_seconds: float | None) -> None:
+        cb_params, run_context = self.cb_params, self.run_context
+        one_shot = isinstance(dataset, Iterator)
+        deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        self.max_steps, self.deadline = max_steps, deadline
+        while True:
+            it = iter(dataset)
+            first = next(it, _END)
+            if first is _END:
+                cb_params.bad_records = _bad_records(dataset)
+                return  # an empty pass: the stream (or the data) has ended
+            cb_params.cur_epoch_num += 1
+            with self.model._phase(
+                self.manager, run_context, "on_train_epoch_begin", "on_train_epoch_end"
+            ):
+                ended = self._epoch(first, it)
+                self._refresh_window(force=True)
+                cb_params.bad_records = _bad_records(dataset)
+            if not ended or one_shot or self._should_stop():
+                return
+
+    def _epoch(self, first: Any, it: Iterator[Any]) -> bool:
+        """Units until the pass ends (True) or a stop condition holds (False)."""
+        cb_params, run_context, manager = self.cb_params, self.run_context, self.manager
+        step_begin = manager.has("on_train_step_begin")
+        step_end = manager.has("on_train_step_end")
+        move, train_step = self.model._move_to_device, self.model._train_step
+        window = self.window
+        batch = first
+        while True:
+            limit = self.unit
+            if self.max_steps is not None:
+                limit = min(limit, self.max_steps - cb_params.cur_step_num)
+            if not self.sink:
+                cb_params.cur_step_num += 1
+            if step_begin:
+                manager.call("on_train_step_begin", run_context)
+            steps = 0
+            while True:
+                batch = move(batch)
+                cb_params.train_dataset_element = batch
+                cb_params.net_outputs = out = train_step(batch)
+                steps += 1
+                if window is not None:
+                    self._add_to_window(out)
+                if steps >= limit or run_context.get_stop_requested():
+                    batch = None
+                    break
+                batch = next(it, _END)
+                if batch is _END:
+                    break
+            if self.sink:
+                cb_params.cur_step_num += steps
+            self._refresh_window(force=False)
+            cb_params.bad_records = _bad_records(cb_params.train_dataset)
+            if step_end:
+                manager.call("on_train_step_end", run_context)
+            if batch is _END:
+                return True
+            if self._should_stop():
+                return False
+            batch = next(it, _END)
+            if batch is _END:
+                return True
+
+    def _should_stop(self) -> bool:
+        run_context = self.run_context
+        if run_context.get_stop_requested():
+            return True
+        if self.max_steps is not None and self.cb_params.cur_step_num >= self.max_steps:
+            run_context.request_stop("max_steps")
+            return True
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            run_context.request_stop("max_seconds")
+            return True
+        return False
+
+    def _add_to_window(self, net_outputs: Any) -> None:
+        window = self.window
+        if window is None:
+            return
+        if self.model._loss_fn is not None:
+            loss, y_pred, label = _first(net_outputs), self._pred, self._label
+        elif self.model._eval_indexes is not None and isinstance(net_outputs, (tuple, list)):
+            i_loss, i_pred, i_label = self.model._eval_indexes
+            loss, y_pred, label = net_outputs[i_loss], net_outputs[i_pred], net_outputs[i_label]
+        else:
+            loss, y_pred, label = _first(net_outputs), None, None
+        window.add(loss, y_pred, label)
+
+    def _refresh_window(self, force: bool) -> None:
+        window = self.window
+        if window is None or not (force or window.due(self.cb_params.cur_step_num)):
+            return
+        results = window.compute()
+        if results:
+            self.cb_params.window_metrics = dict(results)
+            self.cb_params.eval_results = dict(results)
+
+
+def _first(outputs: Any) -> Any:
+    return outputs[0] if isinstance(outputs, (tuple, list)) else outputs
+
+
+def _bad_records(source: Any) -> int | None:
+    """The source's count of skipped bad records, when it keeps one (trainledger.data)."""
+    value = getattr(source, "bad_records", None)
+    return value if isinstance(value, int) else None
+
+
+def _check_positive_int(value: Any, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} expected a positive int, received: {value!r}")
