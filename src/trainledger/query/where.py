@@ -1,0 +1,140 @@
+"""Compile ``FIELD OP VALUE`` expressions (the CLI's ``--where``, the UI's filter box).
+
+Why a tiny grammar instead of JSON: people type ``lr>0.05``-style filters. Each expression
+becomes one operator of MindInsight's search condition, expressions are ANDed, and the result
+goes through the same validation as any condition, so nothing malformed reaches the index.
+
+Operators: ``=`` (or ``==``) eq, ``!=`` not equal (``not_in [v]``), ``<`` ``<=`` ``>`` ``>=``,
+``in`` and ``notin`` (or ``not_in``) with a list ``[a, b]``. Values: numbers (``3``, ``0.05``,
+``1e-3``), quoted strings (``'a b'`` or ``"a b"``), ``null``, or a bare word (a string).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from trainledger.errors import LineageSearchConditionParamError
+from trainledger.query.conditions import validate_condition
+
+__all__ = ["parse_where", "parse_expression", "parse_value", "parse_sort"]
+
+_SYMBOLIC = re.compile(r"^\s*(?P<field>[^\s=!<>]+)\s*(?P<op>!=|<=|>=|==|=|<|>)\s*(?P<value>.*?)\s*$")
+_WORDS = re.compile(
+    r"^\s*(?P<field>[^\s=!<>]+)\s+(?P<op>in|notin|not_in|not\s+in)\s+(?P<value>.*?)\s*$",
+    re.IGNORECASE,
+)
+_OPS = {"=": "eq", "==": "eq", "<": "lt", "<=": "le", ">": "gt", ">=": "ge", "!=": "ne",
+        "in": "in", "notin": "not_in", "not_in": "not_in"}
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_HINT = "expected FIELD OP VALUE with OP one of = != < <= > >= in notin"
+
+
+def _error(message: str) -> LineageSearchConditionParamError:
+    return LineageSearchConditionParamError(f"Search_condition param error: {message}")
+
+
+def parse_value(text: str) -> Any:
+    """A scalar: int, float, quoted or bare string, or None for ``null``."""
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    if _NUMBER.match(text):
+        return int(text) if re.fullmatch(r"[+-]?\d+", text) else float(text)
+    if text.lower() in ("null", "none"):
+        return None
+    if not text:
+        raise _error(f"missing value; {_HINT}")
+    return text
+
+
+def _split_list(body: str) -> list[str]:
+    """Split ``a, 'b, c', d`` on commas outside quotes."""
+    items: list[str] = []
+    current: list[str] = []
+    quote: str | None = None
+    for ch in body:
+        if quote:
+            current.append(ch)
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+            current.append(ch)
+        elif ch == ",":
+            items.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    if quote:
+        raise _error(f"unterminated quote in list [{body}]")
+    items.append("".join(current))
+    if len(items) == 1 and not items[0].strip():
+        return []
+    return items
+
+
+def _parse_list(text: str) -> list[Any]:
+    text = text.strip()
+    if not (text.startswith("[") and text.endswith("]")):
+        raise _error(f"in/notin expect a list like [a, b], received: {text!r}")
+    return [parse_value(item) for item in _split_list(text[1:-1])]
+
+
+def parse_expression(expr: str) -> tuple[str, str, Any]:
+    """``"lr >= 0.05"`` -> ``("lr", "ge", 0.05)``; ``!=`` gives ``("f", "ne", v)``."""
+    if not isinstance(expr, str):
+        raise _error(f"a --where expression must be a str, received: {expr!r}")
+    match = _WORDS.match(expr) or _SYMBOLIC.match(expr)
+    if match is None:
+        raise _error(f"cannot parse {expr!r}: {_HINT}")
+    op = re.sub(r"\s+", "_", match.group("op").lower())
+    op = _OPS[op]
+    raw = match.group("value")
+    value = _parse_list(raw) if op in ("in", "not_in") else parse_value(raw)
+    return match.group("field"), op, value
+
+
+def parse_sort(sort: str) -> dict[str, str]:
+    """``"-metric/Accuracy"`` -> sorted_name + descending; ``"loss"`` -> ascending."""
+    sort = sort.strip()
+    if sort.startswith("-"):
+        return {"sorted_name": sort[1:], "sorted_type": "descending"}
+    return {"sorted_name": sort.lstrip("+"), "sorted_type": "ascending"}
+
+
+def parse_where(
+    exprs: Iterable[str] | str,
+    *,
+    sort: str | None = None,
+    limit: int | None = None,
+    page: int | None = None,
+) -> dict[str, Any]:
+    """Compile expressions (ANDed) plus optional sort/limit/page into a validated condition.
+
+    Several expressions on one field combine (``epoch>=2`` and ``epoch<5``); ``!=`` values on
+    a field accumulate into one ``not_in`` list. The result is validated like any condition
+    and raises ``LineageSearchConditionParamError`` when malformed.
+    """
+    if isinstance(exprs, str):
+        exprs = [exprs]
+    cond: dict[str, Any] = {}
+    for expr in exprs:
+        field, op, value = parse_expression(expr)
+        ops = cond.setdefault(field, {})
+        if op == "ne":
+            ops.setdefault("not_in", []).append(value)
+        elif op == "not_in":
+            ops.setdefault("not_in", []).extend(value)
+        elif op in ops:
+            raise _error(f"operator {op!r} given twice for {field!r}")
+        else:
+            ops[op] = value
+    if sort:
+        cond.update(parse_sort(sort))
+    if limit is not None:
+        cond["limit"] = limit
+    if page is not None:
+        cond["offset"] = page
+    return validate_condition(cond)
