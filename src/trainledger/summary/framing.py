@@ -98,9 +98,13 @@ def _parse(data: bytes) -> tuple[list[bytes], int, int]:
     corrupt = 0
     unpack_header = _HEADER.unpack_from
     unpack_u32 = _U32.unpack_from
+    crc = _crc  # the mask is inlined below: this loop runs once per record of every read
     while end - pos >= HEADER_SIZE:
         length, length_crc = unpack_header(data, pos)
-        if length_crc != masked_crc32c(view[pos : pos + 8]) or length > MAX_RECORD_BYTES:
+        c = crc(view[pos : pos + 8])
+        if length_crc != ((((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF) or (
+            length > MAX_RECORD_BYTES
+        ):
             corrupt += 1
             nxt = _resync(data, view, pos + 1)
             if nxt < 0:
@@ -113,11 +117,12 @@ def _parse(data: bytes) -> tuple[list[bytes], int, int]:
         stop = body + length
         if stop + FOOTER_SIZE > end:
             break  # truncated tail: resume here on the next read
-        payload = view[body:stop]
-        if unpack_u32(data, stop)[0] != masked_crc32c(payload):
+        payload = data[body:stop]
+        c = crc(payload)
+        if unpack_u32(data, stop)[0] != ((((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF):
             corrupt += 1
         else:
-            out.append(bytes(payload))
+            out.append(payload)
         pos = stop + FOOTER_SIZE
     return out, pos, corrupt
 

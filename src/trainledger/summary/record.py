@@ -1,0 +1,375 @@
+"""``SummaryRecord``: MindSpore's summary writer API, writing TensorBoard event files.
+
+Values are added by plugin and name (``add_value``) and written for a step by ``record``, as in
+MindSpore; ``add_scalar``-style methods write one value at once, as in TensorBoard writers.
+Differences from MindSpore, on purpose:
+
+* several SummaryRecords may be open in one process (each has its own file and thread);
+* ``max_file_size`` rolls over to a new file instead of dropping data;
+* a disk-space guard refuses to write when less than ``min_free_bytes`` would stay free
+  (``DiskSpaceError``), instead of filling the disk;
+* ``graph`` is a text summary of the module tree (``str(network)``), not a MindSpore graph.
+
+Lineage plugins (``train_lineage``, ``eval_lineage``, ``dataset_graph``,
+``custom_lineage_data``) are not TensorBoard data: ``add_value`` keeps the latest value per
+plugin and name in ``record.lineage_values`` (``{plugin: {name: value}}``) and, when a
+``lineage_handler`` is attached (the lineage writer does this), calls it with
+``(plugin, name, value)``. Event files never contain lineage.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trainledger.errors import SummaryError
+from trainledger.summary import encoders
+from trainledger.summary.export import export_tensor, process_export_options
+from trainledger.summary.writer import (
+    DEFAULT_MIN_FREE_BYTES,
+    AsyncEventWriter,
+    EventFileWriter,
+)
+
+__all__ = ["SummaryRecord", "PLUGINS", "LINEAGE_PLUGINS", "MODES"]
+
+logger = logging.getLogger(__name__)
+
+LINEAGE_PLUGINS = frozenset(
+    {"train_lineage", "eval_lineage", "dataset_graph", "custom_lineage_data"}
+)
+SUMMARY_PLUGINS = ("scalar", "image", "histogram", "tensor", "text", "graph")
+PLUGINS = SUMMARY_PLUGINS + tuple(sorted(LINEAGE_PLUGINS))
+MODES = ("train", "eval")
+GRAPH_TAG = "graph/network"
+
+# Direct writes (add_scalar & co.) are handed to the thread in batches: one queue hand-off per
+# value would cost more than encoding it. A batch leaves after this many events or seconds.
+_BATCH_EVENTS = 256
+_BATCH_SECONDS = 0.2
+
+_record_ids = itertools.count()
+
+Entry = tuple[int, float, list[tuple[str, str, Any]]]  # (step, wall_time, [(plugin, tag, value)])
+LineageHandler = Callable[[str, str, Any], None]
+
+
+def _check_step(step: Any) -> int:
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
+        raise TypeError(f"step expected an int, received: {type(step).__name__}")
+    return int(step)
+
+
+def _check_tag(name: Any) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"summary name expected a str, received: {type(name).__name__}")
+    if not name:
+        raise ValueError("summary name expected a non-empty str, received: ''")
+    return name
+
+
+class SummaryRecord:
+    """Writes summaries of a run to TensorBoard event files in ``log_dir``.
+
+    Args:
+        log_dir: directory of the event files (created if missing).
+        file_prefix, file_suffix: file names are
+            ``<file_prefix>.out.tfevents.<unix_ts>.<host>.<pid>.<n><file_suffix>``.
+        network: a module whose structure is written (as text) with the first ``record``.
+        max_file_size: bytes per file; the writer rolls over to a new file before passing it.
+        raise_exception: raise write errors on the next ``flush``/``close``/``record``
+            (True) or log them and go on (False, the default, as in MindSpore).
+        export_options: ``{"tensor_format": "npy"}`` also writes each tensor as .npy under
+            ``log_dir/export_<ts>/tensor/``.
+        min_free_bytes: the disk-space guard's margin.
+        histogram_bins: buckets per histogram.
+    """
+
+    def __init__(
+        self,
+        log_dir: str | os.PathLike[str],
+        file_prefix: str = "events",
+        file_suffix: str = "",
+        network: Any = None,
+        max_file_size: int | None = None,
+        raise_exception: bool = False,
+        export_options: dict[str, Any] | None = None,
+        *,
+        min_free_bytes: int = DEFAULT_MIN_FREE_BYTES,
+        histogram_bins: int = encoders.DEFAULT_BINS,
+    ) -> None:
+        if not isinstance(log_dir, (str, os.PathLike)):
+            raise TypeError(f"log_dir expected a str or path, received: {type(log_dir).__name__}")
+        for pname, pval in (("file_prefix", file_prefix), ("file_suffix", file_suffix)):
+            if not isinstance(pval, str):
+                raise TypeError(f"{pname} expected a str, received: {type(pval).__name__}")
+            if "/" in pval or os.sep in pval:
+                raise ValueError(f"{pname} must not contain a path separator, received: {pval!r}")
+        if max_file_size is not None and (
+            isinstance(max_file_size, bool)
+            or not isinstance(max_file_size, int)
+            or max_file_size <= 0
+        ):
+            raise ValueError(
+                f"max_file_size expected a positive int or None, received: {max_file_size!r}"
+            )
+        if not isinstance(raise_exception, bool):
+            raise TypeError(
+                f"raise_exception expected a bool, received: {type(raise_exception).__name__}"
+            )
+        if (
+            isinstance(min_free_bytes, bool)
+            or not isinstance(min_free_bytes, int)
+            or min_free_bytes < 0
+        ):
+            raise ValueError(f"min_free_bytes expected an int >= 0, received: {min_free_bytes!r}")
+        if (
+            isinstance(histogram_bins, bool)
+            or not isinstance(histogram_bins, int)
+            or histogram_bins <= 0
+        ):
+            raise ValueError(
+                f"histogram_bins expected a positive int, received: {histogram_bins!r}"
+            )
+        self._export_options = process_export_options(export_options)
+        self._log_dir = Path(log_dir)
+        self._bins = histogram_bins
+        self._raise = raise_exception
+        file_writer = EventFileWriter(
+            self._log_dir, file_prefix, file_suffix, max_file_size, min_free_bytes
+        )
+        self._writer = AsyncEventWriter(
+            file_writer,
+            raise_errors=raise_exception,
+            name=f"trainledger-summary-{next(_record_ids)}",
+        )
+        self._export_dir: Path | None = None
+        if self._export_options:
+            self._export_dir = self._log_dir / f"export_{int(time.time())}"
+        self._pending: dict[tuple[str, str], Any] = {}
+        self._batch: list[Entry] = []
+        self._batch_started = 0.0
+        self._network = network
+        self._graph_written = False
+        self._mode = "train"
+        self._closed = False
+        self.lineage_values: dict[str, dict[str, Any]] = {}
+        self.lineage_handler: LineageHandler | None = None
+
+    # --- properties ---------------------------------------------------------------------
+    @property
+    def log_dir(self) -> Path:
+        return self._log_dir
+
+    @property
+    def file_path(self) -> Path:
+        """The event file being written now (changes on rollover)."""
+        return self._writer.file_writer.path
+
+    @property
+    def file_paths(self) -> list[Path]:
+        """Every event file this record has created, oldest first."""
+        return list(self._writer.file_writer.paths)
+
+    @property
+    def export_dir(self) -> Path | None:
+        return self._export_dir
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def set_mode(self, mode: str) -> None:
+        """``"train"`` or ``"eval"``; kept for the callbacks (e.g. which lineage to write)."""
+        if mode not in MODES:
+            raise ValueError(f"mode expected one of {list(MODES)}, received: {mode!r}")
+        self._mode = mode
+
+    # --- MindSpore API --------------------------------------------------------------------
+    def add_value(self, plugin: str, name: str, value: Any) -> None:
+        """Stage ``value`` under ``plugin``/``name`` for the next ``record``.
+
+        The value is checked and copied now (a tensor changed later does not change what is
+        written); the expensive encoding (PNG, histogram) happens on the writer thread. A later
+        value for the same plugin and name replaces an unrecorded earlier one.
+        """
+        if plugin not in PLUGINS:
+            raise ValueError(f"plugin expected one of {list(PLUGINS)}, received: {plugin!r}")
+        _check_tag(name)
+        if plugin in LINEAGE_PLUGINS:
+            self.lineage_values.setdefault(plugin, {})[name] = value
+            if self.lineage_handler is not None:
+                self.lineage_handler(plugin, name, value)
+            return
+        self._pending[(plugin, name)] = self._prepare(plugin, name, value)
+
+    def _prepare(self, plugin: str, name: str, value: Any) -> Any:
+        """Validate and snapshot ``value`` in the caller's thread (so errors surface here)."""
+        if plugin == "scalar":
+            return encoders.scalar(name, value).simple_value
+        if plugin == "image":
+            return encoders.to_hwc_uint8(value)
+        if plugin in ("histogram", "tensor"):
+            arr = encoders.to_numpy(value)
+            if plugin == "histogram" and arr.dtype.kind not in "biuf":
+                raise TypeError(
+                    f"histogram {name!r} expected real numbers, received dtype {arr.dtype}"
+                )
+            return arr
+        if not isinstance(value, str):  # text, graph
+            raise TypeError(f"{plugin} {name!r} expected a str, received: {type(value).__name__}")
+        return value
+
+    def record(
+        self,
+        step: int,
+        train_network: Any = None,
+        plugin_filter: Callable[[str], bool] | None = None,
+    ) -> bool:
+        """Write the values added since the last ``record`` as one event for ``step``.
+
+        ``plugin_filter(plugin) -> bool`` selects which staged plugins are written; the others
+        are discarded with the step (as in MindSpore). The network (``train_network`` or the
+        constructor's ``network``) is written once, as text, with the first record.
+        """
+        step = _check_step(step)
+        self._check_open()
+        network = train_network if train_network is not None else self._network
+        if network is not None and not self._graph_written:
+            self._pending.setdefault(("graph", GRAPH_TAG), str(network))
+            self._graph_written = True
+        values = [
+            (plugin, name, value)
+            for (plugin, name), value in self._pending.items()
+            if plugin_filter is None or plugin_filter(plugin)
+        ]
+        self._pending.clear()
+        if values:
+            self._batch.append((step, time.time(), values))
+        self._submit_batch()
+        return True
+
+    def flush(self) -> None:
+        """Return when everything recorded so far is written and fsynced."""
+        self._check_open()
+        self._submit_batch()
+        self._writer.flush()
+
+    def close(self) -> None:
+        """Write what is left, fsync, close the file and stop the thread. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._submit_batch()
+        finally:
+            self._writer.close()
+
+    def __enter__(self) -> SummaryRecord:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- direct writes (TensorBoard-writer style) ------------------------------------------
+    def add_scalar(self, tag: str, value: Any, step: int, wall_time: float | None = None) -> None:
+        """Write one scalar for ``step`` now (batched to the writer thread)."""
+        if type(value) is not float:
+            value = encoders.scalar(_check_tag(tag), value).simple_value
+        self._direct(tag, "scalar", value, step, wall_time)
+
+    def add_histogram(
+        self, tag: str, values: Any, step: int, wall_time: float | None = None
+    ) -> None:
+        """Write one histogram of ``values`` for ``step``."""
+        self._direct(tag, "histogram", self._prepare("histogram", tag, values), step, wall_time)
+
+    def add_image(
+        self,
+        tag: str,
+        img: Any,
+        step: int,
+        dataformats: str | None = None,
+        wall_time: float | None = None,
+    ) -> None:
+        """Write one image (HW, CHW, HWC; a NCHW/NHWC batch becomes a grid) for ``step``."""
+        self._direct(tag, "image", encoders.to_hwc_uint8(img, dataformats), step, wall_time)
+
+    def add_text(self, tag: str, text: str, step: int, wall_time: float | None = None) -> None:
+        """Write one text summary (TensorBoard's text plugin) for ``step``."""
+        self._direct(tag, "text", self._prepare("text", tag, text), step, wall_time)
+
+    def add_tensor(self, tag: str, value: Any, step: int, wall_time: float | None = None) -> None:
+        """Write one raw tensor for ``step`` (and export it when ``tensor_format`` is set)."""
+        self._direct(tag, "tensor", self._prepare("tensor", tag, value), step, wall_time)
+
+    def _direct(
+        self, tag: str, plugin: str, value: Any, step: int, wall_time: float | None
+    ) -> None:
+        if type(step) is not int:
+            step = _check_step(step)
+        if type(tag) is not str or not tag:
+            _check_tag(tag)
+        if self._closed:
+            self._check_open()
+        now = time.time()
+        batch = self._batch
+        if not batch:
+            self._batch_started = now
+        batch.append((step, now if wall_time is None else float(wall_time), [(plugin, tag, value)]))
+        if len(batch) >= _BATCH_EVENTS or now - self._batch_started >= _BATCH_SECONDS:
+            self._submit_batch()
+
+    # --- internals --------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SummaryError(f"SummaryRecord for {self._log_dir} is closed")
+        if self._raise and self._writer.pending_error() is not None:
+            self._writer.flush()  # raises the writer thread's error once
+
+    def _submit_batch(self) -> None:
+        if not self._batch:
+            return
+        entries, self._batch = self._batch, []
+        bins, export_dir = self._bins, self._export_dir
+        self._writer.submit(lambda: _encode_entries(entries, bins, export_dir))
+
+
+_ENCODERS: dict[str, Callable[..., Any]] = {
+    "image": lambda tag, hwc, bins: encoders.image(tag, hwc, "HWC"),
+    "histogram": lambda tag, arr, bins: encoders.histogram(tag, arr, bins),
+    "tensor": lambda tag, arr, bins: encoders.tensor(tag, arr),
+    "text": lambda tag, text, bins: encoders.text(tag, text),
+    "graph": lambda tag, text, bins: encoders.text(tag, text),
+}
+
+
+def _encode_entries(entries: list[Entry], bins: int, export_dir: Path | None) -> list[bytes]:
+    """Serialised events of ``entries`` (runs on the writer thread); exports tensors if asked."""
+    from trainledger.summary.proto.summary_pb2 import Event, Summary
+
+    out: list[bytes] = []
+    value_cls = Summary.Value
+    for step, wall_time, values in entries:
+        protos = []
+        for plugin, tag, value in values:
+            if plugin == "scalar":
+                protos.append(value_cls(tag=tag, simple_value=value))
+                continue
+            protos.append(_ENCODERS[plugin](tag, value, bins))
+            if plugin == "tensor" and export_dir is not None:
+                export_tensor(export_dir, tag, step, value)
+        event = Event(wall_time=wall_time, step=step, summary=Summary(value=protos))
+        out.append(event.SerializeToString())
+    return out

@@ -1,0 +1,228 @@
+"""Event files on disk: naming, framing, size rollover, the disk-space guard, fsync.
+
+``EventFileWriter`` is synchronous and owns the open file; ``AsyncEventWriter`` runs it on the
+one background-writer pattern of the package (``trainledger._background.BackgroundWorker``),
+so encoding and writing happen off the training thread. Payloads arrive already serialised:
+this module never builds messages (DESIGN.md, convention 6).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+from trainledger._background import BackgroundWorker
+from trainledger.errors import DiskSpaceError, SummaryError, SummaryWriteError
+from trainledger.summary.encoders import file_version_event
+from trainledger.summary.framing import frame
+
+__all__ = [
+    "DEFAULT_MIN_FREE_BYTES",
+    "EventFileWriter",
+    "AsyncEventWriter",
+    "event_file_name",
+]
+
+logger = logging.getLogger(__name__)
+
+# The guard refuses a write that would leave less than this much free space, so the disk never
+# fills (which would also break the checkpoints and logs of the run).
+DEFAULT_MIN_FREE_BYTES = 64 * 1024 * 1024
+# Free space is re-checked after this many bytes (statvfs on every small record is wasteful);
+# it is far below the margin, so the guard still fires before the disk is full.
+_CHECK_EVERY_BYTES = 1024 * 1024
+
+_file_counter = itertools.count()
+_counter_lock = threading.Lock()
+
+
+def event_file_name(
+    prefix: str = "events", suffix: str = "", wall_time: float | None = None
+) -> str:
+    """``<prefix>.out.tfevents.<unix_ts>.<host>.<pid>.<n><suffix>``, ``n`` unique per process.
+
+    TensorBoard recognises event files by ``tfevents`` in the name; ``n`` keeps names of several
+    writers (or rollovers) in the same second apart.
+    """
+    with _counter_lock:
+        n = next(_file_counter)
+    ts = int(time.time() if wall_time is None else wall_time)
+    return f"{prefix}.out.tfevents.{ts}.{socket.gethostname()}.{os.getpid()}.{n}{suffix}"
+
+
+class EventFileWriter:
+    """Appends framed payloads to the current event file, rolling over by size.
+
+    Not thread-safe: after construction only one thread (the background worker) uses it.
+    """
+
+    def __init__(
+        self,
+        log_dir: str | os.PathLike[str],
+        file_prefix: str = "events",
+        file_suffix: str = "",
+        max_file_size: int | None = None,
+        min_free_bytes: int = DEFAULT_MIN_FREE_BYTES,
+    ) -> None:
+        self.log_dir = Path(log_dir)
+        self.file_prefix = file_prefix
+        self.file_suffix = file_suffix
+        self.max_file_size = max_file_size
+        self.min_free_bytes = min_free_bytes
+        self.paths: list[Path] = []
+        self._fh: BinaryIO | None = None
+        self._size = 0
+        self._header_size = 0
+        self._unchecked = 0
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._check_space(0, force=True)
+        self._open_new_file()
+
+    @property
+    def path(self) -> Path:
+        """The file being written now."""
+        return self.paths[-1]
+
+    def _check_space(self, nbytes: int, force: bool = False) -> None:
+        self._unchecked += nbytes
+        if not force and self._unchecked < _CHECK_EVERY_BYTES and nbytes < _CHECK_EVERY_BYTES:
+            return
+        self._unchecked = 0
+        free = shutil.disk_usage(self.log_dir).free
+        if free - nbytes < self.min_free_bytes:
+            raise DiskSpaceError(
+                f"not writing summary data to {self.log_dir}: {free} bytes free, writing "
+                f"{nbytes} more bytes would leave less than the {self.min_free_bytes}-byte "
+                f"margin; free some space (or lower min_free_bytes)"
+            )
+
+    def _open_new_file(self) -> None:
+        if self._fh is not None:
+            self._sync_and_close()
+        header = frame(file_version_event(time.time()).SerializeToString())
+        while True:
+            path = self.log_dir / event_file_name(self.file_prefix, self.file_suffix)
+            try:
+                fh = open(path, "xb")  # noqa: SIM115 - kept open across calls
+            except FileExistsError:
+                continue
+            break
+        fh.write(header)
+        fh.flush()
+        self._fh = fh
+        self.paths.append(path)
+        self._size = self._header_size = len(header)
+
+    def write(self, payloads: Sequence[bytes]) -> None:
+        """Frame and append ``payloads``; starts a new file before one would pass the limit."""
+        if self._fh is None:
+            raise SummaryWriteError(f"event file writer for {self.log_dir} is closed")
+        records = [frame(p) for p in payloads]
+        self._check_space(sum(len(r) for r in records))
+        limit = self.max_file_size
+        if limit is None:
+            self._fh.write(b"".join(records))
+            self._size += sum(len(r) for r in records)
+            return
+        for rec in records:
+            # A record larger than the limit still gets written, alone in a fresh file:
+            # splitting it would make it unreadable, and dropping it would lose data silently.
+            if self._size + len(rec) > limit and self._size > self._header_size:
+                self._open_new_file()
+            self._fh.write(rec)
+            self._size += len(rec)
+
+    def flush(self) -> None:
+        """Push buffered bytes to the OS and fsync them."""
+        if self._fh is not None:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+
+    def _sync_and_close(self) -> None:
+        fh, self._fh = self._fh, None
+        if fh is not None:
+            try:
+                fh.flush()
+                os.fsync(fh.fileno())
+            finally:
+                fh.close()
+
+    def close(self) -> None:
+        """Flush, fsync and close the current file. Idempotent."""
+        self._sync_and_close()
+
+
+class AsyncEventWriter:
+    """An ``EventFileWriter`` driven by one background thread with a bounded queue.
+
+    ``submit(produce)`` queues a function that returns payloads; it runs on the worker thread,
+    so encoding (PNG, histograms) stays off the training thread. With ``raise_errors=False``
+    a failed write is logged at once and the run continues (MindSpore's
+    ``raise_exception=False``); otherwise it is raised on the next ``flush()``/``close()``.
+    """
+
+    def __init__(
+        self,
+        file_writer: EventFileWriter,
+        raise_errors: bool = False,
+        name: str = "trainledger-summary",
+        maxsize: int = 256,
+    ) -> None:
+        self.file_writer = file_writer
+        self.raise_errors = raise_errors
+        self._worker = BackgroundWorker(name, maxsize=maxsize)
+        self._closed = False
+
+    def _guarded(self, task: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                task()
+            except SummaryError as exc:
+                self._fail(exc)
+            except (OSError, ValueError, TypeError) as exc:
+                err = SummaryWriteError(
+                    f"writing summary data to {self.file_writer.log_dir} failed: "
+                    f"{type(exc).__name__}: {exc}"
+                )
+                err.__cause__ = exc
+                self._fail(err)
+
+        return run
+
+    def _fail(self, exc: SummaryError) -> None:
+        if self.raise_errors:
+            raise exc
+        logger.error("%s", exc)
+
+    def submit(self, produce: Callable[[], Sequence[bytes]]) -> None:
+        """Queue ``produce``; its payloads are framed and written on the worker thread."""
+        writer = self.file_writer
+        self._worker.submit(self._guarded(lambda: writer.write(produce())))
+
+    def submit_task(self, task: Callable[[], None]) -> None:
+        """Queue any other work that must run in order with the writes (e.g. exports)."""
+        self._worker.submit(self._guarded(task))
+
+    def pending_error(self) -> BaseException | None:
+        return self._worker.pending_error()
+
+    def flush(self) -> None:
+        """Return once everything submitted is written and fsynced; raise a pending error."""
+        if not self._closed:
+            self._worker.submit(self._guarded(self.file_writer.flush))
+        self._worker.flush()
+
+    def close(self) -> None:
+        """Write everything, fsync, close the file and stop the thread. Idempotent."""
+        if not self._closed:
+            self._closed = True
+            self._worker.submit(self._guarded(self.file_writer.close))
+        self._worker.close()

@@ -1,0 +1,68 @@
+"""The committed protobuf code matches the .proto, and the .proto matches TensorBoard's schema."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainledger.summary.proto import regen
+from trainledger.summary.proto import summary_pb2 as pb
+
+
+def test_regenerating_gives_the_committed_code(tmp_path):
+    generated = regen.generate(tmp_path)
+    for name, data in generated.items():
+        assert (regen.PROTO_DIR / name).read_bytes() == data, f"{name} is stale: run regen"
+
+
+def test_package_is_our_own():
+    assert pb.DESCRIPTOR.package == "trainledger.summary"
+
+
+def _pairs():
+    from tensorboard.compat.proto import (
+        event_pb2,
+        histogram_pb2,
+        summary_pb2,
+        tensor_pb2,
+        tensor_shape_pb2,
+    )
+
+    return [
+        (pb.Event, event_pb2.Event),
+        (pb.LogMessage, event_pb2.LogMessage),
+        (pb.SessionLog, event_pb2.SessionLog),
+        (pb.Summary, summary_pb2.Summary),
+        (pb.Summary.Value, summary_pb2.Summary.Value),
+        (pb.Summary.Image, summary_pb2.Summary.Image),
+        (pb.Summary.Audio, summary_pb2.Summary.Audio),
+        (pb.SummaryMetadata, summary_pb2.SummaryMetadata),
+        (pb.SummaryMetadata.PluginData, summary_pb2.SummaryMetadata.PluginData),
+        (pb.HistogramProto, histogram_pb2.HistogramProto),
+        (pb.TensorProto, tensor_pb2.TensorProto),
+        (pb.TensorShapeProto, tensor_shape_pb2.TensorShapeProto),
+        (pb.TensorShapeProto.Dim, tensor_shape_pb2.TensorShapeProto.Dim),
+    ]
+
+
+@pytest.mark.parametrize("ours,theirs", _pairs(), ids=lambda m: getattr(m, "__name__", str(m)))
+def test_field_numbers_and_types_match_tensorboard(ours, theirs):
+    tb_fields = {f.name: f for f in theirs.DESCRIPTOR.fields}
+    for field in ours.DESCRIPTOR.fields:
+        tb = tb_fields[field.name]
+        assert field.number == tb.number, field.name
+        # A sub-message of TensorBoard may be declared as bytes here (same wire type).
+        if field.type != tb.type:
+            assert (field.type, tb.type) == (field.TYPE_BYTES, tb.TYPE_MESSAGE), field.name
+        assert field.is_repeated == tb.is_repeated, field.name
+        assert bool(field.containing_oneof) == bool(tb.containing_oneof), field.name
+
+
+def test_enum_numbers_match_tensorboard():
+    from tensorboard.compat.proto import summary_pb2, types_pb2
+
+    tb_types = {v.name: v.number for v in types_pb2.DataType.DESCRIPTOR.values}
+    for v in pb.DataType.DESCRIPTOR.values:
+        assert tb_types[v.name] == v.number
+    tb_classes = {v.name: v.number for v in summary_pb2.DataClass.DESCRIPTOR.values}
+    for v in pb.DataClass.DESCRIPTOR.values:
+        assert tb_classes[v.name] == v.number
