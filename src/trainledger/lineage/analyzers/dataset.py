@@ -1,0 +1,404 @@
+"""What a training/validation dataset is: path, size in samples, batch size, graph, fingerprint.
+
+Walks what PyTorch users pass to ``Model.train``: a ``DataLoader`` (its dataset, batch size,
+sampler, drop_last, workers), ``Subset``, ``ConcatDataset``, ``TensorDataset``, any wrapper that
+exposes ``.dataset``, and any dataset exposing ``root``, ``data_dir``, ``path``, ``files`` or
+``dataset_files``. The path is the dataset's directory (a file path reports its directory, as
+MindInsight documents ``train_dataset_path``); several paths report their common directory.
+
+The graph mirrors MindSpore's dataset graph (a tree of operations with their parameters):
+loader -> (sampler) -> dataset -> children, with the dataset's transforms as ``operations``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["DatasetInfo", "analyze_dataset", "dataset_fingerprint", "dataset_paths"]
+
+_PATH_ATTRS = ("root", "data_dir", "path", "files", "dataset_files")
+_TRANSFORM_ATTRS = ("transform", "target_transform", "transforms")
+_MAX_PARAMS = 32
+_MAX_STR = 256
+_MAX_FILES = 100_000
+_MAX_TENSOR_BYTES = 256 * 1024 * 1024
+_MAX_DEPTH = 32
+
+
+@dataclass
+class DatasetInfo:
+    """Plain facts about a dataset; None where unknown."""
+
+    path: str | None = None
+    size: int | None = None
+    batch_size: int | None = None
+    graph: dict[str, Any] = field(default_factory=dict)
+    fingerprint: str | None = None
+
+
+def analyze_dataset(obj: Any) -> DatasetInfo:
+    """Analyze a DataLoader, a Dataset, or any sized iterable; never raises for odd objects."""
+    if obj is None:
+        return DatasetInfo()
+    dataset = _loader_dataset(obj)
+    if dataset is not None:
+        graph = _loader_node(obj, dataset)
+        size = _loader_size(obj, dataset)
+        batch = _loader_batch_size(obj)
+    else:
+        dataset = obj
+        graph = _dataset_node(obj, 0)
+        size = _len(obj)
+        batch = _int_attr(obj, "batch_size")
+    paths = dataset_paths(dataset)
+    return DatasetInfo(
+        path=_common_dir(paths),
+        size=size,
+        batch_size=batch,
+        graph=graph,
+        fingerprint=dataset_fingerprint(dataset, paths),
+    )
+
+
+# ---- loader ------------------------------------------------------------------------------------
+
+
+def _loader_dataset(obj: Any) -> Any | None:
+    """The dataset behind a DataLoader (or a DataLoader look-alike), else None."""
+    if _is_dataset(obj):
+        return None
+    if hasattr(obj, "dataset") and (hasattr(obj, "batch_size") or hasattr(obj, "batch_sampler")):
+        return obj.dataset
+    return None
+
+
+def _loader_node(loader: Any, dataset: Any) -> dict[str, Any]:
+    node: dict[str, Any] = {"op_type": type(loader).__name__, "op_module": type(loader).__module__}
+    for name in ("batch_size", "drop_last", "num_workers", "pin_memory", "prefetch_factor"):
+        value = getattr(loader, name, None)
+        if _scalar(value) or value is None and name == "batch_size":
+            node[name] = value
+    if node.get("batch_size") is None:
+        node["batch_size"] = _loader_batch_size(loader)
+    sampler = getattr(loader, "sampler", None)
+    if sampler is not None:
+        node["sampler"] = _sampler_node(sampler)
+        node["shuffle"] = type(sampler).__name__ in (
+            "RandomSampler",
+            "SubsetRandomSampler",
+        ) or bool(getattr(sampler, "shuffle", False))
+    batch_sampler = getattr(loader, "batch_sampler", None)
+    if batch_sampler is not None and type(batch_sampler).__name__ != "BatchSampler":
+        node["batch_sampler"] = type(batch_sampler).__name__
+    node["children"] = [_dataset_node(dataset, 1)]
+    return node
+
+
+def _loader_batch_size(loader: Any) -> int | None:
+    size = _int_attr(loader, "batch_size")
+    if size is None:
+        size = _int_attr(getattr(loader, "batch_sampler", None), "batch_size")
+    return size
+
+
+def _loader_size(loader: Any, dataset: Any) -> int | None:
+    """Samples one pass draws: the sampler's length, except a DistributedSampler (per rank)
+    and samplers without a length, which report the dataset's length."""
+    sampler = getattr(loader, "sampler", None)
+    if sampler is not None and type(sampler).__name__ != "DistributedSampler":
+        n = _len(sampler)
+        if n is not None:
+            return n
+    return _len(dataset)
+
+
+def _sampler_node(sampler: Any) -> dict[str, Any]:
+    node: dict[str, Any] = {
+        "sampler_name": type(sampler).__name__,
+        "sampler_module": type(sampler).__module__,
+    }
+    n = _len(sampler)
+    if n is not None:
+        node["num_samples"] = n
+    for name in ("replacement", "shuffle", "num_replicas", "rank", "seed", "drop_last"):
+        value = getattr(sampler, name, None)
+        if _scalar(value):
+            node[name] = value
+    return node
+
+
+# ---- datasets ----------------------------------------------------------------------------------
+
+
+def _is_dataset(obj: Any) -> bool:
+    data = _torch_data()
+    return data is not None and isinstance(obj, (data.Dataset, data.IterableDataset))
+
+
+def _children(ds: Any) -> list[Any]:
+    """Datasets this one is built from (Subset, ConcatDataset, generic ``.dataset`` wrappers)."""
+    datasets = getattr(ds, "datasets", None)
+    if isinstance(datasets, Sequence) and not isinstance(datasets, (str, bytes)):
+        return [d for d in datasets if d is not None]
+    inner = getattr(ds, "dataset", None)
+    if inner is not None and inner is not ds and (_is_dataset(inner) or hasattr(inner, "__len__")):
+        return [inner]
+    return []
+
+
+def _dataset_node(ds: Any, depth: int) -> dict[str, Any]:
+    node: dict[str, Any] = {"op_type": type(ds).__name__, "op_module": type(ds).__module__}
+    n = _len(ds)
+    if n is not None:
+        node["num_samples"] = n
+    own = _own_paths(ds)
+    if own:
+        if len(own) == 1:
+            node["dataset_dir"] = own[0]
+        else:
+            node["dataset_files"] = own[:_MAX_PARAMS]
+    tensors = getattr(ds, "tensors", None)
+    if isinstance(tensors, (tuple, list)) and all(hasattr(t, "shape") for t in tensors):
+        node["tensor_shapes"] = [str(tuple(t.shape)) for t in tensors]
+        node["tensor_dtypes"] = [str(getattr(t, "dtype", "")) for t in tensors]
+    node.update(_simple_attrs(ds, exclude=node))
+    operations = [op for attr in _TRANSFORM_ATTRS for op in _transforms(getattr(ds, attr, None))]
+    if operations:
+        node["operations"] = operations
+    node["children"] = (
+        [_dataset_node(child, depth + 1) for child in _children(ds)] if depth < _MAX_DEPTH else []
+    )
+    return node
+
+
+def _simple_attrs(obj: Any, exclude: dict[str, Any]) -> dict[str, Any]:
+    """Public scalar attributes (``train=True``, ``download=False``...), a bounded few."""
+    out: dict[str, Any] = {}
+    try:
+        items = list(vars(obj).items())
+    except TypeError:
+        return out
+    for key, value in items:
+        if len(out) >= _MAX_PARAMS:
+            break
+        if key.startswith("_") or key in exclude or key in _PATH_ATTRS or key in _TRANSFORM_ATTRS:
+            continue
+        if isinstance(value, str) and len(value) > _MAX_STR:
+            continue
+        if _scalar(value):
+            out[key] = value
+    return out
+
+
+def _transforms(t: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
+    """Transform pipeline as a flat list of operations; Compose-like objects are expanded."""
+    if t is None or depth > _MAX_DEPTH:
+        return
+    inner = getattr(t, "transforms", None)
+    if isinstance(inner, (list, tuple)):
+        for sub in inner:
+            yield from _transforms(sub, depth + 1)
+        return
+    if type(t).__name__ == "StandardTransform":  # torchvision's (transform, target_transform)
+        for attr in ("transform", "target_transform"):
+            yield from _transforms(getattr(t, attr, None), depth + 1)
+        return
+    op: dict[str, Any] = {
+        "tensor_op_name": getattr(t, "__name__", None) or type(t).__name__,
+        "tensor_op_module": getattr(t, "__module__", None) or type(t).__module__,
+    }
+    try:
+        attrs = list(vars(t).items())
+    except TypeError:
+        attrs = []
+    for key, value in attrs[:_MAX_PARAMS]:
+        if key.startswith("_") or key == "training":
+            continue
+        if _scalar(value) and not (isinstance(value, str) and len(value) > _MAX_STR):
+            op[key] = value
+        elif isinstance(value, (list, tuple)) and all(_scalar(v) for v in value):
+            op[key] = json.dumps(list(value))  # one JSON string: MindInsight merges lists
+        elif hasattr(value, "tolist") and getattr(value, "ndim", 2) <= 1:
+            try:
+                op[key] = json.dumps(value.tolist())
+            except (TypeError, ValueError):
+                pass
+    yield op
+
+
+# ---- paths and fingerprint ---------------------------------------------------------------------
+
+
+def _own_paths(ds: Any) -> list[str]:
+    for attr in _PATH_ATTRS:
+        value = getattr(ds, attr, None)
+        if isinstance(value, (str, os.PathLike)):
+            text = os.fspath(value)
+            if isinstance(text, str) and text:
+                return [os.path.abspath(text)]
+        elif isinstance(value, (list, tuple)) and value:
+            if all(isinstance(v, (str, os.PathLike)) for v in value):
+                return [os.path.abspath(os.fspath(v)) for v in value]  # type: ignore[arg-type]
+    return []
+
+
+def dataset_paths(ds: Any, depth: int = 0) -> list[str]:
+    """Every path the dataset (or, failing that, its children) exposes, as absolute paths."""
+    own = _own_paths(ds)
+    if own or depth > _MAX_DEPTH:
+        return own
+    out: list[str] = []
+    for child in _children(ds):
+        out.extend(dataset_paths(child, depth + 1))
+    return out
+
+
+def _as_dir(path: str) -> str:
+    return os.path.dirname(path) if os.path.isfile(path) else path
+
+
+def _common_dir(paths: list[str]) -> str | None:
+    if not paths:
+        return None
+    dirs = sorted({_as_dir(p) for p in paths})
+    if len(dirs) == 1:
+        return dirs[0]
+    try:
+        common = os.path.commonpath(dirs)
+    except ValueError:  # different drives
+        return dirs[0]
+    return common if common not in ("", os.sep) else dirs[0]
+
+
+def dataset_fingerprint(ds: Any, paths: list[str] | None = None) -> str | None:
+    """A stable hash identifying the data: of file names, sizes and mtimes for file-backed
+    datasets; of the tensors' dtypes, shapes and bytes for in-memory tensor datasets."""
+    paths = dataset_paths(ds) if paths is None else paths
+    if paths:
+        return _files_fingerprint(paths)
+    return _tensor_fingerprint(ds)
+
+
+def _files_fingerprint(paths: list[str]) -> str | None:
+    h = hashlib.sha256()
+    count = 0
+    for path in sorted(set(paths)):
+        for rel, st in _walk(path):
+            h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+            count += 1
+            if count >= _MAX_FILES:
+                h.update(b"[truncated]")
+                return "files:" + h.hexdigest()[:32]
+    return "files:" + h.hexdigest()[:32] if count else None
+
+
+def _walk(path: str) -> Iterator[tuple[str, os.stat_result]]:
+    try:
+        if os.path.isfile(path):
+            yield os.path.basename(path), os.stat(path)
+            return
+    except OSError:
+        return
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames.sort()
+        for name in sorted(filenames):
+            full = os.path.join(dirpath, name)
+            try:
+                st = os.stat(full)
+            except OSError:
+                continue
+            yield os.path.relpath(full, path), st
+
+
+def _tensor_fingerprint(ds: Any) -> str | None:
+    tensors = _find_tensors(ds, 0)
+    if not tensors:
+        return None
+    total = 0
+    h = hashlib.sha256()
+    for t in tensors:
+        try:
+            flat = t.detach().cpu().contiguous().reshape(-1)
+            total += flat.numel() * flat.element_size()
+            if total > _MAX_TENSOR_BYTES:
+                return None
+            h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+            h.update(memoryview(flat.view(_uint8()).numpy()))
+        except (AttributeError, RuntimeError, TypeError, ValueError):
+            return None
+    return "tensors:" + h.hexdigest()[:32]
+
+
+def _find_tensors(ds: Any, depth: int) -> list[Any]:
+    tensors = getattr(ds, "tensors", None)
+    if (
+        isinstance(tensors, (tuple, list))
+        and tensors
+        and all(hasattr(t, "detach") for t in tensors)
+    ):
+        indices = getattr(ds, "indices", None)
+        return list(tensors) if indices is None else []
+    if depth > _MAX_DEPTH:
+        return []
+    out: list[Any] = []
+    children = _children(ds)
+    if getattr(ds, "indices", None) is not None and children:  # Subset: hash which rows too
+        return _subset_tensors(ds, children[0], depth)
+    for child in children:
+        found = _find_tensors(child, depth + 1)
+        if not found:
+            return []
+        out.extend(found)
+    return out
+
+
+def _subset_tensors(subset: Any, child: Any, depth: int) -> list[Any]:
+    base = _find_tensors(child, depth + 1)
+    if not base:
+        return []
+    import torch
+
+    try:
+        idx = torch.as_tensor(list(subset.indices), dtype=torch.long)
+    except (TypeError, ValueError):
+        return []
+    return [idx, *base]
+
+
+def _uint8() -> Any:
+    import torch
+
+    return torch.uint8
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+
+
+def _torch_data() -> Any:
+    try:
+        import torch.utils.data as data
+    except ImportError:  # pragma: no cover - torch is a dependency of the callbacks
+        return None
+    return data
+
+
+def _len(obj: Any) -> int | None:
+    try:
+        n = len(obj)
+    except (TypeError, NotImplementedError, AttributeError, ValueError):
+        return None
+    return int(n)
+
+
+def _int_attr(obj: Any, name: str) -> int | None:
+    value = getattr(obj, name, None)
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (bool, int, float, str))

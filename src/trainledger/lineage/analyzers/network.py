@@ -1,0 +1,143 @@
+"""Names and numbers from the model side: network (backbone rule), loss function, optimizer,
+learning rate, and the scalar loss from the step's outputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "unwrap_module",
+    "network_name",
+    "loss_function_name",
+    "optimizer_name",
+    "initial_learning_rate",
+    "current_learning_rate",
+    "scalar_loss",
+]
+
+_BACKBONE_ATTRS = ("_backbone", "backbone")
+_LOSS_ATTRS = ("_loss_fn", "loss_fn", "_loss", "criterion")
+
+
+def unwrap_module(module: Any) -> Any:
+    """The user's module inside DataParallel/DistributedDataParallel/torch.compile wrappers."""
+    for _ in range(16):
+        inner = None
+        name = type(module).__name__
+        if name in ("DataParallel", "DistributedDataParallel", "FullyShardedDataParallel"):
+            inner = getattr(module, "module", None)
+        elif name == "OptimizedModule":
+            inner = getattr(module, "_orig_mod", None)
+        if inner is None:
+            return module
+        module = inner
+    return module
+
+
+def network_name(network: Any) -> str | None:
+    """The network's class name, or its backbone's when it wraps one.
+
+    The backbone rule (MindInsight's): a loss/training wrapper keeps the user's network as
+    ``_backbone`` (or ``backbone``); the first module in the tree, outermost first, holding a
+    module under that name names the network. Parallel and compile wrappers are looked
+    through. A network without a backbone is named by its own class.
+    """
+    if network is None:
+        return None
+    network = unwrap_module(network)
+    modules = getattr(network, "modules", None)
+    if callable(modules):
+        try:
+            for module in modules():
+                for attr in _BACKBONE_ATTRS:
+                    backbone = getattr(module, attr, None)
+                    if backbone is not None and callable(getattr(backbone, "modules", None)):
+                        return type(unwrap_module(backbone)).__name__
+        except (TypeError, RuntimeError):
+            pass
+    return type(network).__name__
+
+
+def loss_function_name(loss_fn: Any, network: Any = None) -> str | None:
+    """The loss function's class (or function) name; looked up on the network if not given."""
+    if loss_fn is None and network is not None:
+        network = unwrap_module(network)
+        for attr in _LOSS_ATTRS:
+            loss_fn = getattr(network, attr, None)
+            if loss_fn is not None:
+                break
+    if loss_fn is None:
+        return None
+    func = getattr(loss_fn, "func", None)  # functools.partial
+    if func is not None and callable(func):
+        loss_fn = func
+    if isinstance(loss_fn, type):
+        return loss_fn.__name__
+    name = getattr(loss_fn, "__name__", None)
+    if isinstance(name, str) and not hasattr(loss_fn, "forward"):
+        return name
+    return type(loss_fn).__name__
+
+
+def optimizer_name(optimizer: Any) -> str | None:
+    """The optimizer's class name (None when there is no optimizer)."""
+    if optimizer is None:
+        return None
+    inner = getattr(optimizer, "optimizer", None)  # e.g. a LR scheduler passed by mistake
+    if inner is not None and not hasattr(optimizer, "param_groups"):
+        optimizer = inner
+    return type(optimizer).__name__
+
+
+def _first_group(optimizer: Any) -> dict[str, Any] | None:
+    groups = getattr(optimizer, "param_groups", None)
+    if isinstance(groups, (list, tuple)) and groups and isinstance(groups[0], dict):
+        return groups[0]
+    return None
+
+
+def initial_learning_rate(optimizer: Any, scheduler: Any = None) -> float | None:
+    """The learning rate the run started with: the scheduler's base lr, else the first param
+    group's ``initial_lr`` (set by torch schedulers), else its current ``lr``."""
+    base = getattr(scheduler, "base_lrs", None)
+    if isinstance(base, (list, tuple)) and base:
+        return _to_float(base[0])
+    group = _first_group(optimizer)
+    if group is None:
+        return None
+    return _to_float(group.get("initial_lr", group.get("lr")))
+
+
+def current_learning_rate(optimizer: Any) -> float | None:
+    group = _first_group(optimizer)
+    return None if group is None else _to_float(group.get("lr"))
+
+
+def scalar_loss(net_outputs: Any) -> float | None:
+    """The loss from a step's outputs: the first element of a tuple/list/dict, averaged when
+    it is not a scalar (MindInsight takes the mean too)."""
+    value = net_outputs
+    for _ in range(4):
+        if isinstance(value, dict):
+            value = value.get("loss", next(iter(value.values()), None))
+        elif isinstance(value, (tuple, list)):
+            value = value[0] if value else None
+        else:
+            break
+    return _to_float(value, mean=True)
+
+
+def _to_float(value: Any, mean: bool = False) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        if mean and hasattr(value, "detach"):
+            value = value.detach().float().mean()
+        elif mean and hasattr(value, "mean") and int(getattr(value, "ndim", 0) or 0) > 0:
+            value = value.mean()
+        result = float(value.item() if hasattr(value, "item") else value)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    return result
