@@ -77,24 +77,38 @@ class RunContext:
             original_args = CallbackParams(original_args)
         self._original_args: CallbackParams = original_args
         self._stop_requested = False
+        self._stop_reason: str | None = None
 
     def original_args(self) -> CallbackParams:
         """The run's cb_params; callbacks may read fields and add their own."""
         return self._original_args
 
-    def request_stop(self) -> None:
-        """Ask the loop to stop after the current step; end hooks still run."""
+    def request_stop(self, reason: str = "requested") -> None:
+        """Ask the loop to stop after the current step; end hooks still run.
+
+        ``reason`` is an extension over MindSpore (which takes no argument): the host copies the
+        first reason given into ``cb_params.stop_reason`` ("requested" from a callback, "signal"
+        from SIGINT/SIGTERM), so lineage can tell an early stop from an interrupted run.
+        """
         self._stop_requested = True
+        if self._stop_reason is None:
+            self._stop_reason = reason
 
     def get_stop_requested(self) -> bool:
         """Whether a stop was requested."""
         return self._stop_requested
 
+    @property
+    def stop_reason(self) -> str | None:
+        """The reason of the first stop request, or None when no stop was requested."""
+        return self._stop_reason
+
 
 class Callback:
     """Base class of callbacks; every hook does nothing by default.
 
-    Hooks are named ``on_<train|eval>_<begin|end>`` and ``on_<train|eval>_<epoch|step>_<begin|end>``.
+    Hooks are named ``on_<train|eval>_<begin|end>`` and
+    ``on_<train|eval>_<epoch|step>_<begin|end>``.
     Each train hook calls its MindSpore 1.x counterpart by default (``on_train_begin`` ->
     ``begin``, ``on_train_epoch_begin`` -> ``epoch_begin``, ``on_train_step_begin`` ->
     ``step_begin``, ``on_train_step_end`` -> ``step_end``, ``on_train_epoch_end`` ->

@@ -1,0 +1,367 @@
+"""Evaluation metrics with MindSpore's protocol: ``clear()``, ``update(*inputs)``, ``eval()``.
+
+numpy only: torch tensors are converted on ``update`` (duck-typed, so this module imports
+without torch). ``Model`` calls ``update(y_pred, y)`` on every metric, except those with
+``needs_loss = True`` (``Loss``) which get ``update(loss)``.
+
+Differences from MindSpore, on purpose: ``Precision``/``Recall``/``F1`` return one float (macro
+average) by default instead of a per-class array, so results can be stored and queried as
+lineage metrics (``average=None`` gives the per-class array); ``MAE``/``MSE`` average over every
+element instead of dividing an element sum by the number of samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "Metric",
+    "Accuracy",
+    "Loss",
+    "Precision",
+    "Recall",
+    "F1",
+    "MAE",
+    "MSE",
+    "ROCAUC",
+    "METRIC_NAMES",
+    "get_metric",
+    "get_metrics",
+    "roc_auc",
+]
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """An ndarray of ``x`` (a torch tensor on any device/dtype, a list, a number)."""
+    if hasattr(x, "detach"):  # torch.Tensor, without importing torch
+        t = x.detach().cpu()
+        if t.is_floating_point():
+            t = t.float()  # bfloat16/float16 have no numpy dtype
+        return t.numpy()  # type: ignore[no-any-return]
+    return np.asarray(x)
+
+
+class Metric:
+    """Base class: accumulate with ``update``, read with ``eval``, reset with ``clear``."""
+
+    needs_loss = False
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget everything accumulated."""
+
+    def update(self, *inputs: Any) -> None:
+        """Accumulate one batch; usually ``update(y_pred, y)``."""
+        raise NotImplementedError
+
+    def eval(self) -> Any:
+        """The metric over everything accumulated since ``clear``."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _pair(inputs: tuple[Any, ...], name: str) -> tuple[np.ndarray, np.ndarray]:
+        if len(inputs) != 2:
+            raise ValueError(
+                f"{name}.update expected 2 inputs (y_pred, y), received: {len(inputs)}"
+            )
+        return to_numpy(inputs[0]), to_numpy(inputs[1])
+
+    @staticmethod
+    def _empty(name: str) -> RuntimeError:
+        return RuntimeError(f"{name}.eval called before any update (no samples)")
+
+
+def _class_labels(y_pred: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Predicted and true class indices, and the number of classes.
+
+    ``y_pred`` (N, C) scores -> argmax; ``y`` (N,) indices or (N, C) one-hot. 1-D ``y_pred``
+    are binary: integer labels as they are, float scores thresholded at 0.5.
+    """
+    if y_pred.ndim == 2 and y_pred.shape[1] > 1:
+        num_classes = y_pred.shape[1]
+        pred = y_pred.argmax(axis=1)
+    else:
+        flat = y_pred.reshape(-1)
+        pred = (flat >= 0.5).astype(np.int64) if flat.dtype.kind == "f" else flat.astype(np.int64)
+        num_classes = 2
+    true = y.argmax(axis=1) if y.ndim == 2 and y.shape[1] > 1 else y.reshape(-1).astype(np.int64)
+    if true.shape[0] != pred.shape[0]:
+        raise ValueError(
+            f"y_pred and y expected the same number of samples, received: {pred.shape[0]} "
+            f"and {true.shape[0]}"
+        )
+    return pred, true, max(num_classes, int(true.max(initial=0)) + 1)
+
+
+class Accuracy(Metric):
+    """Share of samples whose predicted class is the label."""
+
+    def clear(self) -> None:
+        self._correct = 0
+        self._total = 0
+
+    def update(self, *inputs: Any) -> None:
+        pred, true, _ = _class_labels(*self._pair(inputs, "Accuracy"))
+        self._correct += int((pred == true).sum())
+        self._total += int(true.shape[0])
+
+    def eval(self) -> float:
+        if self._total == 0:
+            raise self._empty("Accuracy")
+        return self._correct / self._total
+
+
+class Loss(Metric):
+    """Mean of the loss values given to ``update`` (scalars, or per-sample vectors)."""
+
+    needs_loss = True
+
+    def clear(self) -> None:
+        self._sum = 0.0
+        self._count = 0
+
+    def update(self, *inputs: Any) -> None:
+        if len(inputs) != 1:
+            raise ValueError(f"Loss.update expected 1 input (loss), received: {len(inputs)}")
+        loss = to_numpy(inputs[0]).astype(np.float64)
+        self._sum += float(loss.sum()) if loss.ndim else float(loss)
+        self._count += int(loss.size) if loss.ndim else 1
+
+    def eval(self) -> float:
+        if self._count == 0:
+            raise self._empty("Loss")
+        return self._sum / self._count
+
+
+class _Confusion(Metric):
+    """Per-class true positives, predicted positives and actual positives."""
+
+    _name = "Confusion"
+
+    def __init__(self, average: str | None = "macro") -> None:
+        if average not in ("macro", "micro", "binary", None):
+            raise ValueError(
+                f"{type(self).__name__} average expected 'macro', 'micro', 'binary' or None, "
+                f"received: {average!r}"
+            )
+        self.average = average
+        super().__init__()
+
+    def clear(self) -> None:
+        self._tp = np.zeros(0, dtype=np.int64)
+        self._pred = np.zeros(0, dtype=np.int64)
+        self._true = np.zeros(0, dtype=np.int64)
+
+    def update(self, *inputs: Any) -> None:
+        pred, true, n = _class_labels(*self._pair(inputs, self._name))
+        if n > self._tp.size:
+            grow = n - self._tp.size
+            self._tp, self._pred, self._true = (
+                np.pad(a, (0, grow)) for a in (self._tp, self._pred, self._true)
+            )
+        size = self._tp.size
+        self._tp += np.bincount(true[pred == true], minlength=size)
+        self._pred += np.bincount(pred, minlength=size)
+        self._true += np.bincount(true, minlength=size)
+
+    def _reduce(self, num: np.ndarray, den: np.ndarray) -> Any:
+        if self._true.sum() == 0:
+            raise self._empty(self._name)
+        if self.average == "micro":
+            return float(num.sum() / den.sum()) if den.sum() else 0.0
+        per_class = np.divide(num, den, out=np.zeros(num.shape), where=den > 0)
+        if self.average is None:
+            return per_class
+        if self.average == "binary":
+            return float(per_class[1]) if per_class.size > 1 else 0.0
+        return float(per_class.mean())
+
+
+class Precision(_Confusion):
+    """TP / predicted positives, per class, macro-averaged by default."""
+
+    _name = "Precision"
+
+    def eval(self) -> Any:
+        return self._reduce(self._tp, self._pred)
+
+
+class Recall(_Confusion):
+    """TP / actual positives, per class, macro-averaged by default."""
+
+    _name = "Recall"
+
+    def eval(self) -> Any:
+        return self._reduce(self._tp, self._true)
+
+
+class F1(_Confusion):
+    """2 TP / (predicted + actual positives), per class, macro-averaged by default."""
+
+    _name = "F1"
+
+    def eval(self) -> Any:
+        return self._reduce(2 * self._tp, self._pred + self._true)
+
+
+class _Regression(Metric):
+    _name = "Regression"
+
+    def clear(self) -> None:
+        self._sum = 0.0
+        self._count = 0
+
+    def _error(self, inputs: tuple[Any, ...]) -> np.ndarray:
+        y_pred, y = self._pair(inputs, self._name)
+        y_pred = y_pred.astype(np.float64)
+        y = y.astype(np.float64)
+        if y.size != y_pred.size:
+            raise ValueError(
+                f"{self._name}: y_pred and y expected the same size, received shapes "
+                f"{y_pred.shape} and {y.shape}"
+            )
+        return y_pred.reshape(-1) - y.reshape(-1)  # type: ignore[no-any-return]
+
+    def eval(self) -> float:
+        if self._count == 0:
+            raise self._empty(self._name)
+        return self._sum / self._count
+
+
+class MAE(_Regression):
+    """Mean absolute error over every element."""
+
+    _name = "MAE"
+
+    def update(self, *inputs: Any) -> None:
+        err = self._error(inputs)
+        self._sum += float(np.abs(err).sum())
+        self._count += err.size
+
+
+class MSE(_Regression):
+    """Mean squared error over every element."""
+
+    _name = "MSE"
+
+    def update(self, *inputs: Any) -> None:
+        err = self._error(inputs)
+        self._sum += float((err * err).sum())
+        self._count += err.size
+
+
+def roc_auc(scores: np.ndarray, positives: np.ndarray) -> float:
+    """Exact binary ROC-AUC by ranks (Mann-Whitney U, ties get their average rank).
+
+    NaN when only one class is present: the area is undefined there.
+    """
+    scores = np.asarray(scores, dtype=np.float64).reshape(-1)
+    positives = np.asarray(positives).reshape(-1).astype(bool)
+    n_pos = int(positives.sum())
+    n_neg = positives.size - n_pos
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    order = np.argsort(scores, kind="mergesort")
+    sorted_scores = scores[order]
+    ranks = np.empty(scores.size, dtype=np.float64)
+    # average ranks of tied groups
+    boundaries = np.flatnonzero(np.diff(sorted_scores)) + 1
+    starts = np.concatenate(([0], boundaries))
+    ends = np.concatenate((boundaries, [scores.size]))
+    avg = (starts + ends + 1) / 2.0  # 1-based mean rank of each group
+    ranks[order] = np.repeat(avg, ends - starts)
+    u = ranks[positives].sum() - n_pos * (n_pos + 1) / 2.0
+    return float(u / (n_pos * n_neg))
+
+
+class ROCAUC(Metric):
+    """Exact area under the ROC curve.
+
+    Binary: ``y_pred`` is (N,) scores or (N, 2) with the positive class second. Multi-class
+    (N, C): one-vs-rest per class, macro-averaged over classes that have both positives and
+    negatives.
+    """
+
+    def clear(self) -> None:
+        self._scores: list[np.ndarray] = []
+        self._labels: list[np.ndarray] = []
+
+    def update(self, *inputs: Any) -> None:
+        y_pred, y = self._pair(inputs, "ROCAUC")
+        self._scores.append(y_pred.astype(np.float64))
+        self._labels.append(y)
+
+    def eval(self) -> float:
+        if not self._scores:
+            raise self._empty("ROCAUC")
+        scores = np.concatenate(self._scores)
+        labels = np.concatenate(self._labels)
+        if scores.ndim == 2 and scores.shape[1] == 2:
+            scores = scores[:, 1]
+        if scores.ndim == 1 or scores.shape[1] == 1:
+            if labels.ndim == 2 and labels.shape[1] == 2:
+                labels = labels[:, 1]
+            return roc_auc(scores.reshape(-1), labels.reshape(-1) > 0)
+        num_classes = scores.shape[1]
+        if labels.ndim == 2:
+            labels = labels.argmax(axis=1)
+        areas = [roc_auc(scores[:, c], labels.reshape(-1) == c) for c in range(num_classes)]
+        valid = [a for a in areas if not np.isnan(a)]
+        return float(np.mean(valid)) if valid else float("nan")
+
+
+# lower-cased name -> class; MindSpore's names ("Accuracy", "F1", ...) match case-insensitively
+METRIC_NAMES: dict[str, type[Metric]] = {
+    "accuracy": Accuracy,
+    "acc": Accuracy,
+    "loss": Loss,
+    "precision": Precision,
+    "recall": Recall,
+    "f1": F1,
+    "mae": MAE,
+    "mse": MSE,
+    "auc": ROCAUC,
+    "roc_auc": ROCAUC,
+    "rocauc": ROCAUC,
+}
+
+
+def get_metric(name: str) -> Metric:
+    """A new metric by name (case-insensitive)."""
+    if not isinstance(name, str):
+        raise TypeError(f"metric name expected a str, received: {type(name).__name__}")
+    cls = METRIC_NAMES.get(name.lower())
+    if cls is None:
+        raise ValueError(
+            f"unknown metric name {name!r}; expected one of {', '.join(sorted(METRIC_NAMES))}"
+        )
+    return cls()
+
+
+def get_metrics(metrics: Any) -> dict[str, Metric]:
+    """``Model``'s ``metrics`` argument as ``{key: Metric}``; keys are the user's names."""
+    if metrics is None:
+        return {}
+    if isinstance(metrics, Mapping):
+        result = {}
+        for key, metric in metrics.items():
+            if isinstance(metric, str):
+                metric = get_metric(metric)
+            if not isinstance(metric, Metric):
+                raise TypeError(
+                    f"metrics[{key!r}] expected a trainledger.metrics.Metric instance, "
+                    f"received: {type(metric).__name__}"
+                )
+            result[str(key)] = metric
+        return result
+    if isinstance(metrics, (set, frozenset, list, tuple)):
+        return {name: get_metric(name) for name in sorted(metrics, key=str)}
+    raise TypeError(
+        "metrics expected a dict {name: Metric} or a set of names, "
+        f"received: {type(metrics).__name__}"
+    )

@@ -1,0 +1,472 @@
+"""``Model``: MindSpore's high-level training host, for ``torch.nn.Module`` networks.
+
+The loop is short on purpose: every run- and epoch-level phase goes through
+``CallbackManager.phase`` (which guarantees the matching ``*_end`` hook), step hooks are two
+direct fan-out calls skipped when no callback overrides them, and the per-step work lives in
+protected methods that ``RecModel`` (online training) reuses:
+
+* ``_build_train_params(...) -> CallbackParams``: every cb_params field of a training run.
+* ``_make_manager(callbacks) -> CallbackManager``: validated callbacks + default progress bar.
+* ``_phase(manager, run_context, begin, end)``: the phase wrapper.
+* ``_stop_signals(run_context)``: SIGINT/SIGTERM -> ``request_stop("signal")`` (main thread).
+* ``_move_to_device(batch)``, ``_train_step(batch) -> net_outputs``, ``_eval_step(batch)``.
+* ``_finish_train(cb_params, run_context)``: sets ``stop_reason`` before ``on_train_end``.
+
+Sink mode: this host has no device-side data sink. ``dataset_sink_mode=True`` keeps
+MindSpore's observable contract instead: an "epoch" is ``sink_size`` steps (the whole dataset
+when ``sink_size=-1``, the iterator continuing across epochs otherwise) and the step hooks fire
+once per epoch, with ``cur_step_num`` advanced by the number of steps run. Users turn it on to
+cut callback overhead on tiny steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from typing import Any
+
+import torch
+
+from trainledger.errors import DatasetError, TrainledgerError
+from trainledger.run._amp import BOOST_LEVELS, AmpPolicy
+from trainledger.run._batches import (
+    call_network,
+    check_dataset,
+    dataset_len,
+    describe,
+    extract_loss,
+    split_batch,
+    to_device,
+)
+from trainledger.run._eval import EvalMixin
+from trainledger.run._helpers import (
+    Cycle,
+    check_frequency,
+    check_int,
+    device_of,
+    parallel_info,
+    should_eval,
+    stdout_is_tty,
+)
+from trainledger.run._signals import stop_on_signals
+from trainledger.run.callback import Callback, CallbackParams, RunContext
+from trainledger.run.manager import CallbackManager, _as_list
+from trainledger.run.metrics import Metric, get_metrics
+
+__all__ = ["Model"]
+
+
+class Model(EvalMixin):
+    """Train, evaluate and predict with a ``torch.nn.Module`` and callbacks.
+
+    Args:
+        network: the network. With ``loss_fn`` it maps inputs to predictions; without it, it
+            returns its loss (a tensor, a tuple with the loss first, or a dict with "loss").
+        loss_fn: ``loss_fn(predictions, label) -> loss``; batches are then ``(inputs..., label)``.
+        optimizer: a torch optimizer. May be None only when the network updates its own
+            parameters (MindSpore's TrainOneStepCell): it has an ``optimizer`` attribute or
+            ``steps_itself = True``; then ``network(*batch)`` is one whole training step.
+        metrics: ``{name: Metric}`` or a set of names ("accuracy", "loss", "precision",
+            "recall", "f1", "mae", "mse", "auc", case-insensitive); results use the same keys.
+        eval_network, eval_indexes: a network whose output tuple holds (loss, predictions,
+            label) at these three positions, as in MindSpore.
+        amp_level: "O0" (off), "O1"/"O2"/"O3"/"auto": ``torch.autocast`` (see ``run/_amp.py``).
+        boost_level: accepted for MindSpore compatibility; a no-op on this host.
+    """
+
+    def __init__(
+        self,
+        network: torch.nn.Module,
+        loss_fn: Any = None,
+        optimizer: Any = None,
+        metrics: Any = None,
+        eval_network: torch.nn.Module | None = None,
+        eval_indexes: list[int] | None = None,
+        amp_level: str = "O0",
+        boost_level: str = "O0",
+    ) -> None:
+        if not isinstance(network, torch.nn.Module):
+            raise TypeError(
+                f"Model network expected a torch.nn.Module, received: {type(network).__name__}"
+            )
+        if loss_fn is not None and not callable(loss_fn):
+            raise TypeError(
+                f"Model loss_fn expected a callable, received: {type(loss_fn).__name__}"
+            )
+        if optimizer is not None and not (
+            hasattr(optimizer, "step") and hasattr(optimizer, "zero_grad")
+        ):
+            raise TypeError(
+                "Model optimizer expected a torch.optim.Optimizer, "
+                f"received: {type(optimizer).__name__}"
+            )
+        if eval_network is not None and not isinstance(eval_network, torch.nn.Module):
+            raise TypeError(
+                "Model eval_network expected a torch.nn.Module, "
+                f"received: {type(eval_network).__name__}"
+            )
+        if eval_indexes is not None:
+            if eval_network is None:
+                raise ValueError("Model eval_indexes expected an eval_network, received: None")
+            if (
+                not isinstance(eval_indexes, (list, tuple))
+                or len(eval_indexes) != 3
+                or not all(isinstance(i, int) for i in eval_indexes)
+            ):
+                raise ValueError(
+                    "Model eval_indexes expected 3 ints (loss, predictions, label positions), "
+                    f"received: {eval_indexes!r}"
+                )
+        if boost_level not in BOOST_LEVELS:
+            raise ValueError(
+                f"Model boost_level expected one of {', '.join(BOOST_LEVELS)}, "
+                f"received: {boost_level!r}"
+            )
+        self._network = network
+        self._train_network = network
+        self._eval_network = eval_network if eval_network is not None else network
+        self._predict_network = network
+        self._loss_fn = loss_fn
+        self._optimizer = optimizer
+        self._metrics: dict[str, Metric] = get_metrics(metrics)
+        self._eval_indexes = list(eval_indexes) if eval_indexes is not None else None
+        self._amp_level = amp_level
+        self._boost_level = boost_level
+        self._steps_itself = (
+            optimizer is None
+            and loss_fn is None
+            and (
+                bool(getattr(network, "steps_itself", False))
+                or getattr(network, "optimizer", None) is not None
+            )
+        )
+        self._device = device_of(network)
+        self._amp = AmpPolicy(amp_level, self._device)
+        self._check_next_batch = True
+
+    # --- public properties (MindSpore names) ---------------------------------------------
+    @property
+    def train_network(self) -> torch.nn.Module:
+        return self._train_network
+
+    @property
+    def eval_network(self) -> torch.nn.Module:
+        return self._eval_network
+
+    @property
+    def predict_network(self) -> torch.nn.Module:
+        return self._predict_network
+
+    @property
+    def metrics(self) -> dict[str, Metric]:
+        return dict(self._metrics)
+
+    # --- public API ----------------------------------------------------------------------
+    def train(
+        self,
+        epoch: int,
+        train_dataset: Iterable[Any],
+        callbacks: Callback | Iterable[Callback] | None = None,
+        dataset_sink_mode: bool = False,
+        sink_size: int = -1,
+        initial_epoch: int = 0,
+    ) -> None:
+        """Train for epochs ``initial_epoch + 1 .. epoch`` (``epoch`` is the total)."""
+        self._run_train(
+            epoch, train_dataset, callbacks, dataset_sink_mode, sink_size, initial_epoch, None
+        )
+
+    def fit(
+        self,
+        epoch: int,
+        train_dataset: Iterable[Any],
+        valid_dataset: Iterable[Any] | None = None,
+        valid_frequency: int | list[int] = 1,
+        callbacks: Callback | Iterable[Callback] | None = None,
+        dataset_sink_mode: bool = False,
+        valid_dataset_sink_mode: bool = False,
+        sink_size: int = -1,
+        initial_epoch: int = 0,
+    ) -> None:
+        """Train, evaluating on ``valid_dataset`` every ``valid_frequency`` epochs (an int) or
+        at the listed epochs (a list). Evaluation runs before ``on_train_epoch_end``, whose
+        ``cb_params.eval_results`` then holds ``{metric: value}`` ({} on other epochs)."""
+        valid = None
+        if valid_dataset is not None:
+            self._require_metrics("fit")
+            check_frequency(valid_frequency)
+            check_dataset(valid_dataset, "valid_dataset", 2)
+            valid = (valid_dataset, valid_frequency, bool(valid_dataset_sink_mode))
+        self._run_train(
+            epoch, train_dataset, callbacks, dataset_sink_mode, sink_size, initial_epoch, valid
+        )
+
+    def predict(self, *inputs: Any) -> Any:
+        """The predict network's output for ``inputs`` (moved to its device), without grad."""
+        net = self._predict_network
+        was_training = net.training
+        net.eval()
+        try:
+            with torch.no_grad(), self._amp.autocast():
+                return net(*self._move_to_device(inputs))
+        finally:
+            net.train(was_training)
+
+    # --- the training loop -----------------------------------------------------------------
+    def _run_train(
+        self,
+        epoch: int,
+        train_dataset: Iterable[Any],
+        callbacks: Callback | Iterable[Callback] | None,
+        dataset_sink_mode: bool,
+        sink_size: int,
+        initial_epoch: int,
+        valid: tuple[Iterable[Any], int | list[int], bool] | None,
+    ) -> None:
+        check_int(epoch, "epoch", 1)
+        check_int(initial_epoch, "initial_epoch", 0)
+        if initial_epoch >= epoch:
+            raise ValueError(
+                f"initial_epoch expected a value below epoch ({epoch}), received: {initial_epoch}"
+            )
+        if (
+            not isinstance(sink_size, int)
+            or isinstance(sink_size, bool)
+            or sink_size == 0
+            or sink_size < -1
+        ):
+            raise ValueError(f"sink_size expected -1 or a positive int, received: {sink_size!r}")
+        self._check_can_train()
+        sink = bool(dataset_sink_mode)
+        passes = 1 if sink and sink_size > 0 else epoch - initial_epoch
+        check_dataset(train_dataset, "train_dataset", passes)
+        manager = self._make_manager(callbacks)
+        batch_num = sink_size if sink and sink_size > 0 else dataset_len(train_dataset)
+        cb_params = self._build_train_params(
+            train_dataset=train_dataset,
+            epoch_num=epoch,
+            batch_num=batch_num,
+            list_callback=manager.callbacks,
+            initial_epoch=initial_epoch,
+            dataset_sink_mode=sink,
+            sink_size=sink_size,
+        )
+        if valid is not None:
+            cb_params.eval_results = {}
+        run_context = RunContext(cb_params)
+        self._prepare_run()
+        self._train_network.train()
+        source = Cycle(train_dataset) if sink and sink_size > 0 else None
+        with self._stop_signals(run_context), manager:
+            with self._phase(manager, run_context, "on_train_begin", "on_train_end"):
+                for ep in range(initial_epoch, epoch):
+                    cb_params.cur_epoch_num = ep + 1
+                    with self._phase(
+                        manager, run_context, "on_train_epoch_begin", "on_train_epoch_end"
+                    ):
+                        if sink:
+                            self._train_sink_unit(manager, run_context, source or train_dataset)
+                        else:
+                            self._train_epoch(manager, run_context, train_dataset)
+                        if valid is not None and should_eval(ep + 1, valid[1], run_context):
+                            self._eval_in_fit(valid[0], valid[2], manager, run_context)
+                    if valid is not None:
+                        cb_params.eval_results = {}
+                    if run_context.get_stop_requested():
+                        break
+                self._finish_train(cb_params, run_context)
+
+    def _train_epoch(
+        self, manager: CallbackManager, run_context: RunContext, dataset: Iterable[Any]
+    ) -> None:
+        cb_params = run_context.original_args()
+        step_hooks = manager.has("on_train_step_begin") or manager.has("on_train_step_end")
+        call = manager.call
+        call_end = manager.call_all
+        move = self._move_to_device
+        train_step = self._train_step
+        steps = 0
+        for batch in dataset:
+            batch = move(batch)
+            cb_params.train_dataset_element = batch
+            cb_params.cur_step_num += 1
+            if step_hooks:
+                call("on_train_step_begin", run_context)
+            cb_params.net_outputs = train_step(batch)
+            steps += 1
+            if step_hooks:
+                call_end("on_train_step_end", run_context)
+            if run_context.get_stop_requested():
+                break
+        else:
+            if cb_params.batch_num is None:
+                cb_params.batch_num = steps  # learnt from the first full pass
+        if steps == 0:
+            raise DatasetError(
+                f"train_dataset yielded no batches in epoch {cb_params.cur_epoch_num}"
+            )
+
+    def _train_sink_unit(
+        self, manager: CallbackManager, run_context: RunContext, source: Iterable[Any] | Cycle
+    ) -> None:
+        """One sink "epoch": many steps between one pair of step hooks."""
+        cb_params = run_context.original_args()
+        manager.call("on_train_step_begin", run_context)
+        steps = 0
+        limit = cb_params.sink_size if cb_params.sink_size > 0 else None
+        batches = source.take(limit) if isinstance(source, Cycle) else iter(source)
+        for batch in batches:
+            batch = self._move_to_device(batch)
+            cb_params.train_dataset_element = batch
+            cb_params.net_outputs = self._train_step(batch)
+            steps += 1
+            if run_context.stop_reason == "signal":
+                break
+        if steps == 0:
+            raise DatasetError(
+                f"train_dataset yielded no batches in epoch {cb_params.cur_epoch_num}"
+            )
+        if cb_params.batch_num is None:
+            cb_params.batch_num = steps
+        cb_params.cur_step_num += steps
+        manager.call_all("on_train_step_end", run_context)
+
+    def _finish_train(self, cb_params: CallbackParams, run_context: RunContext) -> None:
+        """Record why training ended, before ``on_train_end`` runs."""
+        cb_params.stop_reason = run_context.stop_reason or "completed"
+
+    # --- protected building blocks (reused by RecModel) ----------------------------------
+    def _build_train_params(
+        self,
+        *,
+        train_dataset: Any,
+        epoch_num: int | None,
+        batch_num: int | None,
+        list_callback: list[Callback],
+        initial_epoch: int = 0,
+        dataset_sink_mode: bool = False,
+        sink_size: int = -1,
+    ) -> CallbackParams:
+        """Every cb_params field of a training run (see the README's cb_params table)."""
+        parallel_mode, device_number = parallel_info()
+        return CallbackParams(
+            train_network=self._train_network,
+            network=self._network,
+            optimizer=self._optimizer
+            if self._optimizer is not None
+            else getattr(self._network, "optimizer", None),
+            loss_fn=self._loss_fn,
+            epoch_num=epoch_num,
+            cur_epoch_num=initial_epoch,
+            cur_step_num=initial_epoch * batch_num if batch_num else 0,
+            batch_num=batch_num,
+            net_outputs=None,
+            train_dataset=train_dataset,
+            train_dataset_element=None,
+            list_callback=list_callback,
+            parallel_mode=parallel_mode,
+            device_number=device_number,
+            mode="train",
+            dataset_sink_mode=dataset_sink_mode,
+            sink_size=sink_size,
+            initial_epoch=initial_epoch,
+            last_save_ckpt_step=0,
+            latest_ckpt_file=None,
+            amp_level=self._amp_level,
+            exception=None,
+            stop_reason=None,
+        )
+
+    def _make_manager(
+        self, callbacks: Callback | Iterable[Callback] | None, progress: bool = True
+    ) -> CallbackManager:
+        """Validated callbacks; on a TTY a ProgressBar is appended unless one was given."""
+        cbs = _as_list(callbacks)
+        if progress and stdout_is_tty():
+            # The one reference from run/ to callbacks/: lazy and optional, so run/ imports
+            # alone and the default bar costs nothing off a terminal.
+            from trainledger.callbacks.progress import ProgressBar
+
+            if not any(isinstance(cb, ProgressBar) for cb in cbs):
+                cbs.append(ProgressBar())
+        return CallbackManager(cbs)
+
+    def _phase(
+        self, manager: CallbackManager, run_context: RunContext, begin: str, end: str
+    ) -> AbstractContextManager[None]:
+        """The phase wrapper: ``begin`` hooks, body, ``end`` hooks even when the body fails."""
+        return manager.phase(run_context, begin, end)
+
+    def _stop_signals(self, run_context: RunContext) -> AbstractContextManager[bool]:
+        """SIGINT/SIGTERM -> ``request_stop("signal")``; a no-op off the main thread."""
+        return stop_on_signals(run_context)
+
+    def _check_can_train(self) -> None:
+        if self._optimizer is None and not self._steps_itself:
+            raise ValueError(
+                "Model.train expected an optimizer, or a network that updates its own "
+                "parameters (with an `optimizer` attribute or `steps_itself = True`), "
+                "received: optimizer=None"
+            )
+
+    def _prepare_run(self) -> None:
+        """Pick up the network's current device (it may have moved since __init__)."""
+        device = device_of(self._network)
+        if device != self._device:
+            self._device = device
+            self._amp = AmpPolicy(self._amp_level, device)
+        self._check_next_batch = True
+
+    def _move_to_device(self, batch: Any) -> Any:
+        """``batch`` with its tensors (and numpy arrays) on the network's device."""
+        return to_device(batch, self._device, self._device.type == "cuda")
+
+    def _train_step(self, batch: Any) -> Any:
+        """One optimisation step on a batch already on the device; returns ``net_outputs``
+        (the loss tensor, or the network's tuple whose first element is the loss)."""
+        if self._steps_itself:
+            return extract_loss(call_network(self._train_network, batch))[1]
+        if self._amp.enabled:
+            with self._amp.autocast():
+                loss, net_outputs = self._forward_loss(batch)
+        else:
+            loss, net_outputs = self._forward_loss(batch)
+        optimizer = self._optimizer
+        optimizer.zero_grad(set_to_none=True)
+        scaler = self._amp.scaler
+        if scaler is None:
+            loss.backward()
+            optimizer.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        return net_outputs
+
+    def _forward_loss(self, batch: Any) -> tuple[Any, Any]:
+        """``(loss, net_outputs)`` of one batch (inside autocast when amp is on)."""
+        if self._check_next_batch:
+            result = self._checked(self._forward_loss_unchecked, batch)
+            self._check_next_batch = False
+            return result  # type: ignore[no-any-return]
+        return self._forward_loss_unchecked(batch)
+
+    def _forward_loss_unchecked(self, batch: Any) -> tuple[Any, Any]:
+        if self._loss_fn is None:
+            return extract_loss(call_network(self._network, batch))
+        args, kwargs, label = split_batch(batch)
+        loss = self._loss_fn(self._network(*args, **kwargs), label)
+        return loss, loss
+
+    @staticmethod
+    def _checked(fn: Any, batch: Any) -> Any:
+        """Run ``fn(batch)`` for the first batch of a run: a shape error names the batch's
+        structure (later batches run unguarded, so an OOM is never mislabelled)."""
+        try:
+            return fn(batch)
+        except (RuntimeError, ValueError, IndexError) as exc:
+            if isinstance(exc, TrainledgerError):
+                raise
+            raise DatasetError(
+                f"the network or loss_fn could not take the batch {describe(batch)}: {exc}"
+            ) from exc
