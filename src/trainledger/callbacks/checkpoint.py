@@ -1,0 +1,257 @@
+"""``ModelCheckpoint``: save the network and optimizer during training, keep what the config says.
+
+The callback only decides *when* (``policy.should_save``) and gathers *what* (network, optimizer,
+epoch/step, append_info); writing is the saver's job (sync, thread or process) and deleting is
+the ``CheckpointManager``'s, which runs only after the new file is committed.
+
+Put ``ModelCheckpoint`` before ``TrainLineage`` in the callback list: the lineage callback reads
+``cb_params.latest_ckpt_file`` at train end, after the final save.
+
+Resume: when ``cb_params.initial_epoch > 0`` (or ``resume_from`` is given) the run keeps its
+prefix (no ``_N`` suffix), adopts the prefix's files into retention and never deletes the file
+it resumed from (the newest file of the prefix, or ``resume_from``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from trainledger.checkpoint.api import build_payload, latest_checkpoint
+from trainledger.checkpoint.async_save import SyncSaver, make_saver
+from trainledger.checkpoint.config import CheckpointConfig
+from trainledger.checkpoint.format import read_container, read_info
+from trainledger.checkpoint.manager import CheckpointManager, next_free_prefix
+from trainledger.checkpoint.policy import should_save
+from trainledger.run.callback import Callback, RunContext
+
+__all__ = ["ModelCheckpoint"]
+
+_log = logging.getLogger(__name__)
+
+
+class ModelCheckpoint(Callback):
+    """Save checkpoints ``<prefix>-<epoch>_<step_in_epoch>.ckpt`` into ``directory``.
+
+    Args:
+        prefix: file name prefix (no "/"). If a *new* run finds files of this prefix, it uses
+            ``<prefix>_<N>`` with the next free N (MindSpore's rule).
+        directory: created if missing; default the working directory.
+        config: a ``CheckpointConfig`` (default: every step, keep 5).
+        resume_from: the checkpoint this run resumed from; implied by ``initial_epoch > 0``.
+    """
+
+    def __init__(self, prefix: str = "CKP", directory: str | os.PathLike[str] | None = None,
+                 config: CheckpointConfig | None = None, *,
+                 resume_from: str | os.PathLike[str] | None = None) -> None:
+        if not isinstance(prefix, str) or not prefix:
+            raise TypeError(f"prefix expected a non-empty str, received: {prefix!r}")
+        if "/" in prefix or os.sep in prefix:
+            raise ValueError(f"prefix expected a name without '/', received: {prefix!r}")
+        if config is None:
+            config = CheckpointConfig()
+        if not isinstance(config, CheckpointConfig):
+            raise TypeError(f"config expected a CheckpointConfig, received: {type(config).__name__}")
+        self._config = config
+        self._base_prefix = prefix
+        self._prefix = prefix
+        self._directory = Path(directory if directory is not None else os.getcwd()).absolute()
+        self._resume_from = Path(resume_from).absolute() if resume_from is not None else None
+        self._latest: str | None = None
+        self._manager: CheckpointManager | None = None
+        self._saver: Any = None
+        self._inflight_score: float | None = None
+        self._last_step = 0
+        self._last_time = 0.0
+        self._pending = False
+        self._last_eval: Any = None
+
+    # --- public state -------------------------------------------------------------------
+    @property
+    def latest_ckpt_file_name(self) -> str | None:
+        """Absolute path of the newest checkpoint this callback wrote (None before the first)."""
+        return self._latest
+
+    @property
+    def prefix(self) -> str:
+        """The prefix in use (``<prefix>_<N>`` when earlier files existed)."""
+        return self._prefix
+
+    @property
+    def directory(self) -> Path:
+        return self._directory
+
+    @property
+    def manager(self) -> CheckpointManager | None:
+        return self._manager
+
+    # --- hooks --------------------------------------------------------------------------
+    def on_train_begin(self, run_context: RunContext) -> None:
+        cb = run_context.original_args()
+        cfg = self._config
+        self._directory.mkdir(parents=True, exist_ok=True)
+        resume = self._resume_from is not None or int(cb.get("initial_epoch") or 0) > 0
+        self._prefix = self._base_prefix if resume else next_free_prefix(
+            self._directory, self._base_prefix)
+        policy = cfg.get_checkpoint_policy()
+        manager = CheckpointManager(
+            self._directory, self._prefix, policy["keep_checkpoint_max"],
+            policy["keep_checkpoint_per_n_minutes"], cfg.keep_best_max, cfg.mode)
+        swept = manager.sweep()
+        if swept:
+            _log.info("removed %d stale temp file(s) of %s", len(swept), self._prefix)
+        if resume:
+            origin = self._resume_from or latest_checkpoint(self._directory, self._prefix)
+            if origin is not None and cfg.crc_check:
+                read_container(origin, cfg.enc_key, cfg.enc_mode, crc_check=True)
+            manager.adopt_existing(self._score_of if cfg.monitor else None, pinned=origin)
+        self._manager = manager
+        self._last_step = int(cb.get("cur_step_num") or 0)
+        self._last_time = time.time()
+        self._pending = False
+        self._last_eval = cb.get("eval_results")
+        self._saver = make_saver(cfg.async_save)
+
+    def on_train_step_end(self, run_context: RunContext) -> None:
+        cb = run_context.original_args()
+        cfg = self._config
+        step = int(cb.cur_step_num)
+        if not should_save(step, self._last_step, time.time(), self._last_time,
+                           cfg.save_checkpoint_steps, cfg.save_checkpoint_seconds):
+            return
+        if cfg.monitor and self._at_epoch_end(cb):
+            self._pending = True  # save at on_train_epoch_end, scored by this epoch's evaluation
+            return
+        self._save(cb)
+
+    def on_train_epoch_end(self, run_context: RunContext) -> None:
+        cb = run_context.original_args()
+        if not self._config.monitor or self._manager is None:
+            return
+        score = self._score(cb)
+        evaluation = cb.get("eval_results")
+        fresh = evaluation is not None and evaluation is not self._last_eval
+        self._last_eval = evaluation
+        step = int(cb.cur_step_num)
+        if self._pending or (fresh and step > self._last_step and self._manager.would_be_best(score)):
+            self._pending = False
+            self._save(cb)
+
+    def on_train_end(self, run_context: RunContext) -> None:
+        cb = run_context.original_args()
+        if self._saver is None:
+            return
+        try:
+            if cb.get("exception") is not None:
+                if self._config.exception_save:
+                    try:
+                        self._commit(self._saver.wait())
+                    except Exception as exc:  # the breakpoint matters more now
+                        _log.error("background checkpoint save failed: %s", exc)
+                    self._save(cb, breakpoint=True, sync=True)
+            elif self._pending or int(cb.get("cur_step_num") or 0) > self._last_step:
+                self._save(cb)
+            self._commit(self._saver.wait())
+        finally:
+            saver, self._saver = self._saver, None
+            saver.close()
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._saver is not None:  # the run ended without on_train_end
+            saver, self._saver = self._saver, None
+            try:
+                saver.close()
+            except Exception as exc:
+                _log.error("background checkpoint save failed: %s", exc)
+
+    # --- saving -------------------------------------------------------------------------
+    def _save(self, cb: Any, breakpoint: bool = False, sync: bool = False) -> None:
+        if self._manager is None or self._saver is None:
+            raise RuntimeError("ModelCheckpoint saved before on_train_begin")
+        self._commit(self._saver.wait())  # one save in flight; a background error raises here
+        cfg = self._config
+        epoch = int(cb.get("cur_epoch_num") or 1)
+        step = int(cb.get("cur_step_num") or 0)
+        batch_num = int(cb.get("batch_num") or 0)
+        in_epoch = step - (epoch - 1) * batch_num if batch_num else step
+        if batch_num and not 1 <= in_epoch <= batch_num:
+            in_epoch = (step - 1) % batch_num + 1 if step else 0
+        path = self._manager.file_path(epoch, in_epoch, breakpoint)
+        score = self._score(cb) if cfg.monitor and not breakpoint else None
+        append: dict[str, Any] = {}
+        for element in cfg.append_info:
+            if element == "epoch_num":
+                append["epoch_num"] = epoch
+            elif element == "step_num":
+                append["step_num"] = step
+            else:
+                append.update(element)
+        info: dict[str, Any] = {"epoch": epoch, "step": step, "step_in_epoch": in_epoch,
+                                "batch_num": batch_num, "prefix": self._prefix,
+                                "breakpoint": breakpoint}
+        if score is not None:
+            info["monitor"] = {"name": cfg.monitor, "mode": cfg.mode, "value": score}
+        network = cfg.saved_network if cfg.saved_network is not None else cb.get("network")
+        if network is None:
+            network = cb.get("train_network")
+        named, header = build_payload(network, cb.get("optimizer"), append, info)
+        if sync or isinstance(self._saver, SyncSaver):
+            SyncSaver().save(path, named, header, cfg.enc_key, cfg.enc_mode)
+            self._mark(cb, path, step)
+            self._commit(path, score)
+        else:
+            self._saver.save(path, named, header, cfg.enc_key, cfg.enc_mode)
+            self._inflight_score = score
+            self._mark(cb, path, step)
+
+    def _mark(self, cb: Any, path: Path, step: int) -> None:
+        self._latest = str(path)
+        cb.latest_ckpt_file = str(path)
+        cb.last_save_ckpt_step = step
+        self._last_step = step
+        self._last_time = time.time()
+
+    def _commit(self, path: Path | None, score: float | None = None) -> None:
+        """A file is on disk: track it, then apply retention (never before)."""
+        if path is None or self._manager is None:
+            return
+        if score is None:
+            score, self._inflight_score = self._inflight_score, None
+        self._manager.add(path, score)
+        self._manager.apply()
+
+    # --- monitor ------------------------------------------------------------------------
+    def _at_epoch_end(self, cb: Any) -> bool:
+        batch_num = int(cb.get("batch_num") or 0)
+        epoch = int(cb.get("cur_epoch_num") or 1)
+        return bool(batch_num) and int(cb.cur_step_num) >= epoch * batch_num
+
+    def _score(self, cb: Any) -> float | None:
+        """The monitored value now: from eval_results, else net_outputs (dict or scalar loss)."""
+        name = self._config.monitor
+        evaluation = cb.get("eval_results")
+        if isinstance(evaluation, Mapping) and name in evaluation:
+            return _as_float(evaluation[name])
+        outputs = cb.get("net_outputs")
+        if isinstance(outputs, Mapping):
+            return _as_float(outputs[name]) if name in outputs else None
+        if name == "loss" and outputs is not None:
+            return _as_float(outputs)
+        return None
+
+    def _score_of(self, path: Path) -> float | None:
+        monitor = read_info(path, self._config.enc_key, self._config.enc_mode).get("monitor")
+        if isinstance(monitor, dict) and monitor.get("name") == self._config.monitor:
+            return _as_float(monitor.get("value"))
+        return None
+
+
+def _as_float(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError, RuntimeError):
+        return None

@@ -1,0 +1,293 @@
+"""``save_checkpoint``, ``load_checkpoint``, ``load_param_into_net``, ``latest_checkpoint``.
+
+MindSpore's names and arguments, for PyTorch modules and state dicts, on the safetensors
+container of ``format.py``. Nothing is ever pickled or unpickled: an optimizer's state travels
+as tensors plus a JSON tree (see ``torch_adapter.py``). torch is imported inside the functions
+that handle torch objects, so ``latest_checkpoint`` and ``checkpoint_info`` work without it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainledger.checkpoint.format import is_checkpoint_path, read_container, read_info
+from trainledger.errors import CheckpointLoadError
+
+__all__ = [
+    "Checkpoint",
+    "build_payload",
+    "checkpoint_info",
+    "latest_checkpoint",
+    "load_checkpoint",
+    "load_param_into_net",
+    "read_checkpoint",
+    "save_checkpoint",
+    "wait_async_save",
+]
+
+_log = logging.getLogger(__name__)
+_NAME_RE = re.compile(r"^(?P<prefix>.+)-(?P<epoch>\d+)_(?P<step>\d+)(?P<bp>_breakpoint)?\.ckpt$")
+
+
+def check_append_dict(append_dict: Any) -> dict[str, Any]:
+    """``append_dict`` must map str -> int/float/bool/str (it is stored as JSON)."""
+    if append_dict is None:
+        return {}
+    if not isinstance(append_dict, Mapping):
+        raise TypeError(f"append_dict expected a dict, received: {type(append_dict).__name__}")
+    for key, value in append_dict.items():
+        if not isinstance(key, str):
+            raise TypeError(f"append_dict keys expected str, received: {key!r}")
+        if not isinstance(value, (bool, int, float, str)):
+            raise TypeError(f"append_dict[{key!r}] expected int, float, bool or str, received: "
+                            f"{type(value).__name__}")
+    return dict(append_dict)
+
+
+def build_payload(save_obj: Any, optimizer: Any = None, append_dict: Any = None,
+                  info: Mapping[str, Any] | None = None) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
+    """(named tensors, header info) for a network/state dict plus an optional optimizer."""
+    from trainledger.checkpoint.torch_adapter import collect_tensors, optimizer_payload
+
+    named = collect_tensors(save_obj)
+    header: dict[str, Any] = {"created": time.time(), **(info or {}),
+                              "append_info": check_append_dict(append_dict)}
+    if optimizer is not None:
+        tree, opt_tensors = optimizer_payload(optimizer)
+        named.extend(opt_tensors)
+        header["optimizer"] = tree
+    return named, header
+
+
+_ASYNC_LOCK = threading.Lock()
+_ASYNC: Any = None
+
+
+def wait_async_save() -> None:
+    """Wait for the last ``save_checkpoint(..., async_save=True)``; raise its error if it failed."""
+    with _ASYNC_LOCK:
+        if _ASYNC is not None:
+            _ASYNC.wait()
+
+
+@atexit.register
+def _drain_at_exit() -> None:  # a daemon writer thread would otherwise die mid-file
+    try:
+        wait_async_save()
+    except Exception as exc:
+        _log.error("background checkpoint save failed: %s", exc)
+
+
+def save_checkpoint(
+    save_obj: Any,
+    ckpt_file_name: str | os.PathLike[str],
+    integrated_save: bool = True,
+    async_save: bool = False,
+    append_dict: Mapping[str, Any] | None = None,
+    enc_key: bytes | None = None,
+    enc_mode: str = "AES-GCM",
+    *,
+    optimizer: Any = None,
+    info: Mapping[str, Any] | None = None,
+) -> None:
+    """Save a Module, a state dict or a list of ``{"name", "data"}`` dicts, atomically.
+
+    ``ckpt_file_name`` gets ``.ckpt`` appended when it has no suffix (MindSpore's rule).
+    ``async_save=True`` copies the tensors and writes on a background thread; the call after it
+    (or ``wait_async_save()``, or interpreter exit) waits and raises a failure.
+    ``optimizer`` also stores its state (tensors as tensors, the rest as JSON); ``info`` adds
+    fields to the JSON header. ``integrated_save`` is accepted for compatibility.
+    """
+    global _ASYNC
+    from trainledger.checkpoint.async_save import SyncSaver, ThreadSaver
+    from trainledger.checkpoint.crypto import check_key
+
+    path = Path(ckpt_file_name)
+    if not path.suffix:
+        path = path.with_name(path.name + ".ckpt")
+    if enc_key is not None:
+        check_key(enc_key, enc_mode)
+    named, header = build_payload(save_obj, optimizer, append_dict, info)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not async_save:
+        SyncSaver().save(path, named, header, enc_key, enc_mode)
+        return
+    with _ASYNC_LOCK:
+        if _ASYNC is None:
+            _ASYNC = ThreadSaver("trainledger-save-checkpoint")
+        _ASYNC.wait()
+        _ASYNC.save(path, named, header, enc_key, enc_mode)
+
+
+@dataclass
+class Checkpoint:
+    """A loaded checkpoint: network tensors, optimizer state, and the JSON header."""
+
+    tensors: dict[str, Any]
+    optimizer_state: dict[str, Any] | None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def append_info(self) -> dict[str, Any]:
+        return dict(self.info.get("append_info") or {})
+
+
+def read_checkpoint(ckpt_file_name: str | os.PathLike[str], dec_key: bytes | None = None,
+                    dec_mode: str = "AES-GCM", crc_check: bool = False) -> Checkpoint:
+    """Read every part of a checkpoint (no network needed)."""
+    from trainledger.checkpoint.torch_adapter import OPTIM_PREFIX, container_tensors, decode_tree
+
+    container = read_container(ckpt_file_name, dec_key, dec_mode, crc_check)
+    all_tensors = container_tensors(container)
+    tensors = {k: v for k, v in all_tensors.items() if not k.startswith(OPTIM_PREFIX)}
+    opt = None
+    if container.info.get("optimizer") is not None:
+        # private copies: views would keep the whole file buffer alive inside the optimizer
+        opt_tensors = {k: v.clone() for k, v in all_tensors.items() if k.startswith(OPTIM_PREFIX)}
+        opt = decode_tree(container.info["optimizer"], opt_tensors)
+    return Checkpoint(tensors, opt, container.info)
+
+
+def _check_filter_prefix(filter_prefix: Any) -> tuple[str, ...]:
+    if filter_prefix is None:
+        return ()
+    items = (filter_prefix,) if isinstance(filter_prefix, str) else filter_prefix
+    if not isinstance(items, (list, tuple)) or not all(isinstance(p, str) and p for p in items):
+        raise TypeError("filter_prefix expected a non-empty str or a list/tuple of them, "
+                        f"received: {filter_prefix!r}")
+    return tuple(items)
+
+
+def load_checkpoint(
+    ckpt_file_name: str | os.PathLike[str],
+    net: Any = None,
+    strict_load: bool = False,
+    filter_prefix: str | Sequence[str] | None = None,
+    dec_key: bytes | None = None,
+    dec_mode: str = "AES-GCM",
+    choice_func: Callable[[str], bool] | None = None,
+    crc_check: bool = False,
+    *,
+    optimizer: Any = None,
+) -> dict[str, Any]:
+    """Load a checkpoint -> ``{name: tensor}`` plus its append_info values (plain Python values).
+
+    Parameters whose name starts with a ``filter_prefix`` are dropped; with ``choice_func``,
+    only names for which it returns True are kept. With ``net``, the result is loaded into it
+    (``load_param_into_net``); with ``optimizer``, the stored optimizer state is restored.
+    """
+    prefixes = _check_filter_prefix(filter_prefix)
+    if choice_func is not None and not callable(choice_func):
+        raise TypeError(f"choice_func expected a callable, received: {type(choice_func).__name__}")
+    ckpt = read_checkpoint(ckpt_file_name, dec_key, dec_mode, crc_check)
+
+    def keep(name: str) -> bool:
+        if prefixes and name.startswith(prefixes):
+            return False
+        return choice_func is None or bool(choice_func(name))
+
+    params: dict[str, Any] = {k: v for k, v in ckpt.tensors.items() if keep(k)}
+    params.update({k: v for k, v in ckpt.append_info.items() if keep(k) and k not in params})
+    if net is not None:
+        load_param_into_net(net, params, strict_load)
+    if optimizer is not None:
+        if ckpt.optimizer_state is None:
+            raise CheckpointLoadError(f"{ckpt_file_name} holds no optimizer state")
+        optimizer.load_state_dict(ckpt.optimizer_state)
+    return params
+
+
+def load_param_into_net(net: Any, parameter_dict: Mapping[str, Any],
+                        strict_load: bool = False) -> tuple[list[str], list[str]]:
+    """Copy matching tensors into ``net``; returns ``(param_not_load, ckpt_not_load)``.
+
+    Non-strict: names missing on either side and shape mismatches are skipped (and returned).
+    Strict: any of those is a ``CheckpointLoadError`` listing the names and shapes.
+    """
+    import torch
+
+    if not isinstance(net, torch.nn.Module):
+        raise TypeError(f"net expected a torch.nn.Module, received: {type(net).__name__}")
+    if not isinstance(parameter_dict, Mapping):
+        raise TypeError(f"parameter_dict expected a dict, received: {type(parameter_dict).__name__}")
+    target = net.state_dict()
+    matched: dict[str, Any] = {}
+    param_not_load: list[str] = []
+    mismatched: list[str] = []
+    for name, current in target.items():
+        value = parameter_dict.get(name)
+        if not isinstance(value, torch.Tensor):
+            param_not_load.append(name)
+        elif tuple(value.shape) != tuple(current.shape):
+            mismatched.append(f"{name}: net {tuple(current.shape)} vs checkpoint "
+                              f"{tuple(value.shape)}")
+            param_not_load.append(name)
+        else:
+            matched[name] = value
+    ckpt_not_load = [n for n, v in parameter_dict.items()
+                     if isinstance(v, torch.Tensor) and n not in matched]
+    if strict_load and (param_not_load or ckpt_not_load):
+        unexpected = [n for n in ckpt_not_load if n not in target]
+        missing = [n for n in param_not_load if n not in parameter_dict]
+        lines = []
+        if missing:
+            lines.append("missing in checkpoint: " + ", ".join(
+                f"{n} {tuple(target[n].shape)}" for n in missing))
+        if unexpected:
+            lines.append("not in net: " + ", ".join(
+                f"{n} {tuple(parameter_dict[n].shape)}" for n in unexpected))
+        if mismatched:
+            lines.append("shape mismatch: " + "; ".join(mismatched))
+        raise CheckpointLoadError("strict load expected the checkpoint to match the net "
+                                  "exactly, received:\n  " + "\n  ".join(lines))
+    if mismatched:
+        _log.warning("not loaded (shape mismatch): %s", "; ".join(mismatched))
+    net.load_state_dict(matched, strict=False)
+    return param_not_load, ckpt_not_load
+
+
+def checkpoint_info(ckpt_file_name: str | os.PathLike[str], dec_key: bytes | None = None,
+                    dec_mode: str = "AES-GCM") -> dict[str, Any]:
+    """The JSON header of a checkpoint (epoch, step, step_in_epoch, batch_num, append_info...)."""
+    return read_info(ckpt_file_name, dec_key, dec_mode)
+
+
+def latest_checkpoint(directory: str | os.PathLike[str], prefix: str | None = None) -> str | None:
+    """Absolute path of the newest complete checkpoint in ``directory``, or None.
+
+    With ``prefix``, only ``<prefix>-<epoch>_<step>[_breakpoint].ckpt`` files count and the
+    newest is the highest (epoch, step) (a normal file wins over a breakpoint of the same step).
+    Without, any ``*.ckpt`` counts and the newest is by modification time. Temp files of an
+    interrupted write are never returned.
+    """
+    candidates: list[tuple[tuple[Any, ...], Path]] = []
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return None
+    for entry in entries:
+        path = Path(entry.path)
+        if not entry.is_file() or not is_checkpoint_path(path) or path.suffix != ".ckpt":
+            continue
+        m = _NAME_RE.match(entry.name)
+        if prefix is not None:
+            if m is None or m.group("prefix") != prefix:
+                continue
+            key: tuple[Any, ...] = (int(m.group("epoch")), int(m.group("step")),
+                                    m.group("bp") is None, entry.stat().st_mtime_ns)
+        else:
+            order = (int(m.group("epoch")), int(m.group("step"))) if m else (0, 0)
+            key = (entry.stat().st_mtime_ns, *order)
+        candidates.append((key, path))
+    if not candidates:
+        return None
+    return str(max(candidates, key=lambda c: c[0])[1].absolute())

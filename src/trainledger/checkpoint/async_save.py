@@ -1,0 +1,250 @@
+"""Savers: write a checkpoint now (sync), on a background thread, or in a spawned process.
+
+Why three: a sync save blocks training for the whole disk write. The async savers block only
+for a memory copy of the state (a snapshot), then write it elsewhere; at most one save is in
+flight, ``wait()`` returns the committed path or raises the background error (never lost).
+
+The snapshot buffers are reused between saves (same shapes every time), so after the first save
+the copy does not pay for fresh page faults.
+
+Process mode: the writer is a freshly spawned interpreter (``python -m
+trainledger.checkpoint._writer``; never ``fork``: torch's thread pools do not survive it) that
+imports only the byte-level format (no torch). Tensor bytes cross in shared memory; every
+message is length-prefixed JSON over the child's stdin/stdout (names, dtypes, shapes, offsets,
+the path, the header, the key as hex), so nothing is pickled or unpickled, and unlike
+``multiprocessing`` the user's ``__main__`` is not re-imported (no ``if __name__`` guard
+needed). The child exits when its stdin closes, including when the trainer dies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from trainledger._background import BackgroundWorker
+from trainledger.errors import CheckpointWriteError
+
+__all__ = ["ProcessSaver", "SyncSaver", "ThreadSaver", "make_saver"]
+
+NamedTensors = Sequence[tuple[str, Any]]  # (name, torch.Tensor)
+
+
+class SyncSaver:
+    """Writes in the caller's thread; ``wait`` has nothing to wait for."""
+
+    mode = "sync"
+
+    def save(self, path: Path, named: NamedTensors, info: dict[str, Any],
+             enc_key: bytes | None = None, enc_mode: str = "AES-GCM") -> None:
+        from trainledger.checkpoint.format import save_container
+        from trainledger.checkpoint.torch_adapter import tensor_to_raw
+
+        save_container(path, [(n, tensor_to_raw(n, t)) for n, t in named], info, enc_key, enc_mode)
+
+    def wait(self) -> Path | None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+class ThreadSaver:
+    """Snapshot on the caller's thread, write on one named background thread."""
+
+    mode = "thread"
+
+    def __init__(self, name: str = "trainledger-checkpoint") -> None:
+        self._worker = BackgroundWorker(name, maxsize=1)
+        self._inflight: Path | None = None
+        self._pool: dict[str, Any] = {}
+
+    def _snapshot(self, named: NamedTensors) -> list[tuple[str, Any]]:
+        import torch
+
+        out = []
+        pool: dict[str, Any] = {}
+        for name, t in named:
+            t = t.detach()
+            buf = self._pool.get(name)
+            if buf is None or buf.shape != t.shape or buf.dtype != t.dtype:
+                buf = torch.empty(t.shape, dtype=t.dtype, device="cpu")
+            buf.copy_(t)
+            pool[name] = buf
+            out.append((name, buf))
+        self._pool = pool
+        return out
+
+    def save(self, path: Path, named: NamedTensors, info: dict[str, Any],
+             enc_key: bytes | None = None, enc_mode: str = "AES-GCM") -> None:
+        if self._inflight is not None:
+            raise RuntimeError("a checkpoint save is in flight; call wait() first")
+        snap = self._snapshot(named)
+        info = json.loads(json.dumps(info))  # a private copy; training may mutate the original
+
+        def write() -> None:
+            from trainledger.checkpoint.format import save_container
+            from trainledger.checkpoint.torch_adapter import tensor_to_raw
+
+            try:
+                save_container(path, [(n, tensor_to_raw(n, t)) for n, t in snap], info,
+                               enc_key, enc_mode)
+            except BaseException as exc:
+                raise CheckpointWriteError(f"background save of {path} failed: {exc}") from exc
+
+        self._inflight = path
+        self._worker.submit(write)
+
+    def wait(self) -> Path | None:
+        """Wait for the save in flight; its path once committed, or raise its error."""
+        path, self._inflight = self._inflight, None
+        self._worker.flush()
+        return path
+
+    def close(self) -> None:
+        try:
+            self.wait()
+        finally:
+            self._pool = {}
+            self._worker.close()
+
+
+class ProcessSaver:
+    """Snapshot into shared memory, write in a spawned writer process."""
+
+    mode = "process"
+
+    def __init__(self) -> None:
+        self._proc: Any = None
+        self._shm: Any = None
+        self._inflight: Path | None = None
+
+    def _ensure_child(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            return
+        import subprocess
+        import sys
+
+        import trainledger
+
+        env = dict(os.environ)
+        root = str(Path(trainledger.__file__).resolve().parents[1])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "trainledger.checkpoint._writer"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
+        )
+
+    def _buffer(self, size: int) -> Any:
+        from multiprocessing import shared_memory
+
+        if self._shm is None or self._shm.size < size:
+            self._release_shm()
+            self._shm = shared_memory.SharedMemory(create=True, size=max(size, 8))
+        return self._shm
+
+    def _release_shm(self) -> None:
+        if self._shm is not None:
+            try:
+                self._shm.close()
+            finally:
+                self._shm.unlink()
+                self._shm = None
+
+    def save(self, path: Path, named: NamedTensors, info: dict[str, Any],
+             enc_key: bytes | None = None, enc_mode: str = "AES-GCM") -> None:
+        import torch
+
+        from trainledger.checkpoint.torch_adapter import _TO_ST
+
+        if self._inflight is not None:
+            raise RuntimeError("a checkpoint save is in flight; call wait() first")
+        specs = []
+        offset = 0
+        for name, t in named:
+            if t.dtype not in _TO_ST:
+                raise TypeError(f"tensor {name!r}: {t.dtype} cannot be stored")
+            nbytes = t.numel() * t.element_size()
+            specs.append([name, _TO_ST[t.dtype], list(t.shape), offset, nbytes])
+            offset += -(-nbytes // 64) * 64  # keep every tensor aligned
+        self._ensure_child()
+        shm = self._buffer(offset)
+        whole = torch.frombuffer(shm.buf, dtype=torch.uint8)
+        for (_, t), (_, _, _, start, nbytes) in zip(named, specs):
+            if nbytes:
+                whole[start:start + nbytes].view(t.dtype).view(t.shape).copy_(t.detach())
+        del whole
+        message = {"op": "save", "path": str(path), "shm": shm.name, "tensors": specs,
+                   "info": info, "enc_key": enc_key.hex() if enc_key else None,
+                   "enc_mode": enc_mode}
+        try:
+            send_message(self._proc.stdin, message)
+        except OSError as exc:
+            self._proc = None
+            raise CheckpointWriteError(f"save of {path} failed: the writer process died") from exc
+        self._inflight = path
+
+    def wait(self) -> Path | None:
+        """Wait for the child's reply; the committed path, or raise the child's error."""
+        path, self._inflight = self._inflight, None
+        if path is None:
+            return None
+        reply = recv_message(self._proc.stdout)
+        if reply is None:
+            self._proc = None
+            raise CheckpointWriteError(f"background save of {path} failed: the writer process died")
+        if not reply.get("ok"):
+            raise CheckpointWriteError(f"background save of {path} failed: {reply.get('error')}")
+        return path
+
+    def close(self) -> None:
+        try:
+            self.wait()
+        finally:
+            proc, self._proc = self._proc, None
+            if proc is not None:
+                try:
+                    proc.stdin.close()  # EOF: the child exits
+                except OSError:
+                    pass
+                try:
+                    proc.wait(timeout=30)
+                except Exception:
+                    proc.kill()
+                    proc.wait()
+                proc.stdout.close()
+            self._release_shm()
+
+
+def send_message(stream: Any, message: dict[str, Any]) -> None:
+    """One length-prefixed JSON message (the only thing that crosses to the writer process)."""
+    data = json.dumps(message).encode()
+    stream.write(struct.pack("<I", len(data)) + data)
+    stream.flush()
+
+
+def recv_message(stream: Any) -> dict[str, Any] | None:
+    """The next message, or None at end of stream."""
+    head = stream.read(4)
+    if len(head) < 4:
+        return None
+    (n,) = struct.unpack("<I", head)
+    data = stream.read(n)
+    if len(data) < n:
+        return None
+    result: dict[str, Any] = json.loads(data)
+    return result
+
+
+def make_saver(mode: bool | str) -> SyncSaver | ThreadSaver | ProcessSaver:
+    """The saver for a ``CheckpointConfig.async_save`` value."""
+    if mode is False or mode is None:
+        return SyncSaver()
+    if mode is True or mode == "thread":
+        return ThreadSaver()
+    if mode == "process":
+        return ProcessSaver()
+    raise ValueError(f"async_save expected a bool, 'thread' or 'process', received: {mode!r}")

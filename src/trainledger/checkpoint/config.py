@@ -1,0 +1,227 @@
+"""``CheckpointConfig``: when to save, what to keep, and how to write checkpoints.
+
+Precedence follows MindSpore (steps over seconds, ``keep_checkpoint_max`` over
+``keep_checkpoint_per_n_minutes``) with one fix: MindSpore's defaults (``steps=1``, ``max=5``)
+silently win over a value the user passed, so ``CheckpointConfig(save_checkpoint_seconds=60)``
+still saved every step. Here a default only applies when the user did not choose the other
+rule: passing only ``save_checkpoint_seconds`` saves by time, passing only
+``keep_checkpoint_per_n_minutes`` keeps one file per window. When both of a pair are passed
+explicitly, the documented precedence applies.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainledger.checkpoint.crypto import check_key
+
+__all__ = ["CheckpointConfig"]
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+_UNSET: Any = _Unset()
+
+
+def _non_negative_int(name: str, value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} expected a non-negative int or None, received: {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} expected a non-negative int or None, received: {value!r}")
+    return value
+
+
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} expected a bool, received: {value!r}")
+    return value
+
+
+def _check_append_info(append_info: Any) -> list[Any]:
+    if append_info is None:
+        return []
+    if not isinstance(append_info, list):
+        raise TypeError(f"append_info expected a list, received: {type(append_info).__name__}")
+    out: list[Any] = []
+    seen_dict = False
+    for element in append_info:
+        if isinstance(element, str):
+            if element not in ("epoch_num", "step_num"):
+                raise ValueError("append_info strings expected 'epoch_num' or 'step_num', "
+                                 f"received: {element!r}")
+            if element not in out:
+                out.append(element)
+        elif isinstance(element, dict):
+            if seen_dict:
+                raise ValueError("append_info expected at most one dict, received: a second dict")
+            seen_dict = True
+            for key, value in element.items():
+                if not isinstance(key, str):
+                    raise TypeError(f"append_info dict keys expected str, received: {key!r}")
+                if not isinstance(value, (bool, int, float, str)):
+                    raise TypeError(
+                        f"append_info[{key!r}] expected int, float, bool or str, received: "
+                        f"{type(value).__name__}"
+                    )
+            out.append(dict(element))
+        else:
+            raise TypeError("append_info elements expected 'epoch_num', 'step_num' or a dict, "
+                            f"received: {element!r} ({type(element).__name__})")
+    return out
+
+
+class CheckpointConfig:
+    """Configuration of ``ModelCheckpoint``.
+
+    Args:
+        save_checkpoint_steps: save every N global steps (0/None: off).
+        save_checkpoint_seconds: save when N seconds passed since the last save; used when
+            steps are off or when only seconds were passed (see the module docstring).
+        keep_checkpoint_max: keep the newest N rolling checkpoints (0/None: no limit).
+        keep_checkpoint_per_n_minutes: keep one checkpoint per N-minute window; used when
+            ``keep_checkpoint_max`` is off or when only this was passed.
+        integrated_save: accepted for compatibility; a single-process state dict is always
+            whole.
+        async_save: False, True/"thread" (a named background thread) or "process" (a spawned
+            writer process); training waits only for a memory copy.
+        saved_network: a ``torch.nn.Module`` to save instead of the trained network.
+        append_info: "epoch_num", "step_num" and at most one dict of str -> int/float/bool/str
+            stored with every checkpoint.
+        enc_key, enc_mode: encrypt with AES-GCM (chunked, authenticated) or AES-CBC +
+            HMAC-SHA256; the key is 16, 24 or 32 bytes.
+        exception_save: on an exception (Ctrl-C included) write
+            ``<prefix>-<epoch>_<step>_breakpoint.ckpt`` before the error propagates.
+        crc_check: verify each checkpoint's crc32c when ModelCheckpoint adopts files on resume
+            (a crc32c is always written).
+        format: "safetensors" (the only container).
+        monitor, mode, keep_best_max: also keep the best N checkpoints by ``monitor`` (a key of
+            ``eval_results``, a key of a dict ``net_outputs``, or "loss" for a scalar
+            ``net_outputs``); "min" or "max". A best file is never removed by the other rules.
+            ``monitor`` without ``keep_best_max`` keeps the best one.
+    """
+
+    def __init__(
+        self,
+        save_checkpoint_steps: int | None = _UNSET,
+        save_checkpoint_seconds: int | None = _UNSET,
+        keep_checkpoint_max: int | None = _UNSET,
+        keep_checkpoint_per_n_minutes: int | None = _UNSET,
+        integrated_save: bool = True,
+        async_save: bool | str = False,
+        saved_network: Any = None,
+        append_info: list[Any] | None = None,
+        enc_key: bytes | None = None,
+        enc_mode: str = "AES-GCM",
+        exception_save: bool = False,
+        crc_check: bool = False,
+        format: str = "safetensors",
+        monitor: str | None = None,
+        mode: str = "min",
+        keep_best_max: int = 0,
+    ) -> None:
+        steps_set = save_checkpoint_steps is not _UNSET
+        seconds_set = save_checkpoint_seconds is not _UNSET
+        max_set = keep_checkpoint_max is not _UNSET
+        minutes_set = keep_checkpoint_per_n_minutes is not _UNSET
+        steps = _non_negative_int("save_checkpoint_steps", 1 if not steps_set else save_checkpoint_steps)
+        seconds = _non_negative_int("save_checkpoint_seconds", save_checkpoint_seconds if seconds_set else 0)
+        keep_max = _non_negative_int("keep_checkpoint_max", keep_checkpoint_max if max_set else 5)
+        minutes = _non_negative_int("keep_checkpoint_per_n_minutes",
+                                    keep_checkpoint_per_n_minutes if minutes_set else 0)
+        if seconds and not steps_set:
+            steps = 0  # the fix: only seconds passed -> seconds are used
+        if minutes and not max_set:
+            keep_max = 0  # only per-minutes passed -> per-minutes is used
+        if not steps and not seconds and not keep_max and not minutes:
+            raise ValueError(
+                "save_checkpoint_steps, save_checkpoint_seconds, keep_checkpoint_max and "
+                "keep_checkpoint_per_n_minutes expected at least one positive value, received: "
+                "all None or 0"
+            )
+        if steps:
+            seconds = 0  # documented precedence: steps over seconds
+        if keep_max:
+            minutes = 0  # documented precedence: max over per-minutes
+        self._save_checkpoint_steps = steps
+        self._save_checkpoint_seconds = seconds
+        self._keep_checkpoint_max = keep_max
+        self._keep_checkpoint_per_n_minutes = minutes
+
+        self._integrated_save = _check_bool("integrated_save", integrated_save)
+        if async_save is True:
+            async_save = "thread"
+        if async_save is not False and async_save not in ("thread", "process"):
+            raise ValueError("async_save expected a bool, 'thread' or 'process', received: "
+                             f"{async_save!r}")
+        self._async_save: str | bool = async_save
+        if saved_network is not None:
+            import torch
+
+            if not isinstance(saved_network, torch.nn.Module):
+                raise TypeError("saved_network expected a torch.nn.Module or None, received: "
+                                f"{type(saved_network).__name__}")
+        self._saved_network = saved_network
+        self._append_info = _check_append_info(append_info)
+        if enc_key is not None:
+            check_key(enc_key, enc_mode)
+        elif enc_mode not in ("AES-GCM", "AES-CBC"):
+            raise ValueError(f"enc_mode expected 'AES-GCM' or 'AES-CBC', received: {enc_mode!r}")
+        self._enc_key = bytes(enc_key) if enc_key is not None else None
+        self._enc_mode = enc_mode
+        self._exception_save = _check_bool("exception_save", exception_save)
+        self._crc_check = _check_bool("crc_check", crc_check)
+        if format != "safetensors":
+            raise ValueError(f"format expected 'safetensors', received: {format!r}")
+        self._format = format
+        if monitor is not None and not isinstance(monitor, str):
+            raise TypeError(f"monitor expected a str or None, received: {monitor!r}")
+        if mode not in ("min", "max"):
+            raise ValueError(f"mode expected 'min' or 'max', received: {mode!r}")
+        best = _non_negative_int("keep_best_max", keep_best_max)
+        if best and monitor is None:
+            raise ValueError("keep_best_max > 0 expected a monitor, received: monitor=None")
+        if monitor is not None and not best:
+            best = 1
+        self._monitor = monitor
+        self._mode = mode
+        self._keep_best_max = best
+
+    def __repr__(self) -> str:
+        return (f"CheckpointConfig({self.get_checkpoint_policy()}, async_save={self._async_save!r}, "
+                f"encrypted={self._enc_key is not None}, monitor={self._monitor!r})")
+
+    save_checkpoint_steps = property(lambda self: self._save_checkpoint_steps,
+                                     doc="Save every N steps (0: off).")
+    save_checkpoint_seconds = property(lambda self: self._save_checkpoint_seconds,
+                                       doc="Save every N seconds (0: off).")
+    keep_checkpoint_max = property(lambda self: self._keep_checkpoint_max,
+                                   doc="Newest rolling checkpoints kept (0: no limit).")
+    keep_checkpoint_per_n_minutes = property(lambda self: self._keep_checkpoint_per_n_minutes,
+                                             doc="Keep one checkpoint per N minutes (0: off).")
+    integrated_save = property(lambda self: self._integrated_save)
+    async_save = property(lambda self: self._async_save,
+                          doc="False, 'thread' or 'process'.")
+    saved_network = property(lambda self: self._saved_network)
+    append_info = property(lambda self: list(self._append_info))
+    enc_key = property(lambda self: self._enc_key)
+    enc_mode = property(lambda self: self._enc_mode)
+    exception_save = property(lambda self: self._exception_save)
+    crc_check = property(lambda self: self._crc_check)
+    format = property(lambda self: self._format)
+    monitor = property(lambda self: self._monitor)
+    mode = property(lambda self: self._mode)
+    keep_best_max = property(lambda self: self._keep_best_max)
+
+    def get_checkpoint_policy(self) -> dict[str, int]:
+        """The effective save/keep rules after precedence."""
+        return {
+            "save_checkpoint_steps": self._save_checkpoint_steps,
+            "save_checkpoint_seconds": self._save_checkpoint_seconds,
+            "keep_checkpoint_max": self._keep_checkpoint_max,
+            "keep_checkpoint_per_n_minutes": self._keep_checkpoint_per_n_minutes,
+        }

@@ -1,0 +1,185 @@
+"""``CheckpointManager``: the files of one ``ModelCheckpoint`` prefix, and the deleter.
+
+Why a separate object: MindSpore pruned the oldest file *before* writing the new one, so a
+crash between the two lost a checkpoint. Here the manager only learns about a file once it is
+committed (``add``), then applies the pure rules of ``policy.py`` (``apply``) and deletes only
+files that match this prefix's name pattern in this directory and that it tracks.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from trainledger.checkpoint.atomic import fsync_dir, sweep_temp_files
+from trainledger.checkpoint.policy import CkptRecord, qualifies_for_best, select_deletions
+
+__all__ = ["CheckpointManager", "checkpoint_name_re", "next_free_prefix"]
+
+_log = logging.getLogger(__name__)
+
+
+def checkpoint_name_re(prefix: str) -> re.Pattern[str]:
+    """``<prefix>-<epoch>_<step>[_breakpoint].ckpt`` for exactly this prefix."""
+    return re.compile(re.escape(prefix) + r"-(\d+)_(\d+)(_breakpoint)?\.ckpt$")
+
+
+def next_free_prefix(directory: str | os.PathLike[str], prefix: str) -> str:
+    """``prefix`` if no checkpoint of it exists in ``directory``, else ``<prefix>_<N>``.
+
+    N is one more than the largest suffix in use (MindSpore's rule), so a new run never mixes
+    its files with an earlier run's.
+    """
+    pattern = re.compile(re.escape(prefix) + r"(?:_(\d+))?-\d+_\d+(?:_breakpoint)?\.ckpt$")
+    suffix = 0
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return prefix
+    for name in names:
+        m = pattern.match(name)
+        if m:
+            suffix = max(suffix, int(m.group(1) or 0) + 1)
+    return prefix if suffix == 0 else f"{prefix}_{suffix}"
+
+
+class CheckpointManager:
+    """Retention for the checkpoints of one prefix in one directory."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        prefix: str,
+        keep_checkpoint_max: int = 5,
+        keep_checkpoint_per_n_minutes: int = 0,
+        keep_best_max: int = 0,
+        mode: str = "min",
+    ) -> None:
+        if "/" in prefix or os.sep in prefix:
+            raise ValueError(f"prefix expected a file name without '/', received: {prefix!r}")
+        self.directory = Path(directory).absolute()
+        self.prefix = prefix
+        self.keep_checkpoint_max = keep_checkpoint_max
+        self.keep_checkpoint_per_n_minutes = keep_checkpoint_per_n_minutes
+        self.keep_best_max = keep_best_max
+        self.mode = mode
+        self._re = checkpoint_name_re(prefix)
+        self._records: dict[str, CkptRecord] = {}
+        self._pinned: set[str] = set()
+
+    # --- names --------------------------------------------------------------------------
+    def file_path(self, epoch: int, step_in_epoch: int, breakpoint: bool = False) -> Path:
+        """Where the checkpoint of ``epoch``/``step_in_epoch`` goes."""
+        tail = "_breakpoint" if breakpoint else ""
+        return self.directory / f"{self.prefix}-{epoch}_{step_in_epoch}{tail}.ckpt"
+
+    def owns(self, path: str | os.PathLike[str]) -> bool:
+        p = Path(path)
+        return p.parent.absolute() == self.directory and bool(self._re.match(p.name))
+
+    # --- tracking -----------------------------------------------------------------------
+    @property
+    def records(self) -> list[CkptRecord]:
+        """Tracked files, oldest first."""
+        return sorted(self._records.values(), key=lambda r: r.order)
+
+    @property
+    def ckpoint_num(self) -> int:
+        """Number of tracked files (MindSpore's name)."""
+        return len(self._records)
+
+    def sweep(self) -> list[Path]:
+        """Remove temp files a crashed writer of this prefix left behind."""
+        return sweep_temp_files(self.directory, self.prefix)
+
+    def adopt_existing(self, score_of: Callable[[Path], float | None] | None = None,
+                       pinned: str | os.PathLike[str] | None = None) -> list[CkptRecord]:
+        """Track the files of this prefix already on disk (a resumed run continues them)."""
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            names = []
+        for name in names:
+            if self._re.match(name):
+                path = self.directory / name
+                score = None
+                if score_of is not None and not name.endswith("_breakpoint.ckpt"):
+                    try:
+                        score = score_of(path)
+                    except Exception as exc:  # an unreadable old file: keep it, unscored
+                        _log.warning("cannot read the score of %s: %s", path, exc)
+                self._track(path, score)
+        if pinned is not None:
+            self.pin(pinned)
+        return self.records
+
+    def _track(self, path: Path, score: float | None) -> CkptRecord | None:
+        m = self._re.match(path.name)
+        if m is None or path.parent.absolute() != self.directory:
+            return None
+        try:
+            mtime = path.stat().st_mtime
+        except FileNotFoundError:
+            return None
+        record = CkptRecord(path.name, int(m.group(1)), int(m.group(2)), mtime,
+                            breakpoint=m.group(3) is not None, score=score)
+        self._records[path.name] = record
+        return record
+
+    def pin(self, path: str | os.PathLike[str]) -> None:
+        """Never delete ``path`` (the file a run resumed from)."""
+        self._pinned.add(Path(path).name)
+
+    def add(self, path: str | os.PathLike[str], score: float | None = None) -> None:
+        """Track a newly committed file (call only once it is safely on disk)."""
+        self._track(Path(path).absolute(), score)
+
+    def would_be_best(self, score: float | None) -> bool:
+        """Whether a file with ``score`` would enter the best ``keep_best_max``."""
+        return qualifies_for_best(score, self.records, self.keep_best_max, self.mode)
+
+    # --- deleting -----------------------------------------------------------------------
+    def to_delete(self) -> list[Path]:
+        """What ``apply`` would delete now (pure decision over the tracked records)."""
+        names = select_deletions(
+            self.records,
+            keep_max=self.keep_checkpoint_max,
+            keep_per_n_minutes=self.keep_checkpoint_per_n_minutes,
+            keep_best_max=self.keep_best_max,
+            mode=self.mode,
+            pinned=self._pinned,
+        )
+        return [self.directory / n for n in names]
+
+    def apply(self) -> list[Path]:
+        """Delete the files the retention rules drop; returns them."""
+        removed = []
+        for path in self.to_delete():
+            if not self.owns(path) or path.name in self._pinned:
+                continue  # defensive: never touch a file that is not ours
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                _log.warning("could not delete old checkpoint %s: %s", path, exc)
+                continue
+            self._records.pop(path.name, None)
+            removed.append(path)
+        if removed:
+            fsync_dir(self.directory)
+        return removed
+
+    # MindSpore names
+    def remove_ckpoint_file(self, file_name: str | os.PathLike[str]) -> None:
+        """Delete one tracked file of this prefix."""
+        path = self.directory / Path(file_name).name
+        if not self.owns(path):
+            raise ValueError(f"{file_name} is not a checkpoint of prefix {self.prefix!r} in "
+                             f"{self.directory}")
+        path.unlink(missing_ok=True)
+        self._records.pop(path.name, None)
+        fsync_dir(self.directory)

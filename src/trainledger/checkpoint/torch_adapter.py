@@ -1,0 +1,167 @@
+"""The one place where checkpoint code touches torch objects.
+
+Tensors become byte views (``RawTensor``) without a copy when they are contiguous CPU tensors,
+and loaded bytes become tensors that share one buffer (``torch.frombuffer``), so neither
+direction pays more than the file I/O. Non-tensor structure (an optimizer's ``param_groups`` and
+step counts) becomes a tagged JSON tree whose tensor leaves are stored as tensors under
+``OPTIM_PREFIX``: no pickle in either direction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import torch
+
+from trainledger.checkpoint.format import Container, RawTensor
+
+__all__ = [
+    "OPTIM_PREFIX",
+    "collect_tensors",
+    "container_tensors",
+    "decode_tree",
+    "encode_tree",
+    "optimizer_payload",
+    "snapshot",
+    "tensor_to_raw",
+]
+
+OPTIM_PREFIX = "__optimizer__/"
+
+_TO_ST: dict[torch.dtype, str] = {
+    torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
+    torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
+    torch.uint8: "U8", torch.bool: "BOOL",
+}
+for _name, _st in (("float8_e4m3fn", "F8_E4M3"), ("float8_e5m2", "F8_E5M2"),
+                   ("uint16", "U16"), ("uint32", "U32"), ("uint64", "U64")):
+    if hasattr(torch, _name):
+        _TO_ST[getattr(torch, _name)] = _st
+_FROM_ST = {v: k for k, v in _TO_ST.items()}
+
+
+def tensor_to_raw(name: str, tensor: torch.Tensor) -> RawTensor:
+    """Byte view of a tensor; copies only when it is not a contiguous CPU tensor."""
+    dtype = _TO_ST.get(tensor.dtype)
+    if dtype is None or tensor.layout != torch.strided or tensor.is_quantized:
+        raise TypeError(f"tensor {name!r}: {tensor.dtype} ({tensor.layout}) cannot be stored; "
+                        f"expected a dense tensor of {', '.join(str(d) for d in _TO_ST)}")
+    t = tensor.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    t = t.contiguous()
+    flat = t.reshape(-1).view(torch.uint8)
+    return RawTensor(dtype, tuple(t.shape), memoryview(flat.numpy()))
+
+
+def snapshot(named: Iterable[tuple[str, torch.Tensor]]) -> list[tuple[str, torch.Tensor]]:
+    """Private CPU copies, so training may change the originals while a writer runs."""
+    out = []
+    for name, t in named:
+        t = t.detach()
+        copy = torch.empty(t.shape, dtype=t.dtype, device="cpu")
+        copy.copy_(t)
+        out.append((name, copy))
+    return out
+
+
+def collect_tensors(save_obj: Any) -> list[tuple[str, torch.Tensor]]:
+    """Named tensors of a Module, a state dict, or a list of ``{"name": ..., "data": ...}``."""
+    if isinstance(save_obj, torch.nn.Module):
+        items: Iterable[tuple[Any, Any]] = save_obj.state_dict().items()
+    elif isinstance(save_obj, Mapping):
+        items = save_obj.items()
+    elif isinstance(save_obj, (list, tuple)):
+        pairs = []
+        for i, element in enumerate(save_obj):
+            if not isinstance(element, Mapping) or "name" not in element or "data" not in element:
+                raise TypeError(
+                    f"save_obj[{i}] expected a dict with 'name' and 'data', received: "
+                    f"{type(element).__name__}"
+                )
+            pairs.append((element["name"], element["data"]))
+        items = pairs
+    else:
+        raise TypeError("save_obj expected a torch.nn.Module, a dict of name -> tensor or a list "
+                        f"of {{'name', 'data'}} dicts, received: {type(save_obj).__name__}")
+    out = []
+    for name, value in items:
+        if not isinstance(name, str):
+            raise TypeError(f"tensor names must be str, received: {name!r}")
+        if name.startswith(OPTIM_PREFIX):
+            raise ValueError(f"tensor name {name!r} uses the reserved prefix {OPTIM_PREFIX!r}")
+        if not isinstance(value, torch.Tensor):
+            try:
+                value = torch.as_tensor(value)
+            except (TypeError, ValueError, RuntimeError) as exc:
+                raise TypeError(f"{name!r}: expected a tensor, received: "
+                                f"{type(value).__name__}") from exc
+        out.append((name, value))
+    return out
+
+
+# --- non-tensor structure as tagged JSON --------------------------------------------------
+
+
+def encode_tree(obj: Any, tensors: list[tuple[str, torch.Tensor]], prefix: str) -> Any:
+    """JSON-able form of ``obj``; tensors are appended to ``tensors`` and referenced by name."""
+    if isinstance(obj, torch.Tensor):
+        name = f"{prefix}{len(tensors)}"
+        tensors.append((name, obj))
+        return {"T": name}
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, int):
+        return obj
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else {"f": repr(obj)}
+    if isinstance(obj, (list, tuple)):
+        return {"l" if isinstance(obj, list) else "t": [encode_tree(x, tensors, prefix) for x in obj]}
+    if isinstance(obj, Mapping):
+        return {"d": [[encode_tree(k, tensors, prefix), encode_tree(v, tensors, prefix)]
+                      for k, v in obj.items()]}
+    raise TypeError(f"cannot store a {type(obj).__name__} in a checkpoint header; expected "
+                    "tensors, numbers, str, bool, None, lists, tuples or dicts")
+
+
+def decode_tree(node: Any, tensors: Mapping[str, torch.Tensor]) -> Any:
+    """Inverse of ``encode_tree``."""
+    if isinstance(node, dict):
+        if "T" in node:
+            return tensors[node["T"]]
+        if "f" in node:
+            return float(node["f"])
+        if "l" in node:
+            return [decode_tree(x, tensors) for x in node["l"]]
+        if "t" in node:
+            return tuple(decode_tree(x, tensors) for x in node["t"])
+        return {decode_tree(k, tensors): decode_tree(v, tensors) for k, v in node["d"]}
+    return node
+
+
+def optimizer_payload(optimizer: Any) -> tuple[Any, list[tuple[str, torch.Tensor]]]:
+    """(JSON tree, tensors) of an optimizer's ``state_dict()``."""
+    tensors: list[tuple[str, torch.Tensor]] = []
+    tree = encode_tree(optimizer.state_dict(), tensors, OPTIM_PREFIX)
+    return tree, tensors
+
+
+def container_tensors(container: Container) -> dict[str, torch.Tensor]:
+    """Tensors of a read container, as views into its single buffer (no per-tensor copy)."""
+    if not len(container.data):
+        buf = torch.empty(0, dtype=torch.uint8)
+    else:
+        buf = torch.frombuffer(container.data, dtype=torch.uint8)
+    out: dict[str, torch.Tensor] = {}
+    for e in container.entries:
+        dtype = _FROM_ST.get(e.dtype)
+        if dtype is None:
+            raise TypeError(f"tensor {e.name!r}: dtype {e.dtype} is not supported by this torch")
+        piece = buf[e.begin:e.end]
+        size = torch.empty(0, dtype=dtype).element_size()
+        if e.begin % size:
+            piece = piece.clone()  # a file from another writer with unaligned offsets
+        out[e.name] = piece.view(dtype).reshape(e.shape)
+    return out
