@@ -123,6 +123,16 @@ class FileTailSource:
 
     # --- public --------------------------------------------------------------------------
     @property
+    def root(self) -> str:
+        """The tailed directory (lineage records it as the dataset path)."""
+        return str(self.directory)
+
+    @property
+    def batch_size(self) -> int:
+        """Records per batch (lineage records it as the run's batch size)."""
+        return self._batcher.batch_size
+
+    @property
     def bad_records(self) -> int:
         """Lines skipped as malformed (this session)."""
         return self._batcher.bad_records

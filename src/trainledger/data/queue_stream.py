@@ -155,6 +155,11 @@ class QueueStream:
 
     # --- consumer side -------------------------------------------------------------------
     @property
+    def batch_size(self) -> int:
+        """Records per batch (lineage records it as the run's batch size)."""
+        return self._batcher.batch_size
+
+    @property
     def bad_records(self) -> int:
         """Records skipped because ``parse`` or ``collate_fn`` raised on them."""
         return self._batcher.bad_records
