@@ -1,0 +1,458 @@
+"""``TrainLineage`` and ``EvalLineage``: record what went into a run and what came out.
+
+The callbacks read the run's ``cb_params`` (``run_context.original_args()``), turn the torch
+objects into plain values with ``trainledger.lineage.analyzers``, and append ``LineageEvent``
+records to the run directory through the process's shared lineage writer, so a training and an
+evaluation in the same process (even in the same second) share one file and both survive.
+
+Differences from MindInsight's callbacks, on purpose:
+
+* the run's status is recorded: "running" from ``on_train_begin`` (so a run killed with
+  SIGKILL leaves a readable record), "failed" when the error reaches us (the loop sets
+  ``cb_params.exception`` before ``on_train_end``, and ``__exit__`` sees escaping errors),
+  "stopped" for a requested or signalled stop (or Ctrl-C), else "finished";
+* a progress snapshot (steps, epochs, checkpoints) is written at each epoch end;
+* only rank 0 writes under ``torch.distributed`` (``all_ranks=True`` to change that);
+* the summary record may also be a plain directory path.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from trainledger.errors import LineageError, LineageParamTypeError, TrainledgerError
+from trainledger.lineage.analyzers import (
+    DatasetInfo,
+    analyze_dataset,
+    distributed_info,
+    environment_info,
+    initial_learning_rate,
+    loss_function_name,
+    network_name,
+    optimizer_name,
+    scalar_loss,
+    torch_seed,
+)
+from trainledger.lineage.analyzers.environment import EnvironmentInfo
+from trainledger.lineage.proto import lineage_pb2 as pb
+from trainledger.lineage.records import (
+    EvalValues,
+    RunValues,
+    TrainValues,
+    dataset_graph_event,
+    eval_event,
+    run_event,
+    train_event,
+    user_defined_event,
+    validate_user_defined_info,
+)
+from trainledger.lineage.writer import get_writer
+from trainledger.run.callback import Callback, CallbackParams, RunContext
+
+__all__ = ["TrainLineage", "EvalLineage"]
+
+_log = logging.getLogger("trainledger.lineage")
+
+
+def _log_dir_of(summary_record: Any) -> str:
+    """The run directory: a SummaryRecord's ``log_dir`` (duck-typed) or a path."""
+    target = getattr(summary_record, "log_dir", summary_record)
+    if isinstance(target, (str, os.PathLike)) and os.fspath(target):
+        return os.path.abspath(os.fspath(target))
+    raise LineageParamTypeError(
+        "summary_record expected a SummaryRecord or a directory path, received: "
+        f"{type(summary_record).__name__}"
+    )
+
+
+class _LineageCallback(Callback):
+    """Shared construction, error policy and writing of the two lineage callbacks."""
+
+    def __init__(
+        self,
+        summary_record: Any,
+        raise_exception: bool = False,
+        user_defined_info: Mapping[str, Any] | None = None,
+        *,
+        all_ranks: bool = False,
+    ) -> None:
+        if not isinstance(raise_exception, bool):
+            raise LineageParamTypeError(
+                f"raise_exception expected a bool, received: {type(raise_exception).__name__}"
+            )
+        self._log_dir = _log_dir_of(summary_record)
+        os.makedirs(self._log_dir, exist_ok=True)
+        self._user_info: dict[str, int | float | str] = (
+            {} if user_defined_info is None else validate_user_defined_info(user_defined_info)
+        )
+        self._user_info_written = False
+        self.raise_exception = raise_exception
+        self._all_ranks = bool(all_ranks)
+
+    @property
+    def log_dir(self) -> str:
+        return self._log_dir
+
+    @property
+    def user_defined_info(self) -> dict[str, int | float | str]:
+        return dict(self._user_info)
+
+    def update_user_defined_info(self, info: Mapping[str, Any]) -> None:
+        """Merge more user fields (validated); written with the next lineage record."""
+        self._user_info.update(validate_user_defined_info(info))
+        self._user_info_written = False
+
+    def _guarded(self, hook: str, fn: Callable[[CallbackParams], None], rc: RunContext) -> None:
+        """Run a hook body; on failure log and go on, or raise when ``raise_exception``."""
+        try:
+            fn(rc.original_args())
+        except Exception as exc:
+            if self.raise_exception:
+                if isinstance(exc, TrainledgerError):
+                    raise
+                raise LineageError(
+                    f"{type(self).__name__}.{hook} failed: {type(exc).__name__}: {exc}"
+                ) from exc
+            _log.error(
+                "%s.%s failed, training goes on: %s", type(self).__name__, hook, exc, exc_info=exc
+            )
+
+    def _writes(self) -> bool:
+        rank = distributed_info()[0]
+        return rank == 0 or self._all_ranks
+
+    def _write(self, events: list[pb.LineageEvent]) -> str:
+        return get_writer(self._log_dir, rank=distributed_info()[0]).write(events)
+
+    def _user_events(self) -> list[pb.LineageEvent]:
+        if self._user_info and not self._user_info_written:
+            self._user_info_written = True
+            return [user_defined_event(self._user_info)]
+        return []
+
+
+class TrainLineage(_LineageCallback):
+    """Collect the lineage of a training run into its run directory.
+
+    Args:
+        summary_record: a ``SummaryRecord`` (its ``log_dir`` is used) or a directory path
+            (created if missing).
+        raise_exception: raise when collecting fails (``True``), or log and let training go
+            on (``False``, the default).
+        user_defined_info: flat dict of str -> int/float/str recorded with the lineage.
+        all_ranks: under torch.distributed, let every rank write (default: rank 0 only).
+
+    ``begin``/``on_train_begin`` records user info, the train dataset graph, the initial
+    learning rate and a "running" status; ``end``/``on_train_end`` records optimizer, loss
+    function, network (the backbone's class when the network wraps one), learning rate,
+    epochs, steps, parallel mode, device count, the real batch size, train dataset path and
+    size in samples, final loss, the latest checkpoint (``{"ckpt": path}``) and its size, and
+    the final status. Every record is fsynced when its phase ends.
+
+    Raises:
+        LineageParamTypeError / LineageParamValueError: bad arguments, at construction.
+        LineageError: collection failed and ``raise_exception`` is True.
+    """
+
+    def __init__(
+        self,
+        summary_record: Any,
+        raise_exception: bool = False,
+        user_defined_info: Mapping[str, Any] | None = None,
+        *,
+        all_ranks: bool = False,
+    ) -> None:
+        super().__init__(summary_record, raise_exception, user_defined_info, all_ranks=all_ranks)
+        self._reset()
+
+    def _reset(self) -> None:
+        self._began = False
+        self._ended = False
+        self._start: float | None = None
+        self._initial_lr: float | None = None
+        self._dataset: DatasetInfo | None = None
+        self._env: EnvironmentInfo | None = None
+        self._seed: int | None = None
+        self._checkpoints: dict[str, None] = {}
+        self._last: CallbackParams | None = None
+        self._recorded_ckpt: str | None = None
+
+    # --- hooks (old names; on_train_* fall back to them) ----------------------------------
+    def begin(self, run_context: RunContext) -> None:
+        """Record the start of training (status "running")."""
+        self._guarded("begin", self._begin, run_context)
+
+    def epoch_end(self, run_context: RunContext) -> None:
+        """Record progress: steps, epochs and checkpoints so far."""
+        self._guarded("epoch_end", self._epoch_end, run_context)
+
+    def end(self, run_context: RunContext) -> None:
+        """Record the train lineage and the final status."""
+        self._guarded("end", self._end, run_context)
+
+    def __exit__(self, *exc_info: object) -> None:
+        """A run that began and is leaving with an error that skipped ``end`` is "failed"."""
+        exc = exc_info[1] if len(exc_info) > 1 else None
+        if not isinstance(exc, BaseException):
+            exc = None
+        params = self._last
+        if not self._began or params is None:
+            return None
+        if not self._ended and exc is not None:
+            try:
+                if self._writes():
+                    self._write([run_event(self._run_values(params, _status_of(exc, None), exc))])
+            except Exception as err:  # never mask the error that is propagating
+                _log.error("TrainLineage could not record the failed run: %s", err)
+            self._ended = True
+        elif self._ended and _latest_checkpoint(params) != self._recorded_ckpt:
+            # A ModelCheckpoint after us in the list saved its final file in its own
+            # on_train_end, after ours: record that checkpoint, once the run is over.
+            self._guarded("__exit__", self._rewrite_end, RunContext(params))
+        return None
+
+    def _rewrite_end(self, params: CallbackParams) -> None:
+        if not self._writes():
+            return
+        self._note_checkpoint(params)
+        exception = params.get("exception")
+        status = _status_of(exception, params.get("stop_reason"))
+        values = self._train_values(params)
+        self._write([train_event(values), run_event(self._run_values(params, status, exception))])
+
+    # --- bodies ---------------------------------------------------------------------------
+    def _prepare(self, params: CallbackParams) -> None:
+        self._reset()
+        self._began = True
+        self._last = params
+        self._start = time.time()
+        self._initial_lr = initial_learning_rate(
+            params.get("optimizer"), params.get("lr_scheduler")
+        )
+        self._dataset = analyze_dataset(params.get("train_dataset"))
+        self._env = environment_info()
+        seed = params.get("seed")
+        self._seed = int(seed) if isinstance(seed, int) else torch_seed()
+
+    def _begin(self, params: CallbackParams) -> None:
+        self._prepare(params)
+        if not self._writes():
+            return
+        events = self._user_events()
+        if self._dataset is not None and self._dataset.graph:
+            events.append(dataset_graph_event(self._dataset.graph))
+        events.append(run_event(self._run_values(params, "running")))
+        self._write(events)
+
+    def _epoch_end(self, params: CallbackParams) -> None:
+        if not self._began or not self._writes():
+            return
+        self._last = params
+        self._note_checkpoint(params)
+        self._write([run_event(self._run_values(params, "running"))])
+
+    def _end(self, params: CallbackParams) -> None:
+        events: list[pb.LineageEvent] = []
+        if not self._began:  # a host that never called begin: record everything now
+            self._prepare(params)
+            if self._dataset is not None and self._dataset.graph:
+                events.append(dataset_graph_event(self._dataset.graph))
+        self._last = params
+        self._ended = True
+        if not self._writes():
+            return
+        self._note_checkpoint(params)
+        exception = params.get("exception")
+        status = _status_of(exception, params.get("stop_reason"))
+        events = self._user_events() + events
+        events.append(train_event(self._train_values(params)))
+        events.append(run_event(self._run_values(params, status, exception)))
+        self._write(events)
+
+    # --- values ---------------------------------------------------------------------------
+    def _note_checkpoint(self, params: CallbackParams) -> None:
+        path = _latest_checkpoint(params)
+        if path:
+            self._checkpoints[os.path.abspath(path)] = None
+
+    def _train_values(self, params: CallbackParams) -> TrainValues:
+        ds = self._dataset or DatasetInfo()
+        network = params.get("network") or params.get("train_network")
+        rank_info = distributed_info()
+        ckpt = self._recorded_ckpt = _latest_checkpoint(params)
+        model_path = model_size = None
+        if ckpt:
+            ckpt = os.path.abspath(ckpt)
+            model_path = json.dumps({"ckpt": ckpt})
+            model_size = _size(ckpt)
+        batch_size = ds.batch_size
+        if batch_size is None and isinstance(params.get("batch_size"), int):
+            batch_size = params.get("batch_size")
+        lr = self._initial_lr
+        if lr is None:
+            lr = initial_learning_rate(params.get("optimizer"), params.get("lr_scheduler"))
+        return TrainValues(
+            optimizer=optimizer_name(params.get("optimizer")),
+            learning_rate=lr,
+            loss_function=loss_function_name(params.get("loss_fn"), network),
+            epoch=_int(params.get("epoch_num")),
+            parallel_mode=params.get("parallel_mode") or rank_info[2],
+            device_num=_int(params.get("device_number")) or rank_info[1],
+            batch_size=batch_size,
+            train_dataset_path=ds.path,
+            train_dataset_size=ds.size,
+            train_dataset_fingerprint=ds.fingerprint,
+            network=network_name(network),
+            loss=scalar_loss(params.get("net_outputs")),
+            model_path=model_path,
+            model_size=model_size,
+            step=_int(params.get("cur_step_num")),
+        )
+
+    def _run_values(
+        self, params: CallbackParams, status: str, exception: BaseException | None = None
+    ) -> RunValues:
+        env = self._env
+        now = time.time()
+        final = status != "running"
+        error = None
+        if exception is not None:
+            error = f"{type(exception).__name__}: {exception}"[:2000]
+        elif status == "stopped":
+            error = str(params.get("stop_reason"))
+        checkpoints = [(p, _size(p)) for p in self._checkpoints]
+        if final:
+            checkpoints = [(p, s) for p, s in checkpoints if s is not None]
+        return RunValues(
+            status=status,
+            start_time=self._start,
+            end_time=now if final else None,
+            duration=(now - self._start) if final and self._start is not None else None,
+            total_steps=_int(params.get("cur_step_num")),
+            epochs_done=_int(params.get("cur_epoch_num")),
+            hostname=env.hostname if env else None,
+            pid=env.pid if env else None,
+            rank=distributed_info()[0],
+            command=env.command if env else (),
+            python_version=env.python_version if env else None,
+            torch_version=env.torch_version if env else None,
+            trainledger_version=env.trainledger_version if env else None,
+            git_commit=env.git_commit if env else None,
+            git_dirty=env.git_dirty if env else None,
+            seed=self._seed,
+            dataset_fingerprint=self._dataset.fingerprint if self._dataset else None,
+            checkpoints=checkpoints,
+            error=error,
+        )
+
+
+class EvalLineage(_LineageCallback):
+    """Collect the lineage of an evaluation into the run directory.
+
+    Args: as ``TrainLineage``. At the end of an evaluation (``on_eval_end``, or the old name
+    ``end`` called by a host directly) it records the metrics (JSON), the validation dataset's
+    path and size in samples, the step count and the user info. Training hooks do nothing, so
+    one instance can sit in ``fit``'s callback list.
+    """
+
+    def __init__(
+        self,
+        summary_record: Any,
+        raise_exception: bool = False,
+        user_defined_info: Mapping[str, Any] | None = None,
+        *,
+        all_ranks: bool = False,
+    ) -> None:
+        super().__init__(summary_record, raise_exception, user_defined_info, all_ranks=all_ranks)
+        self._dataset_cache: tuple[int, DatasetInfo] | None = None
+
+    def on_train_begin(self, run_context: RunContext) -> None:
+        """Nothing: evaluation lineage is written when an evaluation ends."""
+
+    def on_train_end(self, run_context: RunContext) -> None:
+        """Nothing (the old-name fallback would otherwise record an evaluation here)."""
+
+    def on_eval_end(self, run_context: RunContext) -> None:
+        self.end(run_context)
+
+    def end(self, run_context: RunContext) -> None:
+        """Record the evaluation lineage."""
+        self._guarded("end", self._end, run_context)
+
+    def _valid_dataset(self, params: CallbackParams) -> DatasetInfo:
+        dataset = params.get("valid_dataset")
+        if dataset is None:
+            dataset = params.get("eval_dataset")
+        if dataset is None:
+            return DatasetInfo()
+        cached = self._dataset_cache
+        if cached is not None and cached[0] == id(dataset):
+            return cached[1]
+        info = analyze_dataset(dataset)
+        self._dataset_cache = (id(dataset), info)
+        return info
+
+    def _end(self, params: CallbackParams) -> None:
+        if not self._writes():
+            return
+        metrics = params.get("metrics")
+        if not metrics:
+            metrics = params.get("eval_results") or {}
+        if not isinstance(metrics, Mapping):
+            raise LineageParamTypeError(
+                f"cb_params.metrics expected a dict, received: {type(metrics).__name__}"
+            )
+        ds = self._valid_dataset(params)
+        values = EvalValues(
+            metrics=metrics,
+            valid_dataset_path=ds.path,
+            valid_dataset_size=ds.size,
+            valid_dataset_fingerprint=ds.fingerprint,
+            step=_int(params.get("cur_step_num")),
+        )
+        self._write(self._user_events() + [eval_event(values)])
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+
+
+def _status_of(exception: BaseException | None, stop_reason: Any) -> str:
+    if isinstance(exception, KeyboardInterrupt):
+        return "stopped"
+    if exception is not None:
+        return "failed"
+    if stop_reason in ("requested", "signal"):
+        return "stopped"
+    return "finished"
+
+
+def _latest_checkpoint(params: CallbackParams) -> str | None:
+    """The newest checkpoint: ``cb_params.latest_ckpt_file`` (kept current by
+    ModelCheckpoint), else a ModelCheckpoint-like callback's ``latest_ckpt_file_name``."""
+    path = params.get("latest_ckpt_file")
+    if path:
+        return os.fspath(path)
+    for cb in params.get("list_callback") or ():
+        try:
+            name = getattr(cb, "latest_ckpt_file_name", None)
+        except Exception:  # a property that fails must not break lineage
+            name = None
+        if name:
+            return os.fspath(name)
+    return None
+
+
+def _size(path: str) -> int | None:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return None
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
