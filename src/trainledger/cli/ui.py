@@ -1,0 +1,71 @@
+"""``trainledger ui BASE``: serve the web UI over the runs under BASE."""
+
+from __future__ import annotations
+
+import ipaddress
+import threading
+from typing import Any
+
+import click
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps the server reachable from this machine only."""
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def ui_url(host: str, port: int, token: str | None = None) -> str:
+    """The URL to open; with a token it carries ``?token=`` so the browser gets its cookie."""
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
+    if ":" in shown and not shown.startswith("["):
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+
+
+@click.command("ui")
+@click.argument("base", type=click.Path(exists=True, file_okay=False, dir_okay=True))
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind. Anything but loopback exposes your runs to the network.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--token", envvar="TRAINLEDGER_TOKEN", default=None,
+              help="Require this token on every request (header, or cookie set by the "
+                   "printed ?token= link). Also read from TRAINLEDGER_TOKEN.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in a web browser.")
+@click.option("--max-depth", default=1, show_default=True, type=click.IntRange(0, 16),
+              help="How many directory levels below BASE to look for runs.")
+def ui(base: str, host: str, port: int, token: str | None, open_browser: bool,
+       max_depth: int) -> None:
+    """Browse, compare and export the runs under BASE in a web browser."""
+    try:
+        import uvicorn
+
+        from trainledger.server.app import create_app
+        from trainledger.server.store import EngineStore
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise click.ClickException(
+            f"the web UI needs the [ui] extra: pip install 'trainledger[ui]' ({exc})"
+        ) from exc
+    from pathlib import Path
+
+    if token == "":
+        raise click.BadParameter("expected a non-empty token", param_hint="--token")
+    if not is_loopback(host) and token is None:
+        click.secho(
+            f"warning: binding {host} without --token: anyone who can reach this machine "
+            "can read your runs and edit their tags and remarks.",
+            fg="yellow", err=True,
+        )
+    app = create_app(base, token=token, store=EngineStore(Path(base), max_depth=max_depth))
+    url = ui_url(host, port, token)
+    click.echo(f"trainledger ui: serving {base} at {url}  (Ctrl+C to stop)")
+    if open_browser:
+        import webbrowser
+
+        threading.Timer(1.0, webbrowser.open, args=(url,)).start()
+    config: dict[str, Any] = {"host": host, "port": port, "log_level": "warning"}
+    uvicorn.run(app, **config)

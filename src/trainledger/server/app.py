@@ -1,0 +1,126 @@
+"""The FastAPI application factory behind ``trainledger ui``.
+
+``create_app(base)`` gives an ASGI app serving the JSON API under ``/api/v1`` (documented
+at ``/docs``) and the static page at ``/``. The app reads only inside ``base``; see
+:mod:`trainledger.server.security` for how run ids become paths.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from trainledger import __version__
+from trainledger.errors import (
+    LineageError,
+    LineageFileNotFoundError,
+    LineageParamSummaryPathError,
+)
+from trainledger.server.routes import meta, runs, scalars
+from trainledger.server.security import RunNotFound, token_middleware
+from trainledger.server.store import RunStore
+
+STATIC_DIR = Path(__file__).with_name("static")
+
+
+def create_app(
+    base: str | os.PathLike[str],
+    token: str | None = None,
+    *,
+    store: RunStore | None = None,
+    warm: bool = True,
+) -> FastAPI:
+    """Build the app over the runs under ``base``.
+
+    Args:
+        base: the directory holding the run directories. Must exist.
+        token: when given, every request must carry it (``Authorization: Bearer <token>``,
+            the ``X-Trainledger-Token`` header, or the cookie a ``?token=`` link sets).
+        store: the data access object; by default the query engine over ``base``
+            (a test may pass a fake).
+        warm: scan the base in a background thread at start-up, so the first page does not
+            wait for an index build it could have overlapped with the browser opening.
+    """
+    base_path = Path(base)
+    if not base_path.is_dir():
+        raise LineageParamSummaryPathError(
+            f"base expected an existing directory, received: {str(base)!r}"
+        )
+    if token is not None and (not isinstance(token, str) or not token):
+        raise ValueError(f"token expected a non-empty str or None, received: {token!r}")
+    if store is None:
+        from trainledger.server.store import EngineStore
+
+        store = EngineStore(base_path)
+    chosen: RunStore = store
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if warm:
+            threading.Thread(target=_warm, args=(chosen,), name="trainledger-ui-warm",
+                             daemon=True).start()
+        try:
+            yield
+        finally:
+            chosen.close()
+
+    app = FastAPI(
+        title="trainledger",
+        version=__version__,
+        summary="Lineage of training runs: browse, filter, compare and export.",
+        lifespan=lifespan,
+    )
+    app.state.store = chosen
+    app.state.token_required = token is not None
+    if token is not None:
+        app.middleware("http")(token_middleware(token))
+    _add_error_handlers(app)
+    app.include_router(meta.router)
+    app.include_router(runs.router)
+    app.include_router(scalars.router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/", include_in_schema=False)
+    def index() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
+
+    return app
+
+
+def _warm(store: RunStore) -> None:
+    try:
+        store.stamp()
+    except Exception:  # noqa: BLE001 - the first real request reports the error properly
+        pass
+
+
+def _detail(exc: BaseException) -> dict[str, Any]:
+    return {"detail": str(exc), "error": type(exc).__name__}
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """Map the package's errors to status codes; nothing else leaks a traceback."""
+
+    @app.exception_handler(RunNotFound)
+    async def not_found(request: Request, exc: RunNotFound) -> JSONResponse:
+        return JSONResponse({"detail": "run not found", "error": "RunNotFound"}, 404)
+
+    @app.exception_handler(LineageFileNotFoundError)
+    async def no_lineage(request: Request, exc: LineageFileNotFoundError) -> JSONResponse:
+        return JSONResponse(_detail(exc), 404)
+
+    @app.exception_handler(ValueError)
+    async def bad_value(request: Request, exc: ValueError) -> JSONResponse:
+        return JSONResponse(_detail(exc), 400)
+
+    @app.exception_handler(LineageError)
+    async def lineage_error(request: Request, exc: LineageError) -> JSONResponse:
+        return JSONResponse(_detail(exc), 400)

@@ -1,0 +1,59 @@
+"""ANDing search conditions from several sources (filter box, axis brushes, the selection).
+
+A search condition holds one value per (field, operator), so two sources constraining the
+same field must be folded into one constraint with the meaning of their conjunction: the
+larger lower bound, the smaller upper bound, the intersection of ``in`` lists, the union of
+``not_in`` lists. Pure; validation stays with the query engine, which sees the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# Keys of a search condition that are not field filters.
+CONTROL_KEYS = frozenset({"sorted_name", "sorted_type", "offset", "limit", "lineage_type"})
+
+
+def _fold(op: str, old: Any, new: Any) -> Any:
+    """The value of ``op`` that means ``old AND new``; raises ValueError if unsure."""
+    try:
+        if op in ("ge", "gt"):
+            return max(old, new)
+        if op in ("le", "lt"):
+            return min(old, new)
+    except TypeError as exc:
+        raise ValueError(f"cannot combine {op} {old!r} and {new!r}") from exc
+    if op == "in" and isinstance(old, list) and isinstance(new, list):
+        return [v for v in old if v in new]
+    if op == "not_in" and isinstance(old, list) and isinstance(new, list):
+        return old + [v for v in new if v not in old]
+    if op == "eq" and old == new:
+        return old
+    raise ValueError(f"cannot combine {op} {old!r} and {new!r}")
+
+
+def merge_conditions(*conditions: Mapping[str, Any] | None) -> dict[str, Any]:
+    """AND several search conditions into one; later control keys (sort, page) win.
+
+    Constraints that cannot be folded into one (two different ``eq`` values on one field)
+    raise ``ValueError``: nothing can match them, and the caller answers with no runs.
+    Malformed shapes are passed through untouched for the engine to reject with its message.
+    """
+    merged: dict[str, Any] = {}
+    for condition in conditions:
+        if not condition:
+            continue
+        for key, value in condition.items():
+            if key in CONTROL_KEYS or key not in merged:
+                merged[key] = value
+                continue
+            old = merged[key]
+            if not isinstance(old, Mapping) or not isinstance(value, Mapping):
+                merged[key] = value
+                continue
+            combined = dict(old)
+            for op, operand in value.items():
+                combined[op] = _fold(op, combined[op], operand) if op in combined else operand
+            merged[key] = combined
+    return merged

@@ -1,0 +1,152 @@
+"""Runs: search (filter/sort/page), chart columns, CSV export, one run, annotations."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Query
+from fastapi.responses import Response
+
+from trainledger.server import schemas
+from trainledger.server.conditions import merge_conditions
+from trainledger.server.routes import get_store
+from trainledger.server.rows import (
+    STANDARD_FIELDS,
+    column_group,
+    columns_of,
+    flatten,
+    run_id_of,
+    to_csv,
+)
+from trainledger.server.store import RunStore
+
+router = APIRouter(prefix="/api/v1", tags=["runs"])
+
+StoreDep = Annotated[RunStore, Depends(get_store)]
+WhereQuery = Annotated[
+    list[str] | None,
+    Query(description="Filter expressions in the CLI's --where syntax, ANDed with the body."),
+]
+ConditionBody = Annotated[
+    dict[str, Any] | None,
+    Body(
+        description="A search condition, as for filter_summary_lineage.",
+        examples=[{"optimizer": {"in": ["Adam"]}, "sorted_name": "metric/accuracy",
+                   "sorted_type": "descending", "offset": 0, "limit": 10}],
+    ),
+]
+
+
+def _empty_result() -> dict[str, Any]:
+    return {"customized": {}, "object": [], "count": 0}
+
+
+def combined_search(
+    store: RunStore, condition: dict[str, Any] | None, where: list[str] | None
+) -> dict[str, Any]:
+    """The body's condition ANDed with the compiled ``where`` expressions, searched."""
+    if where:
+        try:
+            condition = merge_conditions(store.compile_where(where), condition)
+        except ValueError as exc:
+            if "cannot combine" in str(exc):  # contradictory constraints: nothing matches
+                return _empty_result()
+            raise
+    return store.search(condition or None)
+
+
+def _unpaged(condition: dict[str, Any] | None) -> dict[str, Any]:
+    return {k: v for k, v in (condition or {}).items() if k not in ("offset", "limit")}
+
+
+@router.post("/runs", response_model=schemas.SearchResult, summary="Filter, sort and page runs")
+def search_runs(store: StoreDep, condition: ConditionBody = None, where: WhereQuery = None
+                ) -> dict[str, Any]:
+    """The body is a search condition; errors in it are 400 with the engine's message."""
+    return combined_search(store, condition, where)
+
+
+@router.post("/runs/points", response_model=schemas.PointsResult,
+             summary="Column values of all matching runs (for the chart)")
+def run_points(store: StoreDep, request: schemas.PointsRequest) -> dict[str, Any]:
+    result = combined_search(store, _unpaged(request.condition), request.where)
+    rows = [flatten(obj) for obj in result["object"][: request.max_runs]]
+    return {
+        "run_ids": [row["run_id"] for row in rows],
+        "columns": {name: [row.get(name) for row in rows] for name in request.columns},
+        "count": result["count"],
+    }
+
+
+@router.post("/runs/columns", response_model=schemas.ColumnsResult,
+             summary="Columns of the matching runs, grouped for the column chooser")
+def run_columns(store: StoreDep, condition: ConditionBody = None, where: WhereQuery = None
+                ) -> dict[str, Any]:
+    result = combined_search(store, _unpaged(condition), where)
+    rows = [flatten(obj) for obj in result["object"]]
+    names = columns_of(rows, result.get("customized", {}))
+    groups: dict[str, list[str]] = {
+        "Metrics": [], "User defined": [], "Hyperparameters": [], "Other": []}
+    for name in names:
+        groups[column_group(name)].append(name)
+    sortable = [n for n in names
+                if n in STANDARD_FIELDS or n.startswith(("metric/", "user_defined/"))]
+    return {"groups": groups, "sortable": sortable}
+
+
+@router.post("/runs/export.csv", response_class=Response, summary="CSV of the filtered table",
+             responses={200: {"content": {"text/csv": {}}}})
+def export_csv(store: StoreDep, condition: ConditionBody = None, where: WhereQuery = None,
+               columns: Annotated[list[str] | None, Query()] = None) -> Response:
+    """Every matching run (paging ignored, sort kept), chosen columns or all of them."""
+    result = combined_search(store, _unpaged(condition), where)
+    rows = [flatten(obj) for obj in result["object"]]
+    names = columns or ["run_id", *columns_of(rows, result.get("customized", {})), "tag",
+                        "remark"]
+    return Response(
+        to_csv(rows, names),
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": 'attachment; filename="trainledger-runs.csv"'},
+    )
+
+
+@router.post("/where", response_model=schemas.WhereResult,
+             summary="Compile --where expressions to a search condition")
+def compile_where(store: StoreDep, request: schemas.WhereRequest) -> dict[str, Any]:
+    return {"condition": store.compile_where(request.where)}
+
+
+@router.get("/datasets", response_model=schemas.DatasetGroups,
+            summary="Dataset graphs, runs grouped by dataset_mark")
+def dataset_groups(store: StoreDep) -> dict[str, Any]:
+    result = store.search(None)
+    groups: dict[Any, dict[str, Any]] = {}
+    for obj in result["object"]:
+        mark = (obj.get("model_lineage") or {}).get("dataset_mark")
+        group = groups.setdefault(mark, {
+            "dataset_mark": None if mark is None else str(mark),
+            "dataset_graph": obj.get("dataset_graph") or {},
+            "run_ids": [],
+        })
+        group["run_ids"].append(run_id_of(str(obj.get("summary_dir", ""))))
+
+    def order(group: dict[str, Any]) -> tuple[int, str]:
+        mark = group["dataset_mark"]
+        return (int(mark), "") if mark is not None and mark.isdigit() else (1 << 62, mark or "")
+
+    return {"groups": sorted(groups.values(), key=order)}
+
+
+@router.put("/runs/{run_id:path}/annotation", response_model=schemas.AnnotationResult,
+            summary="Set a run's tag (0..10) and/or remark (<= 1000 chars)")
+def annotate(store: StoreDep, run_id: str, body: schemas.Annotation) -> dict[str, Any]:
+    return store.annotate(run_id, tag=body.tag, remark=body.remark)
+
+
+@router.get("/runs/{run_id:path}", response_model=schemas.RunDetail,
+            summary="One run: full lineage, checkpoints, status, annotation")
+def run_detail(store: StoreDep, run_id: str) -> dict[str, Any]:
+    detail = store.run_detail(run_id)
+    detail["checkpoints"] = store.checkpoints(run_id)
+    return detail
+

@@ -1,0 +1,51 @@
+"""Scalars: the tags of a set of runs and downsampled (runs x tags) series."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+
+from trainledger.server import schemas
+from trainledger.server.downsample import json_number, keep_indices
+from trainledger.server.routes import get_store
+from trainledger.server.store import RunStore
+
+router = APIRouter(prefix="/api/v1/scalars", tags=["scalars"])
+
+StoreDep = Annotated[RunStore, Depends(get_store)]
+
+
+@router.get("/tags", response_model=schemas.ScalarTags, summary="Scalar tags of runs")
+def scalar_tags(
+    store: StoreDep,
+    run: Annotated[list[str], Query(max_length=500, description="Run ids (repeat the key).")],
+) -> dict[str, Any]:
+    runs = {run_id: store.scalar_tags(run_id) for run_id in dict.fromkeys(run)}
+    tags = sorted({tag for run_tags in runs.values() for tag in run_tags})
+    return {"runs": runs, "tags": tags}
+
+
+@router.post("/series", response_model=schemas.SeriesResult,
+             summary="Series for (runs x tags), at most max_points points each")
+def scalar_series(store: StoreDep, request: schemas.SeriesRequest) -> dict[str, Any]:
+    """Runs without a tag are left out of the answer rather than failing the request."""
+    out: list[dict[str, Any]] = []
+    for run_id in dict.fromkeys(request.runs):
+        available = set(store.scalar_tags(run_id))
+        for tag in dict.fromkeys(request.tags):
+            if tag not in available:
+                continue
+            steps, walls, values = store.scalar_series(run_id, tag)
+            kept = keep_indices(values, request.max_points)
+            out.append({
+                "run_id": run_id,
+                "tag": tag,
+                "total": len(values),
+                "points": [
+                    (int(s), float(w), json_number(float(v)))
+                    for s, w, v in zip(steps[kept].tolist(), walls[kept].tolist(),
+                                       values[kept].tolist(), strict=True)
+                ],
+            })
+    return {"series": out}

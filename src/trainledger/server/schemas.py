@@ -1,0 +1,137 @@
+"""Request and response bodies of the JSON API (they are what the OpenAPI schema documents).
+
+Lineage objects stay free-form dicts: their keys are MindInsight's and the user's own metric
+and user_defined names, which a fixed model could not list. Everything the server itself
+defines (annotations, scalar requests, checkpoints) is typed and validated here, so a bad
+body is a 422 naming the field before any handler runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_TAG = 10
+MAX_REMARK = 1000
+MAX_SERIES_RUNS = 50
+MAX_SERIES_TAGS = 50
+MAX_POINTS = 5000
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ColumnInfo(BaseModel):
+    label: str
+    required: bool = False
+    type: str = "str"
+
+
+class SearchResult(BaseModel):
+    """``filter_summary_lineage``'s answer; each object also carries ``run_id``."""
+
+    customized: dict[str, ColumnInfo]
+    object: list[dict[str, Any]]
+    count: int
+
+
+class Status(BaseModel):
+    version: str
+    base: str = Field(description="Name of the base directory (not its full path).")
+    count: int = Field(description="Number of runs under the base.")
+    stamp: str = Field(description="Changes whenever runs appear or change; poll it.")
+    token_required: bool
+
+
+class ColumnsResult(BaseModel):
+    """Every column of the current result, grouped as the column chooser shows them."""
+
+    groups: dict[str, list[str]]
+    sortable: list[str]
+
+
+class PointsRequest(_Strict):
+    condition: dict[str, Any] = Field(default_factory=dict)
+    columns: list[str] = Field(default_factory=list, max_length=200)
+    where: list[str] = Field(default_factory=list, max_length=50)
+    max_runs: int = Field(5000, ge=1, le=100_000)
+
+
+class PointsResult(BaseModel):
+    """Column-oriented values of the filtered runs, for the parallel-coordinates chart."""
+
+    run_ids: list[str]
+    columns: dict[str, list[Any]]
+    count: int = Field(description="Runs matching before the max_runs cut.")
+
+
+class Annotation(_Strict):
+    tag: int | None = Field(None, ge=0, le=MAX_TAG, description="0 (none) .. 10")
+    remark: str | None = Field(None, max_length=MAX_REMARK)
+
+
+class AnnotationResult(BaseModel):
+    run_id: str
+    tag: int
+    remark: str
+
+
+class Checkpoint(BaseModel):
+    name: str
+    size: int
+    step: int | None = None
+    epoch: int | None = None
+    time: float | None = None
+
+
+class RunDetail(BaseModel):
+    run_id: str
+    summary_dir: str
+    status: str | None = None
+    lineage: dict[str, Any]
+    added_info: dict[str, Any]
+    checkpoints: list[Checkpoint]
+
+
+class WhereRequest(_Strict):
+    where: list[str] = Field(..., max_length=50)
+
+
+class WhereResult(BaseModel):
+    condition: dict[str, Any]
+
+
+class DatasetGroup(BaseModel):
+    dataset_mark: str | None
+    dataset_graph: dict[str, Any]
+    run_ids: list[str]
+
+
+class DatasetGroups(BaseModel):
+    groups: list[DatasetGroup]
+
+
+class ScalarTags(BaseModel):
+    runs: dict[str, list[str]]
+    tags: list[str]
+
+
+class SeriesRequest(_Strict):
+    runs: list[str] = Field(..., min_length=1, max_length=MAX_SERIES_RUNS)
+    tags: list[str] = Field(..., min_length=1, max_length=MAX_SERIES_TAGS)
+    max_points: int = Field(1000, ge=4, le=MAX_POINTS)
+
+
+class Series(BaseModel):
+    run_id: str
+    tag: str
+    total: int = Field(description="Points on disk before downsampling.")
+    points: list[tuple[int, float, float | None]] = Field(
+        description="[step, wall_time, value]; value null for NaN/inf."
+    )
+
+
+class SeriesResult(BaseModel):
+    series: list[Series]

@@ -1,0 +1,113 @@
+"""What the server lets a request reach: the token check and run-id resolution.
+
+Two rules keep the UI from becoming a file server: no endpoint takes a filesystem path, and a
+run id becomes a path only when the index already knows it as a run under BASE and the
+resolved path (symlinks followed) is still inside BASE. Anything else is a 404 raised before
+a single byte is read, so a traversal attempt and an unknown run look the same.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable, Container
+from pathlib import Path, PurePosixPath
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+
+TOKEN_HEADER = "X-Trainledger-Token"
+TOKEN_COOKIE = "trainledger_token"
+TOKEN_QUERY = "token"
+
+
+class RunNotFound(LookupError):
+    """The id names no run under BASE (or tries to leave it); always answered with 404."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        super().__init__(f"no run {run_id!r} under the base directory")
+
+
+def check_run_id(run_id: str) -> str:
+    """Reject ids that could name anything but a relative path below BASE; return it cleaned.
+
+    Purely lexical: runs before any filesystem access.
+    """
+    if not run_id or "\x00" in run_id or "\\" in run_id or len(run_id) > 4096:
+        raise RunNotFound(run_id)
+    run_id = run_id.removeprefix("./")
+    path = PurePosixPath(run_id)
+    if path.is_absolute() or any(part in ("", ".", "..") for part in run_id.split("/")):
+        raise RunNotFound(run_id)
+    return run_id
+
+
+def resolve_run(base: Path, run_id: str, known: Container[str]) -> Path:
+    """Map a run id to its directory, or raise :class:`RunNotFound`.
+
+    ``known`` is the set of run ids the index found under ``base``; an id outside it is
+    refused without touching the disk. The final check follows symlinks, so a run directory
+    that is a link leading out of BASE is refused too.
+    """
+    run_id = check_run_id(run_id)
+    if run_id not in known:
+        raise RunNotFound(run_id)
+    root = base.resolve()
+    path = (root / run_id).resolve()
+    if path == root or not path.is_relative_to(root) or not path.is_dir():
+        raise RunNotFound(run_id)
+    return path
+
+
+def token_matches(expected: str, given: str | None) -> bool:
+    """Constant-time comparison, so the token cannot be guessed byte by byte from timings."""
+    return given is not None and hmac.compare_digest(expected.encode(), given.encode())
+
+
+def request_token(request: Request) -> str | None:
+    """The token a request carries: bearer header, our header, or the cookie."""
+    auth = request.headers.get("authorization", "")
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip()
+    header = request.headers.get(TOKEN_HEADER)
+    if header is not None:
+        return header
+    return request.cookies.get(TOKEN_COOKIE)
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def token_middleware(token: str) -> Callable[[Request, Handler], Awaitable[Response]]:
+    """An HTTP middleware requiring ``token`` on every request.
+
+    A browser gets in once through a ``?token=`` link: the answer sets an HttpOnly cookie
+    and redirects to the same URL without the token, so it stays out of history and logs.
+    """
+
+    async def middleware(request: Request, call_next: Handler) -> Response:
+        from_query = request.query_params.get(TOKEN_QUERY)
+        if from_query is not None and token_matches(token, from_query):
+            rest = [(k, v) for k, v in request.query_params.multi_items() if k != TOKEN_QUERY]
+            target = request.url.path + (("?" + urlencode(rest)) if rest else "")
+            response: Response = RedirectResponse(target, status_code=303)
+            response.set_cookie(
+                TOKEN_COOKIE, token, httponly=True, samesite="strict", path="/"
+            )
+            return response
+        if token_matches(token, request_token(request)):
+            return await call_next(request)
+        if request.url.path.startswith("/api/"):
+            return JSONResponse(
+                {"detail": "a valid token is required (Authorization: Bearer, "
+                 f"{TOKEN_HEADER} header, or a ?{TOKEN_QUERY}= link)"},
+                status_code=401,
+            )
+        return PlainTextResponse(
+            "trainledger: this server needs a token; open the link printed by "
+            "`trainledger ui` (it ends with ?token=...).",
+            status_code=401,
+        )
+
+    return middleware

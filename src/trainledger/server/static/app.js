@@ -1,0 +1,68 @@
+// The page: hash routes (#/lineage, #/datasets, #/scalars, #/run/<id>) and the poll that
+// brings new runs in without a reload.
+import { api } from "./js/api.js";
+import { showDatasets } from "./js/datasets.js";
+import { lineageState, refreshLineage, showLineage } from "./js/lineage.js";
+import { refreshRun, showRun } from "./js/run.js";
+import { refreshScalars, scalarState, selectRuns, showScalars } from "./js/scalars.js";
+import { $, toast } from "./js/util.js";
+
+const POLL_MS = 3000;
+let current = null;
+let stamp = null;
+
+function route() {
+  const hash = decodeURIComponent(window.location.hash.replace(/^#\/?/, ""));
+  if (hash.startsWith("run/")) return { view: "run", id: hash.slice(4) };
+  if (["datasets", "scalars"].includes(hash)) return { view: hash };
+  return { view: "lineage" };
+}
+
+const compare = (id) => {
+  selectRuns([id]);
+  window.location.hash = "#/scalars";
+};
+
+async function render() {
+  const r = route();
+  current = r;
+  for (const view of document.querySelectorAll(".view")) view.hidden = view.id !== `view-${r.view}`;
+  for (const tab of document.querySelectorAll(".tabs a")) tab.classList.toggle("on", tab.dataset.view === r.view);
+  if (r.view === "run") {
+    $("#tab-run").hidden = false;
+    $("#tab-run").href = `#/run/${r.id}`;
+  }
+  try {
+    if (r.view === "lineage") await showLineage();
+    else if (r.view === "datasets") await showDatasets();
+    else if (r.view === "scalars") await showScalars();
+    else await showRun(r.id, { onCompare: compare });
+  } catch (error) {
+    toast(error.message);
+  }
+  document.body.dataset.ready = r.view;
+}
+
+async function poll() {
+  try {
+    const status = await api.status();
+    $("#base-name").textContent = status.base;
+    $("#run-count").textContent = String(status.count);
+    $("#live").classList.remove("off");
+    if (stamp !== null && status.stamp !== stamp) {
+      stamp = status.stamp;
+      if (current.view === "lineage") await refreshLineage();
+      else if (current.view === "datasets") await showDatasets();
+      else if (current.view === "scalars") await refreshScalars();
+      else await refreshRun({ onCompare: compare });
+    }
+    stamp = status.stamp;
+  } catch (error) {
+    $("#live").classList.add("off");
+  }
+}
+
+window.trainledger = { lineage: lineageState, scalars: scalarState };
+window.addEventListener("hashchange", render);
+poll().then(render);
+setInterval(poll, POLL_MS);

@@ -1,0 +1,54 @@
+// The JSON API client. Errors carry the server's message (a 400 names the bad condition).
+
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+function detailOf(body, status) {
+  if (body && typeof body.detail === "string") return body.detail;
+  if (body && Array.isArray(body.detail)) {
+    return body.detail.map((d) => `${(d.loc || []).join(".")}: ${d.msg}`).join("; ");
+  }
+  return `request failed with status ${status}`;
+}
+
+async function request(method, path, { body, query } = {}) {
+  const url = new URL(`/api/v1${path}`, window.location.origin);
+  for (const [key, value] of Object.entries(query || {})) {
+    for (const item of [].concat(value)) url.searchParams.append(key, item);
+  }
+  const init = { method, headers: {}, credentials: "same-origin" };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(url, init);
+  const type = response.headers.get("content-type") || "";
+  if (!response.ok) {
+    const data = type.includes("json") ? await response.json().catch(() => null) : null;
+    throw new ApiError(response.status, detailOf(data, response.status));
+  }
+  if (type.includes("json")) return response.json();
+  return response.blob();
+}
+
+const enc = (id) => id.split("/").map(encodeURIComponent).join("/");
+
+export const api = {
+  status: () => request("GET", "/status"),
+  search: (condition, where) => request("POST", "/runs", { body: condition, query: { where } }),
+  points: (condition, where, columns) =>
+    request("POST", "/runs/points", { body: { condition, where, columns } }),
+  columns: (condition, where) =>
+    request("POST", "/runs/columns", { body: condition, query: { where } }),
+  exportCsv: (condition, where, columns) =>
+    request("POST", "/runs/export.csv", { body: condition, query: { where, columns } }),
+  run: (id) => request("GET", `/runs/${enc(id)}`),
+  annotate: (id, patch) => request("PUT", `/runs/${enc(id)}/annotation`, { body: patch }),
+  datasets: () => request("GET", "/datasets"),
+  scalarTags: (runs) => request("GET", "/scalars/tags", { query: { run: runs } }),
+  series: (runs, tags) => request("POST", "/scalars/series", { body: { runs, tags } }),
+};

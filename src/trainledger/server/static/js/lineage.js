@@ -1,0 +1,471 @@
+// Model lineage: parallel coordinates over the chosen columns, brushing filters the table;
+// the table is sorted and paged by the server; tags, remarks, selection, CSV, --where filter.
+import { api } from "./api.js";
+import { $, colorFor, debounce, fmt, h, tagChip, toast } from "./util.js";
+
+const STORE_KEY = "trainledger.columns";
+const GROUP_ORDER = ["Metrics", "User defined", "Hyperparameters", "Other"];
+
+const state = {
+  groups: null,          // {group: [column]}
+  sortable: new Set(),
+  columns: null,         // chosen columns, in display order
+  where: [],             // compiled by the server from the filter box
+  brush: {},             // column -> condition ops from axis brushes
+  hidden: new Set(),     // run ids hidden by the user
+  only: null,            // Set of run ids when "show only selected" is on
+  selected: new Set(),
+  sort: { name: null, type: null },
+  page: 0,
+  size: 20,
+  count: 0,
+  chart: null,
+  axes: [],              // [{column, type, categories}]
+  loaded: false,
+};
+
+export const lineageState = state; // read by the browser tests and the scalar view
+
+function splitWhere(text) {
+  return text.split(/;|\n|\s+and\s+/i).map((s) => s.trim()).filter(Boolean);
+}
+
+function selectionCondition() {
+  if (state.only) return { summary_dir: { in: [...state.only].map((id) => `./${id}`) } };
+  if (state.hidden.size) return { summary_dir: { not_in: [...state.hidden].map((id) => `./${id}`) } };
+  return {};
+}
+
+function mergeInto(target, extra) {
+  for (const [field, ops] of Object.entries(extra)) {
+    const current = target[field] ? { ...target[field] } : {};
+    for (const [op, value] of Object.entries(ops)) {
+      if (op === "in" && current.in) current.in = current.in.filter((v) => value.includes(v));
+      else if (op === "not_in" && current.not_in) current.not_in = [...new Set([...current.not_in, ...value])];
+      else current[op] = value;
+    }
+    target[field] = current;
+  }
+  return target;
+}
+
+function tableCondition() {
+  const cond = mergeInto(mergeInto({}, selectionCondition()), state.brush);
+  if (state.sort.name) {
+    cond.sorted_name = state.sort.name;
+    cond.sorted_type = state.sort.type;
+  }
+  cond.offset = state.page;
+  cond.limit = state.size;
+  return cond;
+}
+
+function showError(error) {
+  const box = $("#filter-error");
+  if (!error) { box.hidden = true; return; }
+  box.textContent = error.message || String(error);
+  box.hidden = false;
+}
+
+function defaultColumns(groups) {
+  const metrics = groups.Metrics.filter((c) => c !== "loss").slice(0, 4);
+  const picks = [
+    ...groups.Hyperparameters.filter((c) => c !== "device_num"),
+    "optimizer", "network",
+    ...groups["User defined"].slice(0, 3),
+    "loss", ...metrics,
+  ];
+  const all = new Set(Object.values(groups).flat());
+  return picks.filter((c) => all.has(c));
+}
+
+function label(column) {
+  return column;
+}
+
+// ---- column chooser ----------------------------------------------------------------------
+
+async function loadColumns() {
+  const result = await api.columns({}, []);
+  state.groups = result.groups;
+  state.sortable = new Set(result.sortable);
+  if (!state.columns) {
+    const saved = JSON.parse(localStorage.getItem(STORE_KEY) || "null");
+    state.columns = Array.isArray(saved) && saved.length ? saved : defaultColumns(result.groups);
+  }
+  renderColumnPanel();
+}
+
+function renderColumnPanel() {
+  const panel = $("#columns-panel");
+  panel.replaceChildren();
+  const chosen = new Set(state.columns);
+  for (const group of GROUP_ORDER) {
+    const names = (state.groups[group] || []).filter((c) => c !== "summary_dir");
+    const box = h("div", {}, h("h3", { text: group }));
+    if (!names.length) box.append(h("div", { class: "muted", text: "none" }));
+    for (const name of names) {
+      box.append(h("label", { title: name },
+        h("input", {
+          type: "checkbox", checked: chosen.has(name), dataset: { column: name },
+          onchange: (event) => toggleColumn(name, event.target.checked),
+        }),
+        name));
+    }
+    panel.append(box);
+  }
+}
+
+function toggleColumn(name, on) {
+  state.columns = on ? [...state.columns, name] : state.columns.filter((c) => c !== name);
+  if (!on) delete state.brush[name];
+  localStorage.setItem(STORE_KEY, JSON.stringify(state.columns));
+  reload();
+}
+
+// ---- parallel coordinates ----------------------------------------------------------------
+
+function axisOrder(columns) {
+  const rank = (c) => (c.startsWith("metric/") || c === "loss" ? 1 : 0);
+  return [...columns].sort((a, b) => rank(a) - rank(b));
+}
+
+async function loadChart() {
+  const el = $("#parcoords");
+  if (!state.chart) {
+    state.chart = echarts.init(el, null, { renderer: "svg" });
+    state.chart.on("axisareaselected", debounce(onBrush, 120));
+    window.addEventListener("resize", () => state.chart && state.chart.resize());
+  }
+  const columns = axisOrder(state.columns);
+  const data = await api.points(selectionCondition(), state.where, columns);
+  state.brush = {};
+  updateBrushInfo();
+  const axes = [];
+  for (const column of columns) {
+    const values = data.columns[column] || [];
+    const present = values.filter((v) => v !== null && v !== undefined);
+    if (!present.length) continue;
+    const numeric = present.every((v) => typeof v === "number");
+    const categories = numeric ? null : [...new Set(present.map(String))].sort();
+    axes.push({ column, numeric, categories, values });
+  }
+  state.axes = axes;
+  const rows = data.run_ids.map((id, i) => {
+    const row = axes.map((a) => {
+      const v = a.values[i];
+      if (v === null || v === undefined) return a.numeric ? null : "—";
+      return a.numeric ? v : String(v);
+    });
+    row.runId = id;
+    return row;
+  });
+  const colorAxis = [...axes].reverse().find((a) => a.numeric && (a.column.startsWith("metric/") || a.column === "loss"));
+  const colorIndex = colorAxis ? axes.indexOf(colorAxis) : -1;
+  const option = {
+    animation: false,
+    tooltip: { show: false },
+    parallel: {
+      left: 70, right: colorIndex >= 0 ? 140 : 70, top: 48, bottom: 28,
+      parallelAxisDefault: {
+        nameLocation: "end", nameGap: 18, realtime: false,
+        nameTextStyle: { color: "#1d2433", fontSize: 12, fontWeight: 600 },
+        axisLine: { lineStyle: { color: "#9aa3b5" } },
+        axisLabel: { color: "#6b7489", fontSize: 11 },
+        areaSelectStyle: { width: 18, color: "rgba(53,99,233,0.25)", borderColor: "#3563e9", opacity: 1 },
+      },
+    },
+    parallelAxis: axes.map((a, i) => ({
+      id: `ax-${i}`, dim: i, name: label(a.column),
+      type: a.numeric ? "value" : "category",
+      data: a.numeric ? undefined : [...a.categories, ...(a.values.some((v) => v === null || v === undefined) ? ["—"] : [])],
+      scale: a.numeric,
+      axisLabel: a.numeric ? { formatter: (v) => fmt(v) } : { width: 80, overflow: "truncate" },
+    })),
+    series: [{
+      type: "parallel",
+      name: "runs",
+      smooth: false,
+      inactiveOpacity: 0.06,
+      activeOpacity: 0.9,
+      progressive: 0,
+      lineStyle: { width: 1.5, opacity: 0.75, color: colorFor(0) },
+      emphasis: { disabled: true },
+      data: rows,
+    }],
+  };
+  if (colorIndex >= 0) {
+    const vals = colorAxis.values.filter((v) => typeof v === "number");
+    option.visualMap = {
+      type: "continuous", dimension: colorIndex, min: Math.min(...vals), max: Math.max(...vals),
+      right: 8, top: "middle", itemHeight: 160, calculable: false, precision: 3,
+      textStyle: { color: "#6b7489", fontSize: 11 },
+      inRange: { color: ["#3563e9", "#8e4ec6", "#f76b15"] },
+    };
+  }
+  state.chart.setOption(option, { notMerge: true });
+  el.dataset.lines = String(rows.length);
+}
+
+function onBrush() {
+  const model = state.chart.getModel();
+  const brush = {};
+  state.axes.forEach((axis, i) => {
+    const axisModel = model.getComponent("parallelAxis", i);
+    const intervals = (axisModel && axisModel.activeIntervals) || [];
+    if (!intervals.length) return;
+    if (axis.numeric) {
+      const lo = Math.min(...intervals.map((iv) => iv[0]));
+      const hi = Math.max(...intervals.map((iv) => iv[1]));
+      brush[axis.column] = { ge: lo, le: hi };
+    } else {
+      const names = axisModel.option.data || [];
+      const picked = names.filter((_, k) => intervals.some(([lo, hi]) => k >= lo - 1e-9 && k <= hi + 1e-9));
+      brush[axis.column] = { in: picked.filter((n) => n !== "—") };
+    }
+  });
+  state.brush = brush;
+  state.page = 0;
+  updateBrushInfo();
+  loadTable().catch(showError);
+}
+
+function updateBrushInfo() {
+  const n = Object.keys(state.brush).length;
+  $("#brush-info").hidden = !n;
+  $("#brush-info").textContent = `${n} axis filter${n === 1 ? "" : "s"}`;
+  $("#brush-clear").hidden = !n;
+}
+
+// ---- table -------------------------------------------------------------------------------
+
+async function loadTable() {
+  const result = await api.search(tableCondition(), state.where);
+  state.count = result.count;
+  const pages = Math.max(1, Math.ceil(result.count / state.size));
+  if (state.page >= pages && result.count) {
+    state.page = pages - 1;
+    return loadTable();
+  }
+  renderTable(result.object);
+  return result;
+}
+
+function cellValue(obj, column) {
+  const lineage = obj.model_lineage || {};
+  if (column.startsWith("metric/")) return (lineage.metric || {})[column.slice(7)];
+  if (column.startsWith("user_defined/")) return (lineage.user_defined || {})[column.slice(13)];
+  if (column.includes("/")) {
+    const [group, key] = column.split("/", 2);
+    return (lineage[group] || obj[group] || {})[key];
+  }
+  return lineage[column];
+}
+
+function renderTable(objects) {
+  const thead = $("#runs-table thead");
+  const tbody = $("#runs-table tbody");
+  const head = h("tr", {},
+    h("th", {}, h("input", {
+      type: "checkbox", title: "Select all on this page",
+      checked: objects.length > 0 && objects.every((o) => state.selected.has(o.run_id)),
+      onchange: (event) => {
+        for (const o of objects) {
+          if (event.target.checked) state.selected.add(o.run_id); else state.selected.delete(o.run_id);
+        }
+        renderTable(objects);
+      },
+    })),
+    sortHeader("summary_dir", "Run"),
+    ...state.columns.map((c) => sortHeader(c, label(c))),
+    h("th", { text: "Tag" }),
+    h("th", { text: "Remark" }));
+  thead.replaceChildren(head);
+  tbody.replaceChildren(...objects.map((obj) => {
+    const id = obj.run_id;
+    const info = obj.added_info || {};
+    const row = h("tr", { class: state.selected.has(id) ? "selected" : "", dataset: { run: id } },
+      h("td", {}, h("input", {
+        type: "checkbox", checked: state.selected.has(id), "aria-label": `select ${id}`,
+        onchange: (event) => {
+          if (event.target.checked) state.selected.add(id); else state.selected.delete(id);
+          row.classList.toggle("selected", event.target.checked);
+          updateSelectionInfo();
+        },
+      })),
+      h("td", {}, h("a", { class: "run-link", href: `#/run/${id}`, text: id, title: id })),
+      ...state.columns.map((c) => {
+        const v = cellValue(obj, c);
+        const numeric = typeof v === "number";
+        return h("td", {
+          class: `${numeric ? "num" : ""} ${v === null || v === undefined ? "null" : ""}`,
+          title: v === null || v === undefined ? "" : String(v), dataset: { column: c },
+        }, fmt(v));
+      }),
+      h("td", {}, tagChip(info.tag || 0, (tag) => saveAnnotation(id, { tag }))),
+      h("td", {}, remarkInput(id, info.remark || "")));
+    return row;
+  }));
+  $("#table-empty").hidden = objects.length > 0;
+  const start = state.count ? state.page * state.size + 1 : 0;
+  const end = Math.min(state.count, (state.page + 1) * state.size);
+  $("#page-info").textContent = `${start}–${end} of ${state.count}`;
+  $("#table-count").textContent = `${state.count} run${state.count === 1 ? "" : "s"}`;
+  $("#page-prev").disabled = state.page === 0;
+  $("#page-next").disabled = end >= state.count;
+  $("#show-all").hidden = !(state.only || state.hidden.size);
+  updateSelectionInfo();
+}
+
+function updateSelectionInfo() {
+  const n = state.selected.size;
+  $("#selection-info").textContent = n ? `${n} selected` : "";
+  $("#hide-selected").disabled = !n;
+  $("#only-selected").disabled = !n;
+}
+
+function sortHeader(column, text) {
+  const sortable = column === "summary_dir" || state.sortable.has(column);
+  const on = state.sort.name === column;
+  const arrow = on ? (state.sort.type === "descending" ? "▼" : "▲") : "";
+  const numericHint = state.axes.find((a) => a.column === column && a.numeric);
+  return h("th", {
+    class: `${sortable ? "sortable" : ""} ${numericHint ? "num" : ""}`,
+    dataset: { column }, title: sortable ? `Sort by ${column}` : column,
+    onclick: sortable ? () => cycleSort(column) : undefined,
+  }, text, arrow ? h("span", { class: "arrow", text: arrow }) : null);
+}
+
+function cycleSort(column) {
+  if (state.sort.name !== column) state.sort = { name: column, type: "ascending" };
+  else if (state.sort.type === "ascending") state.sort = { name: column, type: "descending" };
+  else state.sort = { name: null, type: null };
+  state.page = 0;
+  loadTable().catch(showError);
+}
+
+function remarkInput(id, remark) {
+  const input = h("input", { class: "remark", value: remark, maxlength: "1000",
+                             placeholder: "add a remark", "aria-label": `remark for ${id}` });
+  const save = async () => {
+    if (input.value === remark) return;
+    await saveAnnotation(id, { remark: input.value });
+    remark = input.value;
+    input.classList.add("saved");
+    setTimeout(() => input.classList.remove("saved"), 1200);
+  };
+  input.addEventListener("change", save);
+  input.addEventListener("keydown", (event) => { if (event.key === "Enter") input.blur(); });
+  return input;
+}
+
+async function saveAnnotation(id, patch) {
+  try {
+    await api.annotate(id, patch);
+    toast(patch.tag !== undefined ? `Tag of ${id} set to ${patch.tag}` : `Remark of ${id} saved`);
+    if (patch.tag !== undefined) await loadTable();
+  } catch (error) {
+    toast(`Not saved: ${error.message}`);
+  }
+}
+
+// ---- wiring ------------------------------------------------------------------------------
+
+async function reload() {
+  showError(null);
+  await loadChart();
+  await loadTable();
+}
+
+async function downloadCsv() {
+  const cond = tableCondition();
+  delete cond.offset;
+  delete cond.limit;
+  const blob = await api.exportCsv(cond, state.where, ["run_id", ...state.columns, "tag", "remark"]);
+  const url = URL.createObjectURL(blob);
+  const a = h("a", { href: url, download: "trainledger-runs.csv" });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+function wire() {
+  $("#filter-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const where = splitWhere($("#filter-input").value);
+    try {
+      await api.search({ limit: 1, offset: 0 }, where); // validate before changing the view
+      state.where = where;
+      state.page = 0;
+      await reload();
+    } catch (error) {
+      showError(error);
+    }
+  });
+  $("#filter-clear").addEventListener("click", () => {
+    $("#filter-input").value = "";
+    state.where = [];
+    state.page = 0;
+    reload().catch(showError);
+  });
+  $("#columns-btn").addEventListener("click", (event) => {
+    event.stopPropagation();
+    const panel = $("#columns-panel");
+    panel.hidden = !panel.hidden;
+    $("#columns-btn").setAttribute("aria-expanded", String(!panel.hidden));
+  });
+  document.addEventListener("click", (event) => {
+    if (!event.target.closest(".dropdown")) $("#columns-panel").hidden = true;
+  });
+  $("#csv-btn").addEventListener("click", () => downloadCsv().catch(showError));
+  $("#brush-clear").addEventListener("click", () => reload().catch(showError));
+  $("#page-size").addEventListener("change", (event) => {
+    state.size = Number(event.target.value);
+    state.page = 0;
+    loadTable().catch(showError);
+  });
+  $("#page-prev").addEventListener("click", () => { state.page -= 1; loadTable().catch(showError); });
+  $("#page-next").addEventListener("click", () => { state.page += 1; loadTable().catch(showError); });
+  $("#hide-selected").addEventListener("click", () => {
+    for (const id of state.selected) state.hidden.add(id);
+    if (state.only) state.only = new Set([...state.only].filter((id) => !state.selected.has(id)));
+    state.selected.clear();
+    state.page = 0;
+    reload().catch(showError);
+  });
+  $("#only-selected").addEventListener("click", () => {
+    state.only = new Set(state.selected);
+    state.hidden.clear();
+    state.selected.clear();
+    state.page = 0;
+    reload().catch(showError);
+  });
+  $("#show-all").addEventListener("click", () => {
+    state.only = null;
+    state.hidden.clear();
+    state.page = 0;
+    reload().catch(showError);
+  });
+}
+
+let wired = false;
+
+export async function showLineage() {
+  if (!wired) { wire(); wired = true; }
+  if (!state.loaded) {
+    await loadColumns();
+    await reload();
+    state.loaded = true;
+  } else if (state.chart) {
+    state.chart.resize();
+  }
+}
+
+// New runs appeared: refresh columns and the table; redraw the chart unless the user is brushing.
+export async function refreshLineage() {
+  if (!state.loaded) return;
+  await loadColumns();
+  if (!Object.keys(state.brush).length) await loadChart();
+  await loadTable();
+}

@@ -1,0 +1,97 @@
+// Run detail: every lineage field, checkpoints, user fields, status, annotation, dataset graph.
+import { api } from "./api.js";
+import { $, fmt, fmtBytes, fmtTime, h, tagChip, toast, treeOption } from "./util.js";
+
+const TITLES = {
+  run: "Run", hyper_parameters: "Hyperparameters", algorithm: "Algorithm", model: "Model",
+  metric: "Metrics", train_dataset: "Train dataset", valid_dataset: "Validation dataset",
+  user_defined: "User defined",
+};
+const ORDER = ["run", "metric", "hyper_parameters", "algorithm", "model", "train_dataset",
+  "valid_dataset", "user_defined"];
+const TIME_KEYS = /(^|_)(time|start|end|wall_time|started|ended)$/;
+
+let chart = null;
+let currentId = null;
+
+function kv(entries) {
+  const dl = h("dl", { class: "kv" });
+  for (const [key, value] of entries) {
+    const shown = typeof value === "number" && TIME_KEYS.test(key) && value > 1e9 ? fmtTime(value) : fmt(value);
+    dl.append(h("dt", { text: key }), h("dd", { text: shown, title: value === null ? "" : String(value) }));
+  }
+  return dl;
+}
+
+function card(title, body) {
+  return h("div", { class: "card" }, h("div", { class: "card-head" }, h("h2", { text: title })), body);
+}
+
+export async function showRun(id, { onCompare } = {}) {
+  currentId = id;
+  $("#run-title").textContent = id;
+  $("#run-error").hidden = true;
+  let detail;
+  try {
+    detail = await api.run(id);
+  } catch (error) {
+    $("#run-error").textContent = error.status === 404 ? `No run "${id}" under this base.` : error.message;
+    $("#run-error").hidden = false;
+    $("#run-cards").replaceChildren();
+    return;
+  }
+  const status = detail.status || "unknown";
+  $("#run-status").textContent = status;
+  $("#run-status").className = `badge ${status}`;
+  const info = detail.added_info || {};
+  $("#run-tag").replaceChildren(tagChip(info.tag || 0, async (tag) => {
+    await api.annotate(id, { tag });
+    toast(`Tag of ${id} set to ${tag}`);
+    showRun(id, { onCompare });
+  }));
+  const remark = $("#run-remark");
+  remark.value = info.remark || "";
+  remark.onchange = async () => {
+    await api.annotate(id, { remark: remark.value });
+    toast(`Remark of ${id} saved`);
+  };
+  $("#run-compare").onclick = () => onCompare && onCompare(id);
+
+  const lineage = detail.lineage || {};
+  const keys = [...ORDER.filter((k) => k in lineage),
+    ...Object.keys(lineage).filter((k) => !ORDER.includes(k) && k !== "dataset_graph" && k !== "summary_dir")];
+  const cards = [];
+  for (const key of keys) {
+    const value = lineage[key];
+    if (value === null || value === undefined) continue;
+    const entries = typeof value === "object" && !Array.isArray(value)
+      ? Object.entries(value).filter(([k]) => k !== "checkpoints") : [[key, value]];
+    if (!entries.length) continue;
+    cards.push(card(TITLES[key] || key, kv(entries)));
+  }
+  if (!cards.length) cards.push(card("Lineage", h("div", { class: "empty", text: "No lineage recorded." })));
+  $("#run-cards").replaceChildren(...cards);
+
+  const tbody = $("#run-checkpoints tbody");
+  tbody.replaceChildren(...(detail.checkpoints || []).map((c) => h("tr", {},
+    h("td", { text: c.name }), h("td", { class: "num", text: fmt(c.epoch) }),
+    h("td", { class: "num", text: fmt(c.step) }), h("td", { class: "num", text: fmtBytes(c.size) }),
+    h("td", { text: fmtTime(c.time) }))));
+  if (!(detail.checkpoints || []).length) {
+    tbody.append(h("tr", {}, h("td", { colspan: "5", class: "null", text: "No checkpoints." })));
+  }
+
+  if (!chart) {
+    chart = echarts.init($("#run-tree"), null, { renderer: "svg" });
+    window.addEventListener("resize", () => chart.resize());
+  }
+  chart.clear();
+  const option = treeOption(lineage.dataset_graph);
+  if (option) chart.setOption(option, { notMerge: true });
+  chart.resize();
+}
+
+export function refreshRun(options) {
+  if (currentId) return showRun(currentId, options);
+  return Promise.resolve();
+}

@@ -1,0 +1,212 @@
+// Compare scalars: one chart per tag, one line per run; x = step, relative or wall time;
+// TensorBoard-style debiased EMA smoothing; log scale.
+import { api } from "./api.js";
+import { $, colorFor, fmt, h } from "./util.js";
+
+const MAX_LISTED = 300;
+const state = {
+  runs: [],               // every run id, newest first
+  selected: [],           // chosen run ids, in choice order (their colour)
+  tags: [],               // tags of the chosen runs
+  chosenTags: null,       // Set, null until the first tags arrive (then: first few)
+  x: "step",
+  smoothing: 0.6,
+  log: false,
+  series: [],
+  charts: new Map(),      // tag -> echarts instance
+  search: "",
+  wired: false,
+};
+
+export const scalarState = state;
+
+export function selectRuns(ids) {
+  state.selected = [...new Set(ids)];
+}
+
+function smooth(values, weight) {
+  if (!weight) return values;
+  let last = 0;
+  let n = 0;
+  return values.map((v) => {
+    if (v === null || !Number.isFinite(v)) return v;
+    last = last * weight + (1 - weight) * v;
+    n += 1;
+    return last / (1 - weight ** n);
+  });
+}
+
+function fmtDuration(seconds) {
+  const s = Math.abs(seconds);
+  if (s < 60) return `${Number(seconds.toFixed(1))}s`;
+  if (s < 3600) return `${Math.floor(seconds / 60)}m${String(Math.round(s % 60)).padStart(2, "0")}s`;
+  return `${Math.floor(seconds / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+}
+
+function renderRunList() {
+  const box = $("#scalar-runs");
+  const term = state.search.toLowerCase();
+  const chosen = new Set(state.selected);
+  const matches = state.runs.filter((id) => !chosen.has(id) && id.toLowerCase().includes(term));
+  const shown = [...state.selected, ...matches.slice(0, MAX_LISTED)];
+  box.replaceChildren(...shown.map((id) => {
+    const index = state.selected.indexOf(id);
+    return h("label", { title: id },
+      h("input", { type: "checkbox", checked: index >= 0, dataset: { run: id },
+                   onchange: (event) => toggleRun(id, event.target.checked) }),
+      h("span", { class: "swatch", style: index >= 0 ? `background:${colorFor(index)}` : "" }),
+      id);
+  }));
+  if (matches.length > MAX_LISTED) {
+    box.append(h("div", { class: "muted", text: `${matches.length - MAX_LISTED} more: refine the search` }));
+  }
+}
+
+function renderTagList() {
+  const box = $("#scalar-tags");
+  box.replaceChildren(...state.tags.map((tag) => h("label", { title: tag },
+    h("input", { type: "checkbox", checked: state.chosenTags.has(tag), dataset: { tag },
+                 onchange: (event) => toggleTag(tag, event.target.checked) }),
+    tag)));
+  if (!state.tags.length) box.append(h("div", { class: "muted", text: "No scalars in the chosen runs." }));
+}
+
+async function toggleRun(id, on) {
+  state.selected = on ? [...state.selected, id] : state.selected.filter((r) => r !== id);
+  renderRunList();
+  await loadTags();
+  await loadSeries();
+}
+
+async function toggleTag(tag, on) {
+  if (on) state.chosenTags.add(tag); else state.chosenTags.delete(tag);
+  await loadSeries();
+}
+
+async function loadTags() {
+  if (!state.selected.length) { state.tags = []; renderTagList(); return; }
+  const result = await api.scalarTags(state.selected);
+  state.tags = result.tags;
+  if (state.chosenTags === null) state.chosenTags = new Set(result.tags.slice(0, 6));
+  renderTagList();
+}
+
+async function loadSeries() {
+  const tags = state.tags.filter((t) => state.chosenTags && state.chosenTags.has(t));
+  if (!state.selected.length || !tags.length) {
+    state.series = [];
+  } else {
+    state.series = (await api.series(state.selected, tags)).series;
+  }
+  drawCharts(tags);
+}
+
+function seriesData(points) {
+  const ys = smooth(points.map((p) => p[2]), state.smoothing);
+  const t0 = points.length ? points[0][1] : 0;
+  return points.map((p, i) => {
+    const x = state.x === "step" ? p[0] : state.x === "relative" ? p[1] - t0 : p[1] * 1000;
+    const y = ys[i];
+    return [x, state.log && !(y > 0) ? null : y];
+  });
+}
+
+function drawCharts(tags) {
+  const grid = $("#scalar-charts");
+  for (const [tag, chart] of state.charts) {
+    if (!tags.includes(tag)) { chart.dispose(); state.charts.delete(tag); }
+  }
+  const cards = tags.map((tag) => {
+    let el = grid.querySelector(`[data-chart-tag="${CSS.escape(tag)}"]`);
+    if (!el) {
+      el = h("div", { class: "card chart-card", dataset: { chartTag: tag } },
+        h("div", { class: "card-head" }, h("h2", { text: tag })),
+        h("div", { class: "chart chart-scalar" }));
+    }
+    return el;
+  });
+  grid.replaceChildren(...cards);
+  $("#scalar-empty").hidden = tags.length > 0 && state.selected.length > 0;
+  tags.forEach((tag, i) => {
+    const host = cards[i].querySelector(".chart-scalar");
+    let chart = state.charts.get(tag);
+    if (!chart || chart.getDom() !== host) {
+      if (chart) chart.dispose();
+      chart = echarts.init(host, null, { renderer: "svg" });
+      state.charts.set(tag, chart);
+    }
+    const lines = state.series.filter((s) => s.tag === tag);
+    host.dataset.lines = String(lines.length);
+    chart.setOption({
+      animation: false,
+      grid: { left: 58, right: 18, top: 16, bottom: 36 },
+      tooltip: { trigger: "axis", valueFormatter: (v) => fmt(v) },
+      xAxis: {
+        type: state.x === "wall" ? "time" : "value", scale: true,
+        name: state.x === "step" ? "step" : "", nameLocation: "end", nameGap: 4,
+        axisLabel: { color: "#6b7489", hideOverlap: true,
+                     formatter: state.x === "relative" ? fmtDuration : undefined },
+        splitLine: { show: false },
+      },
+      yAxis: {
+        type: state.log ? "log" : "value", scale: true,
+        axisLabel: { color: "#6b7489", formatter: (v) => fmt(v) },
+        splitLine: { lineStyle: { color: "#eef1f6" } },
+      },
+      series: lines.map((s) => ({
+        type: "line", name: s.run_id, showSymbol: false, connectNulls: false,
+        color: colorFor(state.selected.indexOf(s.run_id)),
+        lineStyle: { width: 1.8 },
+        data: seriesData(s.points),
+      })),
+    }, { notMerge: true });
+    chart.resize();
+  });
+}
+
+function wire() {
+  $("#scalar-run-search").addEventListener("input", (event) => {
+    state.search = event.target.value;
+    renderRunList();
+  });
+  for (const button of document.querySelectorAll("#x-axis button")) {
+    button.addEventListener("click", () => {
+      state.x = button.dataset.x;
+      document.querySelectorAll("#x-axis button").forEach((b) => b.classList.toggle("on", b === button));
+      drawCharts(state.tags.filter((t) => state.chosenTags.has(t)));
+    });
+  }
+  $("#smoothing").addEventListener("input", (event) => {
+    state.smoothing = Number(event.target.value);
+    $("#smoothing-value").textContent = state.smoothing.toFixed(2);
+    drawCharts(state.tags.filter((t) => state.chosenTags && state.chosenTags.has(t)));
+  });
+  $("#log-scale").addEventListener("change", (event) => {
+    state.log = event.target.checked;
+    drawCharts(state.tags.filter((t) => state.chosenTags && state.chosenTags.has(t)));
+  });
+  window.addEventListener("resize", () => { for (const c of state.charts.values()) c.resize(); });
+}
+
+async function loadRuns() {
+  const result = await api.points({}, [], []);
+  state.runs = result.run_ids;
+  const known = new Set(state.runs);
+  state.selected = state.selected.filter((id) => known.has(id));
+}
+
+export async function showScalars() {
+  if (!state.wired) { wire(); state.wired = true; }
+  await loadRuns();
+  if (!state.selected.length) state.selected = state.runs.slice(0, 3);
+  renderRunList();
+  await loadTags();
+  await loadSeries();
+}
+
+export async function refreshScalars() {
+  await loadRuns();
+  renderRunList();
+  await loadTags();
+  await loadSeries();
+}

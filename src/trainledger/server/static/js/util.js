@@ -1,0 +1,153 @@
+// Small helpers shared by the views. Every value from the server goes into the page through
+// textContent or attributes, never through innerHTML, so a run named "<img onerror=...>" is text.
+
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") el.className = value;
+    else if (key === "text") el.textContent = value;
+    else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+    else if (key === "dataset") Object.assign(el.dataset, value);
+    else el.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+export const $ = (sel, root = document) => root.querySelector(sel);
+
+export function fmt(value) {
+  if (value === null || value === undefined) return "—";
+  if (typeof value === "number") {
+    if (Number.isInteger(value)) return String(value);
+    const abs = Math.abs(value);
+    if (abs !== 0 && (abs < 1e-3 || abs >= 1e6)) return value.toExponential(3);
+    return String(Number(value.toPrecision(5)));
+  }
+  if (typeof value === "object") return JSON.stringify(value);
+  return String(value);
+}
+
+export function fmtBytes(n) {
+  if (n === null || n === undefined) return "—";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i += 1; }
+  return `${i ? n.toFixed(1) : n} ${units[i]}`;
+}
+
+export function fmtTime(seconds) {
+  if (!seconds) return "—";
+  return new Date(seconds * 1000).toLocaleString();
+}
+
+export function debounce(fn, ms) {
+  let timer = null;
+  return (...args) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => fn(...args), ms);
+  };
+}
+
+let toastTimer = null;
+export function toast(message) {
+  const el = $("#toast");
+  el.textContent = message;
+  el.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { el.hidden = true; }, 2500);
+}
+
+// Colours for runs: distinct, readable on white, stable per position.
+export const PALETTE = [
+  "#3563e9", "#e5484d", "#30a46c", "#f76b15", "#8e4ec6", "#12a594", "#d6409f", "#d4a106",
+  "#0090ff", "#6f6e77", "#7c5e10", "#2f7d95",
+];
+
+export function colorFor(index) {
+  return PALETTE[index % PALETTE.length];
+}
+
+// A MindInsight dataset graph ({op_type, children: [...], params...}) -> an ECharts tree node.
+export function treeOf(graph) {
+  if (!graph || typeof graph !== "object" || !Object.keys(graph).length) return null;
+  const params = Object.entries(graph).filter(([k]) => k !== "children" && k !== "op_type");
+  const children = Array.isArray(graph.children) ? graph.children.map(treeOf).filter(Boolean) : [];
+  const shown = params.slice(0, 3).map(([k, v]) => `${k}=${fmt(v)}`).join("\n");
+  return {
+    name: graph.op_type || "dataset",
+    params,
+    label: { formatter: shown ? `{op|${graph.op_type || "dataset"}}\n{p|${shown}}` : undefined },
+    children,
+  };
+}
+
+export function treeOption(graph) {
+  const root = treeOf(graph);
+  if (!root) return null;
+  return {
+    tooltip: {
+      trigger: "item",
+      formatter: (p) => {
+        const lines = (p.data.params || []).map(([k, v]) => `${escapeHtml(k)}: ${escapeHtml(fmt(v))}`);
+        return `<b>${escapeHtml(p.name)}</b>${lines.length ? "<br>" + lines.join("<br>") : ""}`;
+      },
+    },
+    series: [{
+      type: "tree",
+      data: [root],
+      orient: "RL",
+      top: 30, bottom: 30, left: 140, right: 140,
+      symbol: "roundRect",
+      symbolSize: [14, 14],
+      initialTreeDepth: -1,
+      expandAndCollapse: false,
+      itemStyle: { color: "#3563e9", borderColor: "#3563e9" },
+      lineStyle: { color: "#b7c3e0", width: 1.5, curveness: 0.4 },
+      label: {
+        position: "top", distance: 8, color: "#1d2433", fontSize: 12,
+        rich: { op: { fontWeight: "bold", fontSize: 12.5, lineHeight: 18 },
+                p: { color: "#6b7489", fontSize: 11, lineHeight: 15 } },
+      },
+    }],
+  };
+}
+
+export function escapeHtml(text) {
+  return String(text).replace(/[&<>"']/g, (c) => ({
+    "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;",
+  }[c]));
+}
+
+// The tag chip: 0 shows as an empty dashed box; clicking opens a menu of 0..10.
+export function tagChip(value, onPick) {
+  const chip = h("span", { class: "tag", dataset: { tag: String(value || 0) },
+                           title: "Tag (click to change)", text: value ? String(value) : "+" });
+  chip.addEventListener("click", (event) => {
+    event.stopPropagation();
+    openTagMenu(chip, onPick);
+  });
+  return chip;
+}
+
+function openTagMenu(anchor, onPick) {
+  document.querySelectorAll(".tag-menu").forEach((m) => m.remove());
+  const menu = h("div", { class: "tag-menu", role: "menu" });
+  for (let t = 0; t <= 10; t += 1) {
+    menu.append(h("span", {
+      class: "tag", role: "menuitem", dataset: { tag: String(t), pick: String(t) },
+      title: t ? `Tag ${t}` : "No tag", text: t ? String(t) : "×",
+      onclick: (event) => { event.stopPropagation(); menu.remove(); onPick(t); },
+    }));
+  }
+  const box = anchor.getBoundingClientRect();
+  menu.style.left = `${box.left + window.scrollX}px`;
+  menu.style.top = `${box.bottom + window.scrollY + 4}px`;
+  document.body.append(menu);
+  const close = () => { menu.remove(); document.removeEventListener("click", close); };
+  setTimeout(() => document.addEventListener("click", close), 0);
+}

@@ -1,0 +1,315 @@
+"""The server's one door to the data: runs, lineage, annotations, checkpoints, scalars.
+
+Routes talk only to a :class:`RunStore`; this module is the only place that knows the query
+engine, the lineage reader and the summary reader. That keeps the routes testable with a
+small fake and keeps every filesystem access behind :func:`security.resolve_run`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from trainledger.server.rows import run_id_of
+from trainledger.server.security import check_run_id, resolve_run
+
+ScalarSeries = tuple[np.ndarray, np.ndarray, np.ndarray]  # steps, wall_times, values
+
+_CKPT_STEP = re.compile(r"-(\d+)_(\d+)\.ckpt$")
+_CKPT_SUFFIXES = (".ckpt", ".safetensors")
+_CKPT_MAX_DEPTH = 3
+
+
+class RunStore(Protocol):
+    """What the routes need.
+
+    Errors: ``RunNotFound`` (404); ``LineageError`` and ``ValueError`` (400).
+    """
+
+    base: Path
+
+    def search(self, condition: Mapping[str, Any] | None) -> dict[str, Any]:
+        """``filter_summary_lineage`` over BASE; each object also carries ``run_id``.
+
+        The result may be shared between requests (cached): callers must not modify it."""
+
+    def stamp(self) -> dict[str, Any]:
+        """``{"stamp": str, "count": int}``; the stamp changes whenever the set of runs or
+        any run's lineage changes (a cheap re-scan), so the page polls it."""
+
+    def run_ids(self) -> frozenset[str]:
+        """Ids (paths relative to BASE) of the runs the index knows."""
+
+    def run_detail(self, run_id: str) -> dict[str, Any]:
+        """Full lineage of one run (``get_summary_lineage`` keys), its annotation, status."""
+
+    def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
+        """``[{"name", "size", "step", "epoch", "time"}]`` of the run's checkpoint files."""
+
+    def annotate(
+        self, run_id: str, *, tag: int | None = None, remark: str | None = None
+    ) -> dict[str, Any]:
+        """Set a run's tag and/or remark; persisted so it survives restarts and rebuilds."""
+
+    def compile_where(self, expressions: Sequence[str]) -> dict[str, Any]:
+        """The CLI's ``--where`` expressions -> a search condition (ValueError if bad)."""
+
+    def scalar_tags(self, run_id: str) -> list[str]:
+        """Scalar tags in the run's summary files."""
+
+    def scalar_series(self, run_id: str, tag: str) -> ScalarSeries:
+        """``(steps, wall_times, values)`` arrays of one tag, read incrementally."""
+
+    def close(self) -> None:
+        """Release files and connections."""
+
+
+def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
+    """Checkpoint files under a run directory (a few levels deep, links not followed).
+
+    The step and epoch come from the ``<prefix>-<epoch>_<step>.ckpt`` names ModelCheckpoint
+    writes; other names report None. Sorted by modification time, oldest first.
+    """
+    from trainledger.checkpoint.atomic import is_temp_name
+
+    found: list[dict[str, Any]] = []
+    stack: list[tuple[Path, int]] = [(run_dir, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            entries = list(folder.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_symlink():
+                continue
+            if entry.is_dir():
+                if depth + 1 < _CKPT_MAX_DEPTH and not entry.name.startswith("."):
+                    stack.append((entry, depth + 1))
+                continue
+            if not entry.name.endswith(_CKPT_SUFFIXES) or is_temp_name(entry.name):
+                continue
+            try:
+                st = entry.stat()
+            except OSError:
+                continue
+            match = _CKPT_STEP.search(entry.name)
+            found.append({
+                "name": entry.relative_to(run_dir).as_posix(),
+                "size": st.st_size,
+                "epoch": int(match.group(1)) if match else None,
+                "step": int(match.group(2)) if match else None,
+                "time": st.st_mtime,
+            })
+    found.sort(key=lambda c: (c["time"], c["name"]))
+    return found
+
+
+class _RunScalars:
+    """Scalars of one run, grown incrementally by a summary ``RunReader``."""
+
+    def __init__(self, run_dir: Path) -> None:
+        from trainledger.summary.reader import RunReader
+
+        self.reader = RunReader(run_dir)
+        self.series: dict[str, ScalarSeries] = {}
+        self.read_at = -math.inf
+
+    def update(self, min_interval: float) -> None:
+        now = time.monotonic()
+        if now - self.read_at < min_interval:
+            return
+        self.read_at = now
+        for tag, (steps, walls, values) in self.reader.read_scalars().items():
+            old = self.series.get(tag)
+            if old is None:
+                self.series[tag] = (steps, walls, values)
+            else:
+                self.series[tag] = (np.concatenate([old[0], steps]),
+                                    np.concatenate([old[1], walls]),
+                                    np.concatenate([old[2], values]))
+
+
+class EngineStore:
+    """The real store: the query engine's ``LineageIndex`` plus the lineage and summary readers.
+
+    The cheap re-scan of BASE runs at most once per ``rescan_interval`` seconds (so a burst of
+    sort/filter requests costs SQL only), and search answers are cached per scan version, so
+    paging back and forth is a dictionary lookup.
+    """
+
+    def __init__(self, base: Path, *, max_depth: int = 1, rescan_interval: float = 1.0,
+                 scalar_interval: float = 0.5, max_cached_runs: int = 64) -> None:
+        from trainledger.query.index import LineageIndex
+
+        self.base = base
+        self.max_depth = max_depth
+        self.rescan_interval = rescan_interval
+        self.scalar_interval = scalar_interval
+        self.max_cached_runs = max_cached_runs
+        self._index = LineageIndex(base, max_depth=max_depth)
+        self._lock = threading.RLock()
+        self._scanned_at = -math.inf
+        self._version = 0
+        self._annotations_mtime: int | None = None
+        self._ids: frozenset[str] = frozenset()
+        self._results: OrderedDict[tuple[int, str], dict[str, Any]] = OrderedDict()
+        self._scalars: OrderedDict[str, _RunScalars] = OrderedDict()
+
+    # -- scanning ---------------------------------------------------------------------------
+
+    def _annotations_file_mtime(self) -> int | None:
+        try:
+            return os.stat(os.path.join(self._index.directory, "annotations.json")).st_mtime_ns
+        except OSError:
+            return None
+
+    def _scan(self, force: bool = False) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if not force and now - self._scanned_at < self.rescan_interval:
+                return
+            stats = self._index.refresh()
+            self._scanned_at = now
+            mtime = self._annotations_file_mtime()
+            first = self._version == 0
+            if first or stats.parsed or stats.removed or mtime != self._annotations_mtime:
+                self._annotations_mtime = mtime
+                self._bump(rescan_ids=first or bool(stats.parsed or stats.removed))
+
+    def _bump(self, rescan_ids: bool = False) -> None:
+        self._version += 1
+        self._results.clear()
+        if rescan_ids:
+            from trainledger.query.discovery import discover
+
+            self._ids = frozenset(
+                run.summary_dir[2:] for run in discover(self._index.base, self.max_depth)
+                if run.summary_dir.startswith("./") and len(run.summary_dir) > 2
+            )
+
+    def stamp(self) -> dict[str, Any]:
+        self._scan()
+        return {"stamp": f"{self._version}-{len(self._ids)}", "count": len(self._ids)}
+
+    def run_ids(self) -> frozenset[str]:
+        self._scan()
+        return self._ids
+
+    # -- lineage ----------------------------------------------------------------------------
+
+    def search(self, condition: Mapping[str, Any] | None) -> dict[str, Any]:
+        self._scan()
+        key = (self._version, json.dumps(condition, sort_keys=True, default=repr))
+        with self._lock:
+            hit = self._results.get(key)
+            if hit is not None:
+                self._results.move_to_end(key)
+                return hit
+        result = self._index.query(None if condition is None else dict(condition), refresh=False)
+        for obj in result["object"]:
+            obj["run_id"] = run_id_of(str(obj.get("summary_dir", "")))
+        with self._lock:
+            if key[0] == self._version:
+                self._results[key] = result
+                while len(self._results) > 256:
+                    self._results.popitem(last=False)
+        return result
+
+    def _path(self, run_id: str) -> Path:
+        self._scan()
+        return resolve_run(self.base, run_id, self._ids)
+
+    def run_detail(self, run_id: str) -> dict[str, Any]:
+        from trainledger.query.api import get_summary_lineage
+
+        path = self._path(run_id)
+        run_id = check_run_id(run_id)
+        lineage = get_summary_lineage(str(path))
+        lineage.pop("summary_dir", None)  # an absolute path: the page needs none
+        annotation = self._index.get_annotations().get(f"./{run_id}", {})
+        return {
+            "run_id": run_id,
+            "summary_dir": f"./{run_id}",
+            "status": (lineage.get("run") or {}).get("status"),
+            "lineage": lineage,
+            "added_info": {"tag": annotation.get("tag", 0), "remark": annotation.get("remark", "")},
+        }
+
+    def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
+        """Files under the run directory, plus checkpoints the lineage lists elsewhere (from
+        the record only: nothing outside BASE is opened)."""
+        from trainledger.lineage.reader import read_lineage
+
+        path = self._path(run_id)
+        found = list_checkpoints(path)
+        on_disk = {str(path / c["name"]) for c in found}
+        recorded = (read_lineage(path).get("run") or {}).get("checkpoints") or []
+        for item in recorded:
+            name = str(item.get("path", ""))
+            if not name or os.path.realpath(os.path.join(path, name)) in on_disk:
+                continue
+            match = _CKPT_STEP.search(name)
+            found.append({"name": name, "size": item.get("size") or 0,
+                          "epoch": int(match.group(1)) if match else None,
+                          "step": int(match.group(2)) if match else None, "time": None})
+        return found
+
+    def annotate(self, run_id: str, *, tag: int | None = None, remark: str | None = None
+                 ) -> dict[str, Any]:
+        from trainledger.query.annotations import UNSET
+
+        self._path(run_id)
+        run_id = check_run_id(run_id)
+        entry = self._index.set_annotation(
+            f"./{run_id}",
+            tag=UNSET if tag is None else (tag or None),
+            remark=UNSET if remark is None else (remark or None),
+        )
+        with self._lock:
+            self._annotations_mtime = self._annotations_file_mtime()
+            self._bump()
+        return {"run_id": run_id, "tag": entry.get("tag", 0), "remark": entry.get("remark", "")}
+
+    def compile_where(self, expressions: Sequence[str]) -> dict[str, Any]:
+        from trainledger.query.where import where_condition
+
+        return where_condition(list(expressions))
+
+    # -- scalars ----------------------------------------------------------------------------
+
+    def _run_scalars(self, run_id: str) -> _RunScalars:
+        path = self._path(run_id)
+        with self._lock:
+            cached = self._scalars.get(run_id)
+            if cached is None:
+                cached = self._scalars[run_id] = _RunScalars(path)
+                while len(self._scalars) > self.max_cached_runs:
+                    self._scalars.popitem(last=False)
+            else:
+                self._scalars.move_to_end(run_id)
+            cached.update(self.scalar_interval)
+            return cached
+
+    def scalar_tags(self, run_id: str) -> list[str]:
+        return sorted(self._run_scalars(run_id).series)
+
+    def scalar_series(self, run_id: str, tag: str) -> ScalarSeries:
+        series = self._run_scalars(run_id).series.get(tag)
+        if series is None:
+            empty = np.zeros(0)
+            return empty.astype(np.int64), empty, empty
+        return series
+
+    def close(self) -> None:
+        self._index.close()

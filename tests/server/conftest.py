@@ -1,0 +1,33 @@
+"""Fixtures of the server tests: a base of real runs and a TestClient over it."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.server.runs import make_base
+from trainledger.server.app import create_app
+from trainledger.server.store import EngineStore
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from fastapi.testclient import TestClient
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Path:
+    return make_base(tmp_path / "runs", n=6, scalars=30)
+
+
+def client_for(base: Path, token: str | None = None, **store_options: object) -> TestClient:
+    store = EngineStore(base, rescan_interval=0.0, scalar_interval=0.0, **store_options)  # type: ignore[arg-type]
+    return TestClient(create_app(base, token=token, store=store), follow_redirects=False)
+
+
+@pytest.fixture
+def client(base: Path) -> Iterator[TestClient]:
+    with client_for(base) as c:
+        yield c

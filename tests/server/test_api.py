@@ -1,0 +1,202 @@
+"""The JSON API over real runs: search, one run, annotations, CSV, datasets, status, OpenAPI."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+
+from tests.server.conftest import client_for
+from tests.server.runs import write_run
+
+
+def ids(response) -> list[str]:  # type: ignore[no-untyped-def]
+    return [obj["run_id"] for obj in response.json()["object"]]
+
+
+def test_search_returns_mindinsight_shape_with_run_ids(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.post("/api/v1/runs", json={})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["count"] == 6
+    assert set(body["customized"]) == {"metric/accuracy", "user_defined/team",
+                                       "user_defined/trial"}
+    obj = body["object"][0]
+    assert set(obj) >= {"summary_dir", "model_lineage", "dataset_graph", "added_info", "run_id"}
+    assert obj["summary_dir"] == f"./{obj['run_id']}"
+
+
+def test_search_sorts_filters_and_pages(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.post("/api/v1/runs", json={"sorted_name": "learning_rate",
+                                          "sorted_type": "descending", "limit": 2, "offset": 1})
+    assert ids(r) == ["run03", "run02"]
+    assert r.json()["count"] == 6
+    r = client.post("/api/v1/runs", json={"optimizer": {"eq": "Adam"},
+                                          "sorted_name": "summary_dir"})
+    assert ids(r) == ["run00", "run03"]
+    r = client.post("/api/v1/runs", json={"metric/accuracy": {"ge": 0.53},
+                                          "summary_dir": {"not_in": ["./run05"]},
+                                          "sorted_name": "metric/accuracy"})
+    assert ids(r) == ["run03", "run04"]
+
+
+def test_no_body_means_everything(client) -> None:  # type: ignore[no-untyped-def]
+    assert client.post("/api/v1/runs").json()["count"] == 6
+
+
+@pytest.mark.parametrize("condition, needle", [
+    ({"limit": 0}, "limit"),
+    ({"optimizer": {"gt": "Adam"}}, "optimizer"),
+    ({"learning_rate": {"like": 1}}, "compare condition"),
+    ({"batch_size": {"in": 16}}, "list"),
+    ({"sorted_type": "descending"}, "sorted_name"),
+    ({"no_such_field": {"eq": 1}}, "not supported"),
+])
+def test_bad_condition_is_400_with_the_engine_message(client, condition, needle) -> None:  # type: ignore[no-untyped-def]
+    r = client.post("/api/v1/runs", json=condition)
+    assert r.status_code == 400
+    assert r.json()["error"] == "LineageSearchConditionParamError"
+    assert needle.lower() in r.json()["detail"].lower()
+
+
+def test_summary_dir_outside_base_is_400(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.post("/api/v1/runs", json={"summary_dir": {"eq": "/etc"}})
+    assert r.status_code == 400
+    assert "outside" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("payload", [[1, 2], "text", 3])
+def test_body_that_is_not_an_object_is_422(client, payload) -> None:  # type: ignore[no-untyped-def]
+    r = client.post("/api/v1/runs", json=payload)
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == ["body"]
+
+
+def test_malformed_json_is_422(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.post("/api/v1/runs", content=b"{not json",
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 422
+
+
+def test_points_are_column_oriented_over_all_matches(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.post("/api/v1/runs/points", json={
+        "condition": {"batch_size": {"le": 32}, "limit": 1, "offset": 0},
+        "columns": ["batch_size", "metric/accuracy", "user_defined/team"]})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["count"] == 4 and len(body["run_ids"]) == 4  # paging ignored
+    assert set(body["columns"]["batch_size"]) == {16, 32}
+    index = body["run_ids"].index("run01")
+    assert body["columns"]["metric/accuracy"][index] == pytest.approx(0.51)
+    assert body["columns"]["user_defined/team"][index] == "b"
+
+
+def test_points_rejects_unknown_fields(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.post("/api/v1/runs/points", json={"columns": ["loss"], "bogus": 1})
+    assert r.status_code == 422
+
+
+def test_columns_are_grouped_for_the_chooser(client) -> None:  # type: ignore[no-untyped-def]
+    body = client.post("/api/v1/runs/columns", json={}).json()
+    assert body["groups"]["Metrics"] == ["loss", "metric/accuracy"]
+    assert body["groups"]["User defined"] == ["user_defined/team", "user_defined/trial"]
+    assert "learning_rate" in body["groups"]["Hyperparameters"]
+    assert "optimizer" in body["groups"]["Other"]
+    assert "metric/accuracy" in body["sortable"]
+
+
+def test_csv_export_is_the_filtered_sorted_table(client) -> None:  # type: ignore[no-untyped-def]
+    client.put("/api/v1/runs/run03/annotation", json={"remark": "=HYPERLINK(\"x\")"})
+    r = client.post("/api/v1/runs/export.csv?columns=run_id&columns=learning_rate"
+                    "&columns=remark",
+                    json={"optimizer": {"eq": "Adam"}, "sorted_name": "learning_rate",
+                          "limit": 1, "offset": 0})
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/csv")
+    assert "attachment" in r.headers["content-disposition"]
+    rows = list(csv.reader(io.StringIO(r.text)))
+    assert rows == [["run_id", "learning_rate", "remark"], ["run00", "0.01", ""],
+                    ["run03", "0.04", "'=HYPERLINK(\"x\")"]]
+
+
+def test_csv_export_defaults_to_every_column(client) -> None:  # type: ignore[no-untyped-def]
+    rows = list(csv.DictReader(io.StringIO(client.post("/api/v1/runs/export.csv").text)))
+    assert len(rows) == 6
+    assert {"run_id", "metric/accuracy", "user_defined/team", "tag", "remark"} <= set(rows[0])
+
+
+def test_run_detail_has_lineage_status_and_checkpoints(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.get("/api/v1/runs/run01")
+    assert r.status_code == 200
+    body = r.json()
+    assert body["run_id"] == "run01" and body["summary_dir"] == "./run01"
+    assert body["status"] == "finished"
+    assert body["lineage"]["hyper_parameters"]["optimizer"] == "SGD"
+    assert body["lineage"]["user_defined"] == {"team": "b", "trial": 1}
+    assert body["lineage"]["dataset_graph"]["op_type"] == "DataLoader"
+    assert "summary_dir" not in body["lineage"]  # no absolute paths to the page
+    [ckpt] = body["checkpoints"]
+    assert ckpt["name"] == "ckpt/mlp-2_20.ckpt"
+    assert (ckpt["size"], ckpt["epoch"], ckpt["step"]) == (101, 2, 20)
+    assert body["added_info"] == {"tag": 0, "remark": ""}
+
+
+def test_unknown_run_is_404(client) -> None:  # type: ignore[no-untyped-def]
+    assert client.get("/api/v1/runs/nope").status_code == 404
+    assert client.put("/api/v1/runs/nope/annotation", json={"tag": 1}).status_code == 404
+
+
+def test_datasets_group_runs_by_mark(client) -> None:  # type: ignore[no-untyped-def]
+    groups = client.get("/api/v1/datasets").json()["groups"]
+    assert [g["dataset_mark"] for g in groups] == ["1", "2", "3"]
+    assert sorted(sum((g["run_ids"] for g in groups), [])) == [f"run0{i}" for i in range(6)]
+    assert sorted(groups[0]["run_ids"]) == ["run00", "run03"]
+    assert groups[0]["dataset_graph"]["batch_size"] == 16
+
+
+def test_status_counts_runs_and_new_runs_change_the_stamp(client, base: Path) -> None:  # type: ignore[no-untyped-def]
+    first = client.get("/api/v1/status").json()
+    assert first["count"] == 6 and first["base"] == "runs" and not first["token_required"]
+    write_run(base, "run99", 9)
+    second = client.get("/api/v1/status").json()
+    assert second["count"] == 7 and second["stamp"] != first["stamp"]
+    assert "run99" in ids(client.post("/api/v1/runs", json={}))
+
+
+def test_openapi_documents_the_versioned_api(client) -> None:  # type: ignore[no-untyped-def]
+    paths = client.get("/openapi.json").json()["paths"]
+    for path in ("/api/v1/runs", "/api/v1/runs/{run_id}", "/api/v1/runs/{run_id}/annotation",
+                 "/api/v1/runs/export.csv", "/api/v1/scalars/tags", "/api/v1/scalars/series",
+                 "/api/v1/datasets", "/api/v1/status", "/api/v1/where", "/api/v1/runs/points"):
+        assert path in paths
+    assert client.get("/docs").status_code == 200
+
+
+def test_page_and_static_files_are_served(client) -> None:  # type: ignore[no-untyped-def]
+    page = client.get("/")
+    assert page.status_code == 200 and "trainledger" in page.text
+    assert client.get("/static/app.js").status_code == 200
+    vendor = client.get("/static/vendor/echarts-6.1.0/echarts.min.js")
+    assert vendor.status_code == 200 and len(vendor.content) > 500_000
+    assert client.get("/static/../app.py").status_code == 404
+
+
+def test_create_app_needs_an_existing_directory(tmp_path: Path) -> None:
+    from trainledger.errors import LineageParamSummaryPathError
+    from trainledger.server.app import create_app
+
+    with pytest.raises(LineageParamSummaryPathError, match="existing directory"):
+        create_app(tmp_path / "missing")
+    with pytest.raises(ValueError, match="token"):
+        create_app(tmp_path, token="")
+
+
+def test_empty_base_gives_an_empty_table(tmp_path: Path) -> None:
+    with client_for(tmp_path) as c:
+        body = c.post("/api/v1/runs", json={}).json()
+        assert body == {"customized": {}, "object": [], "count": 0}
+        assert c.get("/api/v1/status").json()["count"] == 0
+        assert c.get("/api/v1/datasets").json() == {"groups": []}
+

@@ -1,0 +1,76 @@
+"""Scalar tags and downsampled series, read incrementally from the event files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.server.conftest import client_for
+from tests.server.runs import write_run, write_scalars
+
+
+def test_tags_of_runs(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.get("/api/v1/scalars/tags", params=[("run", "run00"), ("run", "run01")])
+    assert r.status_code == 200
+    assert r.json() == {"runs": {"run00": ["accuracy", "loss"], "run01": ["accuracy", "loss"]},
+                        "tags": ["accuracy", "loss"]}
+
+
+def test_tags_need_a_run(client) -> None:  # type: ignore[no-untyped-def]
+    assert client.get("/api/v1/scalars/tags").status_code == 422
+
+
+def test_series_for_runs_by_tags(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.post("/api/v1/scalars/series",
+                    json={"runs": ["run00", "run01"], "tags": ["loss", "accuracy", "missing"]})
+    assert r.status_code == 200
+    series = r.json()["series"]
+    assert [(s["run_id"], s["tag"]) for s in series] == [
+        ("run00", "loss"), ("run00", "accuracy"), ("run01", "loss"), ("run01", "accuracy")]
+    loss = series[0]
+    assert loss["total"] == 30 and len(loss["points"]) == 30
+    step, wall, value = loss["points"][0]
+    assert (step, wall) == (0, 1_700_000_000.0) and value == pytest.approx(2.0)
+
+
+def test_series_are_downsampled_keeping_extremes(tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    run = write_run(base, "long", 0, scalars=0)
+    write_scalars(run, 0, 3000)
+    with client_for(base) as c:
+        body = c.post("/api/v1/scalars/series",
+                      json={"runs": ["long"], "tags": ["loss"], "max_points": 100}).json()
+    [series] = body["series"]
+    points = series["points"]
+    assert series["total"] == 3000 and len(points) <= 100
+    steps = [p[0] for p in points]
+    assert steps == sorted(steps) and steps[0] == 0 and steps[-1] == 2999
+    values = [p[2] for p in points]
+    assert max(values) == pytest.approx(2.0) and min(values) == values[-1]
+
+
+def test_new_points_are_read_incrementally(client, base: Path) -> None:  # type: ignore[no-untyped-def]
+    def total() -> int:
+        body = client.post("/api/v1/scalars/series",
+                           json={"runs": ["run02"], "tags": ["loss"]}).json()
+        return body["series"][0]["total"]
+
+    assert total() == 30
+    write_scalars(base / "run02", 2, 10, start=30)
+    assert total() == 40
+
+
+@pytest.mark.parametrize("body", [
+    {"runs": [], "tags": ["loss"]}, {"runs": ["run00"], "tags": []},
+    {"runs": ["run00"], "tags": ["loss"], "max_points": 2}, {"runs": "run00", "tags": ["loss"]},
+    {"runs": ["run00"] * 51, "tags": ["loss"]}, {"runs": ["run00"], "tags": ["loss"], "x": 1},
+])
+def test_bad_series_request_is_422(client, body) -> None:  # type: ignore[no-untyped-def]
+    assert client.post("/api/v1/scalars/series", json=body).status_code == 422
+
+
+def test_unknown_run_is_404(client) -> None:  # type: ignore[no-untyped-def]
+    assert client.get("/api/v1/scalars/tags", params={"run": "nope"}).status_code == 404
+    r = client.post("/api/v1/scalars/series", json={"runs": ["nope"], "tags": ["loss"]})
+    assert r.status_code == 404
