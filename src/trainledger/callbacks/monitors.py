@@ -1,0 +1,102 @@
+"""``LossMonitor`` and ``TimeMonitor``: MindSpore's console monitors."""
+
+from __future__ import annotations
+
+import math
+import time
+
+from trainledger.callbacks._values import loss_value, step_in_epoch
+from trainledger.run.callback import Callback, RunContext
+
+__all__ = ["LossMonitor", "TimeMonitor"]
+
+
+class LossMonitor(Callback):
+    """Print the training loss every ``per_print_times`` steps (0: never) and, inside ``fit``,
+    the evaluation results at each epoch end. A NaN or infinite loss stops training with a
+    ``ValueError`` (wrapped in ``CallbackError``), as in MindSpore.
+
+    In sink mode a "step" is one sink unit, so the loss printed is the unit's last step.
+    """
+
+    def __init__(self, per_print_times: int = 1) -> None:
+        if (
+            not isinstance(per_print_times, int)
+            or isinstance(per_print_times, bool)
+            or (per_print_times < 0)
+        ):
+            raise ValueError(
+                f"LossMonitor per_print_times expected an int >= 0, received: {per_print_times!r}"
+            )
+        self._per_print_times = per_print_times
+        self._last_print_step = 0
+        self._counted = 0
+        self.last_loss: float | None = None
+
+    def on_train_begin(self, run_context: RunContext) -> None:
+        self._last_print_step = run_context.original_args().get("cur_step_num") or 0
+
+    def on_train_epoch_begin(self, run_context: RunContext) -> None:
+        self._counted = 0
+
+    def on_train_step_end(self, run_context: RunContext) -> None:
+        cb_params = run_context.original_args()
+        self._counted += 1
+        loss = loss_value(cb_params.get("net_outputs"))
+        self.last_loss = loss
+        step = step_in_epoch(cb_params, self._counted)
+        epoch = cb_params.get("cur_epoch_num")
+        if loss is not None and (math.isnan(loss) or math.isinf(loss)):
+            raise ValueError(
+                f"epoch: {epoch} step: {step}. Invalid loss {loss}, terminating training."
+            )
+        cur = cb_params.get("cur_step_num") or 0
+        if self._per_print_times and cur - self._last_print_step >= self._per_print_times:
+            self._last_print_step = cur
+            print(f"epoch: {epoch} step: {step}, loss is {loss}", flush=True)
+
+    def on_train_epoch_end(self, run_context: RunContext) -> None:
+        results = run_context.original_args().get("eval_results")
+        if results:
+            epoch = run_context.original_args().get("cur_epoch_num")
+            print(f"Eval result: epoch {epoch}, metrics: {results}", flush=True)
+
+
+class TimeMonitor(Callback):
+    """Print each epoch's wall time and time per step.
+
+    ``data_size`` is the number of steps per epoch; default: the steps the epoch really ran
+    (from ``cur_step_num``), so an epoch cut short by a stop request is not under-reported.
+    Measured times are kept in ``epoch_times`` and ``step_times`` (seconds).
+    """
+
+    def __init__(self, data_size: int | None = None) -> None:
+        if data_size is not None and (
+            not isinstance(data_size, int) or isinstance(data_size, bool) or data_size < 1
+        ):
+            raise ValueError(
+                f"TimeMonitor data_size expected a positive int or None, received: {data_size!r}"
+            )
+        self.data_size = data_size
+        self.epoch_times: list[float] = []
+        self.step_times: list[float] = []
+        self._start = 0.0
+        self._steps = 0
+        self._first_step = 0
+
+    def on_train_epoch_begin(self, run_context: RunContext) -> None:
+        self._start = time.perf_counter()
+        self._first_step = run_context.original_args().get("cur_step_num") or 0
+
+    def on_train_epoch_end(self, run_context: RunContext) -> None:
+        elapsed = time.perf_counter() - self._start
+        cb_params = run_context.original_args()
+        ran = (cb_params.get("cur_step_num") or 0) - self._first_step
+        steps = self.data_size or ran or cb_params.get("batch_num") or 1
+        per_step = elapsed / steps
+        self.epoch_times.append(elapsed)
+        self.step_times.append(per_step)
+        print(
+            f"epoch time: {elapsed * 1000:.3f} ms, per step time: {per_step * 1000:.3f} ms",
+            flush=True,
+        )

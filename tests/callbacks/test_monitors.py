@@ -1,0 +1,56 @@
+"""LossMonitor and TimeMonitor."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from trainledger.callbacks.monitors import LossMonitor, TimeMonitor
+from trainledger.errors import CallbackError
+
+from ._train import data, model
+
+
+def test_loss_monitor_prints_every_n_steps(capsys: pytest.CaptureFixture[str]) -> None:
+    monitor = LossMonitor(per_print_times=2)
+    model().train(2, data(n=32), callbacks=monitor)  # 4 steps per epoch
+    lines = capsys.readouterr().out.strip().splitlines()
+    steps = [re.match(r"epoch: (\d) step: (\d), loss is ([\d.]+)", ln).groups() for ln in lines]  # type: ignore[union-attr]
+    assert [(e, s) for e, s, _ in steps] == [("1", "2"), ("1", "4"), ("2", "2"), ("2", "4")]
+    assert monitor.last_loss == pytest.approx(float(steps[-1][2]))
+
+
+def test_loss_monitor_zero_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    model().train(1, data(), callbacks=LossMonitor(0))
+    assert capsys.readouterr().out == ""
+
+
+def test_loss_monitor_prints_eval_results_in_fit(capsys: pytest.CaptureFixture[str]) -> None:
+    model(metrics={"acc"}).fit(1, data(), data(seed=1), callbacks=LossMonitor(0))
+    assert "Eval result: epoch 1, metrics: {'acc':" in capsys.readouterr().out
+
+
+def test_loss_monitor_stops_on_nan() -> None:
+    def nan_loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return out.sum() * float("nan")
+
+    with pytest.raises(CallbackError, match="LossMonitor.on_train_step_end.*Invalid loss nan"):
+        model(loss_fn=nan_loss).train(1, data(), callbacks=LossMonitor(0))
+
+
+def test_loss_monitor_bad_argument() -> None:
+    with pytest.raises(ValueError, match="per_print_times expected an int >= 0, received: -1"):
+        LossMonitor(-1)
+
+
+def test_time_monitor(capsys: pytest.CaptureFixture[str]) -> None:
+    monitor = TimeMonitor()
+    model().train(2, data(n=32), callbacks=monitor)
+    out = capsys.readouterr().out
+    assert len(re.findall(r"epoch time: [\d.]+ ms, per step time: [\d.]+ ms", out)) == 2
+    assert len(monitor.epoch_times) == 2
+    assert monitor.step_times[0] == pytest.approx(monitor.epoch_times[0] / 4)
+    with pytest.raises(ValueError, match="data_size expected a positive int"):
+        TimeMonitor(0)
