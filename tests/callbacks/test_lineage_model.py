@@ -59,7 +59,7 @@ def _model(lr: float = 0.05) -> Model:
 
 def test_fit_records_train_eval_and_final_checkpoint(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    ckpt = ModelCheckpoint("mlp", tmp_path / "ckpt", CheckpointConfig(save_checkpoint_steps=4))
+    ckpt = ModelCheckpoint("mlp", tmp_path / "ckpt", CheckpointConfig(save_checkpoint_steps=5))
     callbacks = [
         TrainLineage(run, user_defined_info={"team": "a"}),
         EvalLineage(run),
