@@ -1,0 +1,104 @@
+"""Path safety and run discovery: base checks, NUL/.., symlinks, nesting, summary_dir values."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.query.runs import write_run
+from trainledger.errors import LineageParamSummaryPathError
+from trainledger.query.api import filter_summary_lineage
+from trainledger.query.discovery import discover, resolve_summary_dir
+
+
+def dirs(result: dict) -> list[str]:
+    return sorted(o["summary_dir"] for o in result["object"])
+
+
+@pytest.mark.parametrize("bad", ["", "a\x00b", "../x", "x/../y", 5, None])
+def test_bad_base_text(bad: object) -> None:
+    with pytest.raises(LineageParamSummaryPathError):
+        filter_summary_lineage(bad)  # type: ignore[arg-type]
+
+
+def test_base_must_exist_and_be_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(LineageParamSummaryPathError, match="does not exist"):
+        filter_summary_lineage(str(tmp_path / "missing"))
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(LineageParamSummaryPathError, match="not a directory"):
+        filter_summary_lineage(str(tmp_path / "file"))
+
+
+def test_empty_base_gives_empty_result(tmp_path: Path) -> None:
+    assert filter_summary_lineage(str(tmp_path)) == {"customized": {}, "object": [], "count": 0}
+
+
+def test_base_itself_and_depth(tmp_path: Path) -> None:
+    write_run(tmp_path, ".")
+    write_run(tmp_path, "a")
+    write_run(tmp_path / "group", "b")
+    write_run(tmp_path / "group" / "deeper", "c")
+    assert dirs(filter_summary_lineage(str(tmp_path))) == ["./", "./a"]
+    assert dirs(filter_summary_lineage(str(tmp_path), max_depth=2)) == [
+        "./", "./a", "./group/b"]
+    assert dirs(filter_summary_lineage(str(tmp_path), max_depth=3)) == [
+        "./", "./a", "./group/b", "./group/deeper/c"]
+
+
+def test_symlinks_outside_base_ignored_inside_followed_once(tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    write_run(base, "real")
+    outside = write_run(tmp_path / "elsewhere", "secret")
+    os.symlink(outside, base / "link_out")
+    os.symlink(base / "real", base / "link_in")
+    os.symlink(tmp_path, base / "link_parent")
+    found = discover(str(base.resolve()), max_depth=3)
+    assert sorted(r.summary_dir for r in found) == ["./real"]
+    # a symlinked lineage file is not read either
+    run = base / "with_link_file"
+    run.mkdir()
+    target = next(outside.iterdir())
+    os.symlink(target, run / target.name)
+    assert dirs(filter_summary_lineage(str(base))) == ["./real"]
+
+
+def test_in_base_symlink_to_unique_run_is_listed(tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    write_run(base / "store", "x")
+    os.symlink(base / "store" / "x", base / "x_link")
+    assert dirs(filter_summary_lineage(str(base))) == ["./x_link"]
+
+
+def test_summary_dir_condition_values(tmp_path: Path) -> None:
+    write_run(tmp_path, "a")
+    write_run(tmp_path, "b")
+    base = str(tmp_path)
+    assert dirs(filter_summary_lineage(base, {"summary_dir": {"eq": "./a"}})) == ["./a"]
+    assert dirs(filter_summary_lineage(base, {"summary_dir": {"eq": "a"}})) == ["./a"]
+    absolute = {"summary_dir": {"in": [str(tmp_path / "a"), str(tmp_path / "b")]}}
+    assert dirs(filter_summary_lineage(base, absolute)) == ["./a", "./b"]
+    for bad in ("/etc", "../a", "./a/../../x", "a\x00"):
+        with pytest.raises(LineageParamSummaryPathError):
+            filter_summary_lineage(base, {"summary_dir": {"in": [bad]}})
+
+
+def test_resolve_summary_dir(tmp_path: Path) -> None:
+    base = str(tmp_path)
+    assert resolve_summary_dir(base, "./x/") == "./x"
+    assert resolve_summary_dir(base, base) == "./"
+    assert resolve_summary_dir(base, "/elsewhere") is None
+
+
+def test_temp_files_and_non_lineage_names_ignored(tmp_path: Path) -> None:
+    run = write_run(tmp_path, "a")
+    (run / "events.out.events.summary.1.0.h_lineage.tl-tmp-1-abcd").write_bytes(b"x")
+    (run / "notes_lineage").write_bytes(b"x")
+    (found,) = discover(str(tmp_path.resolve()))
+    assert len(found.files) == 1
+
+
+def test_max_depth_validation(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="max_depth"):
+        filter_summary_lineage(str(tmp_path), max_depth=-1)
