@@ -200,3 +200,28 @@ def test_empty_base_gives_an_empty_table(tmp_path: Path) -> None:
         assert c.get("/api/v1/status").json()["count"] == 0
         assert c.get("/api/v1/datasets").json() == {"groups": []}
 
+
+
+def test_where_expressions_filter_and_and_with_the_body(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.post("/api/v1/runs", params=[("where", "batch_size <= 32"),
+                                            ("where", "optimizer != SGD")],
+                    json={"sorted_name": "summary_dir"})
+    assert ids(r) == ["run00", "run03"]
+    r = client.post("/api/v1/runs", params={"where": "learning_rate >= 0.02"},
+                    json={"learning_rate": {"ge": 0.04}, "sorted_name": "summary_dir"})
+    assert ids(r) == ["run03", "run04", "run05"]  # the tighter bound wins
+    r = client.post("/api/v1/runs", params={"where": "optimizer = Adam"},
+                    json={"optimizer": {"eq": "SGD"}})
+    assert r.json()["count"] == 0  # contradiction: nothing matches
+
+
+def test_bad_where_is_400(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.post("/api/v1/runs", params={"where": "learning_rate ~ 3"}, json={})
+    assert r.status_code == 400 and "cannot parse" in r.json()["detail"]
+    r = client.post("/api/v1/where", json={"where": ["bogus_field = 1"]})
+    assert r.status_code == 400
+
+
+def test_where_compiles_to_a_condition(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.post("/api/v1/where", json={"where": ["metric_accuracy > 0.5", "epoch in [1, 2]"]})
+    assert r.json() == {"condition": {"metric/accuracy": {"gt": 0.5}, "epoch": {"in": [1, 2]}}}

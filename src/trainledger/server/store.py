@@ -282,9 +282,9 @@ class EngineStore:
         return {"run_id": run_id, "tag": entry.get("tag", 0), "remark": entry.get("remark", "")}
 
     def compile_where(self, expressions: Sequence[str]) -> dict[str, Any]:
-        from trainledger.query.where import where_condition
+        from trainledger.query.where import parse_where
 
-        return where_condition(list(expressions))
+        return parse_where(list(expressions))
 
     # -- scalars ----------------------------------------------------------------------------
 

@@ -1,0 +1,275 @@
+"""The page in real headless Chromium (Debian's /usr/bin/chromium, driven by Playwright).
+
+Each test saves a screenshot to ``test-artifacts/`` for a human to look at.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.server.runs import make_base, write_run
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+N_RUNS = 8
+WAIT_MS = 15_000
+PARCOORDS_LINES = '#parcoords svg path[fill="none"][stroke-width="1.5"]'
+SCALAR_LINES = 'svg path[fill="none"][stroke-width="1.8"]'
+
+
+class LiveServer:
+    """uvicorn in a background thread on 127.0.0.1 and a free port."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.server: Any = None
+        self.thread: threading.Thread | None = None
+        self.url = ""
+
+    def start(self) -> LiveServer:
+        import uvicorn
+
+        from trainledger.server.app import create_app
+        from trainledger.server.store import EngineStore
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        app = create_app(self.base, store=EngineStore(self.base, rescan_interval=0.2))
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                                    log_level="warning", lifespan="on"))
+        self.thread = threading.Thread(target=self.server.run, name="ui-test-server", daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 15
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.02)
+        self.url = f"http://127.0.0.1:{port}/"
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None and self.thread is not None:
+            self.server.should_exit = True
+            self.thread.join(timeout=15)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (make system-deps)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--headless", "--no-sandbox", "--disable-gpu",
+                  "--disable-background-networking"],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="session")
+def shared_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_base(tmp_path_factory.mktemp("ui") / "runs", n=N_RUNS, scalars=60)
+
+
+@pytest.fixture(scope="session")
+def live(shared_base: Path) -> Iterator[LiveServer]:
+    server = LiveServer(shared_base).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    context.close()
+    assert errors == [], errors
+
+
+def shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"ui-{name}.png"), full_page=True)
+
+
+def open_view(page: Any, url: str, view: str) -> None:
+    page.goto(url + "#/" + view)
+    page.wait_for_function(f"document.body.dataset.ready === {view.split('/')[0]!r}")
+
+
+def table_runs(page: Any) -> list[str]:
+    return page.eval_on_selector_all("#runs-table tbody tr", "rows => rows.map(r => r.dataset.run)")
+
+
+def wait_rows(page: Any, n: int) -> None:
+    page.wait_for_function(f"document.querySelectorAll('#runs-table tbody tr').length === {n}")
+
+
+def test_lineage_page_loads_with_a_line_per_run(page: Any, live: LiveServer) -> None:
+    open_view(page, live.url, "lineage")
+    wait_rows(page, N_RUNS)
+    page.wait_for_function(
+        f"document.querySelectorAll({PARCOORDS_LINES!r}).length === {N_RUNS}")
+    assert page.locator("#run-count").inner_text() == str(N_RUNS)
+    assert page.locator("#page-info").inner_text() == f"1–{N_RUNS} of {N_RUNS}"
+    shot(page, "lineage")
+
+
+def test_column_sort_changes_the_table(page: Any, live: LiveServer) -> None:
+    open_view(page, live.url, "lineage")
+    wait_rows(page, N_RUNS)
+    header = page.locator('#runs-table th[data-column="learning_rate"]')
+    header.click()
+    page.wait_for_function("document.querySelector('#runs-table tbody tr').dataset.run === 'run00'")
+    assert table_runs(page) == [f"run{i:02d}" for i in range(N_RUNS)]
+    header = page.locator('#runs-table th[data-column="learning_rate"]')
+    header.click()
+    page.wait_for_function("document.querySelector('#runs-table tbody tr').dataset.run === 'run07'")
+    assert table_runs(page) == [f"run{i:02d}" for i in reversed(range(N_RUNS))]
+    assert "▼" in page.locator('#runs-table th[data-column="learning_rate"]').inner_text()
+    page.select_option("#page-size", "10")
+    shot(page, "lineage-sorted")
+
+
+def test_filter_box_changes_table_and_chart(page: Any, live: LiveServer) -> None:
+    open_view(page, live.url, "lineage")
+    wait_rows(page, N_RUNS)
+    page.fill("#filter-input", "optimizer = Adam; batch_size <= 32")
+    page.click("#filter-form button[type=submit]")
+    wait_rows(page, 3)
+    assert sorted(table_runs(page)) == ["run00", "run03", "run06"]
+    page.wait_for_function(f"document.querySelectorAll({PARCOORDS_LINES!r}).length === 3")
+    shot(page, "lineage-filtered")
+    page.fill("#filter-input", "learning_rate ~ 2")
+    page.click("#filter-form button[type=submit]")
+    page.wait_for_selector("#filter-error:not([hidden])")
+    assert "cannot parse" in page.locator("#filter-error").inner_text()
+    assert len(table_runs(page)) == 3  # a bad filter leaves the view as it was
+    page.click("#filter-clear")
+    wait_rows(page, N_RUNS)
+
+
+def test_brush_on_an_axis_filters_the_table(page: Any, live: LiveServer) -> None:
+    open_view(page, live.url, "lineage")
+    wait_rows(page, N_RUNS)
+    page.wait_for_function(
+        f"document.querySelectorAll({PARCOORDS_LINES!r}).length === {N_RUNS}")
+    name = page.locator("#parcoords svg text", has_text="learning_rate").first
+    box = name.bounding_box()
+    chart = page.locator("#parcoords").bounding_box()
+    x = box["x"] + box["width"] / 2
+    top, bottom = chart["y"] + 48, chart["y"] + chart["height"] - 28
+    page.mouse.move(x, top - 4)
+    page.mouse.down()
+    page.mouse.move(x, top + (bottom - top) * 0.45, steps=10)
+    page.mouse.up()
+    page.wait_for_selector("#brush-info:not([hidden])")
+    page.wait_for_function(
+        f"document.querySelectorAll('#runs-table tbody tr').length < {N_RUNS}")
+    shown = table_runs(page)
+    assert 0 < len(shown) < N_RUNS
+    values = [float(v) for v in page.eval_on_selector_all(
+        '#runs-table td[data-column="learning_rate"]', "cells => cells.map(c => c.title)")]
+    assert min(values) > 0.03  # only the upper part of the axis was brushed
+    shot(page, "lineage-brushed")
+    page.click("#brush-clear")
+    wait_rows(page, N_RUNS)
+
+
+def test_scalar_comparison_draws_a_line_per_selected_run(page: Any, live: LiveServer) -> None:
+    open_view(page, live.url, "scalars")
+    page.wait_for_function("document.querySelectorAll('.chart-scalar').length === 2")
+    charts = page.locator(".chart-scalar")
+    for i in range(2):  # three newest runs are chosen by default: one line each, per tag
+        page.wait_for_function(
+            f"document.querySelectorAll('.chart-scalar')[{i}].querySelectorAll({SCALAR_LINES!r})"
+            ".length === 3")
+    page.check('#scalar-runs input[data-run="run01"]')
+    page.wait_for_function(
+        f"[...document.querySelectorAll('.chart-scalar')].every("
+        f"c => c.querySelectorAll({SCALAR_LINES!r}).length === 4)")
+    assert charts.count() == 2
+    page.click('#x-axis button[data-x="relative"]')
+    page.check("#log-scale")
+    page.uncheck('#scalar-tags input[data-tag="accuracy"]')
+    page.wait_for_function("document.querySelectorAll('.chart-scalar').length === 1")
+    shot(page, "scalars")
+
+
+def test_other_views_render(page: Any, live: LiveServer) -> None:
+    open_view(page, live.url, "datasets")
+    assert page.locator("#dataset-groups .group").count() == 3
+    page.wait_for_selector("#dataset-tree svg text >> text=DataLoader")
+    shot(page, "datasets")
+    page.locator("#dataset-runs a").first.click()
+    page.wait_for_function("document.body.dataset.ready === 'run'")
+    page.wait_for_selector("#run-status.finished")
+    assert "mlp-" in page.locator("#run-checkpoints tbody").inner_text()
+    assert page.locator("#run-cards .card").count() >= 5
+    shot(page, "run-detail")
+    page.click(".back")
+    page.wait_for_function("document.body.dataset.ready === 'lineage'")
+
+
+def test_tag_and_remark_survive_a_server_restart(browser: Any, tmp_path: Path) -> None:
+    base = make_base(tmp_path / "runs", n=3, scalars=0)
+    server = LiveServer(base).start()
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(WAIT_MS)
+        open_view(page, server.url, "lineage")
+        wait_rows(page, 3)
+        page.click('#runs-table tr[data-run="run01"] .tag')
+        page.click('.tag-menu [data-pick="5"]')
+        page.wait_for_selector('#runs-table tr[data-run="run01"] .tag[data-tag="5"]')
+        remark = page.locator('#runs-table tr[data-run="run01"] input.remark')
+        remark.fill("best so far")
+        remark.press("Enter")
+        page.wait_for_selector('#runs-table tr[data-run="run01"] input.remark.saved')
+        server.stop()
+        server = LiveServer(base).start()
+        open_view(page, server.url, "lineage")
+        page.wait_for_selector('#runs-table tr[data-run="run01"] .tag[data-tag="5"]')
+        assert page.locator('#runs-table tr[data-run="run01"] input.remark').input_value() == \
+            "best so far"
+        shot(page, "tag-after-restart")
+    finally:
+        context.close()
+        server.stop()
+
+
+def test_new_runs_appear_without_a_reload(browser: Any, tmp_path: Path) -> None:
+    base = make_base(tmp_path / "runs", n=2, scalars=0)
+    server = LiveServer(base).start()
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(WAIT_MS)
+        open_view(page, server.url, "lineage")
+        wait_rows(page, 2)
+        write_run(base, "run_new", 5)
+        wait_rows(page, 3)  # the page polls the status every few seconds
+        assert "run_new" in table_runs(page)
+        assert page.locator("#run-count").inner_text() == "3"
+    finally:
+        context.close()
+        server.stop()
+        shutil.rmtree(base, ignore_errors=True)
