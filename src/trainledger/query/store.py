@@ -9,12 +9,14 @@ reaches the user. The index is derived data: a schema mismatch or a damaged file
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import random
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from trainledger.errors import LineageQuerySummaryDataError
@@ -99,8 +101,40 @@ def index_dir(base_real: str) -> str:
     return fallback
 
 
+@contextmanager
+def _creation_lock(path: str) -> Iterator[None]:
+    """Serialize opening/creating the index file between processes (advisory lock)."""
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _remove_db_files(path: str, main: bool) -> None:
+    for suffix in ("", "-wal", "-shm") if main else ("-wal", "-shm"):
+        try:
+            os.unlink(path + suffix)
+        except FileNotFoundError:
+            pass
+
+
 def connect(path: str) -> sqlite3.Connection:
-    """Open (creating if needed) the index with WAL and a busy timeout; rebuild if damaged."""
+    """Open (creating if needed) the index with WAL and a busy timeout; rebuild if damaged.
+
+    If ``index.db`` was deleted but its ``-wal``/``-shm`` files remain (a process still had the
+    old file open), they are removed first: SQLite would otherwise replay a stale log into the
+    new file.
+    """
+    with _creation_lock(path):
+        if not os.path.exists(path):
+            _remove_db_files(path, main=False)
+        return _connect(path)
+
+
+def _connect(path: str) -> sqlite3.Connection:
     for attempt in range(2):
         conn = sqlite3.connect(
             path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
@@ -121,11 +155,7 @@ def connect(path: str) -> sqlite3.Connection:
                     f"Query summary data error: cannot open the lineage index {path}: {exc}"
                 ) from exc
             # Not a database (damaged, truncated): it is derived data, start again.
-            for suffix in ("", "-wal", "-shm"):
-                try:
-                    os.unlink(path + suffix)
-                except FileNotFoundError:
-                    pass
+            _remove_db_files(path, main=True)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
