@@ -23,6 +23,7 @@ from typing import Any
 
 from trainledger.checkpoint.api import build_payload, latest_checkpoint
 from trainledger.checkpoint.async_save import SyncSaver, make_saver
+from trainledger.checkpoint.atomic import sweep_temp_files
 from trainledger.checkpoint.config import CheckpointConfig
 from trainledger.checkpoint.format import read_container, read_info
 from trainledger.checkpoint.manager import CheckpointManager, next_free_prefix
@@ -45,9 +46,14 @@ class ModelCheckpoint(Callback):
         resume_from: the checkpoint this run resumed from; implied by ``initial_epoch > 0``.
     """
 
-    def __init__(self, prefix: str = "CKP", directory: str | os.PathLike[str] | None = None,
-                 config: CheckpointConfig | None = None, *,
-                 resume_from: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        prefix: str = "CKP",
+        directory: str | os.PathLike[str] | None = None,
+        config: CheckpointConfig | None = None,
+        *,
+        resume_from: str | os.PathLike[str] | None = None,
+    ) -> None:
         if not isinstance(prefix, str) or not prefix:
             raise TypeError(f"prefix expected a non-empty str, received: {prefix!r}")
         if "/" in prefix or os.sep in prefix:
@@ -55,7 +61,9 @@ class ModelCheckpoint(Callback):
         if config is None:
             config = CheckpointConfig()
         if not isinstance(config, CheckpointConfig):
-            raise TypeError(f"config expected a CheckpointConfig, received: {type(config).__name__}")
+            raise TypeError(
+                f"config expected a CheckpointConfig, received: {type(config).__name__}"
+            )
         self._config = config
         self._base_prefix = prefix
         self._prefix = prefix
@@ -95,13 +103,20 @@ class ModelCheckpoint(Callback):
         cfg = self._config
         self._directory.mkdir(parents=True, exist_ok=True)
         resume = self._resume_from is not None or int(cb.get("initial_epoch") or 0) > 0
-        self._prefix = self._base_prefix if resume else next_free_prefix(
-            self._directory, self._base_prefix)
+        self._prefix = (
+            self._base_prefix if resume else next_free_prefix(self._directory, self._base_prefix)
+        )
         policy = cfg.get_checkpoint_policy()
         manager = CheckpointManager(
-            self._directory, self._prefix, policy["keep_checkpoint_max"],
-            policy["keep_checkpoint_per_n_minutes"], cfg.keep_best_max, cfg.mode)
-        swept = manager.sweep()
+            self._directory,
+            self._prefix,
+            policy["keep_checkpoint_max"],
+            policy["keep_checkpoint_per_n_minutes"],
+            cfg.keep_best_max,
+            cfg.mode,
+        )
+        # temp files of dead writers of this prefix family (a crashed earlier run included)
+        swept = sweep_temp_files(self._directory, self._base_prefix)
         if swept:
             _log.info("removed %d stale temp file(s) of %s", len(swept), self._prefix)
         if resume:
@@ -120,8 +135,14 @@ class ModelCheckpoint(Callback):
         cb = run_context.original_args()
         cfg = self._config
         step = int(cb.cur_step_num)
-        if not should_save(step, self._last_step, time.time(), self._last_time,
-                           cfg.save_checkpoint_steps, cfg.save_checkpoint_seconds):
+        if not should_save(
+            step,
+            self._last_step,
+            time.time(),
+            self._last_time,
+            cfg.save_checkpoint_steps,
+            cfg.save_checkpoint_seconds,
+        ):
             return
         if cfg.monitor and self._at_epoch_end(cb):
             self._pending = True  # save at on_train_epoch_end, scored by this epoch's evaluation
@@ -137,7 +158,9 @@ class ModelCheckpoint(Callback):
         fresh = evaluation is not None and evaluation is not self._last_eval
         self._last_eval = evaluation
         step = int(cb.cur_step_num)
-        if self._pending or (fresh and step > self._last_step and self._manager.would_be_best(score)):
+        if self._pending or (
+            fresh and step > self._last_step and self._manager.would_be_best(score)
+        ):
             self._pending = False
             self._save(cb)
 
@@ -190,9 +213,14 @@ class ModelCheckpoint(Callback):
                 append["step_num"] = step
             else:
                 append.update(element)
-        info: dict[str, Any] = {"epoch": epoch, "step": step, "step_in_epoch": in_epoch,
-                                "batch_num": batch_num, "prefix": self._prefix,
-                                "breakpoint": breakpoint}
+        info: dict[str, Any] = {
+            "epoch": epoch,
+            "step": step,
+            "step_in_epoch": in_epoch,
+            "batch_num": batch_num,
+            "prefix": self._prefix,
+            "breakpoint": breakpoint,
+        }
         if score is not None:
             info["monitor"] = {"name": cfg.monitor, "mode": cfg.mode, "value": score}
         network = cfg.saved_network if cfg.saved_network is not None else cb.get("network")

@@ -1,0 +1,198 @@
+"""save_checkpoint / load_checkpoint / load_param_into_net / latest_checkpoint."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from trainledger.checkpoint import (
+    checkpoint_info,
+    latest_checkpoint,
+    load_checkpoint,
+    load_param_into_net,
+    read_checkpoint,
+    save_checkpoint,
+    wait_async_save,
+)
+from trainledger.checkpoint.atomic import TEMP_MARKER
+from trainledger.errors import CheckpointLoadError
+
+
+class Net(torch.nn.Module):
+    def __init__(self, hidden: int = 4) -> None:
+        super().__init__()
+        self.fc1 = torch.nn.Linear(3, hidden)
+        self.bn = torch.nn.BatchNorm1d(hidden)
+        self.fc2 = torch.nn.Linear(hidden, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.bn(self.fc1(x)))
+
+
+def same(a: torch.nn.Module, b: torch.nn.Module) -> bool:
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_module_state_dict_and_list_forms(tmp_path: Path) -> None:
+    net = Net()
+    save_checkpoint(net, tmp_path / "m")  # suffix added
+    assert (tmp_path / "m.ckpt").exists()
+    save_checkpoint(net.state_dict(), tmp_path / "s.ckpt")
+    save_checkpoint([{"name": k, "data": v} for k, v in net.state_dict().items()],
+                    tmp_path / "l.ckpt")
+    for name in ("m", "s", "l"):
+        other = Net()
+        load_checkpoint(tmp_path / f"{name}.ckpt", net=other, strict_load=True)
+        assert same(net, other)
+    order = list(load_checkpoint(tmp_path / "l.ckpt"))
+    assert order == list(net.state_dict())  # name order preserved
+
+
+def test_save_obj_errors(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="save_obj expected"):
+        save_checkpoint(3, tmp_path / "x.ckpt")
+    with pytest.raises(TypeError, match=r"save_obj\[0\]"):
+        save_checkpoint([{"name": "a"}], tmp_path / "x.ckpt")
+    with pytest.raises(ValueError, match="reserved prefix"):
+        save_checkpoint({"__optimizer__/0": torch.ones(1)}, tmp_path / "x.ckpt")
+    with pytest.raises(TypeError, match="append_dict"):
+        save_checkpoint({"a": torch.ones(1)}, tmp_path / "x.ckpt", append_dict={"t": [1]})
+    assert not list(tmp_path.iterdir())
+
+
+def test_append_dict_and_info(tmp_path: Path) -> None:
+    path = tmp_path / "a.ckpt"
+    save_checkpoint({"w": torch.ones(2)}, path, append_dict={"epoch_num": 3, "lr": 0.5,
+                                                             "tag": "x", "flag": True},
+                    info={"epoch": 3})
+    out = load_checkpoint(path)
+    assert out["epoch_num"] == 3 and out["lr"] == 0.5 and out["tag"] == "x" and out["flag"] is True
+    assert checkpoint_info(path)["epoch"] == 3
+
+
+def test_optimizer_round_trip_continues_identically(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    x, y = torch.randn(16, 3), torch.randint(0, 2, (16,))
+
+    def step(net: Net, opt: torch.optim.Optimizer) -> None:
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(net(x), y).backward()
+        opt.step()
+
+    for make in (lambda p: torch.optim.Adam(p, lr=0.01, betas=(0.8, 0.9)),
+                 lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True)):
+        net = Net()
+        opt = make(net.parameters())
+        for _ in range(3):
+            step(net, opt)
+        save_checkpoint(net, tmp_path / "o.ckpt", optimizer=opt)
+        net2 = Net()
+        opt2 = make(net2.parameters())
+        load_checkpoint(tmp_path / "o.ckpt", net=net2, optimizer=opt2)
+        assert opt2.state_dict()["param_groups"] == opt.state_dict()["param_groups"]
+        step(net, opt)
+        step(net2, opt2)
+        assert same(net, net2)
+
+
+def test_load_optimizer_without_state_is_error(tmp_path: Path) -> None:
+    net = Net()
+    save_checkpoint(net, tmp_path / "n.ckpt")
+    with pytest.raises(CheckpointLoadError, match="no optimizer state"):
+        load_checkpoint(tmp_path / "n.ckpt", optimizer=torch.optim.SGD(net.parameters(), lr=1))
+    assert read_checkpoint(tmp_path / "n.ckpt").optimizer_state is None
+
+
+def test_strict_and_non_strict(tmp_path: Path) -> None:
+    net = Net()
+    save_checkpoint(net, tmp_path / "n.ckpt")
+    bigger = Net(hidden=5)
+    params = load_checkpoint(tmp_path / "n.ckpt")
+    params["extra"] = torch.ones(2)
+    del params["fc2.bias"]
+    with pytest.raises(CheckpointLoadError) as info:
+        load_param_into_net(bigger, params, strict_load=True)
+    text = str(info.value)
+    assert "missing in checkpoint: fc2.bias (2,)" in text
+    assert "not in net: extra (2,)" in text
+    assert "fc1.weight: net (5, 3) vs checkpoint (4, 3)" in text
+    param_not_load, ckpt_not_load = load_param_into_net(bigger, params)
+    assert "fc2.bias" in param_not_load and "fc1.weight" in param_not_load
+    assert "extra" in ckpt_not_load and "fc1.weight" in ckpt_not_load
+    other = Net()
+    assert load_param_into_net(other, params) == (["fc2.bias"], ["extra"])
+    assert torch.equal(other.fc1.weight, net.fc1.weight)
+
+
+def test_load_param_into_net_types() -> None:
+    with pytest.raises(TypeError, match="net expected"):
+        load_param_into_net({}, {})
+    with pytest.raises(TypeError, match="parameter_dict expected"):
+        load_param_into_net(Net(), [1])  # type: ignore[arg-type]
+
+
+def test_filter_prefix_and_choice_func(tmp_path: Path) -> None:
+    net = Net()
+    save_checkpoint(net, tmp_path / "n.ckpt", append_dict={"epoch_num": 1})
+    out = load_checkpoint(tmp_path / "n.ckpt", filter_prefix="bn.")
+    assert not any(k.startswith("bn.") for k in out) and "fc1.weight" in out
+    out = load_checkpoint(tmp_path / "n.ckpt", filter_prefix=["bn.", "fc2"])
+    assert set(out) == {"fc1.weight", "fc1.bias", "epoch_num"}
+    out = load_checkpoint(tmp_path / "n.ckpt", choice_func=lambda n: n.endswith("weight"))
+    assert set(out) == {"fc1.weight", "bn.weight", "fc2.weight"}
+    fresh = Net()
+    load_checkpoint(tmp_path / "n.ckpt", net=fresh, choice_func=lambda n: n.startswith("fc1"))
+    assert torch.equal(fresh.fc1.weight, net.fc1.weight)
+    assert not torch.equal(fresh.fc2.weight, net.fc2.weight)
+    with pytest.raises(TypeError, match="filter_prefix"):
+        load_checkpoint(tmp_path / "n.ckpt", filter_prefix=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="filter_prefix"):
+        load_checkpoint(tmp_path / "n.ckpt", filter_prefix=[""])
+    with pytest.raises(TypeError, match="choice_func"):
+        load_checkpoint(tmp_path / "n.ckpt", choice_func="fc1")  # type: ignore[arg-type]
+
+
+def test_latest_checkpoint(tmp_path: Path) -> None:
+    assert latest_checkpoint(tmp_path / "missing") is None
+    assert latest_checkpoint(tmp_path) is None
+    for name in ("net-1_5.ckpt", "net-2_1.ckpt", "net-10_2.ckpt", "net-10_2_breakpoint.ckpt",
+                 "other-99_1.ckpt", "net_1-50_1.ckpt"):
+        save_checkpoint({"w": torch.ones(1)}, tmp_path / name)
+    (tmp_path / f"net-99_9.ckpt{TEMP_MARKER}1-ab").write_bytes(b"partial")
+    assert latest_checkpoint(tmp_path, "net") == str(tmp_path / "net-10_2.ckpt")
+    assert latest_checkpoint(tmp_path, "net_1") == str(tmp_path / "net_1-50_1.ckpt")
+    now = time.time()
+    os.utime(tmp_path / "other-99_1.ckpt", (now + 100, now + 100))
+    assert latest_checkpoint(tmp_path) == str(tmp_path / "other-99_1.ckpt")
+    assert latest_checkpoint(tmp_path, "nope") is None
+
+
+def test_async_save_checkpoint(tmp_path: Path) -> None:
+    net = Net()
+    expected = {k: v.clone() for k, v in net.state_dict().items()}
+    save_checkpoint(net, tmp_path / "a.ckpt", async_save=True)
+    with torch.no_grad():
+        net.fc1.weight.add_(1.0)  # training continues; the snapshot is unaffected
+    save_checkpoint(net, tmp_path / "b.ckpt", async_save=True)  # waits for a.ckpt first
+    wait_async_save()
+    a = load_checkpoint(tmp_path / "a.ckpt")
+    assert all(torch.equal(a[k], v) for k, v in expected.items())
+    assert torch.equal(load_checkpoint(tmp_path / "b.ckpt")["fc1.weight"], net.fc1.weight)
+
+
+def test_async_save_error_is_raised_later(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import trainledger.checkpoint.format as fmt
+
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(fmt, "save_container", disk_full)
+    save_checkpoint({"w": torch.ones(1)}, tmp_path / "x.ckpt", async_save=True)  # returns
+    with pytest.raises(OSError, match="background save of .*x.ckpt failed.*No space"):
+        wait_async_save()
+    wait_async_save()  # raised once, not again
