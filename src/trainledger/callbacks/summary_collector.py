@@ -1,0 +1,425 @@
+"""``SummaryCollector``: MindSpore's automatic summary callback, writing TensorBoard files.
+
+It collects at the first step and then every ``collect_freq`` steps (sink epochs in sink mode),
+never twice for one step: the mean of the first network output as ``loss/auto``, the learning
+rate (``optimizer.param_groups[0]["lr"]``) as ``learning_rate/auto``, weight histograms
+(``<param>/auto``) and the input images (``input_data/auto``), plus the network structure once.
+Lineage never goes into the TensorBoard files: the lineage switches (``collect_train_lineage``,
+``collect_eval_lineage``, ``collect_dataset_graph``, ``custom_lineage_data``) drive a
+``TrainLineage`` / ``EvalLineage`` (``trainledger.callbacks.lineage``) on ``summary_dir``, so
+lineage is written by the one lineage writer, exactly as those callbacks write it.
+
+Differences from MindSpore, on purpose:
+
+* the learning rate is also a scalar curve (MindSpore only puts it in lineage);
+* ``collect_graph`` writes a text summary of the module tree (``str(network)``, TensorBoard's
+  Text tab): a TensorBoard GraphDef needs a traced example input, which a callback cannot
+  choose safely;
+* ``collect_landscape`` is accepted and validated, but computing the loss landscape is a later
+  issue: nothing is saved for it yet;
+* ``num_process`` is accepted and validated; one background thread writes (the work is I/O);
+* after ``fit`` evaluations, the eval metrics are also written as ``eval/<metric>`` scalars at
+  the current training step;
+* ``max_file_size`` rolls over to a new file instead of dropping data.
+
+Values staged with ``collector.add_value(plugin, name, value)`` (MindSpore's summary
+operators) are written at the next collected step; ``tensor`` values only at the steps of the
+tensor rule (``collect_tensor_freq``; by default at most 20 steps over the run).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import Any
+
+import numpy as np
+
+from trainledger.callbacks._summary_options import (
+    TENSOR_STEP_LIMIT,
+    check_positive_int,
+    process_custom_lineage_data,
+    process_specified_data,
+    tensor_collect_steps,
+)
+from trainledger.callbacks.lineage import EvalLineage, TrainLineage
+from trainledger.run.callback import Callback, CallbackParams, RunContext
+from trainledger.summary.export import process_export_options
+from trainledger.summary.record import SummaryRecord
+
+__all__ = ["SummaryCollector"]
+
+logger = logging.getLogger("trainledger.summary")
+
+_HISTOGRAM_DEFAULT_COUNT = 5
+_MAX_INPUT_IMAGES = 16
+
+
+def _is_tensor(plugin: str) -> bool:
+    return plugin == "tensor"
+
+
+def _is_not_tensor(plugin: str) -> bool:
+    return plugin != "tensor"
+
+
+def _mean_of_first_output(outputs: Any) -> float | None:
+    if isinstance(outputs, (list, tuple)):
+        if not outputs:
+            return None
+        outputs = outputs[0]
+    elif isinstance(outputs, dict):
+        outputs = outputs.get("loss")
+    if outputs is None:
+        return None
+    if hasattr(outputs, "detach"):
+        return float(outputs.detach().float().mean())
+    try:
+        return float(np.mean(np.asarray(outputs, dtype=np.float64)))
+    except (TypeError, ValueError):
+        return None
+
+
+def _learning_rate(optimizer: Any) -> float | None:
+    groups = getattr(optimizer, "param_groups", None)
+    if not groups or "lr" not in groups[0]:
+        return None
+    lr = groups[0]["lr"]
+    try:
+        return float(lr.item() if hasattr(lr, "item") else lr)
+    except (TypeError, ValueError):
+        return None
+
+
+class SummaryCollector(Callback):
+    """Collects loss, learning rate, histograms, input images and the graph into
+    TensorBoard event files under ``summary_dir``, and lineage through the lineage writer.
+
+    Args follow MindSpore's ``SummaryCollector`` (see the module docstring for the
+    differences). Errors in arguments are raised here, naming the argument or key.
+    """
+
+    def __init__(
+        self,
+        summary_dir: str | os.PathLike[str],
+        collect_freq: int = 10,
+        num_process: int = 32,
+        collect_specified_data: dict[str, Any] | None = None,
+        keep_default_action: bool = True,
+        custom_lineage_data: dict[str, int | float | str] | None = None,
+        collect_tensor_freq: int | None = None,
+        max_file_size: int | None = None,
+        export_options: dict[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(summary_dir, (str, os.PathLike)):
+            raise TypeError(
+                f"summary_dir expected a str or path, received: {type(summary_dir).__name__}"
+            )
+        check_positive_int("collect_freq", collect_freq)
+        check_positive_int("num_process", num_process)
+        check_positive_int("collect_tensor_freq", collect_tensor_freq, allow_none=True)
+        check_positive_int("max_file_size", max_file_size, allow_none=True)
+        self._export_options = process_export_options(export_options)
+        self._specified = process_specified_data(collect_specified_data, keep_default_action)
+        self._custom_lineage_data = process_custom_lineage_data(custom_lineage_data)
+        self._summary_dir = os.fspath(summary_dir)
+        os.makedirs(self._summary_dir, exist_ok=True)
+        self._collect_freq = collect_freq
+        self._num_process = num_process
+        self._collect_tensor_freq = collect_tensor_freq
+        self._max_file_size = max_file_size
+        self._lineage = self._lineage_callbacks()
+        self._record: SummaryRecord | None = None
+        self._entered = False
+        self._training = False
+        self._reset_run_state()
+
+    def _lineage_callbacks(self) -> list[Callback]:
+        """The lineage callbacks this collector drives (the one lineage writer is theirs)."""
+        switches = self._specified
+        custom = self._custom_lineage_data or None
+        children: list[Callback] = []
+        keep_train = bool(switches.get("collect_train_lineage"))
+        keep_graph = bool(switches.get("collect_dataset_graph"))
+        if keep_train or keep_graph or custom:
+            children.append(
+                _CollectorTrainLineage(self._summary_dir, custom, keep_train, keep_graph)
+            )
+        if switches.get("collect_eval_lineage"):
+            children.append(
+                EvalLineage(self._summary_dir, user_defined_info=None if children else custom)
+            )
+        return children
+
+    # --- public ---------------------------------------------------------------------------
+    @property
+    def summary_dir(self) -> str:
+        return self._summary_dir
+
+    @property
+    def summary_record(self) -> SummaryRecord | None:
+        """The open SummaryRecord (None outside a run)."""
+        return self._record
+
+    @property
+    def collect_specified_data(self) -> dict[str, Any]:
+        """The effective switches after defaults and ``keep_default_action``."""
+        return dict(self._specified)
+
+    @property
+    def custom_lineage_data(self) -> dict[str, int | float | str]:
+        return dict(self._custom_lineage_data)
+
+    def add_value(self, plugin: str, name: str, value: Any) -> None:
+        """Stage a value for the next collected step (MindSpore's summary operators)."""
+        self._ensure_record().add_value(plugin, name, value)
+
+    # --- context --------------------------------------------------------------------------
+    def __enter__(self) -> SummaryCollector:
+        self._entered = True
+        self._ensure_record()
+        for child in self._lineage:
+            child.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._entered = False
+        try:
+            for child in self._lineage:
+                child.__exit__(*exc_info)
+        finally:
+            self._close_record()
+
+    def _ensure_record(self) -> SummaryRecord:
+        if self._record is None or self._record.closed:
+            self._record = SummaryRecord(
+                self._summary_dir,
+                max_file_size=self._max_file_size,
+                raise_exception=False,
+                export_options=self._export_options,
+            )
+            self._reset_run_state()
+        return self._record
+
+    def _close_record(self) -> None:
+        record, self._record = self._record, None
+        if record is not None:
+            record.close()
+
+    def _reset_run_state(self) -> None:
+        self._first_step = True
+        self._last_step: int | None = None
+        self._graph_saved = False
+        self._tensor_steps: range | None = None
+        self._tensor_count = 0
+        self._metric_ok = True
+        self._sink = False
+
+    # --- hooks ----------------------------------------------------------------------------
+    def on_train_begin(self, run_context: RunContext) -> None:
+        params = run_context.original_args()
+        self._check_callbacks(params)
+        record = self._ensure_record()
+        record.set_mode("train")
+        self._training = True
+        self._sink = bool(params.get("dataset_sink_mode", False))
+        self._forward("on_train_begin", run_context)
+
+    def on_train_step_end(self, run_context: RunContext) -> None:
+        params = run_context.original_args()
+        record = self._record
+        if record is None or params.get("mode", "train") != "train":
+            return
+        step = int(params.cur_step_num)
+        if not self._graph_saved:
+            self._graph_saved = True
+            if self._specified.get("collect_graph"):
+                network = params.get("network") or params.get("train_network")
+                if network is not None:  # written with the first collection, just below
+                    record.add_value("graph", "train_network/auto", str(network))
+        if step == self._last_step:
+            return  # never twice for the same step
+        if self._first_step:
+            self._first_step = False
+            self._tensor_steps = self._tensor_range(params)
+            self._collect(params, record, step, plugin_filter=None)
+            self._tensor_count += 1
+            record.flush()
+            return
+        current = int(params.cur_epoch_num) if self._sink else step
+        regular = current % self._collect_freq == 0
+        tensor = self._is_tensor_step(current)
+        if regular and tensor:
+            self._collect(params, record, step, plugin_filter=None)
+        elif tensor:
+            record.record(step, plugin_filter=_is_tensor)
+            self._last_step = step
+        elif regular:
+            self._collect(params, record, step, plugin_filter=_is_not_tensor)
+        if tensor:
+            self._tensor_count += 1
+
+    def on_train_epoch_end(self, run_context: RunContext) -> None:
+        params = run_context.original_args()
+        record = self._record
+        if record is None:
+            return
+        step = int(params.get("cur_step_num") or 0)
+        for name, value in (params.get("eval_results") or {}).items():
+            try:  # a direct write: values staged for the next collection stay staged
+                record.add_scalar(f"eval/{name}", value, step)
+            except (TypeError, ValueError):
+                continue  # a non-scalar metric (e.g. a confusion matrix) has no curve
+        record.flush()
+        self._forward("on_train_epoch_end", run_context)
+
+    def on_train_end(self, run_context: RunContext) -> None:
+        self._training = False
+        self._forward("on_train_end", run_context)
+        record = self._record
+        if record is None:
+            return
+        record.flush()
+        if not self._entered:
+            self._close_record()
+
+    def on_eval_begin(self, run_context: RunContext) -> None:
+        params = run_context.original_args()
+        if not self._training:
+            self._check_callbacks(params)
+            self._ensure_record().set_mode("eval")
+
+    def on_eval_end(self, run_context: RunContext) -> None:
+        self._forward("on_eval_end", run_context)
+        record = self._record
+        if record is None:
+            return
+        if not self._training:
+            record.flush()
+            if not self._entered:
+                self._close_record()
+
+    # --- collection -----------------------------------------------------------------------
+    def _check_callbacks(self, params: CallbackParams) -> None:
+        callbacks = params.get("list_callback") or []
+        count = sum(isinstance(cb, SummaryCollector) for cb in callbacks)
+        if count > 1:
+            raise ValueError(
+                f"expected at most one SummaryCollector in the callback list, received: {count}"
+            )
+
+    def _tensor_range(self, params: CallbackParams) -> range | None:
+        epochs = params.get("epoch_num")
+        batches = params.get("batch_num")
+        if epochs is None:
+            total = None
+        elif self._sink:
+            total = int(epochs)
+        else:
+            total = int(epochs) * int(batches) if batches else None
+        return tensor_collect_steps(total, self._collect_freq, self._collect_tensor_freq)
+
+    def _is_tensor_step(self, current: int) -> bool:
+        if self._tensor_steps is not None:
+            return current in self._tensor_steps
+        freq = self._collect_tensor_freq or self._collect_freq
+        limit = None if self._collect_tensor_freq else TENSOR_STEP_LIMIT
+        return current % freq == 0 and (limit is None or self._tensor_count < limit)
+
+    def _collect(
+        self, params: CallbackParams, record: SummaryRecord, step: int, plugin_filter: Any
+    ) -> None:
+        if self._specified.get("collect_input_data"):
+            self._collect_input_data(params, record)
+        if self._specified.get("collect_metric"):
+            self._collect_metric(params, record)
+        if "histogram_regular" in self._specified:
+            self._collect_histograms(params, record)
+        record.record(step, plugin_filter=plugin_filter)
+        self._last_step = step
+
+    def _collect_metric(self, params: CallbackParams, record: SummaryRecord) -> None:
+        if self._metric_ok:
+            loss = _mean_of_first_output(params.get("net_outputs"))
+            if loss is None:
+                logger.warning("SummaryCollector found no loss in net_outputs; loss not collected")
+                self._metric_ok = False
+            else:
+                record.add_value("scalar", "loss/auto", loss)
+        lr = _learning_rate(params.get("optimizer"))
+        if lr is not None:
+            record.add_value("scalar", "learning_rate/auto", lr)
+
+    def _collect_histograms(self, params: CallbackParams, record: SummaryRecord) -> None:
+        network = params.get("network") or params.get("train_network")
+        named = getattr(network, "named_parameters", None)
+        if named is None:
+            return
+        regular = self._specified.get("histogram_regular")
+        chosen = []
+        for name, param in named():
+            if not getattr(param, "requires_grad", True):
+                continue
+            if regular is None:
+                chosen.append((name, param))
+                if len(chosen) == _HISTOGRAM_DEFAULT_COUNT:
+                    break
+            elif re.match(regular, name):
+                chosen.append((name, param))
+        for name, param in chosen:
+            record.add_value("histogram", f"{name}/auto", param)
+
+    def _collect_input_data(self, params: CallbackParams, record: SummaryRecord) -> None:
+        batch = params.get("train_dataset_element")
+        if isinstance(batch, (list, tuple)):
+            batch = batch[0] if batch else None
+        elif isinstance(batch, dict):
+            batch = next(iter(batch.values()), None)
+        shape = tuple(getattr(batch, "shape", ()))
+        if batch is None or len(shape) != 4 or not (shape[1] in (1, 3) or shape[3] in (1, 3)):
+            logger.warning(
+                "SummaryCollector collects input data only for image batches (NCHW or NHWC with "
+                "1 or 3 channels); received shape %s: input data will not be collected",
+                shape,
+            )
+            self._specified["collect_input_data"] = False
+            return
+        try:
+            record.add_value("image", "input_data/auto", batch[:_MAX_INPUT_IMAGES])
+        except (TypeError, ValueError) as exc:
+            logger.warning("SummaryCollector could not record input images (%s); disabled", exc)
+            self._specified["collect_input_data"] = False
+
+    # --- lineage ------------------------------------------------------------------------
+    def _forward(self, hook: str, run_context: RunContext) -> None:
+        for child in self._lineage:
+            getattr(child, hook)(run_context)
+
+
+class _CollectorTrainLineage(TrainLineage):
+    """``TrainLineage`` whose records are filtered by the collector's switches, so
+    ``collect_train_lineage`` and ``collect_dataset_graph`` can be turned off separately."""
+
+    def __init__(
+        self,
+        log_dir: str,
+        user_defined_info: dict[str, Any] | None,
+        keep_train: bool,
+        keep_graph: bool,
+    ) -> None:
+        super().__init__(log_dir, user_defined_info=user_defined_info)
+        self._keep_train = keep_train
+        self._keep_graph = keep_graph
+
+    def _keeps(self, event: Any) -> bool:
+        kind = event.WhichOneof("what")
+        if kind == "dataset_graph":
+            return self._keep_graph
+        if kind == "user_defined_info":
+            return True  # only present when custom_lineage_data was given
+        return self._keep_train
+
+    def _write(self, events: list[Any]) -> str:
+        kept = [e for e in events if self._keeps(e)]
+        return super()._write(kept) if kept else ""

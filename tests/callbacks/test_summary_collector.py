@@ -1,0 +1,388 @@
+"""SummaryCollector driven by hand: arguments, frequency rules, every collect_specified_data key."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pytest
+import torch
+
+from tests.callbacks.summary_helpers import drive, steps_of, tags_of, tiny_net
+from trainledger.callbacks._summary_options import (
+    DEFAULT_SPECIFIED_DATA,
+    process_custom_lineage_data,
+    process_specified_data,
+    tensor_collect_steps,
+)
+from trainledger.callbacks.summary_collector import SummaryCollector
+from trainledger.run.callback import CallbackParams, RunContext
+from trainledger.summary.reader import iter_events, read_scalars
+
+
+@pytest.mark.parametrize(
+    "kwargs,exc,match",
+    [
+        ({"summary_dir": 3}, TypeError, "summary_dir"),
+        ({"collect_freq": 0}, ValueError, "collect_freq"),
+        ({"collect_freq": True}, TypeError, "collect_freq"),
+        ({"collect_freq": "10"}, TypeError, "collect_freq"),
+        ({"num_process": 0}, ValueError, "num_process"),
+        ({"collect_tensor_freq": -2}, ValueError, "collect_tensor_freq"),
+        ({"max_file_size": 0}, ValueError, "max_file_size"),
+        ({"keep_default_action": "yes"}, TypeError, "keep_default_action"),
+        ({"collect_specified_data": ["collect_metric"]}, TypeError, "collect_specified_data"),
+        ({"collect_specified_data": {"nope": True}}, ValueError, "nope"),
+        ({"collect_specified_data": {"collect_metric": 1}}, TypeError, "collect_metric"),
+        ({"collect_specified_data": {"collect_graph": None}}, TypeError, "collect_graph"),
+        ({"collect_specified_data": {"histogram_regular": 5}}, TypeError, "histogram_regular"),
+        ({"collect_specified_data": {"histogram_regular": "("}}, ValueError, "histogram_regular"),
+        ({"collect_specified_data": {"collect_landscape": 3}}, TypeError, "collect_landscape"),
+        (
+            {"collect_specified_data": {"collect_landscape": {"landscape_size": 2}}},
+            ValueError,
+            "landscape_size",
+        ),
+        ({"collect_specified_data": {"collect_landscape": {"unit": "day"}}}, ValueError, "unit"),
+        (
+            {"collect_specified_data": {"collect_landscape": {"intervals": [[1, 2]]}}},
+            ValueError,
+            "intervals",
+        ),
+        (
+            {"collect_specified_data": {"collect_landscape": {"intervals": [[1, 2, "3"]]}}},
+            TypeError,
+            "intervals",
+        ),
+        (
+            {"collect_specified_data": {"collect_landscape": {"create_landscape": {"x": True}}}},
+            ValueError,
+            "create_landscape",
+        ),
+        ({"collect_specified_data": {"collect_landscape": {"color": 1}}}, ValueError, "color"),
+        ({"custom_lineage_data": {"a": [1]}}, TypeError, "'a'"),
+        ({"custom_lineage_data": {1: 2}}, TypeError, "custom_lineage_data"),
+        ({"custom_lineage_data": {"flag": True}}, TypeError, "flag"),
+        ({"custom_lineage_data": "x"}, TypeError, "custom_lineage_data"),
+        ({"export_options": {"tensor_format": "csv"}}, ValueError, "tensor_format"),
+    ],
+)
+def test_bad_arguments_are_rejected_at_construction(tmp_path, kwargs, exc, match):
+    kwargs = {"summary_dir": str(tmp_path), **kwargs}
+    with pytest.raises(exc, match=match):
+        SummaryCollector(**kwargs)
+
+
+def test_valid_landscape_is_accepted(tmp_path):
+    landscape = {
+        "landscape_size": 3,
+        "unit": "epoch",
+        "num_samples": 8,
+        "create_landscape": {"train": False},
+        "intervals": [[1, 2, 3]],
+    }
+    c = SummaryCollector(tmp_path, collect_specified_data={"collect_landscape": landscape})
+    assert c.collect_specified_data["collect_landscape"] == landscape
+    assert SummaryCollector(tmp_path, collect_specified_data={"collect_landscape": None})
+
+
+def test_keep_default_action():
+    assert process_specified_data(None, True) == DEFAULT_SPECIFIED_DATA
+    assert process_specified_data(None, False) == {}
+    merged = process_specified_data({"collect_metric": False}, True)
+    assert merged == {**DEFAULT_SPECIFIED_DATA, "collect_metric": False}
+    assert process_specified_data({"collect_metric": False}, False) == {"collect_metric": False}
+
+
+def test_custom_lineage_data_merged_over_hyper_config():
+    env = {"MINDINSIGHT_HYPER_CONFIG": json.dumps({"custom_lineage_data": {"a": 1, "b": "x"}})}
+    assert process_custom_lineage_data({"b": "mine", "c": 2.5}, env) == {
+        "a": 1,
+        "b": "mine",
+        "c": 2.5,
+    }
+    assert process_custom_lineage_data(None, {}) == {}
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["not json", json.dumps([1]), json.dumps({"custom_lineage_data": {"a": [1]}}), "x" * 100_001],
+)
+def test_malformed_hyper_config_is_ignored(raw, caplog):
+    assert process_custom_lineage_data({"k": 1}, {"MINDINSIGHT_HYPER_CONFIG": raw}) == {"k": 1}
+
+
+def test_hyper_config_read_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(
+        "MINDINSIGHT_HYPER_CONFIG", json.dumps({"custom_lineage_data": {"lr_tag": "a"}})
+    )
+    assert SummaryCollector(tmp_path).custom_lineage_data == {"lr_tag": "a"}
+
+
+@pytest.mark.parametrize(
+    "total,freq,tensor_freq,expected",
+    [
+        (600, 10, None, list(range(0, 600, 31))[:20]),
+        (20, 10, None, [0, 10, 20]),
+        (100, 1, None, list(range(0, 100, 5))),
+        (10, 1, None, list(range(0, 11))),
+        (30, 1, None, list(range(0, 21))),  # tensor_freq 1: the first 21 values
+        (100, 7, 30, [0, 30, 60, 90]),
+    ],
+)
+def test_tensor_collect_steps_table(total, freq, tensor_freq, expected):
+    assert list(tensor_collect_steps(total, freq, tensor_freq)) == expected
+
+
+def test_tensor_collect_steps_unknown_length():
+    assert tensor_collect_steps(None, 10, None) is None
+
+
+def test_first_step_then_every_collect_freq(tmp_path):
+    drive(SummaryCollector(tmp_path, collect_freq=5), epochs=3, batch_num=7)
+    assert steps_of(tmp_path, "loss/auto") == [1, 5, 10, 15, 20]
+    assert steps_of(tmp_path, "learning_rate/auto") == [1, 5, 10, 15, 20]
+
+
+def test_sink_mode_unit_is_the_epoch(tmp_path):
+    drive(SummaryCollector(tmp_path, collect_freq=2), epochs=6, sink=True, sink_size=4)
+    assert steps_of(tmp_path, "loss/auto") == [4, 8, 16, 24]
+
+
+def test_never_twice_for_the_same_step(tmp_path):
+    c = SummaryCollector(tmp_path, collect_freq=1)
+    params = CallbackParams(
+        network=tiny_net(),
+        optimizer=None,
+        epoch_num=1,
+        batch_num=3,
+        cur_epoch_num=1,
+        cur_step_num=1,
+        net_outputs=torch.tensor(0.5),
+        list_callback=[c],
+        mode="train",
+        dataset_sink_mode=False,
+    )
+    rc = RunContext(params)
+    with c:
+        c.on_train_begin(rc)
+        c.on_train_step_end(rc)
+        c.on_train_step_end(rc)
+        params.cur_step_num = 2
+        c.on_train_step_end(rc)
+        c.on_train_step_end(rc)
+        c.on_train_end(rc)
+    assert steps_of(tmp_path, "loss/auto") == [1, 2]
+
+
+def test_metric_is_mean_of_first_output_and_lr_from_optimizer(tmp_path):
+    drive(
+        SummaryCollector(tmp_path, collect_freq=1),
+        epochs=1,
+        batch_num=2,
+        outputs=lambda step: (torch.tensor([1.0, 3.0 * step]), torch.zeros(2)),
+    )
+    scalars = read_scalars(tmp_path)
+    assert scalars["loss/auto"][2].tolist() == [2.0, 3.5]
+    np.testing.assert_allclose(scalars["learning_rate/auto"][2], [0.05, 0.05])
+
+
+def test_metric_switched_off(tmp_path):
+    drive(
+        SummaryCollector(tmp_path, collect_freq=1, collect_specified_data={"collect_metric": False})
+    )
+    assert not {"loss/auto", "learning_rate/auto"} & tags_of(tmp_path)
+
+
+def test_unparsable_loss_is_skipped_with_a_warning(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="trainledger.summary"):
+        drive(SummaryCollector(tmp_path, collect_freq=1), outputs=lambda step: None)
+    assert "loss/auto" not in tags_of(tmp_path)
+    assert "learning_rate/auto" in tags_of(tmp_path)
+    assert any("no loss" in r.getMessage() for r in caplog.records)
+
+
+def test_graph_is_a_text_summary_written_once(tmp_path):
+    net = tiny_net()
+    drive(SummaryCollector(tmp_path, collect_freq=1), net=net)
+    graphs = [
+        v for e in iter_events(tmp_path) for v in e.summary.value if v.tag == "train_network/auto"
+    ]
+    assert len(graphs) == 1 and graphs[0].tensor.string_val[0].decode() == str(net)
+    assert graphs[0].metadata.plugin_data.plugin_name == "text"
+
+
+def test_graph_switched_off(tmp_path):
+    drive(SummaryCollector(tmp_path, collect_specified_data={"collect_graph": False}))
+    assert "train_network/auto" not in tags_of(tmp_path)
+
+
+def test_input_images_are_collected(tmp_path):
+    images = torch.rand(4, 3, 6, 6)
+    drive(SummaryCollector(tmp_path, collect_freq=5), batch=(images, torch.zeros(4)))
+    assert steps_of(tmp_path, "input_data/auto") == [1, 5, 10]
+    image = next(
+        v.image
+        for e in iter_events(tmp_path)
+        for v in e.summary.value
+        if v.tag == "input_data/auto"
+    )
+    assert (image.height, image.width, image.colorspace) == (14, 14, 3)  # a 2x2 grid
+
+
+def test_non_image_input_disables_input_collection(tmp_path, caplog):
+    c = SummaryCollector(tmp_path, collect_freq=1)
+    with caplog.at_level(logging.WARNING, logger="trainledger.summary"):
+        drive(c)  # MLP batches: (3, 4) features
+    assert "input_data/auto" not in tags_of(tmp_path)
+    assert c.collect_specified_data["collect_input_data"] is False
+    assert sum("image batches" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_input_data_switched_off(tmp_path):
+    drive(
+        SummaryCollector(tmp_path, collect_specified_data={"collect_input_data": False}),
+        batch=(torch.rand(2, 1, 4, 4),),
+    )
+    assert "input_data/auto" not in tags_of(tmp_path)
+
+
+def test_histograms_default_to_the_first_five_parameters(tmp_path):
+    net = torch.nn.Sequential(*[torch.nn.Linear(2, 2) for _ in range(4)])  # 8 parameters
+    drive(SummaryCollector(tmp_path, collect_freq=5), net=net)
+    hist_tags = {t for t in tags_of(tmp_path) if t.endswith("/auto") and t[0].isdigit()}
+    assert hist_tags == {
+        "0.weight/auto",
+        "0.bias/auto",
+        "1.weight/auto",
+        "1.bias/auto",
+        "2.weight/auto",
+    }
+    assert steps_of(tmp_path, "0.weight/auto") == [1, 5, 10]
+
+
+def test_histogram_regular_selects_by_regex(tmp_path):
+    drive(SummaryCollector(tmp_path, collect_specified_data={"histogram_regular": r"^2\."}))
+    assert {t for t in tags_of(tmp_path) if t[0].isdigit()} == {"2.weight/auto", "2.bias/auto"}
+
+
+def test_no_histograms_without_the_key(tmp_path):
+    drive(
+        SummaryCollector(
+            tmp_path, collect_specified_data={"collect_metric": True}, keep_default_action=False
+        )
+    )
+    assert tags_of(tmp_path) == {"loss/auto", "learning_rate/auto"}
+
+
+def test_tensor_frequency_rule_default_caps_at_20(tmp_path):
+    c = SummaryCollector(tmp_path, collect_freq=1)
+    drive(
+        c,
+        epochs=4,
+        batch_num=25,
+        on_step=lambda s: c.add_value("tensor", "act", torch.full((2,), float(s))),
+    )
+    tensor_steps = steps_of(tmp_path, "act")
+    assert tensor_steps == [1, *range(5, 100, 5)] and len(tensor_steps) == 20
+    assert steps_of(tmp_path, "loss/auto") == list(range(1, 101))
+    # the value written at a step is the one staged during that step
+    values = {
+        e.step: np.frombuffer(v.tensor.tensor_content, "<f4")[0]
+        for e in iter_events(tmp_path)
+        for v in e.summary.value
+        if v.tag == "act"
+    }
+    assert all(values[s] == s for s in tensor_steps)
+
+
+def test_collect_tensor_freq(tmp_path):
+    c = SummaryCollector(tmp_path, collect_freq=7, collect_tensor_freq=30)
+    drive(c, epochs=4, batch_num=25, on_step=lambda s: c.add_value("tensor", "act", torch.zeros(2)))
+    assert steps_of(tmp_path, "act") == [1, 30, 60, 90]
+    assert steps_of(tmp_path, "loss/auto") == [1, *range(7, 101, 7)]
+
+
+def test_tensor_rule_small_run_follows_collect_freq(tmp_path):
+    c = SummaryCollector(tmp_path, collect_freq=10)
+    drive(c, epochs=2, batch_num=10, on_step=lambda s: c.add_value("tensor", "act", torch.zeros(1)))
+    assert steps_of(tmp_path, "act") == [1, 10, 20]
+
+
+def test_rollover_keeps_all_data(tmp_path):
+    drive(SummaryCollector(tmp_path, collect_freq=1, max_file_size=400), epochs=3, batch_num=10)
+    assert len(list(tmp_path.glob("*tfevents*"))) > 2
+    assert steps_of(tmp_path, "loss/auto") == list(range(1, 31))
+
+
+def test_export_tensors_as_npy(tmp_path):
+    c = SummaryCollector(tmp_path, collect_freq=5, export_options={"tensor_format": "npy"})
+    drive(
+        c,
+        epochs=1,
+        batch_num=5,
+        on_step=lambda s: c.add_value("tensor", "act/x", torch.ones(3) * s),
+    )
+    (export_dir,) = tmp_path.glob("export_*")
+    names = sorted(p.name for p in (export_dir / "tensor").iterdir())
+    assert names == ["act%2Fx_1.npy", "act%2Fx_5.npy"]
+    assert np.load(export_dir / "tensor" / "act%2Fx_5.npy").tolist() == [5.0, 5.0, 5.0]
+
+
+def test_more_than_one_collector_is_a_value_error(tmp_path):
+    with pytest.raises(ValueError, match="one SummaryCollector"):
+        drive(SummaryCollector(tmp_path / "a"), extra=[SummaryCollector(tmp_path / "b")])
+
+
+def test_record_is_closed_after_the_run(tmp_path):
+    c = SummaryCollector(tmp_path)
+    drive(c)
+    assert c.summary_record is None
+
+
+def _lineage(run_dir):
+    from trainledger.lineage.reader import read_record
+
+    return read_record(run_dir)
+
+
+def test_lineage_switches_write_through_the_lineage_writer(tmp_path):
+    drive(SummaryCollector(tmp_path, custom_lineage_data={"team": "a", "trial": 3}), epochs=2)
+    record = _lineage(tmp_path)
+    assert record is not None
+    assert record.hyper_parameters["optimizer"] == "SGD"
+    assert record.hyper_parameters["epoch"] == 2
+    assert record.user_defined == {"team": "a", "trial": 3}
+    assert record.status == "finished"
+    assert record.dataset_graph  # the train dataset graph
+    assert list(tmp_path.glob("*_lineage"))
+    assert not {"train_lineage", "custom_lineage_data"} & tags_of(tmp_path)
+
+
+def test_train_lineage_off_keeps_dataset_graph_and_custom_data(tmp_path):
+    drive(
+        SummaryCollector(
+            tmp_path,
+            custom_lineage_data={"team": "a"},
+            collect_specified_data={"collect_train_lineage": False},
+        )
+    )
+    record = _lineage(tmp_path)
+    assert record.hyper_parameters == {} and record.run == {}
+    assert record.dataset_graph and record.user_defined == {"team": "a"}
+
+
+def test_dataset_graph_off(tmp_path):
+    drive(SummaryCollector(tmp_path, collect_specified_data={"collect_dataset_graph": False}))
+    record = _lineage(tmp_path)
+    assert record.hyper_parameters["optimizer"] == "SGD" and not record.dataset_graph
+
+
+def test_no_lineage_when_switched_off(tmp_path):
+    drive(
+        SummaryCollector(
+            tmp_path, collect_specified_data={"collect_metric": True}, keep_default_action=False
+        )
+    )
+    assert _lineage(tmp_path) is None
