@@ -92,7 +92,7 @@ def condition(draw: Any) -> dict[str, Any]:
     return cond
 
 
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=100, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(records=corpus(), conds=st.lists(condition(), min_size=1, max_size=6),
        tags=st.dictionaries(st.integers(0, 7), st.integers(0, 10), max_size=3))
