@@ -280,6 +280,8 @@ class ModelCheckpoint(Callback):
 
 def _as_float(value: Any) -> float | None:
     try:
+        if hasattr(value, "detach"):
+            value = value.detach()
         return float(value)
     except (TypeError, ValueError, RuntimeError):
         return None
