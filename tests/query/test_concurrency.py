@@ -1,4 +1,4 @@
-"""Several processes train (write runs), query and annotate at once: nothing lost, no lock errors."""
+"""Processes write runs, query and annotate at once: nothing lost, no "database is locked"."""
 
 from __future__ import annotations
 

@@ -47,7 +47,9 @@ def check_tag(tag: Any) -> int | None:
         raise LineageParamValueError(f"ValueError. 'tag' must be int, received: {tag!r}.")
     lo, hi = TAG_RANGE
     if not lo <= tag <= hi:
-        raise LineageParamValueError(f"ValueError. The tag should in [{lo}, {hi}], received: {tag}.")
+        raise LineageParamValueError(
+            f"ValueError. The tag should in [{lo}, {hi}], received: {tag}."
+        )
     return tag
 
 

@@ -13,6 +13,7 @@ reopens it if the file was deleted, and is safe to share between threads.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -188,7 +189,7 @@ class LineageIndex:
                 batch = [(run, self._parse(run)) for run in changed[start:start + _CHUNK]]
                 stats.parsed += len(batch)
                 stats.unreadable += sum(1 for _, rec in batch if rec is None)
-                self._write(lambda c, b=batch: self._store(c, b))
+                self._write(functools.partial(self._store, batch=batch))
             return stats
 
     def _parse(self, run: RunFiles) -> semantics.Record | None:
@@ -303,7 +304,9 @@ class LineageIndex:
         self._write(mirror)
         self._annotations_seen = mtime
 
-    def set_annotation(self, run_id: str, *, tag: Any = UNSET, remark: Any = UNSET) -> dict[str, Any]:
+    def set_annotation(
+        self, run_id: str, *, tag: Any = UNSET, remark: Any = UNSET
+    ) -> dict[str, Any]:
         """Set a run's tag (int 0..10) and/or remark (str <= 1000 chars); None clears one.
 
         Returns the run's annotation afterwards, e.g. ``{"tag": 3, "remark": "baseline"}``.

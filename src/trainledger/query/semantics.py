@@ -104,8 +104,10 @@ def sort_records(records: list[Record], cond: dict[str, Any]) -> list[Record]:
     if name is None:
         return records
     reverse = cond.get("sorted_type") == "descending"
-    key = functools.cmp_to_key(lambda x, y: _cmp(value_of(x, name), value_of(y, name)))
-    return sorted(records, key=key, reverse=reverse)
+    def compare(x: Record, y: Record) -> int:
+        return _cmp(value_of(x, name), value_of(y, name))
+
+    return sorted(records, key=functools.cmp_to_key(compare), reverse=reverse)
 
 
 _CUSTOM_GROUPS = ("metric", "user_defined")

@@ -142,7 +142,11 @@ def _connect(path: str) -> sqlite3.Connection:
         )
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            retrying(lambda c=conn: c.execute("PRAGMA journal_mode = WAL").fetchone())
+
+            def wal(c: sqlite3.Connection = conn) -> None:
+                c.execute("PRAGMA journal_mode = WAL").fetchone()
+
+            retrying(wal)
             conn.execute("PRAGMA synchronous = NORMAL")
             ensure_schema(conn)
             return conn

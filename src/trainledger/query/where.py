@@ -20,7 +20,9 @@ from trainledger.query.conditions import validate_condition
 
 __all__ = ["parse_where", "parse_expression", "parse_value", "parse_sort"]
 
-_SYMBOLIC = re.compile(r"^\s*(?P<field>[^\s=!<>]+)\s*(?P<op>!=|<=|>=|==|=|<|>)\s*(?P<value>.*?)\s*$")
+_SYMBOLIC = re.compile(
+    r"^\s*(?P<field>[^\s=!<>]+)\s*(?P<op>!=|<=|>=|==|=|<|>)\s*(?P<value>.*?)\s*$"
+)
 _WORDS = re.compile(
     r"^\s*(?P<field>[^\s=!<>]+)\s+(?P<op>in|notin|not_in|not\s+in)\s+(?P<value>.*?)\s*$",
     re.IGNORECASE,
