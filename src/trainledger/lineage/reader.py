@@ -164,7 +164,7 @@ class LineageRecord:
         wanted = SUMMARY_KEYS if keys is None else keys
         out: dict[str, Any] = {"summary_dir": self.summary_dir}
         for key in wanted:
-            out[key] = json.loads(json.dumps(getattr(self, key)))
+            out[key] = _copy(getattr(self, key))
         return out
 
     def model_lineage_fields(self) -> dict[str, Any]:
@@ -220,6 +220,7 @@ def parse_lineage_file(path: str | os.PathLike[str]) -> FileLineage:
     """Parse one lineage file (MindSpore's or ours) into its last event of each kind."""
     payloads, corrupt = read_records(path)
     result = FileLineage(records=len(payloads), corrupt=corrupt)
+    last: dict[str, Any] = {}  # kind -> message; converted once, after the last one is known
     for payload in payloads:
         event = pb.LineageEvent()
         try:
@@ -228,17 +229,20 @@ def parse_lineage_file(path: str | os.PathLike[str]) -> FileLineage:
             result.corrupt += 1
             continue
         kind = event.WhichOneof("what")
+        if kind == "user_defined_info":
+            result.user_defined.append(organize_user_info(event.user_defined_info))
+        elif kind is not None and kind != "version":
+            last[kind] = getattr(event, kind)
+    converters: dict[str, tuple[str, Any]] = {
+        "train_lineage": ("train", _train_dict),
+        "evaluation_lineage": ("evaluation", _eval_dict),
+        "dataset_graph": ("dataset_graph", organize_graph),
+        "run": ("run", _run_dict),
+    }
+    for kind, message in last.items():
+        attr, convert = converters[kind]
         try:
-            if kind == "train_lineage":
-                result.train = _train_dict(event.train_lineage)
-            elif kind == "evaluation_lineage":
-                result.evaluation = _eval_dict(event.evaluation_lineage)
-            elif kind == "dataset_graph":
-                result.dataset_graph = organize_graph(event.dataset_graph)
-            elif kind == "user_defined_info":
-                result.user_defined.append(organize_user_info(event.user_defined_info))
-            elif kind == "run":
-                result.run = _run_dict(event.run)
+            setattr(result, attr, convert(message))
         except (ValueError, TypeError):  # e.g. a metric that is not JSON
             result.corrupt += 1
     return result
@@ -290,6 +294,15 @@ def merge_file_lineages(
         record.files = list(files)
         record.corrupt_records = corrupt
     return record
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of JSON-like data (dicts, lists, scalars), cheaper than copy.deepcopy."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
 
 
 # ---- message -> dict ---------------------------------------------------------------------------
