@@ -51,6 +51,7 @@ from trainledger.lineage.records import (
     user_defined_event,
     validate_user_defined_info,
 )
+from trainledger.lineage.run_facts import as_int, file_size, latest_checkpoint, run_status
 from trainledger.lineage.writer import get_writer
 from trainledger.run.callback import Callback, CallbackParams, RunContext
 
@@ -206,11 +207,11 @@ class TrainLineage(_LineageCallback):
         if not self._ended and exc is not None:
             try:
                 if self._writes():
-                    self._write([run_event(self._run_values(params, _status_of(exc, None), exc))])
+                    self._write([run_event(self._run_values(params, run_status(exc, None), exc))])
             except Exception as err:  # never mask the error that is propagating
                 _log.error("TrainLineage could not record the failed run: %s", err)
             self._ended = True
-        elif self._ended and _latest_checkpoint(params) != self._recorded_ckpt:
+        elif self._ended and latest_checkpoint(params) != self._recorded_ckpt:
             # A ModelCheckpoint after us in the list saved its final file in its own
             # on_train_end, after ours: record that checkpoint, once the run is over.
             self._guarded("__exit__", self._rewrite_end, RunContext(params))
@@ -221,7 +222,7 @@ class TrainLineage(_LineageCallback):
             return
         self._note_checkpoint(params)
         exception = params.get("exception")
-        status = _status_of(exception, params.get("stop_reason"))
+        status = run_status(exception, params.get("stop_reason"))
         values = self._train_values(params)
         self._write([train_event(values), run_event(self._run_values(params, status, exception))])
 
@@ -268,7 +269,7 @@ class TrainLineage(_LineageCallback):
             return
         self._note_checkpoint(params)
         exception = params.get("exception")
-        status = _status_of(exception, params.get("stop_reason"))
+        status = run_status(exception, params.get("stop_reason"))
         events = self._user_events() + events
         events.append(train_event(self._train_values(params)))
         events.append(run_event(self._run_values(params, status, exception)))
@@ -276,7 +277,7 @@ class TrainLineage(_LineageCallback):
 
     # --- values ---------------------------------------------------------------------------
     def _note_checkpoint(self, params: CallbackParams) -> None:
-        path = _latest_checkpoint(params)
+        path = latest_checkpoint(params)
         if path:
             self._checkpoints[os.path.abspath(path)] = None
 
@@ -284,12 +285,12 @@ class TrainLineage(_LineageCallback):
         ds = self._dataset or DatasetInfo()
         network = params.get("network") or params.get("train_network")
         rank_info = distributed_info()
-        ckpt = self._recorded_ckpt = _latest_checkpoint(params)
+        ckpt = self._recorded_ckpt = latest_checkpoint(params)
         model_path = model_size = None
         if ckpt:
             ckpt = os.path.abspath(ckpt)
             model_path = json.dumps({"ckpt": ckpt})
-            model_size = _size(ckpt)
+            model_size = file_size(ckpt)
         batch_size = ds.batch_size
         if batch_size is None and isinstance(params.get("batch_size"), int):
             batch_size = params.get("batch_size")
@@ -300,9 +301,9 @@ class TrainLineage(_LineageCallback):
             optimizer=optimizer_name(params.get("optimizer")),
             learning_rate=lr,
             loss_function=loss_function_name(params.get("loss_fn"), network),
-            epoch=_int(params.get("epoch_num")),
+            epoch=as_int(params.get("epoch_num")),
             parallel_mode=params.get("parallel_mode") or rank_info[2],
-            device_num=_int(params.get("device_number")) or rank_info[1],
+            device_num=as_int(params.get("device_number")) or rank_info[1],
             batch_size=batch_size,
             train_dataset_path=ds.path,
             train_dataset_size=ds.size,
@@ -311,7 +312,7 @@ class TrainLineage(_LineageCallback):
             loss=scalar_loss(params.get("net_outputs")),
             model_path=model_path,
             model_size=model_size,
-            step=_int(params.get("cur_step_num")),
+            step=as_int(params.get("cur_step_num")),
         )
 
     def _run_values(
@@ -325,7 +326,7 @@ class TrainLineage(_LineageCallback):
             error = f"{type(exception).__name__}: {exception}"[:2000]
         elif status == "stopped":
             error = str(params.get("stop_reason"))
-        checkpoints = [(p, _size(p)) for p in self._checkpoints]
+        checkpoints = [(p, file_size(p)) for p in self._checkpoints]
         if final:
             checkpoints = [(p, s) for p, s in checkpoints if s is not None]
         return RunValues(
@@ -333,8 +334,8 @@ class TrainLineage(_LineageCallback):
             start_time=self._start,
             end_time=now if final else None,
             duration=(now - self._start) if final and self._start is not None else None,
-            total_steps=_int(params.get("cur_step_num")),
-            epochs_done=_int(params.get("cur_epoch_num")),
+            total_steps=as_int(params.get("cur_step_num")),
+            epochs_done=as_int(params.get("cur_epoch_num")),
             hostname=env.hostname if env else None,
             pid=env.pid if env else None,
             rank=distributed_info()[0],
@@ -413,46 +414,6 @@ class EvalLineage(_LineageCallback):
             valid_dataset_path=ds.path,
             valid_dataset_size=ds.size,
             valid_dataset_fingerprint=ds.fingerprint,
-            step=_int(params.get("cur_step_num")),
+            step=as_int(params.get("cur_step_num")),
         )
         self._write(self._user_events() + [eval_event(values)])
-
-
-# ---- helpers -----------------------------------------------------------------------------------
-
-
-def _status_of(exception: BaseException | None, stop_reason: Any) -> str:
-    if isinstance(exception, KeyboardInterrupt):
-        return "stopped"
-    if exception is not None:
-        return "failed"
-    if stop_reason in ("requested", "signal"):
-        return "stopped"
-    return "finished"
-
-
-def _latest_checkpoint(params: CallbackParams) -> str | None:
-    """The newest checkpoint: ``cb_params.latest_ckpt_file`` (kept current by
-    ModelCheckpoint), else a ModelCheckpoint-like callback's ``latest_ckpt_file_name``."""
-    path = params.get("latest_ckpt_file")
-    if path:
-        return os.fspath(path)
-    for cb in params.get("list_callback") or ():
-        try:
-            name = getattr(cb, "latest_ckpt_file_name", None)
-        except Exception:  # a property that fails must not break lineage
-            name = None
-        if name:
-            return os.fspath(name)
-    return None
-
-
-def _size(path: str) -> int | None:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return None
-
-
-def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None

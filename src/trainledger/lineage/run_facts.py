@@ -1,0 +1,49 @@
+"""Small pure decisions over a run's cb_params (a plain mapping): the final status and the
+latest checkpoint. Kept apart from the callbacks so they are tested as tables."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["run_status", "latest_checkpoint", "file_size", "as_int"]
+
+
+def run_status(exception: BaseException | None, stop_reason: Any) -> str:
+    """"failed" when an exception ended the run (Ctrl-C counts as "stopped"), "stopped" for a
+    requested or signalled stop, else "finished"."""
+    if isinstance(exception, KeyboardInterrupt):
+        return "stopped"
+    if exception is not None:
+        return "failed"
+    if stop_reason in ("requested", "signal"):
+        return "stopped"
+    return "finished"
+
+
+def latest_checkpoint(params: Mapping[str, Any]) -> str | None:
+    """The newest checkpoint: ``latest_ckpt_file`` (kept current by ModelCheckpoint), else the
+    ``latest_ckpt_file_name`` of a ModelCheckpoint-like callback in ``list_callback``."""
+    path = params.get("latest_ckpt_file")
+    if path:
+        return os.fspath(path)
+    for cb in params.get("list_callback") or ():
+        try:
+            name = getattr(cb, "latest_ckpt_file_name", None)
+        except Exception:  # a property that fails must not break lineage
+            name = None
+        if name:
+            return os.fspath(name)
+    return None
+
+
+def file_size(path: str) -> int | None:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return None
+
+
+def as_int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
