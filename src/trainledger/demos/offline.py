@@ -1,0 +1,260 @@
+"""The offline demo: a few small runs on scikit-learn's digits, then a table of the runs.
+
+Each run has its own function that builds its network, optimizer and callbacks, so adding a
+collector (summary, lineage, checkpoint) to a run is a one-line change in that function.
+``run_demo`` returns one row per run and prints the table; ``print_runs`` is separate so the
+table can later come from the lineage query instead.
+
+The digits set (1,797 8x8 images of handwritten digits, 10 classes) ships inside
+scikit-learn, so the demo needs no download. The whole demo takes seconds on 2 CPU cores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from rich.console import Console
+from rich.table import Table
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from trainledger.callbacks.early_stopping import EarlyStopping
+from trainledger.callbacks.history import History
+from trainledger.run.callback import Callback
+from trainledger.run.model import Model
+
+__all__ = [
+    "DigitsData",
+    "load_digits_data",
+    "print_runs",
+    "run_cnn_adam",
+    "run_demo",
+    "run_mlp_adam",
+    "run_mlp_momentum",
+    "run_mlp_sgd",
+]
+
+SEED = 0
+METRICS = {"accuracy", "loss"}
+
+
+@dataclass(frozen=True)
+class DigitsData:
+    """Train and test tensors of the digits set (pixels scaled to [0, 1])."""
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+
+    def train_loader(self, batch_size: int, image: bool = False) -> DataLoader[Any]:
+        x = self.x_train.view(-1, 1, 8, 8) if image else self.x_train
+        gen = torch.Generator().manual_seed(SEED)
+        return DataLoader(
+            TensorDataset(x, self.y_train), batch_size=batch_size, shuffle=True, generator=gen
+        )
+
+    def test_loader(self, image: bool = False) -> DataLoader[Any]:
+        x = self.x_test.view(-1, 1, 8, 8) if image else self.x_test
+        return DataLoader(TensorDataset(x, self.y_test), batch_size=256)
+
+
+def load_digits_data(test_fraction: float = 0.2) -> DigitsData:
+    """The digits set, shuffled with a fixed seed and split into train and test."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    x = digits.data.astype(np.float32) / 16.0
+    y = digits.target.astype(np.int64)
+    order = np.random.default_rng(SEED).permutation(len(y))
+    x, y = x[order], y[order]
+    n_test = int(len(y) * test_fraction)
+    return DigitsData(
+        x_train=torch.from_numpy(x[n_test:]),
+        y_train=torch.from_numpy(y[n_test:]),
+        x_test=torch.from_numpy(x[:n_test]),
+        y_test=torch.from_numpy(y[:n_test]),
+    )
+
+
+def mlp(hidden: int = 64) -> nn.Module:
+    return nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10))
+
+
+def cnn() -> nn.Module:
+    return nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),  # 8x4x4
+        nn.Conv2d(8, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.Flatten(),
+        nn.Linear(16 * 4 * 4, 10),
+    )
+
+
+def next_run_dir(out: Path, name: str) -> Path:
+    """``out/name``, or ``out/name_2``, ...: running the demo again adds runs, never mixes."""
+    candidate, n = out / name, 1
+    while candidate.exists():
+        n += 1
+        candidate = out / f"{name}_{n}"
+    candidate.mkdir(parents=True)
+    return candidate
+
+
+def fit_and_score(
+    *,
+    run_dir: Path,
+    network: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    data: DigitsData,
+    batch_size: int,
+    epochs: int,
+    callbacks: list[Callback],
+    image: bool = False,
+) -> dict[str, Any]:
+    """Fit one run, evaluating every epoch; return its table row."""
+    model = Model(network, nn.CrossEntropyLoss(), optimizer, metrics=METRICS)
+    history = next((cb for cb in callbacks if isinstance(cb, History)), None)
+    model.fit(
+        epochs,
+        data.train_loader(batch_size, image),
+        data.test_loader(image),
+        callbacks=callbacks,
+    )
+    result = model.eval(data.test_loader(image))
+    return {
+        "run_dir": str(run_dir),
+        "optimizer": type(optimizer).__name__,
+        "lr": optimizer.param_groups[0]["lr"],
+        "batch": batch_size,
+        "epochs": len(history.epoch) if history is not None else epochs,
+        "accuracy": float(result["accuracy"]),
+        "loss": float(result["loss"]),
+    }
+
+
+# --- the runs: one function each, so each can get its own collectors ----------------------
+def run_mlp_sgd(out: Path, data: DigitsData) -> dict[str, Any]:
+    torch.manual_seed(SEED)
+    run_dir = next_run_dir(out, "mlp_sgd")
+    net = mlp()
+    callbacks: list[Callback] = [History()]
+    return fit_and_score(
+        run_dir=run_dir,
+        network=net,
+        optimizer=torch.optim.SGD(net.parameters(), lr=0.1),
+        data=data,
+        batch_size=32,
+        epochs=8,
+        callbacks=callbacks,
+    )
+
+
+def run_mlp_momentum(out: Path, data: DigitsData) -> dict[str, Any]:
+    torch.manual_seed(SEED)
+    run_dir = next_run_dir(out, "mlp_momentum")
+    net = mlp()
+    callbacks: list[Callback] = [History()]
+    return fit_and_score(
+        run_dir=run_dir,
+        network=net,
+        optimizer=torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9),
+        data=data,
+        batch_size=16,
+        epochs=6,
+        callbacks=callbacks,
+    )
+
+
+def run_mlp_adam(out: Path, data: DigitsData) -> dict[str, Any]:
+    torch.manual_seed(SEED)
+    run_dir = next_run_dir(out, "mlp_adam")
+    net = mlp(hidden=128)
+    callbacks: list[Callback] = [
+        History(),
+        EarlyStopping(monitor="eval_loss", patience=2, restore_best_weights=True),
+    ]
+    return fit_and_score(
+        run_dir=run_dir,
+        network=net,
+        optimizer=torch.optim.Adam(net.parameters(), lr=0.001),
+        data=data,
+        batch_size=64,
+        epochs=12,
+        callbacks=callbacks,
+    )
+
+
+def run_cnn_adam(out: Path, data: DigitsData) -> dict[str, Any]:
+    torch.manual_seed(SEED)
+    run_dir = next_run_dir(out, "cnn_adam")
+    net = cnn()
+    callbacks: list[Callback] = [History()]
+    return fit_and_score(
+        run_dir=run_dir,
+        network=net,
+        optimizer=torch.optim.Adam(net.parameters(), lr=0.003),
+        data=data,
+        batch_size=32,
+        epochs=6,
+        callbacks=callbacks,
+        image=True,
+    )
+
+
+RUNS: tuple[Callable[[Path, DigitsData], dict[str, Any]], ...] = (
+    run_mlp_sgd,
+    run_mlp_momentum,
+    run_mlp_adam,
+    run_cnn_adam,
+)
+
+
+def run_demo(out: Path, console: Console | None = None) -> list[dict[str, Any]]:
+    """Train every demo run under ``out``, print the table of runs, return its rows."""
+    console = console if console is not None else Console()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = load_digits_data()
+    console.print(
+        f"digits: {len(data.y_train)} train / {len(data.y_test)} test images, "
+        f"{len(RUNS)} runs -> {out}"
+    )
+    rows = []
+    for run in RUNS:
+        row = run(out, data)
+        console.print(f"  {Path(row['run_dir']).name}: accuracy {row['accuracy']:.4f}")
+        rows.append(row)
+    print_runs(rows, console, base=out)
+    return rows
+
+
+def print_runs(rows: list[dict[str, Any]], console: Console, base: Path | None = None) -> None:
+    """The runs as a table, best accuracy first; run dirs shown relative to ``base``."""
+    title = "demo runs, best accuracy first" + (f" (under {base})" if base is not None else "")
+    table = Table(title=title)
+    table.add_column("run dir", no_wrap=True)
+    table.add_column("optimizer")
+    for column in ("lr", "batch", "epochs", "accuracy", "loss"):
+        table.add_column(column, justify="right")
+    for row in sorted(rows, key=lambda r: -r["accuracy"]):
+        run_dir = Path(row["run_dir"])
+        if base is not None and run_dir.is_relative_to(base):
+            run_dir = run_dir.relative_to(base)
+        table.add_row(
+            str(run_dir),
+            row["optimizer"],
+            f"{row['lr']:g}",
+            str(row["batch"]),
+            str(row["epochs"]),
+            f"{row['accuracy']:.4f}",
+            f"{row['loss']:.4f}",
+        )
+    console.print(table)

@@ -1,0 +1,64 @@
+"""``trainledger demo``: the offline runs and table, the --online hand-off, help."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from trainledger.cli.main import cli
+
+
+@pytest.mark.slow
+def test_demo_trains_runs_and_prints_table(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["demo", "--out", str(tmp_path / "runs")])
+    assert result.exit_code == 0, result.output
+    for name in ("mlp_sgd", "mlp_momentum", "mlp_adam", "cnn_adam"):
+        assert (tmp_path / "runs" / name).is_dir()
+        assert name in result.output
+    assert "accuracy" in result.output and "optimizer" in result.output
+
+
+@pytest.mark.slow
+def test_run_demo_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    offline = importlib.import_module("trainledger.demos.offline")
+    data = offline.load_digits_data()
+    row = offline.run_mlp_sgd(tmp_path, data)
+    assert set(row) == {"run_dir", "optimizer", "lr", "batch", "epochs", "accuracy", "loss"}
+    assert row["optimizer"] == "SGD" and row["lr"] == 0.1 and row["batch"] == 32
+    assert row["accuracy"] > 0.8  # digits are easy; a broken loop would be near 0.1
+    again = offline.run_mlp_sgd(tmp_path, data)
+    assert again["accuracy"] == row["accuracy"]  # seeded: reproducible
+    assert Path(again["run_dir"]).name == "mlp_sgd_2"  # a second run never mixes with the first
+
+
+def test_online_calls_online_ctr_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    fake = types.ModuleType("trainledger.demos.online_ctr")
+    fake.run = lambda out, max_steps: calls.append((out, max_steps)) or {"steps": max_steps}  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "trainledger.demos.online_ctr", fake)
+    result = CliRunner().invoke(
+        cli, ["demo", "--online", "--out", str(tmp_path), "--max-steps", "5"]
+    )
+    assert result.exit_code == 0, result.output
+    assert calls == [(tmp_path, 5)]
+    assert "steps: 5" in result.output
+
+
+def test_online_missing_module_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "trainledger.demos.online_ctr", None)  # import fails
+    result = CliRunner().invoke(cli, ["demo", "--online", "--out", str(tmp_path)])
+    assert result.exit_code != 0
+    assert "online demo is not available" in result.output
+
+
+def test_help() -> None:
+    result = CliRunner().invoke(cli, ["demo", "--help"])
+    assert result.exit_code == 0
+    assert "--out" in result.output and "--online" in result.output
