@@ -383,3 +383,13 @@ def test_only_rank_zero_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert f.name.split(".")[5] == "1"  # rank in the file name
     hp = read_lineage(tmp_path / "b")["hyper_parameters"]
     assert hp["device_num"] == 2 and hp["parallel_mode"] == "stand_alone"
+
+
+def test_user_info_is_retried_after_a_failed_write(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    cb = TrainLineage(run, user_defined_info={"team": "a"})
+    _break_dir(run)
+    cb.on_train_begin(RunContext(_params(tmp_path)))  # logged, not raised
+    os.remove(run)
+    cb.on_train_end(RunContext(_params(tmp_path)))
+    assert read_lineage(run)["user_defined"] == {"team": "a"}

@@ -128,11 +128,13 @@ class _LineageCallback(Callback):
         return rank == 0 or self._all_ranks
 
     def _write(self, events: list[pb.LineageEvent]) -> str:
-        return get_writer(self._log_dir, rank=distributed_info()[0]).write(events)
+        path = get_writer(self._log_dir, rank=distributed_info()[0]).write(events)
+        if any(e.WhichOneof("what") == "user_defined_info" for e in events):
+            self._user_info_written = True  # only once it is on disk
+        return path
 
     def _user_events(self) -> list[pb.LineageEvent]:
         if self._user_info and not self._user_info_written:
-            self._user_info_written = True
             return [user_defined_event(self._user_info)]
         return []
 
