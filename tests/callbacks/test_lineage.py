@@ -393,3 +393,17 @@ def test_user_info_is_retried_after_a_failed_write(tmp_path: Path) -> None:
     os.remove(run)
     cb.on_train_end(RunContext(_params(tmp_path)))
     assert read_lineage(run)["user_defined"] == {"team": "a"}
+
+
+def test_our_eval_after_a_mindspore_training_merges(tmp_path: Path) -> None:
+    golden = Path(__file__).resolve().parents[1] / "golden" / "mindspore-runs" / "sgd_noeval"
+    run = tmp_path / "sgd_noeval"
+    shutil.copytree(golden, run)
+    params = _params(tmp_path, metrics={"Accuracy": 0.5}, cur_step_num=4)
+    EvalLineage(run).on_eval_end(RunContext(params))
+    files = list_lineage_files(run)
+    assert len(files) == 2 and files[1].timestamp > files[0].timestamp
+    d = read_lineage(run)
+    assert d["hyper_parameters"]["optimizer"] == "SGD"  # MindSpore's train lineage kept
+    assert d["user_defined"] == {"team": "a"}
+    assert d["metric"] == {"Accuracy": 0.5}
