@@ -8,8 +8,12 @@ the base is never followed.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import stat
+import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +34,7 @@ class RunFiles:
     path: str  # absolute real path
     files: tuple[tuple[str, int, int], ...]
 
-    @property
+    @functools.cached_property
     def signature(self) -> str:
         """Changes whenever a lineage file is added, removed, grown or rewritten."""
         return ";".join(f"{n}:{s}:{m}" for n, s, m in self.files)
@@ -84,69 +88,133 @@ def _inside(path: str, base: str) -> bool:
     return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
 
 
-def lineage_files(directory: str) -> tuple[tuple[str, int, int], ...]:
-    """(name, size, mtime_ns) of the lineage files directly in ``directory``, by name."""
-    out = []
-    try:
-        with os.scandir(directory) as it:
-            for entry in it:
-                name = entry.name
-                if (not name.endswith(LINEAGE_SUFFIX) or is_temp_name(name)
-                        or not _TS_RE.search(name)):
-                    continue
-                try:
-                    if entry.is_symlink() or not entry.is_file(follow_symlinks=False):
+@dataclass(frozen=True)
+class _Listing:
+    """What one directory listing found (cached while the directory's mtime is unchanged)."""
+
+    mtime_ns: int
+    lineage: tuple[tuple[str, str], ...]  # (name, full path) of lineage files
+    children: tuple[tuple[str, str], ...]  # (name, path) of sub-directories safe to visit
+
+
+class Scanner:
+    """The cheap scan, made cheaper on repeat: one ``stat`` per directory and lineage file.
+
+    A directory is listed again only when its mtime changed (a file or sub-directory was
+    added, removed or renamed); otherwise its cached listing is reused and only its lineage
+    files are stat'ed (an append changes their size and mtime, not the directory's). A
+    directory modified within the last two seconds is always listed again, because a second
+    change inside the same timestamp tick would not move the mtime (git's "racy" rule).
+    """
+
+    RACY_NS = 2_000_000_000
+
+    def __init__(self, base_real: str, max_depth: int = 1) -> None:
+        if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
+            raise ValueError(f"max_depth expected a non-negative int, received: {max_depth!r}")
+        self.base = base_real
+        self.max_depth = max_depth
+        self._cache: dict[str, _Listing] = {}
+        self._runs: dict[str, RunFiles] = {}  # reused while unchanged (signature computed once)
+
+    def _list(self, path: str, mtime_ns: int) -> _Listing:
+        lineage: list[str] = []
+        children: list[tuple[bool, str, str]] = []
+        try:
+            with os.scandir(path) as it:
+                for entry in it:
+                    name = entry.name
+                    try:
+                        if name.endswith(LINEAGE_SUFFIX):
+                            if (not is_temp_name(name) and _TS_RE.search(name)
+                                    and entry.is_file(follow_symlinks=False)):
+                                lineage.append(name)
+                            continue
+                        if not entry.is_dir() or name == INDEX_DIRNAME or "\x00" in name:
+                            continue
+                        is_link = entry.is_symlink()
+                    except OSError:
                         continue
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue  # vanished between listing and stat
-                out.append((name, st.st_size, st.st_mtime_ns))
-    except OSError:
-        return ()
-    out.sort()
-    return tuple(out)
+                    child = os.path.join(path, name)
+                    if is_link:
+                        child = os.path.realpath(child)
+                        if not _inside(child, self.base) or child == self.base:
+                            continue
+                    children.append((is_link, name, child))
+        except OSError:
+            pass
+        # real directories first, so they are visited (and named) before links to them
+        children.sort(key=lambda c: (c[0], c[1]))
+        return _Listing(mtime_ns, tuple((n, os.path.join(path, n)) for n in sorted(lineage)),
+                        tuple((name, child) for _, name, child in children))
+
+    @staticmethod
+    def _stat_files(
+        lineage: tuple[tuple[str, str], ...],
+    ) -> tuple[tuple[str, int, int], ...] | None:
+        out = []
+        os_stat, is_reg = os.stat, stat.S_ISREG
+        for name, full in lineage:
+            try:
+                st = os_stat(full, follow_symlinks=False)
+            except OSError:
+                return None  # vanished: list the directory again
+            if not is_reg(st.st_mode):
+                return None
+            out.append((name, st.st_size, st.st_mtime_ns))
+        return tuple(out)
+
+    def scan(self) -> list[RunFiles]:
+        """Run directories (directories holding lineage files) under the base.
+
+        Depth 0 is the base itself ("./"), depth 1 its children ("./run1"), and so on up to
+        ``max_depth``. Symlinked directories are followed only if they resolve inside the
+        base; each real directory is reported once. The index directory is skipped.
+        """
+        now = time.time_ns()
+        cache: dict[str, _Listing] = {}
+        previous = self._runs
+        current: dict[str, RunFiles] = {}
+        runs: list[RunFiles] = []
+        seen: set[str] = set()
+        queue: deque[tuple[str, str, int]] = deque([(self.base, ".", 0)])
+        old_cache, os_stat, stat_files = self._cache, os.stat, self._stat_files
+        settled_before = now - self.RACY_NS
+        while queue:
+            path, rel, depth = queue.popleft()
+            if path in seen:
+                continue
+            seen.add(path)
+            try:
+                mtime_ns = os_stat(path).st_mtime_ns
+            except OSError:
+                continue
+            listing = old_cache.get(path)
+            files = None
+            if listing is not None and listing.mtime_ns == mtime_ns < settled_before:
+                files = stat_files(listing.lineage)
+            if listing is None or files is None:
+                listing = self._list(path, mtime_ns)
+                files = stat_files(listing.lineage) or ()
+            cache[path] = listing
+            if files:
+                summary_dir = "./" if rel == "." else rel
+                run = previous.get(path)
+                if run is None or run.files != files or run.summary_dir != summary_dir:
+                    run = RunFiles(summary_dir, path, files)
+                current[path] = run
+                runs.append(run)
+            if depth < self.max_depth:
+                for name, child in listing.children:
+                    queue.append((child, f"{rel}/{name}", depth + 1))
+        self._cache = cache
+        self._runs = current
+        return runs
 
 
 def discover(base_real: str, max_depth: int = 1) -> list[RunFiles]:
-    """Run directories (directories holding lineage files) under ``base_real``.
-
-    Depth 0 is the base itself ("./"), depth 1 its children ("./run1"), and so on up to
-    ``max_depth``. Symlinked directories are followed only if they resolve inside the base;
-    each real directory is reported once. The index directory is skipped.
-    """
-    if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
-        raise ValueError(f"max_depth expected a non-negative int, received: {max_depth!r}")
-    runs: list[RunFiles] = []
-    seen: set[str] = set()
-    stack: list[tuple[str, str, int]] = [(base_real, ".", 0)]
-    while stack:
-        path, rel, depth = stack.pop()
-        if path in seen:
-            continue
-        seen.add(path)
-        files = lineage_files(path)
-        if files:
-            summary_dir = "./" if rel == "." else rel
-            runs.append(RunFiles(summary_dir, path, files))
-        if depth >= max_depth:
-            continue
-        try:
-            with os.scandir(path) as it:
-                entries = [(e.name, e.is_symlink(), e.is_dir()) for e in it]
-        except OSError:
-            continue
-        # push symlinks first so real directories are visited (and named) before links to them
-        entries.sort(key=lambda e: (not e[1], e[0]))
-        for name, is_link, is_dir in entries:
-            if not is_dir or name == INDEX_DIRNAME or "\x00" in name:
-                continue
-            child = os.path.join(path, name)
-            if is_link:
-                child = os.path.realpath(child)
-                if not _inside(child, base_real) or child == base_real:
-                    continue
-            stack.append((child, f"{rel}/{name}", depth + 1))
-    return runs
+    """One scan of ``base_real`` (see ``Scanner.scan``)."""
+    return Scanner(base_real, max_depth).scan()
 
 
 def resolve_summary_dir(base_real: str, value: str) -> str | None:

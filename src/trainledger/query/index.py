@@ -34,7 +34,7 @@ from trainledger.query.annotations import (
 from trainledger.query.conditions import FIELDS, lineage_types, page_bounds, validate_condition
 from trainledger.query.discovery import (
     RunFiles,
-    discover,
+    Scanner,
     path_error,
     resolve_summary_dir,
     validate_base,
@@ -100,6 +100,10 @@ class LineageIndex:
         self._conn: sqlite3.Connection | None = None
         self._ino: int | None = None
         self._annotations_seen: int | None | bool = False
+        self._scanner = Scanner(self.base, max_depth)
+        # summary_dir -> signature of what the index holds, valid while the generation holds
+        self._known: dict[str, str] = {}
+        self._known_generation: int | None = None
 
     # -- connection -----------------------------------------------------------------------
 
@@ -117,6 +121,7 @@ class LineageIndex:
         self._conn = connect(self.path)
         self._ino = os.stat(self.path).st_ino
         self._annotations_seen = False
+        self._known_generation = None
         return self._conn
 
     def close(self) -> None:
@@ -139,6 +144,9 @@ class LineageIndex:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 result = fn(conn)
+                conn.execute(
+                    "UPDATE meta SET value = value + 1 WHERE key = 'generation'"
+                )
                 conn.execute("COMMIT")
                 return result
             except BaseException:
@@ -168,17 +176,9 @@ class LineageIndex:
         """Cheap scan; re-parse new/changed runs, drop vanished ones, sync annotations."""
         with self._lock:
             self._sync_annotations()
-            on_disk = discover(self.base, self.max_depth)
+            on_disk = self._scanner.scan()
             stats = ScanStats(runs=len(on_disk))
-
-            def known(conn: sqlite3.Connection) -> dict[str, str]:
-                rows = conn.execute(
-                    "SELECT summary_dir, signature FROM runs "
-                    "UNION ALL SELECT summary_dir, signature FROM unreadable"
-                ).fetchall()
-                return dict(rows)
-
-            seen = self._read(known)
+            seen = self._read(self._known_signatures)
             changed = [r for r in on_disk if seen.get(r.summary_dir) != r.signature]
             present = {r.summary_dir for r in on_disk}
             gone = [d for d in seen if d not in present]
@@ -191,6 +191,19 @@ class LineageIndex:
                 stats.unreadable += sum(1 for _, rec in batch if rec is None)
                 self._write(functools.partial(self._store, batch=batch))
             return stats
+
+    def _known_signatures(self, conn: sqlite3.Connection) -> dict[str, str]:
+        """What the index holds per run, re-read only when another write happened."""
+        generation = conn.execute(
+            "SELECT value FROM meta WHERE key = 'generation'"
+        ).fetchone()[0]
+        if generation != self._known_generation:
+            self._known = dict(conn.execute(
+                "SELECT summary_dir, signature FROM runs "
+                "UNION ALL SELECT summary_dir, signature FROM unreadable"
+            ).fetchall())
+            self._known_generation = generation
+        return self._known
 
     def _parse(self, run: RunFiles) -> semantics.Record | None:
         try:

@@ -22,7 +22,7 @@ from typing import TypeVar
 from trainledger.errors import LineageQuerySummaryDataError
 from trainledger.query.discovery import INDEX_DIRNAME
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 20_000
 RETRY_SECONDS = 120.0
 T = TypeVar("T")
@@ -195,6 +195,7 @@ def ensure_schema(conn: sqlite3.Connection) -> bool:
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
                 (SCHEMA_VERSION,),
             )
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', 0)")
             conn.execute("COMMIT")
             return True
         except BaseException:

@@ -1,0 +1,185 @@
+"""Lineage query speed: trainledger's index vs. MindInsight 2.3.1's filter_summary_lineage.
+
+Generates N run directories of real lineage files (MindInsight's LineageEvent records: user
+info, train lineage, dataset graph, evaluation), then times three queries:
+
+- ``filter``: optimizer = Adam, learning_rate > 0.05, best accuracy first, page of 10;
+- ``range``: metric/Accuracy in [0.5, 0.6];
+- ``all``: everything (no condition).
+
+Cold = first query with no index (it builds the index: every file parsed once). Warm = the
+index exists; each query still does the cheap scan (listing + stat of every lineage file).
+Each answer is checked against the plain-Python semantics over the same records.
+
+If ``--mindinsight PY`` (a MindInsight 2.3.1 venv's python, see
+/work/shared/tools/mindinsight-venv.sh) is given, MindInsight answers the same queries on the
+1k-run set in a subprocess that times itself (import cost excluded). MindInsight lists at
+most 999 run directories, so over 1k runs it sees 999.
+
+    .venv/bin/python bench/query.py --sizes 1000 10000 100000 \\
+        --mindinsight .venv-mindinsight/bin/python
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from trainledger.lineage.naming import lineage_file_name
+from trainledger.lineage.records import (
+    EvalValues,
+    TrainValues,
+    dataset_graph_event,
+    eval_event,
+    train_event,
+    user_defined_event,
+)
+from trainledger.query.conditions import validate_condition
+from trainledger.query.index import LineageIndex
+from trainledger.query.semantics import evaluate
+from trainledger.summary.framing import frame
+
+QUERIES: dict[str, dict[str, Any] | None] = {
+    "filter": {"optimizer": {"eq": "Adam"}, "learning_rate": {"gt": 0.05},
+               "sorted_name": "metric/Accuracy", "sorted_type": "descending",
+               "limit": 10, "offset": 0},
+    "range": {"metric/Accuracy": {"ge": 0.5, "le": 0.6}},
+    "all": None,
+}
+
+_MI_SCRIPT = r"""
+import json, logging, sys, time, statistics
+logging.disable(logging.CRITICAL)
+from mindinsight.lineagemgr.model import filter_summary_lineage
+base, queries, reps = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+out = {}
+for name, cond in queries.items():
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        res = filter_summary_lineage(summary_base_dir=base, search_condition=cond)
+        times.append(time.perf_counter() - t)
+    out[name] = {"seconds": statistics.median(times), "count": res["count"]}
+print(json.dumps(out))
+"""
+
+
+def generate(base: Path, n: int, seed: int = 0) -> None:
+    """Write ``n`` run directories with one lineage file each (distinct mtimes)."""
+    rng = random.Random(seed)
+    base.mkdir(parents=True, exist_ok=True)
+    t0 = 1_700_000_000
+    graphs = [{"op_type": "Batch", "batch_size": b, "children": [
+        {"op_type": "GeneratorDataset", "num_parallel_workers": w, "children": []}]}
+        for b in (16, 32, 64, 128) for w in (1, 2, 4, 8)]
+    for i in range(n):
+        run = base / f"run{i:06d}"
+        run.mkdir()
+        ts = t0 + i
+        events = [
+            user_defined_event({"team": rng.choice("abcd"), "trial": i}, wall_time=ts),
+            train_event(TrainValues(
+                optimizer=rng.choice(["Adam", "SGD", "Momentum"]),
+                learning_rate=rng.choice([0.001, 0.01, 0.02, 0.05, 0.1, 0.2]),
+                loss_function="CrossEntropyLoss", epoch=rng.randint(1, 20),
+                batch_size=rng.choice([16, 32, 64, 128]), device_num=1, network="MLP",
+                loss=rng.random(), train_dataset_size=60000, model_size=rng.randint(1, 10**7),
+            ), wall_time=ts),
+            dataset_graph_event(rng.choice(graphs), wall_time=ts),
+            eval_event(EvalValues(metrics={"Accuracy": rng.random(), "Loss": rng.random()},
+                                  valid_dataset_size=10000), wall_time=ts),
+        ]
+        path = run / lineage_file_name(ts, 0, "bench", 1, 0)
+        path.write_bytes(b"".join(frame(e.SerializeToString()) for e in events))
+        os.utime(path, (ts, ts))
+
+
+def _timed(fn: Any) -> tuple[float, Any]:
+    t = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - t, value
+
+
+def bench_ours(base: Path, reps: int) -> dict[str, Any]:
+    shutil.rmtree(base / ".trainledger", ignore_errors=True)
+    out: dict[str, Any] = {}
+    index = LineageIndex(base)
+    cold, first = _timed(lambda: index.query(QUERIES["filter"]))
+    out["cold"] = cold
+    records = index.records()
+    for name, cond in QUERIES.items():
+        times = []
+        for _ in range(reps):
+            seconds, result = _timed(lambda c=cond: index.query(c))
+            times.append(seconds)
+        expected = evaluate(records, validate_condition(cond))
+        assert result == expected, f"{name}: SQL answer differs from the Python semantics"
+        out[name] = {"seconds": statistics.median(times), "count": result["count"]}
+    assert first == evaluate(records, validate_condition(QUERIES["filter"]))
+    # a fresh process-like start: new index object over the existing index file
+    fresh, _ = _timed(lambda: LineageIndex(base).query(QUERIES["filter"]))
+    out["reopen_filter"] = fresh
+    index.close()
+    return out
+
+
+def bench_mindinsight(python: str, base: Path, reps: int) -> dict[str, Any]:
+    proc = subprocess.run(
+        [python, "-c", _MI_SCRIPT, str(base), json.dumps(QUERIES), str(reps)],
+        capture_output=True, text=True, check=True,
+    )
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--mindinsight", help="python of a MindInsight 2.3.1 venv")
+    parser.add_argument("--dir", help="work directory (default: a temp dir, removed)")
+    args = parser.parse_args()
+    work = Path(args.dir or tempfile.mkdtemp(prefix="tl-bench-query-"))
+    results: dict[int, dict[str, Any]] = {}
+    mi: dict[str, Any] | None = None
+    try:
+        for n in args.sizes:
+            base = work / f"runs{n}"
+            if not base.exists():
+                seconds, _ = _timed(lambda b=base, k=n: generate(b, k))
+                print(f"generated {n} runs in {seconds:.1f} s", file=sys.stderr)
+            results[n] = bench_ours(base, args.reps)
+            r = results[n]
+            print(f"N={n:>6}: cold {r['cold']*1e3:9.1f} ms | warm filter "
+                  f"{r['filter']['seconds']*1e3:7.1f} ms, range {r['range']['seconds']*1e3:7.1f}"
+                  f" ms, all {r['all']['seconds']*1e3:8.1f} ms (count {r['all']['count']}) | "
+                  f"reopen+filter {r['reopen_filter']*1e3:7.1f} ms")
+            if args.mindinsight and n == 1000:
+                mi = bench_mindinsight(args.mindinsight, base, max(1, args.reps // 2))
+                print("MindInsight 2.3.1, N=1000: " + ", ".join(
+                    f"{k} {v['seconds']*1e3:.0f} ms (count {v['count']})" for k, v in mi.items()))
+        if mi is not None:
+            mi_filter = mi["filter"]["seconds"]
+            for n, r in results.items():
+                print(f"ratios vs MindInsight@1k filter ({mi_filter*1e3:.0f} ms), N={n}: "
+                      f"warm filter x{mi_filter / r['filter']['seconds']:.0f} faster, "
+                      f"cold = {r['cold'] / mi_filter:.2f}x MindInsight's query, "
+                      f"warm all x{mi['all']['seconds'] / r['all']['seconds']:.1f} faster")
+        print(json.dumps({"trainledger": results, "mindinsight_1k": mi}, default=str))
+    finally:
+        if not args.dir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
