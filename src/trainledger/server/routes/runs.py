@@ -82,9 +82,9 @@ def run_points(store: StoreDep, request: schemas.PointsRequest) -> dict[str, Any
              summary="Columns of the matching runs, grouped for the column chooser")
 def run_columns(store: StoreDep, condition: ConditionBody = None, where: WhereQuery = None
                 ) -> dict[str, Any]:
-    result = combined_search(store, _unpaged(condition), where)
-    rows = [flatten(obj) for obj in result["object"]]
-    names = columns_of(rows, result.get("customized", {}))
+    # one row is enough: ``customized`` describes every matching run, not just the page
+    result = combined_search(store, {**_unpaged(condition), "offset": 0, "limit": 1}, where)
+    names = columns_of([], result.get("customized", {}))
     groups: dict[str, list[str]] = {
         "Metrics": [], "User defined": [], "Hyperparameters": [], "Other": []}
     for name in names:
