@@ -85,3 +85,13 @@ def test_render_table_reusable(tmp_path: Path) -> None:
     render_table(filter_summary_lineage(str(base)), console, title="runs")
     text = console.export_text()
     assert "runs" in text and "4 of 4 runs" in text and "./adam_lr001" in text
+
+
+def test_relative_shell_paths_with_dotdot_work(tmp_path: Path, monkeypatch) -> None:
+    base = copy_golden(tmp_path / "runs")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    code, out = run("lineage", "../runs", "-f", "json")
+    assert code == 0 and json.loads(out)["count"] == 4
+    code, out = run("show", "../runs/sgd_noeval", "--json")
+    assert code == 0 and json.loads(out)["summary_dir"] == str((base / "sgd_noeval").resolve())

@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import math
+import os
 import sys
 from typing import Any
 
@@ -113,13 +114,13 @@ def lineage(base: str, wheres: tuple[str, ...], sort: str | None, limit: int | N
             page: int | None, fmt: str, max_depth: int) -> None:
     """Filter, sort and page the lineage of the runs under BASE."""
     from trainledger.query.api import filter_summary_lineage
-    from trainledger.query.where import parse_where
-
     from trainledger.query.conditions import FIELDS
+    from trainledger.query.where import parse_where
 
     try:
         condition = parse_where(wheres, sort=sort, limit=limit, page=page)
-        result = filter_summary_lineage(base, condition, max_depth=max_depth)
+        # a shell path like ../runs is the user's own: normalize it (the API rejects "..")
+        result = filter_summary_lineage(os.path.abspath(base), condition, max_depth=max_depth)
     except (LineageError, ValueError) as exc:
         hint = ""
         if "not supported" in str(exc) or "sorted_name must be" in str(exc):
@@ -171,7 +172,7 @@ def show(run_dir: str, as_json: bool) -> None:
     from trainledger.query.api import get_summary_lineage
 
     try:
-        info = get_summary_lineage(run_dir)
+        info = get_summary_lineage(os.path.abspath(run_dir))
     except (LineageError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     if not info:
