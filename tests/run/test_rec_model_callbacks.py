@@ -189,3 +189,33 @@ def test_sigterm_in_a_child_process_leaves_a_final_checkpoint_and_stopped_lineag
     record = read_lineage(tmp_path)
     assert record["run"]["status"] == "stopped"
     assert record["run"]["error"] == "signal"
+
+
+def test_summary_collector_inside_online_train(tmp_path: Path) -> None:
+    from trainledger.callbacks.summary_collector import SummaryCollector
+    from trainledger.summary.reader import read_scalars
+
+    collector = SummaryCollector(tmp_path, collect_freq=5, collect_specified_data={
+        "collect_input_data": False})
+    ends: dict[str, float] = {}
+
+    class Stage(Callback):  # how a user puts the windowed metrics on every collected step
+        def on_train_step_end(self, rc: RunContext) -> None:
+            for name, value in rc.original_args().window_metrics.items():
+                collector.add_value("scalar", f"window/{name}", value)
+
+        def on_train_end(self, rc: RunContext) -> None:
+            ends.update(rc.original_args().window_metrics)
+
+    _model(metrics={"auc": "auc", "logloss": "loss"}).online_train(
+        _clicks(), callbacks=[Stage(), collector], dataset_sink_mode=False, max_steps=12,
+        metric_window=4, metric_every=4,
+    )
+    scalars = read_scalars(tmp_path)
+    assert scalars["loss/auto"][0].tolist() == [1, 5, 10]
+    assert scalars["learning_rate/auto"][0].tolist() == [1, 5, 10]
+    assert scalars["window/auc"][0].tolist() == [5, 10]  # computed at 4 and 8, staged, collected
+    # at the end of the pass (here: of training) the windowed metrics are eval results
+    assert scalars["eval/auc"][0].tolist() == [12]
+    assert scalars["eval/auc"][2][0] == pytest.approx(ends["auc"], rel=1e-6)
+    assert scalars["eval/logloss"][2][0] == pytest.approx(ends["logloss"], rel=1e-6)

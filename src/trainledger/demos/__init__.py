@@ -1,0 +1,1 @@
+"""Runnable demonstrations of trainledger, called by ``trainledger demo`` and ``examples/``."""
