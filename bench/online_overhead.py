@@ -41,7 +41,10 @@ def make_net(features: int, seed: int = 0) -> nn.Module:
     )
 
 
-def stream(batches: list[tuple[torch.Tensor, torch.Tensor]]) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+Batch = tuple[torch.Tensor, torch.Tensor]
+
+
+def stream(batches: list[Batch]) -> Iterator[Batch]:
     yield from batches  # one-shot, like a real stream
 
 
