@@ -175,6 +175,7 @@ class EngineStore:
         self._scanned = threading.Event()
         self._checked_at = -math.inf
         self._signature: int | None = None
+        self._scanner: Any = None
         self._annotations_mtime: int | None = None
         self._version = 0
         self._results: OrderedDict[tuple[int, str], dict[str, Any]] = OrderedDict()
@@ -190,17 +191,20 @@ class EngineStore:
             return None
 
     def _listing(self) -> int:
-        from trainledger.query.discovery import discover
+        """A fingerprint of the run directories and their lineage files' sizes and mtimes."""
+        if self._scanner is None:
+            from trainledger.query.discovery import Scanner
 
-        runs = discover(self._index.base, self.max_depth)
-        return hash(tuple((run.summary_dir, run.signature) for run in runs))
+            self._scanner = Scanner(self._index.base, self.max_depth)
+        runs = self._scanner.scan()
+        return hash(tuple((run.summary_dir, run.files) for run in runs))
 
     def _ensure_scanned(self) -> None:
         if not self._scanned.is_set():
             with self._scan_lock:
                 if not self._scanned.is_set():
-                    # listed before the refresh: a change in between is caught by the next check
-                    self._signature = self._listing()
+                    # no fingerprint yet: the first check takes one and refreshes once more,
+                    # so a run written between this refresh and that listing is not missed
                     self._index.refresh()
                     self._annotations_mtime = self._annotations_file_mtime()
                     self._checked_at = time.monotonic()
@@ -223,9 +227,12 @@ class EngineStore:
                 return
             signature = self._listing()
             mtime = self._annotations_file_mtime()
-            changed = signature != self._signature or mtime != self._annotations_mtime
+            changed = mtime != self._annotations_mtime
             if signature != self._signature:
-                self._index.refresh()
+                stats = self._index.refresh()
+                # the first fingerprint differs by definition; only a real change counts
+                changed = changed or self._signature is not None or bool(
+                    stats.parsed or stats.removed)
                 self._signature = signature
             self._annotations_mtime = mtime
             self._checked_at = time.monotonic()
