@@ -19,6 +19,9 @@ _EXPORTS: dict[str, str] = {
     "CallbackManager": "trainledger.run.manager",
     "Model": "trainledger.run.model",
     "RecModel": "trainledger.run.rec_model",
+    # streaming sources for RecModel.online_train
+    "QueueStream": "trainledger.data",
+    "FileTailSource": "trainledger.data",
     "metrics": "trainledger.run.metrics",
     # built-in callbacks
     "LossMonitor": "trainledger.callbacks.monitors",
@@ -74,6 +77,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.checkpoint.api import load_checkpoint, load_param_into_net, save_checkpoint
     from trainledger.checkpoint.config import CheckpointConfig
     from trainledger.checkpoint.manager import CheckpointManager
+    from trainledger.data import FileTailSource, QueueStream
     from trainledger.query.api import filter_summary_lineage, get_summary_lineage
     from trainledger.query.table import lineage_table
     from trainledger.run import metrics
