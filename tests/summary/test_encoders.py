@@ -7,6 +7,8 @@ import io
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from trainledger.summary import encoders
@@ -156,3 +158,15 @@ def test_tensor_of_strings_and_bad_dtype():
 def test_file_version_event():
     e = encoders.file_version_event(12.5)
     assert e.file_version == "brain.Event:2" and e.wall_time == 12.5 and e.step == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    tag=st.text(min_size=1, max_size=200),
+    value=st.floats(allow_nan=True, allow_infinity=True) | st.floats(width=32),
+    step=st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    wall_time=st.floats(allow_nan=False) | st.sampled_from([0.0, -0.0, 1.7e9]),
+)
+def test_scalar_event_fast_path_equals_protobuf(tag, value, step, wall_time):
+    expected = encoders.event(step, wall_time, [encoders.scalar(tag, value)]).SerializeToString()
+    assert encoders.scalar_event_bytes(tag, value, step, wall_time) == expected

@@ -222,3 +222,22 @@ def test_reads_torch_summary_writer_and_tf2_tensor_scalars(tmp_path):
 def test_tiny_files(tmp_path, size):
     (tmp_path / NAME).write_bytes(b"\x00" * size)
     assert read_scalars(tmp_path) == {}
+
+
+def test_reader_and_record_work_without_torch(tmp_path):
+    """The reader (used by the UI and the query side) never imports torch."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from trainledger.summary import SummaryRecord, read_scalars\n"
+        f"with SummaryRecord({str(tmp_path)!r}) as r:\n"
+        "    r.add_scalar('x', 1.5, 2)\n"
+        f"s = read_scalars({str(tmp_path)!r})\n"
+        "assert s['x'][2].tolist() == [1.5], s\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from trainledger.errors import DiskSpaceError, SummaryError, SummaryWriteError
+from trainledger.summary import record as record_mod
 from trainledger.summary import writer as writer_mod
 from trainledger.summary.framing import read_records
 from trainledger.summary.proto import summary_pb2 as pb
@@ -274,6 +275,7 @@ def test_writer_thread_error_raised_once_as_summary_write_error(tmp_path, monkey
 
 
 def test_pending_error_surfaces_on_next_record(tmp_path, monkeypatch):
+    monkeypatch.setattr(record_mod, "_BATCH_EVENTS", 1)  # hand every event over at once
     rec = SummaryRecord(tmp_path, raise_exception=True)
     monkeypatch.setattr(
         writer_mod.EventFileWriter, "write", lambda self, p: (_ for _ in ()).throw(OSError("boom"))

@@ -74,6 +74,8 @@ def _mean_of_first_output(outputs: Any) -> float | None:
     if outputs is None:
         return None
     if hasattr(outputs, "detach"):
+        if outputs.ndim == 0 or outputs.numel() == 1:
+            return float(outputs.item())  # the usual scalar loss: one cheap call
         return float(outputs.detach().float().mean())
     try:
         return float(np.mean(np.asarray(outputs, dtype=np.float64)))

@@ -30,6 +30,7 @@ __all__ = [
     "make_tensor_proto",
     "event",
     "file_version_event",
+    "scalar_event_bytes",
 ]
 
 FILE_VERSION = "brain.Event:2"
@@ -280,3 +281,57 @@ def event(step: int, wall_time: float, values: list[pb.Summary.Value]) -> pb.Eve
 def file_version_event(wall_time: float) -> pb.Event:
     """The first event of every file: TensorBoard checks it to know the format version."""
     return pb.Event(wall_time=wall_time, step=0, file_version=FILE_VERSION)
+
+
+# --- the hot path: one scalar per event, encoded without building messages -----------------
+
+_DOUBLE = struct.Struct("<d")
+_FLOAT = struct.Struct("<f")
+
+
+def _varint(value: int) -> bytes:
+    value &= 0xFFFFFFFFFFFFFFFF  # int64 two's complement, as protobuf encodes negatives
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_TAG_PREFIX: dict[str, bytes] = {}  # tag -> encoded "tag" field, bounded below
+
+
+def _tag_prefix(tag: str) -> bytes:
+    prefix = _TAG_PREFIX.get(tag)
+    if prefix is None:
+        raw = tag.encode("utf-8")
+        prefix = b"\x0a" + _varint(len(raw)) + raw
+        if len(_TAG_PREFIX) < 4096:
+            _TAG_PREFIX[tag] = prefix
+    return prefix
+
+
+def scalar_event_bytes(tag: str, value: float, step: int, wall_time: float) -> bytes:
+    """``event(step, wall_time, [scalar(tag, value)]).SerializeToString()``, without messages.
+
+    Writing scalars one by one is the common case (and the benchmark), so it skips message
+    construction; a test checks the bytes equal the protobuf encoding for arbitrary inputs.
+    """
+    try:
+        packed = _FLOAT.pack(value)
+    except OverflowError:  # beyond float32: protobuf stores +-inf
+        return event(step, wall_time, [scalar(tag, value)]).SerializeToString()
+    val = _tag_prefix(tag) + b"\x15" + packed
+    n = len(val)
+    summ = (b"\x0a" + bytes((n,)) if n < 128 else b"\x0a" + _varint(n)) + val
+    n = len(summ)
+    body = (b"\x2a" + bytes((n,)) if n < 128 else b"\x2a" + _varint(n)) + summ
+    if step:
+        body = (b"\x10" + (bytes((step,)) if 0 < step < 128 else _varint(step))) + body
+    if wall_time or _DOUBLE.pack(wall_time) != _ZERO8:  # proto3 leaves zero fields out
+        body = b"\x09" + _DOUBLE.pack(wall_time) + body
+    return body
+
+
+_ZERO8 = bytes(8)

@@ -50,8 +50,9 @@ PLUGINS = SUMMARY_PLUGINS + tuple(sorted(LINEAGE_PLUGINS))
 MODES = ("train", "eval")
 GRAPH_TAG = "graph/network"
 
-# Direct writes (add_scalar & co.) are handed to the thread in batches: one queue hand-off per
-# value would cost more than encoding it. A batch leaves after this many events or seconds.
+# Events (from record() and add_scalar & co.) are handed to the thread in batches: one queue
+# hand-off per event would cost more than encoding it. A batch leaves after this many events
+# or when its first event is this old (checked at the next write); flush()/close() send it.
 _BATCH_EVENTS = 256
 _BATCH_SECONDS = 0.2
 
@@ -217,6 +218,8 @@ class SummaryRecord:
     def _prepare(self, plugin: str, name: str, value: Any) -> Any:
         """Validate and snapshot ``value`` in the caller's thread (so errors surface here)."""
         if plugin == "scalar":
+            if type(value) is float:
+                return value
             return encoders.scalar(name, value).simple_value
         if plugin == "image":
             return encoders.to_hwc_uint8(value)
@@ -239,6 +242,9 @@ class SummaryRecord:
     ) -> bool:
         """Write the values added since the last ``record`` as one event for ``step``.
 
+        The event is queued for the writer thread (in batches, see ``_BATCH_EVENTS``);
+        ``flush()`` waits until it is on disk.
+
         ``plugin_filter(plugin) -> bool`` selects which staged plugins are written; the others
         are discarded with the step (as in MindSpore). The network (``train_network`` or the
         constructor's ``network``) is written once, as text, with the first record.
@@ -256,8 +262,7 @@ class SummaryRecord:
         ]
         self._pending.clear()
         if values:
-            self._batch.append((step, time.time(), values))
-        self._submit_batch()
+            self._queue_entry((step, time.time(), values))
         return True
 
     def flush(self) -> None:
@@ -324,10 +329,18 @@ class SummaryRecord:
         if self._closed:
             self._check_open()
         now = time.time()
+        self._queue_entry(
+            (step, now if wall_time is None else float(wall_time), [(plugin, tag, value)]), now
+        )
+
+    def _queue_entry(self, entry: Entry, now: float | None = None) -> None:
+        """Add an event to the current batch; hand the batch over when full or old."""
+        if now is None:
+            now = time.time()
         batch = self._batch
         if not batch:
             self._batch_started = now
-        batch.append((step, now if wall_time is None else float(wall_time), [(plugin, tag, value)]))
+        batch.append(entry)
         if len(batch) >= _BATCH_EVENTS or now - self._batch_started >= _BATCH_SECONDS:
             self._submit_batch()
 
@@ -362,6 +375,9 @@ def _encode_entries(entries: list[Entry], bins: int, export_dir: Path | None) ->
     out: list[bytes] = []
     value_cls = Summary.Value
     for step, wall_time, values in entries:
+        if len(values) == 1 and values[0][0] == "scalar":
+            out.append(encoders.scalar_event_bytes(values[0][1], values[0][2], step, wall_time))
+            continue
         protos = []
         for plugin, tag, value in values:
             if plugin == "scalar":

@@ -131,14 +131,16 @@ class EventFileWriter:
         if limit is None:
             self._fh.write(b"".join(records))
             self._size += sum(len(r) for r in records)
-            return
-        for rec in records:
-            # A record larger than the limit still gets written, alone in a fresh file:
-            # splitting it would make it unreadable, and dropping it would lose data silently.
-            if self._size + len(rec) > limit and self._size > self._header_size:
-                self._open_new_file()
-            self._fh.write(rec)
-            self._size += len(rec)
+        else:
+            for rec in records:
+                # A record larger than the limit still gets written, alone in a fresh file:
+                # splitting it would make it unreadable, dropping it would lose data silently.
+                if self._size + len(rec) > limit and self._size > self._header_size:
+                    self._open_new_file()
+                self._fh.write(rec)
+                self._size += len(rec)
+        # Hand the bytes to the OS (no fsync) so live readers see whole records promptly.
+        self._fh.flush()
 
     def flush(self) -> None:
         """Push buffered bytes to the OS and fsync them."""

@@ -1,0 +1,99 @@
+"""Per-step cost of ``SummaryCollector(collect_freq=1)`` (loss + learning-rate scalars).
+
+The small MLP and batches of ``bench/train_overhead.py`` (64-128-10, batch 64), trained with
+``Model.train`` without callbacks and with a SummaryCollector collecting at every step only
+``collect_metric`` (the loss and learning-rate scalars; no histograms, graph or lineage), in
+one process, rounds interleaved so machine noise hits both alike. Each collector round writes
+a fresh directory and includes closing (fsync) the event file. Prints the median steps/s and
+the slowdown; target under 5%. Run with stdout not a terminal (``| cat``), or Model adds a
+progress bar to both variants.
+
+    .venv/bin/python bench/summary_collector_overhead.py [--steps 2000] [--rounds 5] | cat
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from train_overhead import make  # noqa: E402  the same MLP as the training-loop benchmark
+
+from trainledger.callbacks.summary_collector import SummaryCollector  # noqa: E402
+from trainledger.run.model import Model  # noqa: E402
+from trainledger.summary import read_scalars  # noqa: E402
+
+Batches = list[tuple[torch.Tensor, torch.Tensor]]
+
+
+def run(batches: Batches, hidden: int, log_dir: Path | None) -> float:
+    net, opt = make(hidden)
+    model = Model(net, nn.CrossEntropyLoss(), opt)
+    callbacks = []
+    if log_dir is not None:
+        callbacks = [
+            SummaryCollector(
+                log_dir,
+                collect_freq=1,
+                keep_default_action=False,
+                collect_specified_data={"collect_metric": True},
+            )
+        ]
+    start = time.perf_counter()
+    model.train(1, batches, callbacks=callbacks)
+    return len(batches) / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--batch", type=int, default=64)
+    args = parser.parse_args()
+    gen = torch.Generator().manual_seed(0)
+    batches = [
+        (
+            torch.randn(args.batch, 64, generator=gen),
+            torch.randint(0, 10, (args.batch,), generator=gen),
+        )
+        for _ in range(args.steps)
+    ]
+    root = Path(tempfile.mkdtemp(prefix="tl-bench-collector-"))
+    try:
+        run(batches, args.hidden, None)  # warm-up
+        run(batches, args.hidden, root / "warm")
+        base: list[float] = []
+        ours: list[float] = []
+        for i in range(args.rounds):
+            base.append(run(batches, args.hidden, None))
+            log_dir = root / f"r{i}"
+            ours.append(run(batches, args.hidden, log_dir))
+            steps = read_scalars(log_dir)["loss/auto"][0]
+            assert len(steps) == args.steps, len(steps)  # every step was collected
+        b, o = statistics.median(base), statistics.median(ours)
+        print(
+            f"MLP 64-{args.hidden}-10, batch {args.batch}, {args.steps} steps x {args.rounds} "
+            f"rounds, torch {torch.__version__}, {torch.get_num_threads()} threads"
+        )
+        print(
+            f"  Model.train, no callbacks            {b:10,.0f} steps/s  ({1e6 / b:7.1f} us/step)"
+        )
+        print(
+            f"  + SummaryCollector(collect_freq=1)   {o:10,.0f} steps/s  ({1e6 / o:7.1f} us/step)"
+        )
+        print(f"  slowdown: {(b / o - 1) * 100:.1f}%  ({1e6 / o - 1e6 / b:.1f} us per step)")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
