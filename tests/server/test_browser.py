@@ -273,3 +273,28 @@ def test_new_runs_appear_without_a_reload(browser: Any, tmp_path: Path) -> None:
         context.close()
         server.stop()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_selected_runs_can_be_hidden_and_compared(page: Any, live: LiveServer) -> None:
+    open_view(page, live.url, "lineage")
+    wait_rows(page, N_RUNS)
+    page.check('#runs-table tr[data-run="run02"] input[type=checkbox]')
+    page.check('#runs-table tr[data-run="run04"] input[type=checkbox]')
+    assert page.locator("#selection-info").inner_text() == "2 selected"
+    page.click("#hide-selected")
+    wait_rows(page, N_RUNS - 2)
+    assert not {"run02", "run04"} & set(table_runs(page))
+    page.wait_for_function(
+        f"document.querySelectorAll({PARCOORDS_LINES!r}).length === {N_RUNS - 2}")
+    page.click("#show-all")
+    wait_rows(page, N_RUNS)
+    page.check('#runs-table tr[data-run="run01"] input[type=checkbox]')
+    page.check('#runs-table tr[data-run="run03"] input[type=checkbox]')
+    page.click("#compare-selected")
+    page.wait_for_function("document.body.dataset.ready === 'scalars'")
+    page.wait_for_function(
+        f"[...document.querySelectorAll('.chart-scalar')].every("
+        f"c => c.querySelectorAll({SCALAR_LINES!r}).length === 2)")
+    checked = page.eval_on_selector_all("#scalar-runs input:checked",
+                                        "boxes => boxes.map(b => b.dataset.run)")
+    assert checked == ["run01", "run03"]

@@ -1,6 +1,7 @@
 // Model lineage: parallel coordinates over the chosen columns, brushing filters the table;
 // the table is sorted and paged by the server; tags, remarks, selection, CSV, --where filter.
 import { api } from "./api.js";
+import { selectRuns } from "./scalars.js";
 import { $, colorFor, debounce, fmt, h, tagChip, toast } from "./util.js";
 
 const STORE_KEY = "trainledger.columns";
@@ -321,6 +322,7 @@ function updateSelectionInfo() {
   const n = state.selected.size;
   $("#selection-info").textContent = n ? `${n} selected` : "";
   $("#hide-selected").disabled = !n;
+  $("#compare-selected").disabled = !n;
   $("#only-selected").disabled = !n;
 }
 
@@ -433,6 +435,10 @@ function wire() {
     state.selected.clear();
     state.page = 0;
     reload().catch(showError);
+  });
+  $("#compare-selected").addEventListener("click", () => {
+    selectRuns([...state.selected]);
+    window.location.hash = "#/scalars";
   });
   $("#only-selected").addEventListener("click", () => {
     state.only = new Set(state.selected);
