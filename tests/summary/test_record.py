@@ -321,3 +321,28 @@ def test_real_disk_usage_is_checked(tmp_path):
     with SummaryRecord(tmp_path, min_free_bytes=1) as rec:
         rec.add_scalar("x", 1.0, 1)
     assert shutil.disk_usage(tmp_path).free > 1
+
+
+def test_a_record_never_closed_is_written_at_exit(tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "from trainledger.summary import SummaryRecord\n"
+        f"rec = SummaryRecord({str(tmp_path)!r})\n"
+        "for step in range(10):\n"
+        "    rec.add_scalar('x', float(step), step)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert read_scalars(tmp_path)["x"][0].tolist() == list(range(10))
+
+
+def test_a_dropped_record_is_written_on_garbage_collection(tmp_path):
+    import gc
+
+    rec = SummaryRecord(tmp_path)
+    rec.add_scalar("x", 1.0, 1)
+    del rec
+    gc.collect()
+    assert read_scalars(tmp_path)["x"][0].tolist() == [1]

@@ -23,6 +23,7 @@ import itertools
 import logging
 import os
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -163,6 +164,11 @@ class SummaryRecord:
         self._closed = False
         self.lineage_values: dict[str, dict[str, Any]] = {}
         self.lineage_handler: LineageHandler | None = None
+        # A record the user forgets to close still gets its last events written, at garbage
+        # collection or at interpreter exit (weakref.finalize runs atexit too).
+        self._finalizer = weakref.finalize(
+            self, _close_forgotten, self._writer, self._batch, self._bins, self._export_dir
+        )
 
     # --- properties ---------------------------------------------------------------------
     @property
@@ -276,6 +282,7 @@ class SummaryRecord:
         if self._closed:
             return
         self._closed = True
+        self._finalizer.detach()
         try:
             self._submit_batch()
         finally:
@@ -352,11 +359,29 @@ class SummaryRecord:
             self._writer.flush()  # raises the writer thread's error once
 
     def _submit_batch(self) -> None:
-        if not self._batch:
-            return
-        entries, self._batch = self._batch, []
-        bins, export_dir = self._bins, self._export_dir
-        self._writer.submit(lambda: _encode_entries(entries, bins, export_dir))
+        _submit(self._writer, self._batch, self._bins, self._export_dir)
+
+
+def _submit(
+    writer: AsyncEventWriter, batch: list[Entry], bins: int, export_dir: Path | None
+) -> None:
+    """Hand ``batch``'s events to the writer thread and empty it (the list object stays)."""
+    if not batch:
+        return
+    entries = batch[:]
+    batch.clear()
+    writer.submit(lambda: _encode_entries(entries, bins, export_dir))
+
+
+def _close_forgotten(
+    writer: AsyncEventWriter, batch: list[Entry], bins: int, export_dir: Path | None
+) -> None:
+    """Finalizer of a record that was never closed: write what is left, then close."""
+    try:
+        _submit(writer, batch, bins, export_dir)
+        writer.close()
+    except Exception as exc:  # at exit or in GC there is no caller left to raise to
+        logger.error("closing a SummaryRecord that was not closed failed: %s", exc)
 
 
 _ENCODERS: dict[str, Callable[..., Any]] = {
