@@ -146,7 +146,12 @@ def read_checkpoint(ckpt_file_name: str | os.PathLike[str], dec_key: bytes | Non
     """Read every part of a checkpoint (no network needed)."""
     from trainledger.checkpoint.torch_adapter import OPTIM_PREFIX, container_tensors, decode_tree
 
-    container = read_container(ckpt_file_name, dec_key, dec_mode, crc_check)
+    import torch
+
+    def allocate(n: int) -> Any:  # uninitialised memory: no zero-fill pass before the read
+        return torch.empty(n, dtype=torch.uint8).numpy()
+
+    container = read_container(ckpt_file_name, dec_key, dec_mode, crc_check, allocate)
     all_tensors = container_tensors(container)
     tensors = {k: v for k, v in all_tensors.items() if not k.startswith(OPTIM_PREFIX)}
     opt = None

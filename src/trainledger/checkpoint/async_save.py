@@ -65,6 +65,8 @@ class ThreadSaver:
     def _snapshot(self, named: NamedTensors) -> list[tuple[str, Any]]:
         import torch
 
+        from trainledger.checkpoint.torch_adapter import copy_bytes
+
         out = []
         pool: dict[str, Any] = {}
         for name, t in named:
@@ -72,7 +74,7 @@ class ThreadSaver:
             buf = self._pool.get(name)
             if buf is None or buf.shape != t.shape or buf.dtype != t.dtype:
                 buf = torch.empty(t.shape, dtype=t.dtype, device="cpu")
-            buf.copy_(t)
+            copy_bytes(buf, t)
             pool[name] = buf
             out.append((name, buf))
         self._pool = pool
@@ -158,7 +160,7 @@ class ProcessSaver:
              enc_key: bytes | None = None, enc_mode: str = "AES-GCM") -> None:
         import torch
 
-        from trainledger.checkpoint.torch_adapter import _TO_ST
+        from trainledger.checkpoint.torch_adapter import _TO_ST, copy_bytes
 
         if self._inflight is not None:
             raise RuntimeError("a checkpoint save is in flight; call wait() first")
@@ -175,7 +177,7 @@ class ProcessSaver:
         whole = torch.frombuffer(shm.buf, dtype=torch.uint8)
         for (_, t), (_, _, _, start, nbytes) in zip(named, specs):
             if nbytes:
-                whole[start:start + nbytes].view(t.dtype).view(t.shape).copy_(t.detach())
+                copy_bytes(whole[start:start + nbytes].view(t.dtype).view(t.shape), t)
         del whole
         message = {"op": "save", "path": str(path), "shm": shm.name, "tensors": specs,
                    "info": info, "enc_key": enc_key.hex() if enc_key else None,

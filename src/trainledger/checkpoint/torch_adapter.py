@@ -20,6 +20,7 @@ from trainledger.checkpoint.format import Container, RawTensor
 __all__ = [
     "OPTIM_PREFIX",
     "collect_tensors",
+    "copy_bytes",
     "container_tensors",
     "decode_tree",
     "encode_tree",
@@ -56,13 +57,29 @@ def tensor_to_raw(name: str, tensor: torch.Tensor) -> RawTensor:
     return RawTensor(dtype, tuple(t.shape), memoryview(flat.numpy()))
 
 
+def copy_bytes(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """``dst.copy_(src)`` for same-shape tensors, as one single-threaded memcpy when possible.
+
+    Why: torch's parallel copy is several times slower than a plain memcpy when the cores are
+    busy (measured 4x on a loaded 2-core machine), and this copy is all that an async save
+    blocks training for. numpy's copy releases the GIL.
+    """
+    import numpy as np
+
+    src = src.detach()
+    if src.device.type == "cpu" and src.is_contiguous() and dst.is_contiguous() and src.numel():
+        np.copyto(dst.reshape(-1).view(torch.uint8).numpy(),
+                  src.reshape(-1).view(torch.uint8).numpy())
+    else:
+        dst.copy_(src)
+
+
 def snapshot(named: Iterable[tuple[str, torch.Tensor]]) -> list[tuple[str, torch.Tensor]]:
     """Private CPU copies, so training may change the originals while a writer runs."""
     out = []
     for name, t in named:
-        t = t.detach()
         copy = torch.empty(t.shape, dtype=t.dtype, device="cpu")
-        copy.copy_(t)
+        copy_bytes(copy, t)
         out.append((name, copy))
     return out
 
