@@ -76,6 +76,10 @@ def test_restart_resumes_from_committed_offsets(tmp_path: Path) -> None:
     _append(data / "p1.jsonl", *({"x": i} for i in range(5)))
     src = _source(data, batch_size=2, offsets_path=offsets)
     assert next(src) == [0, 1]
+    src.close()  # close() commits what was handed out
+    assert json.loads(offsets.read_text())["offsets"] == {"p1.jsonl": 18}
+    src = _source(data, batch_size=2, offsets_path=offsets)
+    assert src.resumed_from == {"p1.jsonl": 18}
     assert next(src) == [2, 3]
     src.commit()  # as a checkpoint callback or the commit interval would
     doc = json.loads(offsets.read_text())
@@ -175,3 +179,12 @@ def test_truncated_file_and_bad_offsets_file_raise(tmp_path: Path) -> None:
 def test_config_errors(tmp_path: Path, kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         FileTailSource(tmp_path, **kwargs)
+
+
+def test_close_from_another_thread_while_waiting_commits_on_the_way_out(tmp_path: Path) -> None:
+    offsets = tmp_path / "o.json"
+    _append(tmp_path / "a.jsonl", {"x": 1}, {"x": 2})
+    src = _source(tmp_path, batch_size=3, offsets_path=offsets)
+    threading.Timer(0.05, src.close).start()  # the consumer is blocked waiting for record 3
+    assert list(src) == [[1, 2]]  # the partial batch is handed out, then the stream ends
+    assert json.loads(offsets.read_text())["offsets"] == {"a.jsonl": 18}

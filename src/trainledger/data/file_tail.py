@@ -106,6 +106,8 @@ class FileTailSource:
         self.csv_fieldnames = list(csv_fieldnames) if csv_fieldnames is not None else None
         self._batcher = RecordBatcher(batch_size, collate_fn, parse, f"FileTailSource({directory})")
         self._closed = threading.Event()
+        self._commit_lock = threading.Lock()
+        self._in_next = False
         self._read: dict[str, int] = {}  # offset after the last line parsed, per file
         self._delivered: dict[str, int] = {}  # offset covered by batches handed out
         self._dirty: set[str] = set()
@@ -144,11 +146,16 @@ class FileTailSource:
 
     def commit(self) -> None:
         """Write the delivered offsets to ``offsets_path`` now (atomically)."""
+        with self._commit_lock:
+            self._commit()
+
+    def _commit(self) -> None:
         self._last_commit = time.monotonic()
         if self.offsets_path is None:
             return
         known = set(self._known_files)
-        offsets = {n: o for n, o in sorted(self._delivered.items()) if n in known or not known}
+        delivered = dict(self._delivered)  # a snapshot: close() may run in another thread
+        offsets = {n: o for n, o in sorted(delivered.items()) if n in known or not known}
         doc = {
             "version": OFFSETS_VERSION,
             "directory": str(self.directory),
@@ -160,13 +167,29 @@ class FileTailSource:
         atomic_write_bytes(self.offsets_path, json.dumps(doc, indent=1).encode())
 
     def close(self) -> None:
-        """End the stream (thread-safe); offsets are committed by the consumer on its way out."""
+        """End the stream and commit the offsets (thread- and signal-safe).
+
+        While the consumer is inside ``next()`` (another thread, or a signal handler that
+        interrupted it), the consumer commits on its way out instead.
+        """
         self._closed.set()
+        if not self._in_next and self._commit_lock.acquire(blocking=False):
+            try:
+                self._commit()
+            finally:
+                self._commit_lock.release()
 
     def __iter__(self) -> FileTailSource:
         return self
 
     def __next__(self) -> Any:
+        self._in_next = True
+        try:
+            return self._next_batch()
+        finally:
+            self._in_next = False
+
+    def _next_batch(self) -> Any:
         if not self._finished:
             for record, where in self._records:
                 batch = self._batcher.add(record, where)
