@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -229,3 +230,36 @@ def test_dataset_and_metric_errors() -> None:
     no_loss_fn = RecModel(net, optimizer=torch.optim.SGD(net.parameters(), 0.1), metrics={"auc"})
     with pytest.raises(ValueError, match="expected predictions and labels"):
         no_loss_fn.online_train(_batches())
+
+
+def test_file_tail_source_resumes_across_online_train_runs(tmp_path: Path) -> None:
+    import json
+
+    from trainledger.data import FileTailSource
+
+    data = tmp_path / "stream"
+    data.mkdir()
+    with open(data / "part-1.jsonl", "w") as fh:
+        for i in range(10):
+            fh.write(json.dumps({"x": [float(i)] * 4, "y": float(i)}) + "\n")
+
+    def collate(rs: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.tensor([r["x"] for r in rs]), torch.tensor([[r["y"]] for r in rs])
+
+    seen: list[float] = []
+
+    class See(Callback):
+        def on_train_step_end(self, rc: RunContext) -> None:
+            seen.extend(rc.original_args().train_dataset_element[1].flatten().tolist())
+
+    def source() -> FileTailSource:
+        return FileTailSource(data, batch_size=2, collate_fn=collate,
+                              offsets_path=tmp_path / "offsets.json", poll_interval=0.01)
+
+    first = source()
+    _model().online_train(first, callbacks=[See()], max_steps=2)
+    first.close()  # after training: commit what was handed out
+    assert seen == [0.0, 1.0, 2.0, 3.0]
+    (data / "_END").touch()
+    _model().online_train(source(), callbacks=[See()])  # a restart: resumes at record 4
+    assert seen == [float(i) for i in range(10)]
