@@ -76,6 +76,10 @@ class FakeStore:
                             "dataset_graph": record["dataset_graph"]},
                 "added_info": {"tag": 0, "remark": "", **record["added_info"]}}
 
+    def run_info(self, run_id: str) -> dict[str, Any]:
+        self._get(run_id)
+        return {"status": "finished"}
+
     def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
         self._get(run_id)
         return [{"name": "net-1_10.ckpt", "size": 10, "epoch": 1, "step": 10, "time": 1.0}]

@@ -225,3 +225,16 @@ def test_bad_where_is_400(client) -> None:  # type: ignore[no-untyped-def]
 def test_where_compiles_to_a_condition(client) -> None:  # type: ignore[no-untyped-def]
     r = client.post("/api/v1/where", json={"where": ["metric_accuracy > 0.5", "epoch in [1, 2]"]})
     assert r.json() == {"condition": {"metric/accuracy": {"gt": 0.5}, "epoch": {"in": [1, 2]}}}
+
+
+def test_objects_carry_run_extension_fields(client, base: Path) -> None:  # type: ignore[no-untyped-def]
+    write_run(base, "crashed", 8, status="failed")
+    r = client.post("/api/v1/runs", json={"sorted_name": "summary_dir", "limit": 10,
+                                          "offset": 0})
+    runs = {obj["run_id"]: obj["run"] for obj in r.json()["object"]}
+    assert runs["crashed"]["status"] == "failed" and runs["run00"]["status"] == "finished"
+    assert runs["run00"]["hostname"] == "host" and "end_time" in runs["run00"]
+    rows = {row["run_id"]: row for row in csv.DictReader(io.StringIO(
+        client.post("/api/v1/runs/export.csv", json={}).text))}
+    assert rows["crashed"]["run/status"] == "failed"
+    assert "run/status" in client.post("/api/v1/runs/columns", json={}).json()["groups"]["Other"]

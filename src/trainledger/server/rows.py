@@ -24,6 +24,11 @@ STANDARD_FIELDS: tuple[str, ...] = (
 # The column chooser's groups (metric/ and user_defined/ columns are grouped by prefix).
 HYPERPARAMETERS: tuple[str, ...] = ("learning_rate", "batch_size", "epoch", "device_num")
 METRIC_FIELDS: tuple[str, ...] = ("loss",)
+# our ``run`` extension fields, as columns (shown, exported; not sortable in the index)
+RUN_FIELDS: tuple[str, ...] = (
+    "run/status", "run/start_time", "run/end_time", "run/duration", "run/total_steps",
+    "run/hostname", "run/git_commit",
+)
 NESTED_PREFIXES = {"metric": "metric/", "user_defined": "user_defined/"}
 
 
@@ -73,9 +78,10 @@ def column_group(name: str) -> str:
 
 
 def columns_of(rows: Iterable[Mapping[str, Any]], customized: Mapping[str, Any]) -> list[str]:
-    """Every column present: standard ones first, then customized, then extension fields."""
+    """Every column: standard ones first, then customized, then our run extension fields."""
     seen: dict[str, None] = dict.fromkeys(STANDARD_FIELDS)
     seen.update(dict.fromkeys(customized))
+    seen.update(dict.fromkeys(RUN_FIELDS))
     for row in rows:
         seen.update(dict.fromkeys(k for k in row if k not in ("run_id", "tag", "remark")))
     return list(seen)

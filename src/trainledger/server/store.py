@@ -20,10 +20,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from trainledger.server.rows import run_id_of
-from trainledger.server.security import check_run_id, resolve_run
+from trainledger.server.rows import RUN_FIELDS, run_id_of
+from trainledger.server.security import RunNotFound, check_run_id, resolve_run
 
 ScalarSeries = tuple[np.ndarray, np.ndarray, np.ndarray]  # steps, wall_times, values
+
+# ``run`` extension fields attached to each object of a page (shown as run/<name> columns)
+RUN_COLUMNS = tuple(name.split("/", 1)[1] for name in RUN_FIELDS)
+_RUN_INFO_MAX = 100
 
 _CKPT_STEP = re.compile(r"-(\d+)_(\d+)\.ckpt$")
 _CKPT_SUFFIXES = (".ckpt", ".safetensors")
@@ -46,6 +50,9 @@ class RunStore(Protocol):
     def stamp(self) -> dict[str, Any]:
         """``{"stamp": str, "count": int}``; the stamp changes whenever the set of runs or
         any run's lineage changes (a cheap re-scan), so the page polls it."""
+
+    def run_info(self, run_id: str) -> dict[str, Any]:
+        """The run's ``run`` extension fields of ``RUN_COLUMNS`` (status, times, host...)."""
 
     def run_detail(self, run_id: str) -> dict[str, Any]:
         """Full lineage of one run (``get_summary_lineage`` keys), its annotation, status."""
@@ -110,6 +117,14 @@ def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
             })
     found.sort(key=lambda c: (c["time"], c["name"]))
     return found
+
+
+def _parts(condition: Mapping[str, Any]) -> list[str]:
+    """Which parts the objects of a result carry (only validated conditions get here)."""
+    from trainledger.query.conditions import lineage_types
+
+    spec = condition.get("lineage_type")
+    return lineage_types({"lineage_type": spec} if isinstance(spec, dict) else {})
 
 
 class _RunScalars:
@@ -180,6 +195,7 @@ class EngineStore:
         self._version = 0
         self._results: OrderedDict[tuple[int, str], dict[str, Any]] = OrderedDict()
         self._known: dict[str, bool] = {}
+        self._run_infos: dict[str, tuple[Any, dict[str, Any]]] = {}
         self._scalars: OrderedDict[str, _RunScalars] = OrderedDict()
 
     # -- scanning ---------------------------------------------------------------------------
@@ -276,12 +292,42 @@ class EngineStore:
         result = self._index.query(None if condition is None else dict(condition), refresh=False)
         for obj in result["object"]:
             obj["run_id"] = run_id_of(str(obj.get("summary_dir", "")))
+        if len(result["object"]) <= _RUN_INFO_MAX and (
+                condition is None or "model" in _parts(condition)):
+            for obj in result["object"]:
+                obj["run"] = self.run_info(obj["run_id"])
         with self._lock:
             if key[0] == self._version:
                 self._results[key] = result
                 while len(self._results) > 256:
                     self._results.popitem(last=False)
         return result
+
+    def run_info(self, run_id: str) -> dict[str, Any]:
+        """The ``run`` extension fields the table shows (status, times, host, commit).
+
+        The index does not hold them, so they come from the lineage file, re-read only when
+        its size or mtime changed; done for a page of runs only, never for a whole result.
+        """
+        from trainledger.lineage.reader import lineage_files, read_lineage
+
+        try:
+            path = resolve_run(self.base, run_id, {run_id})
+            key = tuple((f.name, f.size, f.mtime) for f in lineage_files(path))
+        except (RunNotFound, OSError):
+            return {}
+        with self._lock:
+            hit = self._run_infos.get(run_id)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        try:
+            run = read_lineage(path).get("run") or {}
+        except Exception:  # noqa: BLE001 - a damaged file must not break the table
+            run = {}
+        info = {k: run[k] for k in RUN_COLUMNS if k in run}
+        with self._lock:
+            self._run_infos[run_id] = (key, info)
+        return info
 
     def _path(self, run_id: str) -> Path:
         return resolve_run(self.base, run_id, _KnownRuns(self))

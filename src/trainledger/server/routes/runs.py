@@ -100,7 +100,10 @@ def export_csv(store: StoreDep, condition: ConditionBody = None, where: WhereQue
                columns: Annotated[list[str] | None, Query()] = None) -> Response:
     """Every matching run (paging ignored, sort kept), chosen columns or all of them."""
     result = combined_search(store, _unpaged(condition), where)
-    rows = [flatten(obj) for obj in result["object"]]
+    objects = result["object"]
+    if objects and "run" not in objects[0]:  # large results come without them: add them here
+        objects = [{**obj, "run": store.run_info(obj["run_id"])} for obj in objects]
+    rows = [flatten(obj) for obj in objects]
     names = columns or ["run_id", *columns_of(rows, result.get("customized", {})), "tag",
                         "remark"]
     return Response(

@@ -2,7 +2,7 @@
 // the table is sorted and paged by the server; tags, remarks, selection, CSV, --where filter.
 import { api } from "./api.js";
 import { selectRuns } from "./scalars.js";
-import { $, colorFor, debounce, fmt, h, tagChip, toast } from "./util.js";
+import { $, colorFor, debounce, fmt, fmtTime, h, tagChip, toast } from "./util.js";
 
 const STORE_KEY = "trainledger.columns";
 const GROUP_ORDER = ["Metrics", "User defined", "Hyperparameters", "Other"];
@@ -71,6 +71,7 @@ function showError(error) {
 function defaultColumns(groups) {
   const metrics = groups.Metrics.filter((c) => c !== "loss").slice(0, 4);
   const picks = [
+    "run/status",
     ...groups.Hyperparameters.filter((c) => c !== "device_num"),
     "optimizer", "network",
     ...groups["User defined"].slice(0, 3),
@@ -81,7 +82,7 @@ function defaultColumns(groups) {
 }
 
 function label(column) {
-  return column;
+  return column.startsWith("run/") ? column.slice(4) : column;
 }
 
 // ---- column chooser ----------------------------------------------------------------------
@@ -138,7 +139,7 @@ async function loadChart() {
     state.chart.on("axisareaselected", debounce(onBrush, 120));
     window.addEventListener("resize", () => state.chart && state.chart.resize());
   }
-  const columns = axisOrder(state.columns);
+  const columns = axisOrder(state.columns.filter((c) => !c.startsWith("run/")));
   const data = await api.points(selectionCondition(), state.where, columns);
   state.brush = {};
   updateBrushInfo();
@@ -297,6 +298,13 @@ function renderTable(objects) {
       h("td", {}, h("a", { class: "run-link", href: `#/run/${id}`, text: id, title: id })),
       ...state.columns.map((c) => {
         const v = cellValue(obj, c);
+        if (c === "run/status") {
+          return h("td", { dataset: { column: c }, title: v || "" },
+            v ? h("span", { class: `badge ${v}`, text: v }) : "—");
+        }
+        if ((c === "run/start_time" || c === "run/end_time") && typeof v === "number") {
+          return h("td", { dataset: { column: c }, title: String(v) }, fmtTime(v));
+        }
         const numeric = typeof v === "number";
         return h("td", {
           class: `${numeric ? "num" : ""} ${v === null || v === undefined ? "null" : ""}`,
