@@ -170,3 +170,19 @@ def test_file_version_event():
 def test_scalar_event_fast_path_equals_protobuf(tag, value, step, wall_time):
     expected = encoders.event(step, wall_time, [encoders.scalar(tag, value)]).SerializeToString()
     assert encoders.scalar_event_bytes(tag, value, step, wall_time) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    pairs=st.lists(
+        st.tuples(st.text(min_size=1, max_size=150), st.floats() | st.floats(width=32)),
+        min_size=1,
+        max_size=6,
+    ),
+    step=st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    wall_time=st.floats(allow_nan=False),
+)
+def test_several_scalars_fast_path_equals_protobuf(pairs, step, wall_time):
+    values = [encoders.scalar(tag, value) for tag, value in pairs]
+    expected = encoders.event(step, wall_time, values).SerializeToString()
+    assert encoders.scalars_event_bytes(pairs, step, wall_time) == expected

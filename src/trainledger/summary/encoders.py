@@ -31,6 +31,7 @@ __all__ = [
     "event",
     "file_version_event",
     "scalar_event_bytes",
+    "scalars_event_bytes",
 ]
 
 FILE_VERSION = "brain.Event:2"
@@ -312,19 +313,24 @@ def _tag_prefix(tag: str) -> bytes:
     return prefix
 
 
-def scalar_event_bytes(tag: str, value: float, step: int, wall_time: float) -> bytes:
-    """``event(step, wall_time, [scalar(tag, value)]).SerializeToString()``, without messages.
+def _scalar_value_bytes(tag: str, value: float) -> bytes:
+    val = _tag_prefix(tag) + b"\x15" + _FLOAT.pack(value)  # OverflowError beyond float32
+    n = len(val)
+    return (b"\x0a" + bytes((n,)) if n < 128 else b"\x0a" + _varint(n)) + val
 
-    Writing scalars one by one is the common case (and the benchmark), so it skips message
+
+def scalars_event_bytes(pairs: list[tuple[str, float]], step: int, wall_time: float) -> bytes:
+    """``event(step, wall_time, [scalar(t, v) for t, v in pairs]).SerializeToString()``,
+    built without messages.
+
+    Scalars are most of what gets written (one or a few per step), so they skip message
     construction; a test checks the bytes equal the protobuf encoding for arbitrary inputs.
     """
     try:
-        packed = _FLOAT.pack(value)
+        summ = b"".join([_scalar_value_bytes(tag, value) for tag, value in pairs])
     except OverflowError:  # beyond float32: protobuf stores +-inf
-        return event(step, wall_time, [scalar(tag, value)]).SerializeToString()
-    val = _tag_prefix(tag) + b"\x15" + packed
-    n = len(val)
-    summ = (b"\x0a" + bytes((n,)) if n < 128 else b"\x0a" + _varint(n)) + val
+        values = [scalar(tag, value) for tag, value in pairs]
+        return event(step, wall_time, values).SerializeToString()
     n = len(summ)
     body = (b"\x2a" + bytes((n,)) if n < 128 else b"\x2a" + _varint(n)) + summ
     if step:
@@ -332,6 +338,11 @@ def scalar_event_bytes(tag: str, value: float, step: int, wall_time: float) -> b
     if wall_time or _DOUBLE.pack(wall_time) != _ZERO8:  # proto3 leaves zero fields out
         body = b"\x09" + _DOUBLE.pack(wall_time) + body
     return body
+
+
+def scalar_event_bytes(tag: str, value: float, step: int, wall_time: float) -> bytes:
+    """One scalar's event bytes (see ``scalars_event_bytes``)."""
+    return scalars_event_bytes([(tag, value)], step, wall_time)
 
 
 _ZERO8 = bytes(8)

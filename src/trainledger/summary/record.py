@@ -211,6 +211,9 @@ class SummaryRecord:
         written); the expensive encoding (PNG, histogram) happens on the writer thread. A later
         value for the same plugin and name replaces an unrecorded earlier one.
         """
+        if plugin == "scalar" and type(value) is float and type(name) is str and name:
+            self._pending[("scalar", name)] = value  # the per-step hot path: nothing to check
+            return
         if plugin not in PLUGINS:
             raise ValueError(f"plugin expected one of {list(PLUGINS)}, received: {plugin!r}")
         _check_tag(name)
@@ -255,18 +258,25 @@ class SummaryRecord:
         are discarded with the step (as in MindSpore). The network (``train_network`` or the
         constructor's ``network``) is written once, as text, with the first record.
         """
-        step = _check_step(step)
-        self._check_open()
-        network = train_network if train_network is not None else self._network
-        if network is not None and not self._graph_written:
-            self._pending.setdefault(("graph", GRAPH_TAG), str(network))
-            self._graph_written = True
-        values = [
-            (plugin, name, value)
-            for (plugin, name), value in self._pending.items()
-            if plugin_filter is None or plugin_filter(plugin)
-        ]
-        self._pending.clear()
+        if type(step) is not int:
+            step = _check_step(step)
+        if self._closed or self._raise:
+            self._check_open()
+        if not self._graph_written:
+            network = train_network if train_network is not None else self._network
+            if network is not None:
+                self._pending.setdefault(("graph", GRAPH_TAG), str(network))
+                self._graph_written = True
+        pending = self._pending
+        if plugin_filter is None:
+            values = [(plugin, name, value) for (plugin, name), value in pending.items()]
+        else:
+            values = [
+                (plugin, name, value)
+                for (plugin, name), value in pending.items()
+                if plugin_filter(plugin)
+            ]
+        pending.clear()
         if values:
             self._queue_entry((step, time.time(), values))
         return True
@@ -400,8 +410,9 @@ def _encode_entries(entries: list[Entry], bins: int, export_dir: Path | None) ->
     out: list[bytes] = []
     value_cls = Summary.Value
     for step, wall_time, values in entries:
-        if len(values) == 1 and values[0][0] == "scalar":
-            out.append(encoders.scalar_event_bytes(values[0][1], values[0][2], step, wall_time))
+        if all(plugin == "scalar" for plugin, _, _ in values):
+            pairs = [(tag, value) for _, tag, value in values]
+            out.append(encoders.scalars_event_bytes(pairs, step, wall_time))
             continue
         protos = []
         for plugin, tag, value in values:
