@@ -102,3 +102,47 @@ def test_temp_files_and_non_lineage_names_ignored(tmp_path: Path) -> None:
 def test_max_depth_validation(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="max_depth"):
         filter_summary_lineage(str(tmp_path), max_depth=-1)
+
+
+def _age(path: Path, seconds: float) -> None:
+    t = os.stat(path).st_mtime - seconds
+    os.utime(path, (t, t))
+
+
+def test_scanner_racy_listing_is_not_trusted(tmp_path: Path) -> None:
+    """A file added in the same mtime tick as the listing is still found next scan."""
+    from trainledger.query.discovery import Scanner
+
+    run = write_run(tmp_path, "a")
+    scanner = Scanner(str(tmp_path.resolve()))
+    (first,) = scanner.scan()
+    mtime = os.stat(run).st_mtime_ns
+    write_run(tmp_path, "a", seq=1, ts=1_800_000_001)  # a second lineage file
+    os.utime(run, ns=(mtime, mtime))  # same directory mtime as when listed
+    (second,) = scanner.scan()
+    assert len(first.files) == 1 and len(second.files) == 2
+
+
+def test_new_process_reuses_saved_listings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                           ) -> None:
+    from trainledger.query import discovery
+    from trainledger.query.index import LineageIndex
+
+    for i in range(3):
+        write_run(tmp_path, f"r{i}")
+    with LineageIndex(tmp_path) as index:  # creates .trainledger/ in the base
+        for path in [*tmp_path.iterdir(), tmp_path]:
+            _age(path, 100)
+        index.refresh()  # lists every directory (taken long after their last change: trusted)
+    calls: list[str] = []
+    real_list = discovery.Scanner._list
+    monkeypatch.setattr(discovery.Scanner, "_list",
+                        lambda self, p, m: calls.append(str(p)) or real_list(self, p, m))
+    with LineageIndex(tmp_path) as fresh:
+        assert fresh.refresh().parsed == 0
+        assert calls == []  # only stats: nothing listed again
+        write_run(tmp_path, "r1", seq=1, ts=1_800_000_001, train=False, metrics={"acc": 1.0})
+        _age(tmp_path / "r1", 50)
+        assert fresh.refresh().parsed == 1
+        assert calls == [str(tmp_path.resolve() / "r1")]
+        assert fresh.query({"metric/acc": {"eq": 1.0}})["count"] == 1

@@ -16,6 +16,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from trainledger.checkpoint.atomic import is_temp_name
 from trainledger.errors import LineageParamSummaryPathError
@@ -89,12 +90,28 @@ def _inside(path: str, base: str) -> bool:
 
 
 @dataclass(frozen=True)
-class _Listing:
+class DirListing:
     """What one directory listing found (cached while the directory's mtime is unchanged)."""
 
     mtime_ns: int
     lineage: tuple[tuple[str, str], ...]  # (name, full path) of lineage files
     children: tuple[tuple[str, str], ...]  # (name, path) of sub-directories safe to visit
+    listed_at_ns: int = 0  # when the listing was taken
+
+    @property
+    def trusted(self) -> bool:
+        """Taken well after the last change, so an unchanged mtime means unchanged content."""
+        return self.listed_at_ns - self.mtime_ns > Scanner.RACY_NS
+
+    def to_json(self) -> list[Any]:
+        return [self.mtime_ns, [n for n, _ in self.lineage], [list(c) for c in self.children],
+                self.listed_at_ns]
+
+    @classmethod
+    def from_json(cls, path: str, data: list[Any]) -> DirListing:
+        mtime_ns, names, children, listed_at = data
+        return cls(int(mtime_ns), tuple((n, os.path.join(path, n)) for n in names),
+                   tuple((str(a), str(b)) for a, b in children), int(listed_at))
 
 
 class Scanner:
@@ -102,9 +119,11 @@ class Scanner:
 
     A directory is listed again only when its mtime changed (a file or sub-directory was
     added, removed or renamed); otherwise its cached listing is reused and only its lineage
-    files are stat'ed (an append changes their size and mtime, not the directory's). A
-    directory modified within the last two seconds is always listed again, because a second
-    change inside the same timestamp tick would not move the mtime (git's "racy" rule).
+    files are stat'ed (an append changes their size and mtime, not the directory's). A listing
+    taken less than two seconds after the directory's last change is not trusted, because a
+    second change inside the same timestamp tick would not move the mtime (git's "racy"
+    rule). The listings can be saved and loaded (``listings``/``load``) so that a new process
+    starts warm.
     """
 
     RACY_NS = 2_000_000_000
@@ -114,10 +133,16 @@ class Scanner:
             raise ValueError(f"max_depth expected a non-negative int, received: {max_depth!r}")
         self.base = base_real
         self.max_depth = max_depth
-        self._cache: dict[str, _Listing] = {}
+        self._cache: dict[str, DirListing] = {}
         self._runs: dict[str, RunFiles] = {}  # reused while unchanged (signature computed once)
+        self.changed: dict[str, DirListing | None] = {}  # listings (re)taken or dropped by scan()
 
-    def _list(self, path: str, mtime_ns: int) -> _Listing:
+    def load(self, listings: dict[str, DirListing]) -> None:
+        """Start from saved listings (each is still checked against its directory's mtime)."""
+        self._cache = dict(listings)
+
+    def _list(self, path: str, mtime_ns: int) -> DirListing:
+        listed_at = time.time_ns()
         lineage: list[str] = []
         children: list[tuple[bool, str, str]] = []
         try:
@@ -145,8 +170,8 @@ class Scanner:
             pass
         # real directories first, so they are visited (and named) before links to them
         children.sort(key=lambda c: (c[0], c[1]))
-        return _Listing(mtime_ns, tuple((n, os.path.join(path, n)) for n in sorted(lineage)),
-                        tuple((name, child) for _, name, child in children))
+        return DirListing(mtime_ns, tuple((n, os.path.join(path, n)) for n in sorted(lineage)),
+                        tuple((name, child) for _, name, child in children), listed_at)
 
     @staticmethod
     def _stat_files(
@@ -171,15 +196,14 @@ class Scanner:
         ``max_depth``. Symlinked directories are followed only if they resolve inside the
         base; each real directory is reported once. The index directory is skipped.
         """
-        now = time.time_ns()
-        cache: dict[str, _Listing] = {}
+        cache: dict[str, DirListing] = {}
+        changed: dict[str, DirListing | None] = {}
         previous = self._runs
         current: dict[str, RunFiles] = {}
         runs: list[RunFiles] = []
         seen: set[str] = set()
         queue: deque[tuple[str, str, int]] = deque([(self.base, ".", 0)])
         old_cache, os_stat, stat_files = self._cache, os.stat, self._stat_files
-        settled_before = now - self.RACY_NS
         while queue:
             path, rel, depth = queue.popleft()
             if path in seen:
@@ -191,11 +215,12 @@ class Scanner:
                 continue
             listing = old_cache.get(path)
             files = None
-            if listing is not None and listing.mtime_ns == mtime_ns < settled_before:
+            if listing is not None and listing.mtime_ns == mtime_ns and listing.trusted:
                 files = stat_files(listing.lineage)
             if listing is None or files is None:
                 listing = self._list(path, mtime_ns)
                 files = stat_files(listing.lineage) or ()
+                changed[path] = listing
             cache[path] = listing
             if files:
                 summary_dir = "./" if rel == "." else rel
@@ -207,8 +232,11 @@ class Scanner:
             if depth < self.max_depth:
                 for name, child in listing.children:
                     queue.append((child, f"{rel}/{name}", depth + 1))
+        for path in old_cache.keys() - cache.keys():
+            changed[path] = None
         self._cache = cache
         self._runs = current
+        self.changed = changed
         return runs
 
 

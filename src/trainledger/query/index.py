@@ -33,6 +33,7 @@ from trainledger.query.annotations import (
 )
 from trainledger.query.conditions import FIELDS, lineage_types, page_bounds, validate_condition
 from trainledger.query.discovery import (
+    DirListing,
     RunFiles,
     Scanner,
     path_error,
@@ -104,6 +105,7 @@ class LineageIndex:
         # summary_dir -> signature of what the index holds, valid while the generation holds
         self._known: dict[str, str] = {}
         self._known_generation: int | None = None
+        self._listings_loaded = False
 
     # -- connection -----------------------------------------------------------------------
 
@@ -136,17 +138,22 @@ class LineageIndex:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _write(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
-        """Run ``fn`` in one short BEGIN IMMEDIATE transaction, retried while busy."""
+    def _write(self, fn: Callable[[sqlite3.Connection], Any], bump: bool = True) -> Any:
+        """Run ``fn`` in one short BEGIN IMMEDIATE transaction, retried while busy.
+
+        ``bump`` advances the index generation (runs changed), which tells every process to
+        re-read what the index holds.
+        """
         conn = self._db()
 
         def attempt() -> Any:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 result = fn(conn)
-                conn.execute(
-                    "UPDATE meta SET value = value + 1 WHERE key = 'generation'"
-                )
+                if bump:
+                    conn.execute(
+                        "UPDATE meta SET value = value + 1 WHERE key = 'generation'"
+                    )
                 conn.execute("COMMIT")
                 return result
             except BaseException:
@@ -176,7 +183,13 @@ class LineageIndex:
         """Cheap scan; re-parse new/changed runs, drop vanished ones, sync annotations."""
         with self._lock:
             self._sync_annotations()
+            if not self._listings_loaded:
+                self._scanner.load(self._read(_load_listings))
+                self._listings_loaded = True
             on_disk = self._scanner.scan()
+            if self._scanner.changed:
+                self._write(functools.partial(_save_listings, changed=self._scanner.changed),
+                            bump=False)
             stats = ScanStats(runs=len(on_disk))
             seen = self._read(self._known_signatures)
             changed = [r for r in on_disk if seen.get(r.summary_dir) != r.signature]
@@ -418,6 +431,25 @@ class LineageIndex:
                 "LEFT JOIN annotations AS a ON a.run_id = runs.summary_dir"
             ).fetchall())
         return [_row_record(row) for row in rows]
+
+
+def _load_listings(conn: sqlite3.Connection) -> dict[str, Any]:
+    out = {}
+    for path, data in conn.execute("SELECT path, data FROM listings"):
+        try:
+            out[path] = DirListing.from_json(path, json.loads(data))
+        except (ValueError, TypeError):
+            continue  # a damaged entry: that directory is simply listed again
+    return out
+
+
+def _save_listings(conn: sqlite3.Connection, changed: dict[str, Any]) -> None:
+    conn.executemany("DELETE FROM listings WHERE path = ?",
+                     [(p,) for p, listing in changed.items() if listing is None])
+    conn.executemany(
+        "INSERT OR REPLACE INTO listings (path, data) VALUES (?, ?)",
+        [(p, json.dumps(listing.to_json())) for p, listing in changed.items() if listing],
+    )
 
 
 def _row_record(row: tuple[str, Any, Any]) -> semantics.Record:

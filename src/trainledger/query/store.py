@@ -22,7 +22,7 @@ from typing import TypeVar
 from trainledger.errors import LineageQuerySummaryDataError
 from trainledger.query.discovery import INDEX_DIRNAME
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 20_000
 RETRY_SECONDS = 120.0
 T = TypeVar("T")
@@ -50,11 +50,12 @@ CREATE TABLE IF NOT EXISTS custom (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS unreadable (summary_dir TEXT PRIMARY KEY, signature TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS marks (graph_hash TEXT PRIMARY KEY, mark INTEGER UNIQUE NOT NULL);
+CREATE TABLE IF NOT EXISTS listings (path TEXT PRIMARY KEY, data TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS annotations (
     run_id TEXT PRIMARY KEY, tag INTEGER, remark TEXT
 );
 """
-_TABLES = ("meta", "runs", "custom", "unreadable", "marks", "annotations")
+_TABLES = ("meta", "runs", "custom", "unreadable", "marks", "listings", "annotations")
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
