@@ -52,15 +52,25 @@ def dataset_len(dataset: object) -> int | None:
 
 
 def to_device(obj: Any, device: torch.device, non_blocking: bool = False) -> Any:
-    """Tensors (and numpy arrays) inside tuples, lists and dicts, on ``device``."""
+    """Tensors (and numpy arrays) inside tuples, lists and dicts, on ``device``.
+
+    Called once per step, so the common case (a tuple of tensors already on the device)
+    allocates nothing and returns the batch itself.
+    """
     if isinstance(obj, torch.Tensor):
         return obj if obj.device == device else obj.to(device, non_blocking=non_blocking)
     if isinstance(obj, np.ndarray):
         return torch.from_numpy(obj).to(device, non_blocking=non_blocking)
-    if isinstance(obj, tuple):
-        return tuple(to_device(x, device, non_blocking) for x in obj)
-    if isinstance(obj, list):
-        return [to_device(x, device, non_blocking) for x in obj]
+    if isinstance(obj, (tuple, list)):
+        moved = [to_device(x, device, non_blocking) for x in obj]
+        for new, old in zip(moved, obj, strict=True):
+            if new is not old:
+                if isinstance(obj, list):
+                    return moved
+                if hasattr(obj, "_fields"):  # a namedtuple keeps its type
+                    return type(obj)(*moved)
+                return tuple(moved)
+        return obj
     if isinstance(obj, dict):
         return {k: to_device(v, device, non_blocking) for k, v in obj.items()}
     return obj

@@ -1,0 +1,116 @@
+"""Per-step overhead of ``Model.train`` against a hand-written PyTorch loop.
+
+Same MLP, same pre-built batches (so data loading does not hide the loop's cost), one process:
+
+* hand loop:   ``zero_grad; loss_fn(net(x), y).backward(); step`` in a ``for`` loop
+* Model.train without callbacks
+* Model.train with LossMonitor + ProgressBar (drawn to an in-memory terminal)
+
+Rounds are interleaved (hand, model, model+callbacks, hand, ...) so a machine shared with
+other work loads every variant alike; rates are steps per second of process CPU time, and the
+median of the rounds is reported with the ratio to the hand loop.
+Target: Model.train without callbacks within 3% of the hand loop.
+
+    .venv/bin/python bench/train_overhead.py [--steps 1000] [--rounds 9] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+from rich.console import Console
+from torch import nn
+
+from trainledger.callbacks.monitors import LossMonitor
+from trainledger.callbacks.progress import ProgressBar
+from trainledger.run.model import Model
+
+Batches = list[tuple[torch.Tensor, torch.Tensor]]
+
+# CPU time of this process, not wall time: on a machine shared with other work, wall time
+# mostly measures the scheduler; with one torch thread, CPU time is the loop's own cost
+# (it includes the progress bar's refresh thread, which is part of the overhead).
+_clock = time.process_time
+
+
+def make(hidden: int) -> tuple[nn.Module, torch.optim.Optimizer]:
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10))
+    return net, torch.optim.SGD(net.parameters(), lr=0.01)
+
+
+def hand_loop(batches: Batches, hidden: int) -> float:
+    net, opt = make(hidden)
+    loss_fn = nn.CrossEntropyLoss()
+    net.train()
+    start = _clock()
+    for x, y in batches:
+        opt.zero_grad()
+        loss = loss_fn(net(x), y)
+        loss.backward()
+        opt.step()
+    return len(batches) / (_clock() - start)
+
+
+def model_train(batches: Batches, hidden: int, with_callbacks: bool) -> float:
+    net, opt = make(hidden)
+    model = Model(net, nn.CrossEntropyLoss(), opt)
+    callbacks = []
+    if with_callbacks:
+        console = Console(file=io.StringIO(), force_terminal=True, width=100)
+        callbacks = [LossMonitor(per_print_times=100), ProgressBar(console=console)]
+    with contextlib.redirect_stdout(io.StringIO()):
+        start = _clock()
+        model.train(1, batches, callbacks=callbacks)
+        elapsed = _clock() - start
+    return len(batches) / elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)  # one thread: steadier figures on a shared machine
+
+    gen = torch.Generator().manual_seed(0)
+    batches = [
+        (
+            torch.randn(args.batch, 64, generator=gen),
+            torch.randint(0, 10, (args.batch,), generator=gen),
+        )
+        for _ in range(args.steps)
+    ]
+    variants: dict[str, Callable[[], float]] = {
+        "hand loop": lambda: hand_loop(batches, args.hidden),
+        "Model.train, no callbacks": lambda: model_train(batches, args.hidden, False),
+        "Model.train, LossMonitor+ProgressBar": lambda: model_train(batches, args.hidden, True),
+    }
+    for fn in variants.values():  # warm-up: allocator, autograd graph caches
+        fn()
+    rates: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(args.rounds):
+        for name, fn in variants.items():
+            rates[name].append(fn())
+    base = statistics.median(rates["hand loop"])
+    print(
+        f"MLP 64-{args.hidden}-10, batch {args.batch}, {args.steps} steps x {args.rounds} rounds, "
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads"
+    )
+    print(f"{'variant':40} {'steps/cpu-s (med)':>17} {'min':>9} {'max':>9} {'ours/hand':>10}")
+    for name, values in rates.items():
+        med = statistics.median(values)
+        print(f"{name:40} {med:17,.0f} {min(values):9,.0f} {max(values):9,.0f} {med / base:10.3f}")
+
+
+if __name__ == "__main__":
+    main()
