@@ -263,3 +263,14 @@ def test_file_tail_source_resumes_across_online_train_runs(tmp_path: Path) -> No
     (data / "_END").touch()
     _model().online_train(source(), callbacks=[See()])  # a restart: resumes at record 4
     assert seen == [float(i) for i in range(10)]
+
+
+def test_stop_requested_in_train_begin_trains_nothing() -> None:
+    class StopAtOnce(Callback):
+        def on_train_begin(self, rc: RunContext) -> None:
+            rc.request_stop()
+
+    rec = Recorder()
+    _model().online_train(_batches(), callbacks=[StopAtOnce(), rec])
+    assert rec.hooks("step_end") == [] and rec.hooks("epoch_begin") == []
+    assert rec.params["stop_reason"] == "requested" and rec.params["cur_step_num"] == 0

@@ -216,6 +216,8 @@ class _OnlineLoop:
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
         self.max_steps, self.deadline = max_steps, deadline
         while True:
+            if self._should_stop():  # e.g. a stop requested in on_train_begin
+                return
             it = iter(dataset)
             first = next(it, _END)
             if first is _END:
