@@ -10,7 +10,7 @@ For each state-dict size (default 256 MB and 1 GB of float32/bfloat16 tensors):
 Prints median seconds of ``--repeat`` runs and the ratios (ours / theirs). Targets: sync save
 <= 1.1x torch.save, async blocking <= 10% of our sync save, load <= 1.0x torch.load.
 
-    .venv/bin/python bench/checkpoint_io.py [--sizes 256,1024] [--repeat 3] [--dir DIR]
+    .venv/bin/python bench/checkpoint_io.py [--sizes 256,1024] [--repeat 5] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -67,19 +67,23 @@ def st_save(state: dict[str, torch.Tensor], path: Path) -> None:
     fsync_path(path)
 
 
-def timed(fn: Callable[[], object], repeat: int) -> float:
-    times = []
+def timed(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """Median seconds per function; the functions alternate within each round, so a load spike
+    on the shared machine hits all of them alike."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-        del out
-    return statistics.median(times)
+        for name, fn in fns.items():
+            gc.collect()
+            t0 = time.perf_counter()
+            out = fn()
+            times[name].append(time.perf_counter() - t0)
+            del out
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
-def async_block(saver: ThreadSaver | ProcessSaver, state: dict[str, torch.Tensor], path: Path,
-                repeat: int) -> float:
+def async_block(
+    saver: ThreadSaver | ProcessSaver, state: dict[str, torch.Tensor], path: Path, repeat: int
+) -> float:
     """Median time save() holds the caller, after a first (cold) save."""
     named = list(state.items())
     saver.save(path, named, {})
@@ -98,21 +102,39 @@ def run(mb: int, directory: Path, repeat: int) -> None:
     state = make_state(mb)
     size = sum(t.nbytes for t in state.values()) / 2**20
     ours, theirs, st = directory / "ours.ckpt", directory / "torch.pt", directory / "st.safetensors"
-    t_ours = timed(lambda: save_checkpoint(state, ours), repeat)
-    t_torch = timed(lambda: torch_save(state, theirs), repeat)
-    t_st = timed(lambda: st_save(state, st), repeat)
-    l_ours = timed(lambda: load_checkpoint(ours), repeat)
-    l_torch = timed(lambda: torch.load(theirs, weights_only=True), repeat)
+    saves = timed(
+        {
+            "ours": lambda: save_checkpoint(state, ours),
+            "torch": lambda: torch_save(state, theirs),
+            "st": lambda: st_save(state, st),
+        },
+        repeat,
+    )
+    t_ours, t_torch, t_st = saves["ours"], saves["torch"], saves["st"]
+    loads = timed(
+        {
+            "ours": lambda: load_checkpoint(ours),
+            "torch": lambda: torch.load(theirs, weights_only=True),
+        },
+        repeat,
+    )
+    l_ours, l_torch = loads["ours"], loads["torch"]
     b_thread = async_block(ThreadSaver(), state, directory / "async_t.ckpt", repeat)
     b_proc = async_block(ProcessSaver(), state, directory / "async_p.ckpt", repeat)
     print(f"\n## state dict {size:.0f} MB ({len(state)} tensors), median of {repeat}")
-    print(f"sync save   ours {t_ours:7.3f}s  torch.save {t_torch:7.3f}s  "
-          f"safetensors {t_st:7.3f}s  ours/torch {t_ours / t_torch:5.2f}  "
-          f"ours/safetensors {t_ours / t_st:5.2f}")
-    print(f"load        ours {l_ours:7.3f}s  torch.load {l_torch:7.3f}s  "
-          f"ours/torch {l_ours / l_torch:5.2f}")
-    print(f"async block thread {b_thread:7.3f}s ({100 * b_thread / t_ours:4.1f}% of sync save)  "
-          f"process {b_proc:7.3f}s ({100 * b_proc / t_ours:4.1f}%)")
+    print(
+        f"sync save   ours {t_ours:7.3f}s  torch.save {t_torch:7.3f}s  "
+        f"safetensors {t_st:7.3f}s  ours/torch {t_ours / t_torch:5.2f}  "
+        f"ours/safetensors {t_ours / t_st:5.2f}"
+    )
+    print(
+        f"load        ours {l_ours:7.3f}s  torch.load {l_torch:7.3f}s  "
+        f"ours/torch {l_ours / l_torch:5.2f}"
+    )
+    print(
+        f"async block thread {b_thread:7.3f}s ({100 * b_thread / t_ours:4.1f}% of sync save)  "
+        f"process {b_proc:7.3f}s ({100 * b_proc / t_ours:4.1f}%)"
+    )
     for p in directory.iterdir():
         p.unlink()
 
@@ -120,7 +142,7 @@ def run(mb: int, directory: Path, repeat: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="256,1024", help="state dict sizes in MB")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--dir", default=None, help="where to write (default: a temp dir)")
     args = parser.parse_args()
     torch.set_num_threads(max(1, torch.get_num_threads()))

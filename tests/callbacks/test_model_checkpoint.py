@@ -35,18 +35,34 @@ def make_net() -> tuple[torch.nn.Module, torch.optim.Optimizer]:
     return net, torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
 
 
-def drive(callbacks: list[Callback], epochs: int, batch_num: int = 5, initial_epoch: int = 0,
-          net: Any = None, fail_at: int | None = None,
-          evaluate: Callable[[int], dict[str, float]] | None = None,
-          error: type[BaseException] = KeyboardInterrupt) -> CallbackParams:
+def drive(
+    callbacks: list[Callback],
+    epochs: int,
+    batch_num: int = 5,
+    initial_epoch: int = 0,
+    net: Any = None,
+    fail_at: int | None = None,
+    evaluate: Callable[[int], dict[str, float]] | None = None,
+    error: type[BaseException] = KeyboardInterrupt,
+) -> CallbackParams:
     if net is None:
         net, opt = make_net()
     else:
         net, opt = net
-    cb = CallbackParams(network=net, train_network=net, optimizer=opt, epoch_num=epochs,
-                        cur_epoch_num=initial_epoch, cur_step_num=initial_epoch * batch_num,
-                        batch_num=batch_num, initial_epoch=initial_epoch, latest_ckpt_file=None,
-                        last_save_ckpt_step=0, net_outputs=None, exception=None)
+    cb = CallbackParams(
+        network=net,
+        train_network=net,
+        optimizer=opt,
+        epoch_num=epochs,
+        cur_epoch_num=initial_epoch,
+        cur_step_num=initial_epoch * batch_num,
+        batch_num=batch_num,
+        initial_epoch=initial_epoch,
+        latest_ckpt_file=None,
+        last_save_ckpt_step=0,
+        net_outputs=None,
+        exception=None,
+    )
     rc = RunContext(cb)
     x = torch.randn(4, 3)
     for c in callbacks:
@@ -102,12 +118,17 @@ def test_default_directory_is_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 def test_names_final_save_and_cb_params(tmp_path: Path) -> None:
     rec = Recorder()
-    mc = ModelCheckpoint("net", tmp_path / "new", CheckpointConfig(save_checkpoint_steps=3,
-                                                                   keep_checkpoint_max=10))
+    mc = ModelCheckpoint(
+        "net", tmp_path / "new", CheckpointConfig(save_checkpoint_steps=3, keep_checkpoint_max=10)
+    )
     cb = drive([rec, mc], epochs=2)
     # steps 3, 6, 9 and the final step 10 (epoch 2, step 5)
-    assert files(tmp_path / "new") == ["net-1_3.ckpt", "net-2_1.ckpt", "net-2_4.ckpt",
-                                       "net-2_5.ckpt"]
+    assert files(tmp_path / "new") == [
+        "net-1_3.ckpt",
+        "net-2_1.ckpt",
+        "net-2_4.ckpt",
+        "net-2_5.ckpt",
+    ]
     final = str(tmp_path / "new" / "net-2_5.ckpt")
     assert mc.latest_ckpt_file_name == cb.latest_ckpt_file == final
     assert os.path.isabs(cb.latest_ckpt_file) and cb.last_save_ckpt_step == 10
@@ -189,8 +210,12 @@ def test_exception_save_writes_breakpoint(tmp_path: Path, error: type[BaseExcept
 
 def test_no_exception_save_no_final_save(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError):
-        drive([ModelCheckpoint("e", tmp_path, CheckpointConfig(save_checkpoint_steps=3))],
-              epochs=3, fail_at=7, error=RuntimeError)
+        drive(
+            [ModelCheckpoint("e", tmp_path, CheckpointConfig(save_checkpoint_steps=3))],
+            epochs=3,
+            fail_at=7,
+            error=RuntimeError,
+        )
     assert files(tmp_path) == ["e-1_3.ckpt", "e-2_1.ckpt"]
 
 
@@ -206,8 +231,11 @@ def test_breakpoint_never_deleted(tmp_path: Path) -> None:
 @pytest.mark.parametrize("mode", ["thread", "process"])
 def test_async_modes_write_the_snapshot(tmp_path: Path, mode: str) -> None:
     rec = Recorder()
-    mc = ModelCheckpoint("a", tmp_path, CheckpointConfig(save_checkpoint_steps=2,
-                                                         keep_checkpoint_max=3, async_save=mode))
+    mc = ModelCheckpoint(
+        "a",
+        tmp_path,
+        CheckpointConfig(save_checkpoint_steps=2, keep_checkpoint_max=3, async_save=mode),
+    )
     cb = drive([rec, mc], epochs=2)
     assert files(tmp_path) == ["a-2_1.ckpt", "a-2_3.ckpt", "a-2_5.ckpt"]
     for name, step in (("a-2_1.ckpt", 6), ("a-2_3.ckpt", 8), ("a-2_5.ckpt", 10)):
@@ -223,9 +251,12 @@ def test_async_failure_is_raised(tmp_path: Path, mode: str) -> None:
     mc = ModelCheckpoint("f", tmp_path, cfg, resume_from=tmp_path / "none.ckpt")
     with pytest.raises(CheckpointWriteError, match="f-1_2.ckpt"):
         drive([mc], epochs=1)  # raised at the next save (step 4)
-    mc2 = ModelCheckpoint("f", tmp_path, CheckpointConfig(save_checkpoint_steps=5,
-                                                          async_save=mode),
-                          resume_from=tmp_path / "none.ckpt")
+    mc2 = ModelCheckpoint(
+        "f",
+        tmp_path,
+        CheckpointConfig(save_checkpoint_steps=5, async_save=mode),
+        resume_from=tmp_path / "none.ckpt",
+    )
     (tmp_path / "f-1_5.ckpt").mkdir()
     with pytest.raises(CheckpointWriteError, match="f-1_5.ckpt"):
         drive([mc2], epochs=1)  # the last save fails: raised at train end
@@ -233,28 +264,36 @@ def test_async_failure_is_raised(tmp_path: Path, mode: str) -> None:
 
 def test_best_n_by_eval_metric(tmp_path: Path) -> None:
     accuracy = {1: 0.5, 2: 0.9, 3: 0.6, 4: 0.95, 5: 0.4}
-    cfg = CheckpointConfig(save_checkpoint_steps=5, keep_checkpoint_max=1, monitor="acc",
-                           mode="max", keep_best_max=2)
-    drive([ModelCheckpoint("b", tmp_path, cfg)], epochs=5,
-          evaluate=lambda ep: {"acc": accuracy[ep]})
+    cfg = CheckpointConfig(
+        save_checkpoint_steps=5, keep_checkpoint_max=1, monitor="acc", mode="max", keep_best_max=2
+    )
+    drive(
+        [ModelCheckpoint("b", tmp_path, cfg)], epochs=5, evaluate=lambda ep: {"acc": accuracy[ep]}
+    )
     assert files(tmp_path) == ["b-2_5.ckpt", "b-4_5.ckpt", "b-5_5.ckpt"]
     assert checkpoint_info(tmp_path / "b-4_5.ckpt")["monitor"] == {
-        "name": "acc", "mode": "max", "value": 0.95}
+        "name": "acc",
+        "mode": "max",
+        "value": 0.95,
+    }
 
 
 def test_best_n_saves_at_epoch_end_when_steps_miss_it(tmp_path: Path) -> None:
     accuracy = {1: 0.5, 2: 0.9, 3: 0.6}
-    cfg = CheckpointConfig(save_checkpoint_steps=100, keep_checkpoint_max=1, monitor="acc",
-                           mode="max", keep_best_max=1)
-    drive([ModelCheckpoint("b", tmp_path, cfg)], epochs=3,
-          evaluate=lambda ep: {"acc": accuracy[ep]})
+    cfg = CheckpointConfig(
+        save_checkpoint_steps=100, keep_checkpoint_max=1, monitor="acc", mode="max", keep_best_max=1
+    )
+    drive(
+        [ModelCheckpoint("b", tmp_path, cfg)], epochs=3, evaluate=lambda ep: {"acc": accuracy[ep]}
+    )
     # epoch 1 and 2 enter the top-1 and are saved; epoch 3 does not; the final save is kept
     assert files(tmp_path) == ["b-2_5.ckpt", "b-3_5.ckpt"]
 
 
 def test_best_n_by_loss_survives_resume(tmp_path: Path) -> None:
-    cfg = CheckpointConfig(save_checkpoint_steps=1, keep_checkpoint_max=2, monitor="loss",
-                           keep_best_max=1)
+    cfg = CheckpointConfig(
+        save_checkpoint_steps=1, keep_checkpoint_max=2, monitor="loss", keep_best_max=1
+    )
     drive([ModelCheckpoint("l", tmp_path, cfg)], epochs=1)
     first = files(tmp_path)
     best = min(first, key=lambda n: checkpoint_info(tmp_path / n)["monitor"]["value"])
@@ -267,8 +306,11 @@ def test_best_n_by_loss_survives_resume(tmp_path: Path) -> None:
 
 def test_append_info_and_saved_network(tmp_path: Path) -> None:
     other = torch.nn.Linear(1, 1)
-    cfg = CheckpointConfig(save_checkpoint_steps=5, saved_network=other,
-                           append_info=["epoch_num", "step_num", {"lr": 0.1, "run": "x"}])
+    cfg = CheckpointConfig(
+        save_checkpoint_steps=5,
+        saved_network=other,
+        append_info=["epoch_num", "step_num", {"lr": 0.1, "run": "x"}],
+    )
     drive([ModelCheckpoint("x", tmp_path, cfg)], epochs=2)
     out = load_checkpoint(tmp_path / "x-2_5.ckpt")
     assert out["epoch_num"] == 2 and out["step_num"] == 10 and out["lr"] == 0.1

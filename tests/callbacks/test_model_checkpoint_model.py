@@ -15,8 +15,9 @@ from trainledger.checkpoint.config import CheckpointConfig
 
 def data(n: int = 6) -> list[tuple[torch.Tensor, torch.Tensor]]:
     g = torch.Generator().manual_seed(1)
-    return [(torch.randn(8, 4, generator=g), torch.randint(0, 3, (8,), generator=g))
-            for _ in range(n)]
+    return [
+        (torch.randn(8, 4, generator=g), torch.randint(0, 3, (8,), generator=g)) for _ in range(n)
+    ]
 
 
 def fresh() -> tuple[torch.nn.Module, torch.optim.Optimizer]:
@@ -33,11 +34,13 @@ def test_resume_recipe_matches_uninterrupted_run(tmp_path: Path) -> None:
     cfg = CheckpointConfig(save_checkpoint_steps=6, keep_checkpoint_max=2)
     net_a, opt_a = fresh()
     Model(net_a, torch.nn.CrossEntropyLoss(), opt_a).train(
-        4, data(), callbacks=[ModelCheckpoint("a", tmp_path / "a", cfg)])
+        4, data(), callbacks=[ModelCheckpoint("a", tmp_path / "a", cfg)]
+    )
 
     net_b, opt_b = fresh()
     Model(net_b, torch.nn.CrossEntropyLoss(), opt_b).train(
-        2, data(), callbacks=[ModelCheckpoint("b", tmp_path / "b", cfg)])
+        2, data(), callbacks=[ModelCheckpoint("b", tmp_path / "b", cfg)]
+    )
     # the documented recipe
     last = latest_checkpoint(tmp_path / "b", prefix="b")
     assert last is not None
@@ -46,7 +49,8 @@ def test_resume_recipe_matches_uninterrupted_run(tmp_path: Path) -> None:
     initial_epoch = checkpoint_info(last)["epoch"]
     mc = ModelCheckpoint("b", tmp_path / "b", cfg)
     Model(net_c, torch.nn.CrossEntropyLoss(), opt_c).train(
-        4, data(), callbacks=[mc], initial_epoch=initial_epoch)
+        4, data(), callbacks=[mc], initial_epoch=initial_epoch
+    )
 
     assert mc.prefix == "b"
     for (k, va), vc in zip(net_a.state_dict().items(), net_c.state_dict().values(), strict=True):
@@ -59,10 +63,12 @@ def test_resume_recipe_matches_uninterrupted_run(tmp_path: Path) -> None:
 
 def test_fit_keeps_best_by_eval_metric(tmp_path: Path) -> None:
     net, opt = fresh()
-    cfg = CheckpointConfig(save_checkpoint_steps=3, keep_checkpoint_max=1, monitor="loss",
-                           mode="min", keep_best_max=2)
+    cfg = CheckpointConfig(
+        save_checkpoint_steps=3, keep_checkpoint_max=1, monitor="loss", mode="min", keep_best_max=2
+    )
     Model(net, torch.nn.CrossEntropyLoss(), opt, metrics={"loss"}).fit(
-        4, data(), data(2), callbacks=[ModelCheckpoint("f", tmp_path, cfg)])
+        4, data(), data(2), callbacks=[ModelCheckpoint("f", tmp_path, cfg)]
+    )
     names = files(tmp_path)
     scored = {n: checkpoint_info(tmp_path / n).get("monitor") for n in names}
     assert "f-4_6.ckpt" in names  # newest rolling
@@ -81,8 +87,15 @@ def test_cb_params_kept_current_for_lineage(tmp_path: Path) -> None:
 
     net, opt = fresh()
     Model(net, torch.nn.CrossEntropyLoss(), opt).train(
-        2, data(), callbacks=[ModelCheckpoint("p", tmp_path, CheckpointConfig(
-            save_checkpoint_steps=5, async_save="thread")), Reader()])
+        2,
+        data(),
+        callbacks=[
+            ModelCheckpoint(
+                "p", tmp_path, CheckpointConfig(save_checkpoint_steps=5, async_save="thread")
+            ),
+            Reader(),
+        ],
+    )
     assert seen == [(str(tmp_path / "p-2_6.ckpt"), 12)]
     assert Path(seen[0][0]).stat().st_size > 0
 
@@ -97,6 +110,7 @@ def test_exception_save_in_model(tmp_path: Path) -> None:
     cfg = CheckpointConfig(save_checkpoint_steps=5, exception_save=True)
     with pytest.raises(Exception, match="boom"):
         Model(net, torch.nn.CrossEntropyLoss(), opt).train(
-            3, data(), callbacks=[ModelCheckpoint("x", tmp_path, cfg), Boom()])
+            3, data(), callbacks=[ModelCheckpoint("x", tmp_path, cfg), Boom()]
+        )
     assert files(tmp_path) == ["x-1_5.ckpt", "x-2_2_breakpoint.ckpt"]
     assert load_checkpoint(tmp_path / "x-2_2_breakpoint.ckpt")["0.weight"].shape == (8, 4)

@@ -43,8 +43,9 @@ def test_module_state_dict_and_list_forms(tmp_path: Path) -> None:
     save_checkpoint(net, tmp_path / "m")  # suffix added
     assert (tmp_path / "m.ckpt").exists()
     save_checkpoint(net.state_dict(), tmp_path / "s.ckpt")
-    save_checkpoint([{"name": k, "data": v} for k, v in net.state_dict().items()],
-                    tmp_path / "l.ckpt")
+    save_checkpoint(
+        [{"name": k, "data": v} for k, v in net.state_dict().items()], tmp_path / "l.ckpt"
+    )
     for name in ("m", "s", "l"):
         other = Net()
         load_checkpoint(tmp_path / f"{name}.ckpt", net=other, strict_load=True)
@@ -67,9 +68,12 @@ def test_save_obj_errors(tmp_path: Path) -> None:
 
 def test_append_dict_and_info(tmp_path: Path) -> None:
     path = tmp_path / "a.ckpt"
-    save_checkpoint({"w": torch.ones(2)}, path, append_dict={"epoch_num": 3, "lr": 0.5,
-                                                             "tag": "x", "flag": True},
-                    info={"epoch": 3})
+    save_checkpoint(
+        {"w": torch.ones(2)},
+        path,
+        append_dict={"epoch_num": 3, "lr": 0.5, "tag": "x", "flag": True},
+        info={"epoch": 3},
+    )
     out = load_checkpoint(path)
     assert out["epoch_num"] == 3 and out["lr"] == 0.5 and out["tag"] == "x" and out["flag"] is True
     assert checkpoint_info(path)["epoch"] == 3
@@ -84,8 +88,10 @@ def test_optimizer_round_trip_continues_identically(tmp_path: Path) -> None:
         torch.nn.functional.cross_entropy(net(x), y).backward()
         opt.step()
 
-    for make in (lambda p: torch.optim.Adam(p, lr=0.01, betas=(0.8, 0.9)),
-                 lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True)):
+    for make in (
+        lambda p: torch.optim.Adam(p, lr=0.01, betas=(0.8, 0.9)),
+        lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
+    ):
         net = Net()
         opt = make(net.parameters())
         for _ in range(3):
@@ -160,8 +166,14 @@ def test_filter_prefix_and_choice_func(tmp_path: Path) -> None:
 def test_latest_checkpoint(tmp_path: Path) -> None:
     assert latest_checkpoint(tmp_path / "missing") is None
     assert latest_checkpoint(tmp_path) is None
-    for name in ("net-1_5.ckpt", "net-2_1.ckpt", "net-10_2.ckpt", "net-10_2_breakpoint.ckpt",
-                 "other-99_1.ckpt", "net_1-50_1.ckpt"):
+    for name in (
+        "net-1_5.ckpt",
+        "net-2_1.ckpt",
+        "net-10_2.ckpt",
+        "net-10_2_breakpoint.ckpt",
+        "other-99_1.ckpt",
+        "net_1-50_1.ckpt",
+    ):
         save_checkpoint({"w": torch.ones(1)}, tmp_path / name)
     (tmp_path / f"net-99_9.ckpt{TEMP_MARKER}1-ab").write_bytes(b"partial")
     assert latest_checkpoint(tmp_path, "net") == str(tmp_path / "net-10_2.ckpt")

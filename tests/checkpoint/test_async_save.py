@@ -14,9 +14,13 @@ from trainledger.errors import CheckpointWriteError
 
 
 def state() -> dict[str, torch.Tensor]:
-    return {"w": torch.randn(64, 33), "b": torch.randn(7).bfloat16(),
-            "t": torch.arange(10).reshape(2, 5).t(), "flag": torch.tensor(True),
-            "e": torch.empty(0)}
+    return {
+        "w": torch.randn(64, 33),
+        "b": torch.randn(7).bfloat16(),
+        "t": torch.arange(10).reshape(2, 5).t(),
+        "flag": torch.tensor(True),
+        "e": torch.empty(0),
+    }
 
 
 @pytest.mark.parametrize("saver_cls", [ThreadSaver, ProcessSaver])

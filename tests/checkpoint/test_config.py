@@ -7,8 +7,12 @@ import torch
 
 from trainledger.checkpoint.config import CheckpointConfig
 
-POLICY = ("save_checkpoint_steps", "save_checkpoint_seconds", "keep_checkpoint_max",
-          "keep_checkpoint_per_n_minutes")
+POLICY = (
+    "save_checkpoint_steps",
+    "save_checkpoint_seconds",
+    "keep_checkpoint_max",
+    "keep_checkpoint_per_n_minutes",
+)
 
 
 @pytest.mark.parametrize(
@@ -39,10 +43,18 @@ def test_precedence(kwargs: dict, expected: tuple) -> None:
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"save_checkpoint_steps": 0, "save_checkpoint_seconds": 0, "keep_checkpoint_max": 0,
-         "keep_checkpoint_per_n_minutes": 0},
-        {"save_checkpoint_steps": None, "save_checkpoint_seconds": None,
-         "keep_checkpoint_max": None, "keep_checkpoint_per_n_minutes": None},
+        {
+            "save_checkpoint_steps": 0,
+            "save_checkpoint_seconds": 0,
+            "keep_checkpoint_max": 0,
+            "keep_checkpoint_per_n_minutes": 0,
+        },
+        {
+            "save_checkpoint_steps": None,
+            "save_checkpoint_seconds": None,
+            "keep_checkpoint_max": None,
+            "keep_checkpoint_per_n_minutes": None,
+        },
     ],
 )
 def test_all_zero_is_value_error(kwargs: dict) -> None:
@@ -51,8 +63,9 @@ def test_all_zero_is_value_error(kwargs: dict) -> None:
 
 
 @pytest.mark.parametrize("name", POLICY + ("keep_best_max",))
-@pytest.mark.parametrize(("value", "error"), [(-1, ValueError), (1.5, TypeError),
-                                              ("3", TypeError), (True, TypeError)])
+@pytest.mark.parametrize(
+    ("value", "error"), [(-1, ValueError), (1.5, TypeError), ("3", TypeError), (True, TypeError)]
+)
 def test_non_negative_ints(name: str, value: object, error: type) -> None:
     kwargs = {name: value}
     if name == "keep_best_max":
@@ -62,8 +75,9 @@ def test_non_negative_ints(name: str, value: object, error: type) -> None:
 
 
 def test_append_info_rules() -> None:
-    cfg = CheckpointConfig(append_info=["epoch_num", "step_num", {"lr": 0.1, "tag": "a",
-                                                                  "ok": True, "n": 3}])
+    cfg = CheckpointConfig(
+        append_info=["epoch_num", "step_num", {"lr": 0.1, "tag": "a", "ok": True, "n": 3}]
+    )
     assert cfg.append_info[:2] == ["epoch_num", "step_num"]
     with pytest.raises(TypeError, match=r"append_info\['bad'\].*list"):
         CheckpointConfig(append_info=[{"bad": [1, 2]}])
@@ -97,8 +111,10 @@ def test_key_is_not_echoed() -> None:
     assert "SECRET" not in str(info.value)
 
 
-@pytest.mark.parametrize(("value", "expected"), [(False, False), (True, "thread"),
-                                                 ("thread", "thread"), ("process", "process")])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(False, False), (True, "thread"), ("thread", "thread"), ("process", "process")],
+)
 def test_async_save(value: object, expected: object) -> None:
     assert CheckpointConfig(async_save=value).async_save == expected  # type: ignore[arg-type]
 

@@ -72,13 +72,17 @@ def test_sigkill_loop_never_corrupts(tmp_path: Path) -> None:
     newest = 0
     dead_pids: list[int] = []
     while kills < 55:
-        proc = subprocess.Popen([sys.executable, str(script), str(directory)], env=env,
-                                stdout=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [sys.executable, str(script), str(directory)], env=env, stdout=subprocess.PIPE
+        )
         assert proc.stdout is not None
         assert proc.stdout.readline() == b"ready\n"
         # the start swept every temp file left by earlier (dead) writers
-        leftovers = [n for n in os.listdir(directory) if is_temp_name(n)
-                     and any(f"-{pid}-" in n for pid in dead_pids)]
+        leftovers = [
+            n
+            for n in os.listdir(directory)
+            if is_temp_name(n) and any(f"-{pid}-" in n for pid in dead_pids)
+        ]
         assert leftovers == []
         time.sleep(rng.uniform(0.0, 0.25))
         proc.send_signal(signal.SIGKILL)
@@ -99,8 +103,9 @@ def test_sigkill_loop_never_corrupts(tmp_path: Path) -> None:
         assert len(finals) <= 4  # retention ran only after commits: at most one extra
     assert newest > 0
     assert temps_seen > 0, "no kill landed mid-write; the test would prove nothing"
-    proc = subprocess.Popen([sys.executable, str(script), str(directory)], env=env,
-                            stdout=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(directory)], env=env, stdout=subprocess.PIPE
+    )
     assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
     proc.kill()
     proc.wait()

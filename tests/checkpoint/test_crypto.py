@@ -24,7 +24,7 @@ def test_round_trip(tmp_path: Path, mode: str, size: int) -> None:
     tensors = {"w": torch.randn(50, 7), "h": torch.randn(3).bfloat16()}
     path = tmp_path / "e.ckpt"
     save_checkpoint(tensors, path, enc_key=KEY[:size], enc_mode=mode, append_dict={"a": 1})
-    assert b"w" not in path.read_bytes()[40:60]  # not the plain header
+    assert b"dtype" not in path.read_bytes() and b"trainledger" not in path.read_bytes()
     out = load_checkpoint(path, dec_key=KEY[:size], dec_mode=mode, crc_check=True)
     assert torch.equal(out["w"], tensors["w"]) and torch.equal(out["h"], tensors["h"])
     assert out["a"] == 1
@@ -52,9 +52,9 @@ def test_chunk_boundaries(length: int) -> None:
 
 
 def chunks(blob: bytes, chunk: int = 64) -> tuple[bytes, list[bytes]]:
-    head, body = blob[:crypto.HEADER_SIZE], blob[crypto.HEADER_SIZE:]
+    head, body = blob[: crypto.HEADER_SIZE], blob[crypto.HEADER_SIZE :]
     step = chunk + 16
-    return head, [body[i:i + step] for i in range(0, len(body), step)]
+    return head, [body[i : i + step] for i in range(0, len(body), step)]
 
 
 def gcm_attacks() -> dict[str, bytes]:
@@ -99,8 +99,9 @@ def test_cbc_detects_tampering(pos: int) -> None:
 
 
 @pytest.mark.parametrize("mode", ["AES-GCM", "AES-CBC"])
-def test_wrong_key_is_clear_and_never_logged(tmp_path: Path, mode: str,
-                                             caplog: pytest.LogCaptureFixture) -> None:
+def test_wrong_key_is_clear_and_never_logged(
+    tmp_path: Path, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "k.ckpt"
     save_checkpoint({"w": torch.ones(3)}, path, enc_key=KEY, enc_mode=mode)
     wrong = b"W" * 32
@@ -133,9 +134,9 @@ def test_large_tensor_spans_many_chunks(tmp_path: Path) -> None:
     assert torch.equal(load_checkpoint(path, dec_key=KEY)["t"], t)
     raw = bytearray(path.read_bytes())
     step = crypto.CHUNK_SIZE + 16
-    head = bytes(raw[:crypto.HEADER_SIZE])
-    body = bytes(raw[crypto.HEADER_SIZE:])
-    swapped = head + body[step:2 * step] + body[:step] + body[2 * step:]
+    head = bytes(raw[: crypto.HEADER_SIZE])
+    body = bytes(raw[crypto.HEADER_SIZE :])
+    swapped = head + body[step : 2 * step] + body[:step] + body[2 * step :]
     path.write_bytes(swapped)
     with pytest.raises(CheckpointDecryptError):
         load_checkpoint(path, dec_key=KEY)

@@ -23,8 +23,20 @@ from trainledger.checkpoint.format import (
 )
 from trainledger.errors import CheckpointDecryptError, CheckpointFormatError
 
-DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
-          torch.int16, torch.int8, torch.uint8, torch.bool, torch.float8_e4m3fn, torch.float8_e5m2]
+DTYPES = [
+    torch.float64,
+    torch.float32,
+    torch.float16,
+    torch.bfloat16,
+    torch.int64,
+    torch.int32,
+    torch.int16,
+    torch.int8,
+    torch.uint8,
+    torch.bool,
+    torch.float8_e4m3fn,
+    torch.float8_e5m2,
+]
 
 
 def sample(dtype: torch.dtype, shape: tuple[int, ...] = (3, 5)) -> torch.Tensor:
@@ -49,15 +61,22 @@ def test_every_dtype_round_trips_and_opens_with_safetensors(tmp_path: Path) -> N
     for name, t in tensors.items():
         for loaded in (ours[name], theirs[name]):
             assert loaded.dtype == t.dtype and loaded.shape == t.shape
-            assert torch.equal(loaded.view(torch.uint8) if t.dtype.itemsize == 1 and
-                               t.dtype.is_floating_point else loaded,
-                               t.contiguous().view(torch.uint8) if t.dtype.itemsize == 1 and
-                               t.dtype.is_floating_point else t)
+            assert torch.equal(
+                loaded.view(torch.uint8)
+                if t.dtype.itemsize == 1 and t.dtype.is_floating_point
+                else loaded,
+                t.contiguous().view(torch.uint8)
+                if t.dtype.itemsize == 1 and t.dtype.is_floating_point
+                else t,
+            )
 
 
 def test_files_written_by_safetensors_load(tmp_path: Path) -> None:
-    tensors = {"w": torch.randn(4, 3).bfloat16(), "b": torch.arange(7, dtype=torch.int8),
-               "z": torch.randn(2, 2, 2).double()}
+    tensors = {
+        "w": torch.randn(4, 3).bfloat16(),
+        "b": torch.arange(7, dtype=torch.int8),
+        "z": torch.randn(2, 2, 2).double(),
+    }
     path = tmp_path / "st.safetensors"
     save_file(tensors, str(path), metadata={"note": "x"})
     loaded = load_checkpoint(path, crc_check=True)  # no trainledger header: nothing to check
@@ -93,7 +112,7 @@ def test_header_is_padded_and_data_aligned(tmp_path: Path) -> None:
     raw = path.read_bytes()
     (n,) = struct.unpack("<Q", raw[:8])
     assert (8 + n) % 8 == 0
-    header = json.loads(raw[8:8 + n])
+    header = json.loads(raw[8 : 8 + n])
     assert header["d"]["data_offsets"][0] % 8 == 0
 
 

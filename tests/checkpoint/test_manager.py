@@ -47,25 +47,39 @@ def test_apply_deletes_only_own_tracked_files(tmp_path: Path) -> None:
         m.add(path)
         m.apply()
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "CKP-1_4.ckpt", "CKP-1_5.ckpt", "CKPX-1_1.ckpt", "CKP_1-1_1.ckpt", "mine-notes.txt"]
+        "CKP-1_4.ckpt",
+        "CKP-1_5.ckpt",
+        "CKPX-1_1.ckpt",
+        "CKP_1-1_1.ckpt",
+        "mine-notes.txt",
+    ]
     assert m.ckpoint_num == 2
     m.add(tmp_path / "CKPX-1_1.ckpt")  # not this prefix: ignored
     assert m.ckpoint_num == 2
 
 
 def test_adopt_existing_and_pin(tmp_path: Path) -> None:
-    touch(tmp_path, "P-1_1.ckpt", "P-1_2.ckpt", "P-1_3.ckpt", "P-2_1_breakpoint.ckpt",
-          "P_1-1_1.ckpt")
+    touch(
+        tmp_path, "P-1_1.ckpt", "P-1_2.ckpt", "P-1_3.ckpt", "P-2_1_breakpoint.ckpt", "P_1-1_1.ckpt"
+    )
     m = CheckpointManager(tmp_path, "P", keep_checkpoint_max=2)
     m.adopt_existing(pinned=tmp_path / "P-1_2.ckpt")
-    assert [r.name for r in m.records] == ["P-1_1.ckpt", "P-1_2.ckpt", "P-1_3.ckpt",
-                                           "P-2_1_breakpoint.ckpt"]
+    assert [r.name for r in m.records] == [
+        "P-1_1.ckpt",
+        "P-1_2.ckpt",
+        "P-1_3.ckpt",
+        "P-2_1_breakpoint.ckpt",
+    ]
     new = m.file_path(2, 2)
     new.write_bytes(b"x")
     m.add(new)
     assert [p.name for p in m.apply()] == ["P-1_1.ckpt", "P-1_3.ckpt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "P-1_2.ckpt", "P-2_1_breakpoint.ckpt", "P-2_2.ckpt", "P_1-1_1.ckpt"]
+        "P-1_2.ckpt",
+        "P-2_1_breakpoint.ckpt",
+        "P-2_2.ckpt",
+        "P_1-1_1.ckpt",
+    ]
 
 
 def test_adopt_reads_scores(tmp_path: Path) -> None:
@@ -79,8 +93,11 @@ def test_adopt_reads_scores(tmp_path: Path) -> None:
 
     m = CheckpointManager(tmp_path, "P", keep_checkpoint_max=1, keep_best_max=1, mode="min")
     m.adopt_existing(score_of)
-    assert {r.name: r.score for r in m.records} == {"P-1_1.ckpt": 0.1, "P-1_2.ckpt": 0.9,
-                                                    "P-1_3.ckpt": None}
+    assert {r.name: r.score for r in m.records} == {
+        "P-1_1.ckpt": 0.1,
+        "P-1_2.ckpt": 0.9,
+        "P-1_3.ckpt": None,
+    }
     assert m.would_be_best(0.05) and not m.would_be_best(0.5)
     assert [p.name for p in m.to_delete()] == ["P-1_2.ckpt"]
 

@@ -13,11 +13,13 @@ from trainledger.checkpoint.policy import (
 )
 
 
-def rec(step: int, t: float | None = None, bp: bool = False, score: float | None = None,
-        epoch: int = 1) -> CkptRecord:
+def rec(
+    step: int, t: float | None = None, bp: bool = False, score: float | None = None, epoch: int = 1
+) -> CkptRecord:
     suffix = "_breakpoint" if bp else ""
-    return CkptRecord(f"P-{epoch}_{step}{suffix}.ckpt", epoch, step,
-                      float(step) if t is None else t, bp, score)
+    return CkptRecord(
+        f"P-{epoch}_{step}{suffix}.ckpt", epoch, step, float(step) if t is None else t, bp, score
+    )
 
 
 @pytest.mark.parametrize(
@@ -88,9 +90,15 @@ def test_best_names_ties_and_nan() -> None:
 
 @pytest.mark.parametrize(
     ("score", "k", "mode", "expected"),
-    [(0.3, 2, "min", True), (0.6, 2, "min", False), (0.6, 2, "max", True),
-     (0.1, 2, "max", False), (None, 2, "min", False), (0.1, 0, "min", False),
-     (0.9, 5, "min", True)],
+    [
+        (0.3, 2, "min", True),
+        (0.6, 2, "min", False),
+        (0.6, 2, "max", True),
+        (0.1, 2, "max", False),
+        (None, 2, "min", False),
+        (0.1, 0, "min", False),
+        (0.9, 5, "min", True),
+    ],
 )
 def test_qualifies_for_best(score, k, mode, expected) -> None:
     recs = [rec(1, score=0.2), rec(2, score=0.5), rec(3, score=0.4)]

@@ -47,8 +47,10 @@ def main() -> int:
                     _close_quietly(old)
                 attached = {name: _attach(name)}
             buf = attached[name].buf
-            raws = [(n, RawTensor(dtype, tuple(shape), buf[start:start + nbytes]))
-                    for n, dtype, shape, start, nbytes in message["tensors"]]
+            raws = [
+                (n, RawTensor(dtype, tuple(shape), buf[start : start + nbytes]))
+                for n, dtype, shape, start, nbytes in message["tensors"]
+            ]
             key = bytes.fromhex(message["enc_key"]) if message["enc_key"] else None
             save_container(message["path"], raws, message["info"], key, message["enc_mode"])
             del raws, buf

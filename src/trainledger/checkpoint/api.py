@@ -48,19 +48,28 @@ def check_append_dict(append_dict: Any) -> dict[str, Any]:
         if not isinstance(key, str):
             raise TypeError(f"append_dict keys expected str, received: {key!r}")
         if not isinstance(value, (bool, int, float, str)):
-            raise TypeError(f"append_dict[{key!r}] expected int, float, bool or str, received: "
-                            f"{type(value).__name__}")
+            raise TypeError(
+                f"append_dict[{key!r}] expected int, float, bool or str, received: "
+                f"{type(value).__name__}"
+            )
     return dict(append_dict)
 
 
-def build_payload(save_obj: Any, optimizer: Any = None, append_dict: Any = None,
-                  info: Mapping[str, Any] | None = None) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
+def build_payload(
+    save_obj: Any,
+    optimizer: Any = None,
+    append_dict: Any = None,
+    info: Mapping[str, Any] | None = None,
+) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
     """(named tensors, header info) for a network/state dict plus an optional optimizer."""
     from trainledger.checkpoint.torch_adapter import collect_tensors, optimizer_payload
 
     named = collect_tensors(save_obj)
-    header: dict[str, Any] = {"created": time.time(), **(info or {}),
-                              "append_info": check_append_dict(append_dict)}
+    header: dict[str, Any] = {
+        "created": time.time(),
+        **(info or {}),
+        "append_info": check_append_dict(append_dict),
+    }
     if optimizer is not None:
         tree, opt_tensors = optimizer_payload(optimizer)
         named.extend(opt_tensors)
@@ -141,12 +150,16 @@ class Checkpoint:
         return dict(self.info.get("append_info") or {})
 
 
-def read_checkpoint(ckpt_file_name: str | os.PathLike[str], dec_key: bytes | None = None,
-                    dec_mode: str = "AES-GCM", crc_check: bool = False) -> Checkpoint:
+def read_checkpoint(
+    ckpt_file_name: str | os.PathLike[str],
+    dec_key: bytes | None = None,
+    dec_mode: str = "AES-GCM",
+    crc_check: bool = False,
+) -> Checkpoint:
     """Read every part of a checkpoint (no network needed)."""
-    from trainledger.checkpoint.torch_adapter import OPTIM_PREFIX, container_tensors, decode_tree
-
     import torch
+
+    from trainledger.checkpoint.torch_adapter import OPTIM_PREFIX, container_tensors, decode_tree
 
     def allocate(n: int) -> Any:  # uninitialised memory: no zero-fill pass before the read
         return torch.empty(n, dtype=torch.uint8).numpy()
@@ -167,8 +180,10 @@ def _check_filter_prefix(filter_prefix: Any) -> tuple[str, ...]:
         return ()
     items = (filter_prefix,) if isinstance(filter_prefix, str) else filter_prefix
     if not isinstance(items, (list, tuple)) or not all(isinstance(p, str) and p for p in items):
-        raise TypeError("filter_prefix expected a non-empty str or a list/tuple of them, "
-                        f"received: {filter_prefix!r}")
+        raise TypeError(
+            "filter_prefix expected a non-empty str or a list/tuple of them, "
+            f"received: {filter_prefix!r}"
+        )
     return tuple(items)
 
 
@@ -211,8 +226,9 @@ def load_checkpoint(
     return params
 
 
-def load_param_into_net(net: Any, parameter_dict: Mapping[str, Any],
-                        strict_load: bool = False) -> tuple[list[str], list[str]]:
+def load_param_into_net(
+    net: Any, parameter_dict: Mapping[str, Any], strict_load: bool = False
+) -> tuple[list[str], list[str]]:
     """Copy matching tensors into ``net``; returns ``(param_not_load, ckpt_not_load)``.
 
     Non-strict: names missing on either side and shape mismatches are skipped (and returned).
@@ -223,7 +239,9 @@ def load_param_into_net(net: Any, parameter_dict: Mapping[str, Any],
     if not isinstance(net, torch.nn.Module):
         raise TypeError(f"net expected a torch.nn.Module, received: {type(net).__name__}")
     if not isinstance(parameter_dict, Mapping):
-        raise TypeError(f"parameter_dict expected a dict, received: {type(parameter_dict).__name__}")
+        raise TypeError(
+            f"parameter_dict expected a dict, received: {type(parameter_dict).__name__}"
+        )
     target = net.state_dict()
     matched: dict[str, Any] = {}
     param_not_load: list[str] = []
@@ -233,35 +251,44 @@ def load_param_into_net(net: Any, parameter_dict: Mapping[str, Any],
         if not isinstance(value, torch.Tensor):
             param_not_load.append(name)
         elif tuple(value.shape) != tuple(current.shape):
-            mismatched.append(f"{name}: net {tuple(current.shape)} vs checkpoint "
-                              f"{tuple(value.shape)}")
+            mismatched.append(
+                f"{name}: net {tuple(current.shape)} vs checkpoint {tuple(value.shape)}"
+            )
             param_not_load.append(name)
         else:
             matched[name] = value
-    ckpt_not_load = [n for n, v in parameter_dict.items()
-                     if isinstance(v, torch.Tensor) and n not in matched]
+    ckpt_not_load = [
+        n for n, v in parameter_dict.items() if isinstance(v, torch.Tensor) and n not in matched
+    ]
     if strict_load and (param_not_load or ckpt_not_load):
         unexpected = [n for n in ckpt_not_load if n not in target]
         missing = [n for n in param_not_load if n not in parameter_dict]
         lines = []
         if missing:
-            lines.append("missing in checkpoint: " + ", ".join(
-                f"{n} {tuple(target[n].shape)}" for n in missing))
+            lines.append(
+                "missing in checkpoint: "
+                + ", ".join(f"{n} {tuple(target[n].shape)}" for n in missing)
+            )
         if unexpected:
-            lines.append("not in net: " + ", ".join(
-                f"{n} {tuple(parameter_dict[n].shape)}" for n in unexpected))
+            lines.append(
+                "not in net: "
+                + ", ".join(f"{n} {tuple(parameter_dict[n].shape)}" for n in unexpected)
+            )
         if mismatched:
             lines.append("shape mismatch: " + "; ".join(mismatched))
-        raise CheckpointLoadError("strict load expected the checkpoint to match the net "
-                                  "exactly, received:\n  " + "\n  ".join(lines))
+        raise CheckpointLoadError(
+            "strict load expected the checkpoint to match the net "
+            "exactly, received:\n  " + "\n  ".join(lines)
+        )
     if mismatched:
         _log.warning("not loaded (shape mismatch): %s", "; ".join(mismatched))
     net.load_state_dict(matched, strict=False)
     return param_not_load, ckpt_not_load
 
 
-def checkpoint_info(ckpt_file_name: str | os.PathLike[str], dec_key: bytes | None = None,
-                    dec_mode: str = "AES-GCM") -> dict[str, Any]:
+def checkpoint_info(
+    ckpt_file_name: str | os.PathLike[str], dec_key: bytes | None = None, dec_mode: str = "AES-GCM"
+) -> dict[str, Any]:
     """The JSON header of a checkpoint (epoch, step, step_in_epoch, batch_num, append_info...)."""
     return read_info(ckpt_file_name, dec_key, dec_mode)
 
@@ -287,8 +314,12 @@ def latest_checkpoint(directory: str | os.PathLike[str], prefix: str | None = No
         if prefix is not None:
             if m is None or m.group("prefix") != prefix:
                 continue
-            key: tuple[Any, ...] = (int(m.group("epoch")), int(m.group("step")),
-                                    m.group("bp") is None, entry.stat().st_mtime_ns)
+            key: tuple[Any, ...] = (
+                int(m.group("epoch")),
+                int(m.group("step")),
+                m.group("bp") is None,
+                entry.stat().st_mtime_ns,
+            )
         else:
             order = (int(m.group("epoch")), int(m.group("step"))) if m else (0, 0)
             key = (entry.stat().st_mtime_ns, *order)

@@ -38,8 +38,14 @@ class SyncSaver:
 
     mode = "sync"
 
-    def save(self, path: Path, named: NamedTensors, info: dict[str, Any],
-             enc_key: bytes | None = None, enc_mode: str = "AES-GCM") -> None:
+    def save(
+        self,
+        path: Path,
+        named: NamedTensors,
+        info: dict[str, Any],
+        enc_key: bytes | None = None,
+        enc_mode: str = "AES-GCM",
+    ) -> None:
         from trainledger.checkpoint.format import save_container
         from trainledger.checkpoint.torch_adapter import tensor_to_raw
 
@@ -80,8 +86,14 @@ class ThreadSaver:
         self._pool = pool
         return out
 
-    def save(self, path: Path, named: NamedTensors, info: dict[str, Any],
-             enc_key: bytes | None = None, enc_mode: str = "AES-GCM") -> None:
+    def save(
+        self,
+        path: Path,
+        named: NamedTensors,
+        info: dict[str, Any],
+        enc_key: bytes | None = None,
+        enc_mode: str = "AES-GCM",
+    ) -> None:
         if self._inflight is not None:
             raise RuntimeError("a checkpoint save is in flight; call wait() first")
         snap = self._snapshot(named)
@@ -92,8 +104,9 @@ class ThreadSaver:
             from trainledger.checkpoint.torch_adapter import tensor_to_raw
 
             try:
-                save_container(path, [(n, tensor_to_raw(n, t)) for n, t in snap], info,
-                               enc_key, enc_mode)
+                save_container(
+                    path, [(n, tensor_to_raw(n, t)) for n, t in snap], info, enc_key, enc_mode
+                )
             except BaseException as exc:
                 raise CheckpointWriteError(f"background save of {path} failed: {exc}") from exc
 
@@ -137,7 +150,10 @@ class ProcessSaver:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "trainledger.checkpoint._writer"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            close_fds=True,
         )
 
     def _buffer(self, size: int) -> Any:
@@ -156,8 +172,14 @@ class ProcessSaver:
                 self._shm.unlink()
                 self._shm = None
 
-    def save(self, path: Path, named: NamedTensors, info: dict[str, Any],
-             enc_key: bytes | None = None, enc_mode: str = "AES-GCM") -> None:
+    def save(
+        self,
+        path: Path,
+        named: NamedTensors,
+        info: dict[str, Any],
+        enc_key: bytes | None = None,
+        enc_mode: str = "AES-GCM",
+    ) -> None:
         import torch
 
         from trainledger.checkpoint.torch_adapter import _TO_ST, copy_bytes
@@ -175,13 +197,19 @@ class ProcessSaver:
         self._ensure_child()
         shm = self._buffer(offset)
         whole = torch.frombuffer(shm.buf, dtype=torch.uint8)
-        for (_, t), (_, _, _, start, nbytes) in zip(named, specs):
+        for (_, t), (_, _, _, start, nbytes) in zip(named, specs, strict=True):
             if nbytes:
-                copy_bytes(whole[start:start + nbytes].view(t.dtype).view(t.shape), t)
+                copy_bytes(whole[start : start + nbytes].view(t.dtype).view(t.shape), t)
         del whole
-        message = {"op": "save", "path": str(path), "shm": shm.name, "tensors": specs,
-                   "info": info, "enc_key": enc_key.hex() if enc_key else None,
-                   "enc_mode": enc_mode}
+        message = {
+            "op": "save",
+            "path": str(path),
+            "shm": shm.name,
+            "tensors": specs,
+            "info": info,
+            "enc_key": enc_key.hex() if enc_key else None,
+            "enc_mode": enc_mode,
+        }
         try:
             send_message(self._proc.stdin, message)
         except OSError as exc:

@@ -67,7 +67,9 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     fsync_dir(final.parent)
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes | Callable[[BinaryIO], None]) -> None:
+def atomic_write_bytes(
+    path: str | os.PathLike[str], data: bytes | Callable[[BinaryIO], None]
+) -> None:
     """Atomically write ``data`` (bytes, or a function that writes into the file) to ``path``."""
     with atomic_write(path) as fh:
         if callable(data):

@@ -52,8 +52,9 @@ def _check_append_info(append_info: Any) -> list[Any]:
     for element in append_info:
         if isinstance(element, str):
             if element not in ("epoch_num", "step_num"):
-                raise ValueError("append_info strings expected 'epoch_num' or 'step_num', "
-                                 f"received: {element!r}")
+                raise ValueError(
+                    f"append_info strings expected 'epoch_num' or 'step_num', received: {element!r}"
+                )
             if element not in out:
                 out.append(element)
         elif isinstance(element, dict):
@@ -70,8 +71,10 @@ def _check_append_info(append_info: Any) -> list[Any]:
                     )
             out.append(dict(element))
         else:
-            raise TypeError("append_info elements expected 'epoch_num', 'step_num' or a dict, "
-                            f"received: {element!r} ({type(element).__name__})")
+            raise TypeError(
+                "append_info elements expected 'epoch_num', 'step_num' or a dict, "
+                f"received: {element!r} ({type(element).__name__})"
+            )
     return out
 
 
@@ -128,11 +131,16 @@ class CheckpointConfig:
         seconds_set = save_checkpoint_seconds is not _UNSET
         max_set = keep_checkpoint_max is not _UNSET
         minutes_set = keep_checkpoint_per_n_minutes is not _UNSET
-        steps = _non_negative_int("save_checkpoint_steps", 1 if not steps_set else save_checkpoint_steps)
-        seconds = _non_negative_int("save_checkpoint_seconds", save_checkpoint_seconds if seconds_set else 0)
+        steps = _non_negative_int(
+            "save_checkpoint_steps", 1 if not steps_set else save_checkpoint_steps
+        )
+        seconds = _non_negative_int(
+            "save_checkpoint_seconds", save_checkpoint_seconds if seconds_set else 0
+        )
         keep_max = _non_negative_int("keep_checkpoint_max", keep_checkpoint_max if max_set else 5)
-        minutes = _non_negative_int("keep_checkpoint_per_n_minutes",
-                                    keep_checkpoint_per_n_minutes if minutes_set else 0)
+        minutes = _non_negative_int(
+            "keep_checkpoint_per_n_minutes", keep_checkpoint_per_n_minutes if minutes_set else 0
+        )
         if seconds and not steps_set:
             steps = 0  # the fix: only seconds passed -> seconds are used
         if minutes and not max_set:
@@ -156,15 +164,18 @@ class CheckpointConfig:
         if async_save is True:
             async_save = "thread"
         if async_save is not False and async_save not in ("thread", "process"):
-            raise ValueError("async_save expected a bool, 'thread' or 'process', received: "
-                             f"{async_save!r}")
+            raise ValueError(
+                f"async_save expected a bool, 'thread' or 'process', received: {async_save!r}"
+            )
         self._async_save: str | bool = async_save
         if saved_network is not None:
             import torch
 
             if not isinstance(saved_network, torch.nn.Module):
-                raise TypeError("saved_network expected a torch.nn.Module or None, received: "
-                                f"{type(saved_network).__name__}")
+                raise TypeError(
+                    "saved_network expected a torch.nn.Module or None, received: "
+                    f"{type(saved_network).__name__}"
+                )
         self._saved_network = saved_network
         self._append_info = _check_append_info(append_info)
         if enc_key is not None:
@@ -192,20 +203,26 @@ class CheckpointConfig:
         self._keep_best_max = best
 
     def __repr__(self) -> str:
-        return (f"CheckpointConfig({self.get_checkpoint_policy()}, async_save={self._async_save!r}, "
-                f"encrypted={self._enc_key is not None}, monitor={self._monitor!r})")
+        return (
+            f"CheckpointConfig({self.get_checkpoint_policy()}, async_save={self._async_save!r}, "
+            f"encrypted={self._enc_key is not None}, monitor={self._monitor!r})"
+        )
 
-    save_checkpoint_steps = property(lambda self: self._save_checkpoint_steps,
-                                     doc="Save every N steps (0: off).")
-    save_checkpoint_seconds = property(lambda self: self._save_checkpoint_seconds,
-                                       doc="Save every N seconds (0: off).")
-    keep_checkpoint_max = property(lambda self: self._keep_checkpoint_max,
-                                   doc="Newest rolling checkpoints kept (0: no limit).")
-    keep_checkpoint_per_n_minutes = property(lambda self: self._keep_checkpoint_per_n_minutes,
-                                             doc="Keep one checkpoint per N minutes (0: off).")
+    save_checkpoint_steps = property(
+        lambda self: self._save_checkpoint_steps, doc="Save every N steps (0: off)."
+    )
+    save_checkpoint_seconds = property(
+        lambda self: self._save_checkpoint_seconds, doc="Save every N seconds (0: off)."
+    )
+    keep_checkpoint_max = property(
+        lambda self: self._keep_checkpoint_max, doc="Newest rolling checkpoints kept (0: no limit)."
+    )
+    keep_checkpoint_per_n_minutes = property(
+        lambda self: self._keep_checkpoint_per_n_minutes,
+        doc="Keep one checkpoint per N minutes (0: off).",
+    )
     integrated_save = property(lambda self: self._integrated_save)
-    async_save = property(lambda self: self._async_save,
-                          doc="False, 'thread' or 'process'.")
+    async_save = property(lambda self: self._async_save, doc="False, 'thread' or 'process'.")
     saved_network = property(lambda self: self._saved_network)
     append_info = property(lambda self: list(self._append_info))
     enc_key = property(lambda self: self._enc_key)

@@ -53,23 +53,28 @@ def is_encrypted_prefix(first: bytes) -> bool:
 def check_key(key: object, mode: object, what: str = "enc_key") -> None:
     """Raise a clear error for a key or mode the cipher cannot take (never echoing the key)."""
     if not isinstance(key, (bytes, bytearray)):
-        raise TypeError(f"{what} expected bytes of length 16, 24 or 32, received: "
-                        f"{type(key).__name__}")
+        raise TypeError(
+            f"{what} expected bytes of length 16, 24 or 32, received: {type(key).__name__}"
+        )
     if len(key) not in (16, 24, 32):
-        raise ValueError(f"{what} expected bytes of length 16, 24 or 32, received: "
-                         f"bytes of length {len(key)}")
+        raise ValueError(
+            f"{what} expected bytes of length 16, 24 or 32, received: bytes of length {len(key)}"
+        )
     if mode not in ENC_MODES:
-        raise ValueError(f"{what.replace('key', 'mode')} expected one of "
-                         f"{', '.join(ENC_MODES)}, received: {mode!r}")
+        raise ValueError(
+            f"{what.replace('key', 'mode')} expected one of "
+            f"{', '.join(ENC_MODES)}, received: {mode!r}"
+        )
 
 
 def _derive(key: bytes, salt: bytes, mode: int) -> tuple[bytes, bytes]:
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-    out = HKDF(algorithm=hashes.SHA256(), length=len(key) + _MAC, salt=salt,
-               info=_INFO + bytes([mode])).derive(bytes(key))
-    return out[:len(key)], out[len(key):]
+    out = HKDF(
+        algorithm=hashes.SHA256(), length=len(key) + _MAC, salt=salt, info=_INFO + bytes([mode])
+    ).derive(bytes(key))
+    return out[: len(key)], out[len(key) :]
 
 
 def _header(mode: int, chunk_size: int, salt: bytes) -> bytes:
@@ -83,8 +88,9 @@ class EncryptingWriter:
     underlying file as usual.
     """
 
-    def __init__(self, fh: BinaryIO, key: bytes, mode: str = "AES-GCM",
-                 chunk_size: int = CHUNK_SIZE) -> None:
+    def __init__(
+        self, fh: BinaryIO, key: bytes, mode: str = "AES-GCM", chunk_size: int = CHUNK_SIZE
+    ) -> None:
         check_key(key, mode)
         self._fh = fh
         self._mode = ENC_MODES[mode]
@@ -195,7 +201,7 @@ def decrypt_file(fh: BinaryIO, key: bytes, mode: str, where: str) -> bytearray:
         raise _fail(where)
     pos = 0
     for index in range(nchunks):
-        piece = body[index * step:(index + 1) * step]
+        piece = body[index * step : (index + 1) * step]
         last = index == nchunks - 1
         nonce = struct.pack("<Q", index) + b"\0\0\0\0"
         aad = head + struct.pack("<QB", index, int(last))
@@ -203,13 +209,14 @@ def decrypt_file(fh: BinaryIO, key: bytes, mode: str, where: str) -> bytearray:
             plain = gcm.decrypt(nonce, bytes(piece), aad)
         except InvalidTag:
             raise _fail(where) from None
-        out[pos:pos + len(plain)] = plain
+        out[pos : pos + len(plain)] = plain
         pos += len(plain)
     return out
 
 
-def _decrypt_cbc(head: bytes, body: memoryview, enc_key: bytes, mac_key: bytes,
-                 where: str) -> bytearray:
+def _decrypt_cbc(
+    head: bytes, body: memoryview, enc_key: bytes, mac_key: bytes, where: str
+) -> bytearray:
     from cryptography.hazmat.primitives import padding
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 

@@ -52,15 +52,36 @@ _MAX_HEADER = 100 * 1024 * 1024  # the safetensors library's own limit
 
 # safetensors dtype name -> bytes per element
 DTYPE_SIZES: dict[str, int] = {
-    "F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1,
-    "I64": 8, "I32": 4, "I16": 2, "I8": 1,
-    "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1,
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U64": 8,
+    "U32": 4,
+    "U16": 2,
+    "U8": 1,
+    "BOOL": 1,
 }
 
 _NUMPY_TO_DTYPE = {
-    "float64": "F64", "float32": "F32", "float16": "F16",
-    "int64": "I64", "int32": "I32", "int16": "I16", "int8": "I8",
-    "uint64": "U64", "uint32": "U32", "uint16": "U16", "uint8": "U8", "bool": "BOOL",
+    "float64": "F64",
+    "float32": "F32",
+    "float16": "F16",
+    "int64": "I64",
+    "int32": "I32",
+    "int16": "I16",
+    "int8": "I8",
+    "uint64": "U64",
+    "uint32": "U32",
+    "uint16": "U16",
+    "uint8": "U8",
+    "bool": "BOOL",
 }
 _DTYPE_TO_NUMPY = {v: k for k, v in _NUMPY_TO_DTYPE.items()}
 
@@ -107,7 +128,8 @@ def numpy_to_raw(array: Any) -> RawTensor:
             f"numpy dtype {arr.dtype.name} cannot be stored; expected one of "
             f"{', '.join(_NUMPY_TO_DTYPE)}"
         )
-    return RawTensor(dtype, tuple(arr.shape), memoryview(arr.reshape(-1).view(np.uint8)))
+    flat: Any = arr.reshape(-1).view(np.uint8)
+    return RawTensor(dtype, tuple(arr.shape), memoryview(flat))
 
 
 def raw_to_numpy(entry: Entry, data: memoryview) -> Any:
@@ -117,7 +139,7 @@ def raw_to_numpy(entry: Entry, data: memoryview) -> Any:
     name = _DTYPE_TO_NUMPY.get(entry.dtype)
     if name is None:
         raise TypeError(f"dtype {entry.dtype} has no numpy equivalent; load it with torch")
-    return np.frombuffer(data[entry.begin:entry.end], dtype=name).reshape(entry.shape)
+    return np.frombuffer(data[entry.begin : entry.end], dtype=name).reshape(entry.shape)
 
 
 def _layout(tensors: Sequence[tuple[str, RawTensor]]) -> tuple[list[Entry], list[int]]:
@@ -157,7 +179,11 @@ def encode_header(
     for e in entries:
         if e.name == "__metadata__":
             raise ValueError("'__metadata__' is reserved by the safetensors format")
-        header[e.name] = {"dtype": e.dtype, "shape": list(e.shape), "data_offsets": [e.begin, e.end]}
+        header[e.name] = {
+            "dtype": e.dtype,
+            "shape": list(e.shape),
+            "data_offsets": [e.begin, e.end],
+        }
     metadata = {"format": "pt", **(extra_metadata or {})}
     metadata[META_KEY] = json.dumps({"format_version": FORMAT_VERSION, **info}, allow_nan=True)
     header["__metadata__"] = metadata
@@ -189,8 +215,9 @@ def write_container(
     for i in order:
         crc = _crc32c.crc32c(items[i][1].data, crc)
     total = sum(raw.data.nbytes for _, raw in items)
-    head = encode_header(entries, {**(info or {}), "crc32c": f"{crc:08x}", "tensor_bytes": total},
-                         extra_metadata)
+    head = encode_header(
+        entries, {**(info or {}), "crc32c": f"{crc:08x}", "tensor_bytes": total}, extra_metadata
+    )
     fh.write(head)
     for i in order:
         if items[i][1].data.nbytes:
@@ -231,8 +258,9 @@ def _parse_header(raw: bytes, where: str) -> tuple[list[Entry], dict[str, str], 
     try:
         for name, spec in header.items():
             begin, end = (int(x) for x in spec["data_offsets"])
-            entries.append(Entry(name, str(spec["dtype"]), tuple(int(d) for d in spec["shape"]),
-                                 begin, end))
+            entries.append(
+                Entry(name, str(spec["dtype"]), tuple(int(d) for d in spec["shape"]), begin, end)
+            )
     except (KeyError, TypeError, ValueError) as exc:
         raise CheckpointFormatError(f"{where}: malformed tensor entry ({exc})") from exc
     info: dict[str, Any] = {}
@@ -265,7 +293,7 @@ def _split(buf: memoryview, where: str) -> tuple[int, memoryview]:
     (n,) = struct.unpack("<Q", buf[:8])
     if n > _MAX_HEADER or 8 + n > len(buf):
         raise CheckpointFormatError(f"{where}: header length {n} exceeds the file (truncated?)")
-    return n, buf[8:8 + n]
+    return n, buf[8 : 8 + n]
 
 
 def check_crc(container: Container, where: str) -> None:
@@ -275,10 +303,11 @@ def check_crc(container: Container, where: str) -> None:
         return
     crc = 0
     for e in sorted(container.entries, key=lambda e: e.begin):
-        crc = _crc32c.crc32c(container.data[e.begin:e.end], crc)
+        crc = _crc32c.crc32c(container.data[e.begin : e.end], crc)
     if f"{crc:08x}" != expected:
         raise CheckpointFormatError(
-            f"{where}: crc32c mismatch (expected {expected}, computed {crc:08x}); the file is corrupt"
+            f"{where}: crc32c mismatch (expected {expected}, computed {crc:08x}); "
+            "the file is corrupt"
         )
 
 
@@ -303,7 +332,7 @@ def read_container(
             view = memoryview(plain)
             n, raw = _split(view, where)
             entries, metadata, info = _parse_header(bytes(raw), where)
-            data = view[8 + n:]
+            data = view[8 + n :]
             owner: Any = plain
         else:
             if dec_key is not None:
@@ -315,7 +344,9 @@ def read_container(
             (n,) = struct.unpack("<Q", first)
             size = os.fstat(fh.fileno()).st_size
             if n > _MAX_HEADER or 8 + n > size:
-                raise CheckpointFormatError(f"{where}: header length {n} exceeds the file (truncated?)")
+                raise CheckpointFormatError(
+                    f"{where}: header length {n} exceeds the file (truncated?)"
+                )
             entries, metadata, info = _parse_header(fh.read(n), where)
             data_len = size - 8 - n
             owner = allocate(data_len)
@@ -335,8 +366,9 @@ def read_container(
     return container
 
 
-def read_info(path: str | os.PathLike[str], dec_key: bytes | None = None,
-              dec_mode: str = "AES-GCM") -> dict[str, Any]:
+def read_info(
+    path: str | os.PathLike[str], dec_key: bytes | None = None, dec_mode: str = "AES-GCM"
+) -> dict[str, Any]:
     """The trainledger header of a checkpoint, reading only the header of a plain file."""
     from trainledger.checkpoint import crypto
 

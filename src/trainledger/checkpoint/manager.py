@@ -95,8 +95,11 @@ class CheckpointManager:
         """Remove temp files a crashed writer of this prefix left behind."""
         return sweep_temp_files(self.directory, self.prefix)
 
-    def adopt_existing(self, score_of: Callable[[Path], float | None] | None = None,
-                       pinned: str | os.PathLike[str] | None = None) -> list[CkptRecord]:
+    def adopt_existing(
+        self,
+        score_of: Callable[[Path], float | None] | None = None,
+        pinned: str | os.PathLike[str] | None = None,
+    ) -> list[CkptRecord]:
         """Track the files of this prefix already on disk (a resumed run continues them)."""
         try:
             names = os.listdir(self.directory)
@@ -124,8 +127,14 @@ class CheckpointManager:
             mtime = path.stat().st_mtime
         except FileNotFoundError:
             return None
-        record = CkptRecord(path.name, int(m.group(1)), int(m.group(2)), mtime,
-                            breakpoint=m.group(3) is not None, score=score)
+        record = CkptRecord(
+            path.name,
+            int(m.group(1)),
+            int(m.group(2)),
+            mtime,
+            breakpoint=m.group(3) is not None,
+            score=score,
+        )
         self._records[path.name] = record
         return record
 
@@ -178,8 +187,9 @@ class CheckpointManager:
         """Delete one tracked file of this prefix."""
         path = self.directory / Path(file_name).name
         if not self.owns(path):
-            raise ValueError(f"{file_name} is not a checkpoint of prefix {self.prefix!r} in "
-                             f"{self.directory}")
+            raise ValueError(
+                f"{file_name} is not a checkpoint of prefix {self.prefix!r} in {self.directory}"
+            )
         path.unlink(missing_ok=True)
         self._records.pop(path.name, None)
         fsync_dir(self.directory)

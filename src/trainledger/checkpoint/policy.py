@@ -42,8 +42,14 @@ class CkptRecord:
         return (self.epoch, self.step, self.mtime)
 
 
-def should_save(cur_step: int, last_saved_step: int, now: float, last_saved_time: float,
-                steps: int, seconds: int) -> bool:
+def should_save(
+    cur_step: int,
+    last_saved_step: int,
+    now: float,
+    last_saved_time: float,
+    steps: int,
+    seconds: int,
+) -> bool:
     """Whether the step just finished should be saved (steps take precedence over seconds)."""
     if cur_step <= last_saved_step:
         return False
@@ -68,13 +74,17 @@ def best_names(records: Sequence[CkptRecord], keep_best_max: int, mode: str) -> 
     return {r.name for r in scored[:keep_best_max]}
 
 
-def qualifies_for_best(score: float | None, records: Sequence[CkptRecord], keep_best_max: int,
-                       mode: str) -> bool:
+def qualifies_for_best(
+    score: float | None, records: Sequence[CkptRecord], keep_best_max: int, mode: str
+) -> bool:
     """Whether a new file with ``score`` would enter the current best ``keep_best_max``."""
     if keep_best_max <= 0 or not _valid(score):
         return False
-    scores = sorted(float(r.score) for r in records  # type: ignore[arg-type]
-                    if not r.breakpoint and _valid(r.score))
+    scores = sorted(
+        r.score
+        for r in records
+        if not r.breakpoint and r.score is not None and not math.isnan(r.score)
+    )
     if mode == "max":
         scores.reverse()
     if len(scores) < keep_best_max:
@@ -94,8 +104,9 @@ def select_deletions(
 ) -> list[str]:
     """Names to delete under the rules in the module docstring (oldest first)."""
     best = best_names(records, keep_best_max, mode)
-    rolling = sorted((r for r in records if not r.breakpoint and r.name not in best),
-                     key=lambda r: r.order)
+    rolling = sorted(
+        (r for r in records if not r.breakpoint and r.name not in best), key=lambda r: r.order
+    )
     if not rolling:
         return []
     keep = {rolling[-1].name} | {r.name for r in rolling if r.name in pinned}

@@ -32,12 +32,24 @@ __all__ = [
 OPTIM_PREFIX = "__optimizer__/"
 
 _TO_ST: dict[torch.dtype, str] = {
-    torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
-    torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
-    torch.uint8: "U8", torch.bool: "BOOL",
+    torch.float64: "F64",
+    torch.float32: "F32",
+    torch.float16: "F16",
+    torch.bfloat16: "BF16",
+    torch.int64: "I64",
+    torch.int32: "I32",
+    torch.int16: "I16",
+    torch.int8: "I8",
+    torch.uint8: "U8",
+    torch.bool: "BOOL",
 }
-for _name, _st in (("float8_e4m3fn", "F8_E4M3"), ("float8_e5m2", "F8_E5M2"),
-                   ("uint16", "U16"), ("uint32", "U32"), ("uint64", "U64")):
+for _name, _st in (
+    ("float8_e4m3fn", "F8_E4M3"),
+    ("float8_e5m2", "F8_E5M2"),
+    ("uint16", "U16"),
+    ("uint32", "U32"),
+    ("uint64", "U64"),
+):
     if hasattr(torch, _name):
         _TO_ST[getattr(torch, _name)] = _st
 _FROM_ST = {v: k for k, v in _TO_ST.items()}
@@ -47,14 +59,16 @@ def tensor_to_raw(name: str, tensor: torch.Tensor) -> RawTensor:
     """Byte view of a tensor; copies only when it is not a contiguous CPU tensor."""
     dtype = _TO_ST.get(tensor.dtype)
     if dtype is None or tensor.layout != torch.strided or tensor.is_quantized:
-        raise TypeError(f"tensor {name!r}: {tensor.dtype} ({tensor.layout}) cannot be stored; "
-                        f"expected a dense tensor of {', '.join(str(d) for d in _TO_ST)}")
+        raise TypeError(
+            f"tensor {name!r}: {tensor.dtype} ({tensor.layout}) cannot be stored; "
+            f"expected a dense tensor of {', '.join(str(d) for d in _TO_ST)}"
+        )
     t = tensor.detach()
     if t.device.type != "cpu":
         t = t.cpu()
     t = t.contiguous()
-    flat = t.reshape(-1).view(torch.uint8)
-    return RawTensor(dtype, tuple(t.shape), memoryview(flat.numpy()))
+    flat: Any = t.reshape(-1).view(torch.uint8).numpy()
+    return RawTensor(dtype, tuple(t.shape), memoryview(flat))
 
 
 def copy_bytes(dst: torch.Tensor, src: torch.Tensor) -> None:
@@ -68,8 +82,9 @@ def copy_bytes(dst: torch.Tensor, src: torch.Tensor) -> None:
 
     src = src.detach()
     if src.device.type == "cpu" and src.is_contiguous() and dst.is_contiguous() and src.numel():
-        np.copyto(dst.reshape(-1).view(torch.uint8).numpy(),
-                  src.reshape(-1).view(torch.uint8).numpy())
+        np.copyto(
+            dst.reshape(-1).view(torch.uint8).numpy(), src.reshape(-1).view(torch.uint8).numpy()
+        )
     else:
         dst.copy_(src)
 
@@ -101,8 +116,10 @@ def collect_tensors(save_obj: Any) -> list[tuple[str, torch.Tensor]]:
             pairs.append((element["name"], element["data"]))
         items = pairs
     else:
-        raise TypeError("save_obj expected a torch.nn.Module, a dict of name -> tensor or a list "
-                        f"of {{'name', 'data'}} dicts, received: {type(save_obj).__name__}")
+        raise TypeError(
+            "save_obj expected a torch.nn.Module, a dict of name -> tensor or a list "
+            f"of {{'name', 'data'}} dicts, received: {type(save_obj).__name__}"
+        )
     out = []
     for name, value in items:
         if not isinstance(name, str):
@@ -113,8 +130,9 @@ def collect_tensors(save_obj: Any) -> list[tuple[str, torch.Tensor]]:
             try:
                 value = torch.as_tensor(value)
             except (TypeError, ValueError, RuntimeError) as exc:
-                raise TypeError(f"{name!r}: expected a tensor, received: "
-                                f"{type(value).__name__}") from exc
+                raise TypeError(
+                    f"{name!r}: expected a tensor, received: {type(value).__name__}"
+                ) from exc
         out.append((name, value))
     return out
 
@@ -135,12 +153,20 @@ def encode_tree(obj: Any, tensors: list[tuple[str, torch.Tensor]], prefix: str) 
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else {"f": repr(obj)}
     if isinstance(obj, (list, tuple)):
-        return {"l" if isinstance(obj, list) else "t": [encode_tree(x, tensors, prefix) for x in obj]}
+        return {
+            "l" if isinstance(obj, list) else "t": [encode_tree(x, tensors, prefix) for x in obj]
+        }
     if isinstance(obj, Mapping):
-        return {"d": [[encode_tree(k, tensors, prefix), encode_tree(v, tensors, prefix)]
-                      for k, v in obj.items()]}
-    raise TypeError(f"cannot store a {type(obj).__name__} in a checkpoint header; expected "
-                    "tensors, numbers, str, bool, None, lists, tuples or dicts")
+        return {
+            "d": [
+                [encode_tree(k, tensors, prefix), encode_tree(v, tensors, prefix)]
+                for k, v in obj.items()
+            ]
+        }
+    raise TypeError(
+        f"cannot store a {type(obj).__name__} in a checkpoint header; expected "
+        "tensors, numbers, str, bool, None, lists, tuples or dicts"
+    )
 
 
 def decode_tree(node: Any, tensors: Mapping[str, torch.Tensor]) -> Any:
@@ -176,7 +202,7 @@ def container_tensors(container: Container) -> dict[str, torch.Tensor]:
         dtype = _FROM_ST.get(e.dtype)
         if dtype is None:
             raise TypeError(f"tensor {e.name!r}: dtype {e.dtype} is not supported by this torch")
-        piece = buf[e.begin:e.end]
+        piece = buf[e.begin : e.end]
         size = torch.empty(0, dtype=dtype).element_size()
         if e.begin % size:
             piece = piece.clone()  # a file from another writer with unaligned offsets
