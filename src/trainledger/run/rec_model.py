@@ -238,37 +238,42 @@ class _OnlineLoop:
         cb_params, run_context, manager = self.cb_params, self.run_context, self.manager
         step_begin = manager.has("on_train_step_begin")
         step_end = manager.has("on_train_step_end")
+        call, call_end = manager.call, manager.call_all  # as Model: every step_end runs
         move, train_step = self.model._move_to_device, self.model._train_step
-        window = self.window
+        stop_requested = run_context.get_stop_requested
+        window, sink, source = self.window, self.sink, cb_params["train_dataset"]
         batch = first
+        # item access, not attributes: CallbackParams.__getattr__ is Python-level, and this
+        # loop's own cost is what the overhead benchmark measures
         while True:
             limit = self.unit
             if self.max_steps is not None:
-                limit = min(limit, self.max_steps - cb_params.cur_step_num)
-            if not self.sink:
-                cb_params.cur_step_num += 1
+                limit = min(limit, self.max_steps - cb_params["cur_step_num"])
+            if not sink:
+                cb_params["cur_step_num"] += 1
             if step_begin:
-                manager.call("on_train_step_begin", run_context)
+                call("on_train_step_begin", run_context)
             steps = 0
             while True:
                 batch = move(batch)
-                cb_params.train_dataset_element = batch
-                cb_params.net_outputs = out = train_step(batch)
+                cb_params["train_dataset_element"] = batch
+                cb_params["net_outputs"] = out = train_step(batch)
                 steps += 1
                 if window is not None:
                     self._add_to_window(out)
-                if steps >= limit or run_context.get_stop_requested():
+                if steps >= limit or stop_requested():
                     batch = None
                     break
                 batch = next(it, _END)
                 if batch is _END:
                     break
-            if self.sink:
-                cb_params.cur_step_num += steps
-            self._refresh_window(force=False)
-            cb_params.bad_records = _bad_records(cb_params.train_dataset)
+            if sink:
+                cb_params["cur_step_num"] += steps
+            if window is not None:
+                self._refresh_window(force=False)
+            cb_params["bad_records"] = _bad_records(source)
             if step_end:
-                manager.call("on_train_step_end", run_context)
+                call_end("on_train_step_end", run_context)
             if batch is _END:
                 return True
             if self._should_stop():
