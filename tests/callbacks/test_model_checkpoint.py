@@ -333,3 +333,15 @@ def test_seconds_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     drive([ModelCheckpoint("t", tmp_path, cfg)], epochs=1, batch_num=10)
     saved = files(tmp_path)
     assert saved == ["t-1_10.ckpt", "t-1_3.ckpt", "t-1_6.ckpt", "t-1_9.ckpt"]
+
+
+def test_resume_continues_the_suffixed_run(tmp_path: Path) -> None:
+    cfg = CheckpointConfig(save_checkpoint_steps=5, keep_checkpoint_max=2)
+    drive([ModelCheckpoint("s", tmp_path, cfg)], epochs=1)
+    second = ModelCheckpoint("s", tmp_path, cfg)
+    drive([second], epochs=2)
+    assert second.prefix == "s_1"
+    resumed = ModelCheckpoint("s", tmp_path, cfg)
+    drive([resumed], epochs=3, initial_epoch=2)
+    assert resumed.prefix == "s_1"
+    assert files(tmp_path) == ["s-1_5.ckpt", "s_1-2_5.ckpt", "s_1-3_5.ckpt"]

@@ -122,3 +122,16 @@ def test_remove_ckpoint_file(tmp_path: Path) -> None:
     assert not (tmp_path / "P-1_1.ckpt").exists() and m.ckpoint_num == 0
     with pytest.raises(ValueError, match="not a checkpoint of prefix"):
         m.remove_ckpoint_file("Q-1_1.ckpt")
+
+
+def test_resume_prefix(tmp_path: Path) -> None:
+    import os
+
+    from trainledger.checkpoint.manager import resume_prefix
+
+    assert resume_prefix(tmp_path, "CKP") == "CKP"
+    touch(tmp_path, "CKP-1_1.ckpt", "CKP_1-1_5.ckpt", "CKPX-9_9.ckpt")
+    os.utime(tmp_path / "CKP-1_1.ckpt", (1, 1))
+    assert resume_prefix(tmp_path, "CKP") == "CKP_1"  # the newest run of the family
+    assert resume_prefix(tmp_path, "CKP", tmp_path / "CKP-1_1.ckpt") == "CKP"
+    assert resume_prefix(tmp_path, "CKP", tmp_path / "elsewhere.ckpt") == "CKP_1"

@@ -26,7 +26,7 @@ from trainledger.checkpoint.async_save import SyncSaver, make_saver
 from trainledger.checkpoint.atomic import sweep_temp_files
 from trainledger.checkpoint.config import CheckpointConfig
 from trainledger.checkpoint.format import read_container, read_info
-from trainledger.checkpoint.manager import CheckpointManager, next_free_prefix
+from trainledger.checkpoint.manager import CheckpointManager, next_free_prefix, resume_prefix
 from trainledger.checkpoint.policy import should_save
 from trainledger.run.callback import Callback, RunContext
 
@@ -103,9 +103,10 @@ class ModelCheckpoint(Callback):
         cfg = self._config
         self._directory.mkdir(parents=True, exist_ok=True)
         resume = self._resume_from is not None or int(cb.get("initial_epoch") or 0) > 0
-        self._prefix = (
-            self._base_prefix if resume else next_free_prefix(self._directory, self._base_prefix)
-        )
+        if resume:
+            self._prefix = resume_prefix(self._directory, self._base_prefix, self._resume_from)
+        else:
+            self._prefix = next_free_prefix(self._directory, self._base_prefix)
         policy = cfg.get_checkpoint_policy()
         manager = CheckpointManager(
             self._directory,

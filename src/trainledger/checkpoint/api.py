@@ -132,7 +132,7 @@ def save_checkpoint(
         return
     with _ASYNC_LOCK:
         if _ASYNC is None:
-            _ASYNC = ThreadSaver("trainledger-save-checkpoint")
+            _ASYNC = ThreadSaver("trainledger-save-checkpoint", reuse_buffers=False)
         _ASYNC.wait()
         _ASYNC.save(path, named, header, enc_key, enc_mode)
 

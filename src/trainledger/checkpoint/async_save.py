@@ -63,10 +63,11 @@ class ThreadSaver:
 
     mode = "thread"
 
-    def __init__(self, name: str = "trainledger-checkpoint") -> None:
+    def __init__(self, name: str = "trainledger-checkpoint", reuse_buffers: bool = True) -> None:
         self._worker = BackgroundWorker(name, maxsize=1)
         self._inflight: Path | None = None
         self._pool: dict[str, Any] = {}
+        self._reuse = reuse_buffers  # keep snapshot memory between saves (a training run)
 
     def _snapshot(self, named: NamedTensors) -> list[tuple[str, Any]]:
         import torch
@@ -83,7 +84,7 @@ class ThreadSaver:
             copy_bytes(buf, t)
             pool[name] = buf
             out.append((name, buf))
-        self._pool = pool
+        self._pool = pool if self._reuse else {}
         return out
 
     def save(

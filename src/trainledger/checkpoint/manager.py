@@ -17,7 +17,7 @@ from pathlib import Path
 from trainledger.checkpoint.atomic import fsync_dir, sweep_temp_files
 from trainledger.checkpoint.policy import CkptRecord, qualifies_for_best, select_deletions
 
-__all__ = ["CheckpointManager", "checkpoint_name_re", "next_free_prefix"]
+__all__ = ["CheckpointManager", "checkpoint_name_re", "next_free_prefix", "resume_prefix"]
 
 _log = logging.getLogger(__name__)
 
@@ -44,6 +44,37 @@ def next_free_prefix(directory: str | os.PathLike[str], prefix: str) -> str:
         if m:
             suffix = max(suffix, int(m.group(1) or 0) + 1)
     return prefix if suffix == 0 else f"{prefix}_{suffix}"
+
+
+def resume_prefix(
+    directory: str | os.PathLike[str],
+    prefix: str,
+    resume_from: str | os.PathLike[str] | None = None,
+) -> str:
+    """The prefix a resumed run continues (``prefix`` or one of its ``<prefix>_<N>``).
+
+    That of ``resume_from`` when it is a file of this family in ``directory``; else that of the
+    family's most recently written file; else ``prefix``. So resuming a run that was given
+    ``CKP`` but wrote ``CKP_1-*`` files continues ``CKP_1``.
+    """
+    family = re.compile(re.escape(prefix) + r"(_\d+)?-\d+_\d+(?:_breakpoint)?\.ckpt$")
+    root = Path(directory).absolute()
+    if resume_from is not None:
+        origin = Path(resume_from).absolute()
+        m = family.match(origin.name)
+        if m and origin.parent == root:
+            return prefix + (m.group(1) or "")
+    newest: tuple[int, str] | None = None
+    try:
+        entries = list(os.scandir(root))
+    except FileNotFoundError:
+        return prefix
+    for entry in entries:
+        m = family.match(entry.name)
+        if m:
+            key = (entry.stat().st_mtime_ns, prefix + (m.group(1) or ""))
+            newest = key if newest is None or key > newest else newest
+    return newest[1] if newest else prefix
 
 
 class CheckpointManager:
