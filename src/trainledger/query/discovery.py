@@ -97,11 +97,8 @@ class DirListing:
     lineage: tuple[tuple[str, str], ...]  # (name, full path) of lineage files
     children: tuple[tuple[str, str], ...]  # (name, path) of sub-directories safe to visit
     listed_at_ns: int = 0  # when the listing was taken
-
-    @property
-    def trusted(self) -> bool:
-        """Taken well after the last change, so an unchanged mtime means unchanged content."""
-        return self.listed_at_ns - self.mtime_ns > Scanner.RACY_NS
+    # taken well after the last change, so an unchanged mtime means unchanged content
+    trusted: bool = False
 
     def to_json(self) -> list[Any]:
         return [self.mtime_ns, [n for n, _ in self.lineage], [list(c) for c in self.children],
@@ -111,7 +108,8 @@ class DirListing:
     def from_json(cls, path: str, data: list[Any]) -> DirListing:
         mtime_ns, names, children, listed_at = data
         return cls(int(mtime_ns), tuple((n, os.path.join(path, n)) for n in names),
-                   tuple((str(a), str(b)) for a, b in children), int(listed_at))
+                   tuple((str(a), str(b)) for a, b in children), int(listed_at),
+                   int(listed_at) - int(mtime_ns) > Scanner.RACY_NS)
 
 
 class Scanner:
@@ -171,7 +169,8 @@ class Scanner:
         # real directories first, so they are visited (and named) before links to them
         children.sort(key=lambda c: (c[0], c[1]))
         return DirListing(mtime_ns, tuple((n, os.path.join(path, n)) for n in sorted(lineage)),
-                        tuple((name, child) for _, name, child in children), listed_at)
+                        tuple((name, child) for _, name, child in children), listed_at,
+                        listed_at - mtime_ns > self.RACY_NS)
 
     @staticmethod
     def _stat_files(

@@ -50,7 +50,7 @@ INDEX_FILE = "index.db"
 _CHUNK = 500
 _VALUE_COLUMNS = [f for f in FIELDS if f != "summary_dir"]
 _INSERT_RUN = (
-    "INSERT INTO runs (summary_dir, signature, update_time, graph_hash, record, "
+    "INSERT INTO runs (summary_dir, signature, update_time, graph_hash, custom_types, "
     + ", ".join(_VALUE_COLUMNS)
     + ") VALUES (?, ?, ?, ?, ?, "
     + ", ".join("?" for _ in _VALUE_COLUMNS)
@@ -235,6 +235,10 @@ class LineageIndex:
                 "DELETE FROM custom WHERE run_id IN (SELECT id FROM runs WHERE summary_dir = ?)",
                 (d,),
             )
+            conn.execute(
+                "DELETE FROM records WHERE run_id IN (SELECT id FROM runs WHERE summary_dir = ?)",
+                (d,),
+            )
             conn.execute("DELETE FROM runs WHERE summary_dir = ?", (d,))
             conn.execute("DELETE FROM unreadable WHERE summary_dir = ?", (d,))
 
@@ -268,17 +272,27 @@ class LineageIndex:
         record = dict(record)
         record["dataset_mark"] = self._mark(conn, ghash)
         stored = {k: v for k, v in record.items() if k != "added_info"}
+        pairs = [
+            (f"{group}/{key}", value)
+            for group in ("metric", "user_defined")
+            for key, value in (record.get(group) or {}).items()
+        ]
+        # the run's (label, type) pairs in one string: customized reads only these, per
+        # distinct combination, instead of joining every matching run's custom values
+        types = json.dumps([[label, semantics.custom_type_name(v)] for label, v in pairs])
         cur = conn.execute(
             _INSERT_RUN,
-            [record["summary_dir"], signature, record["update_time"], ghash,
-             json.dumps(stored, separators=(",", ":"), default=str)]
+            [record["summary_dir"], signature, record["update_time"], ghash, types]
             + [record.get(f) for f in _VALUE_COLUMNS],
         )
         run_id = cur.lastrowid
+        conn.execute(
+            "INSERT INTO records (run_id, record) VALUES (?, ?)",
+            (run_id, json.dumps(stored, separators=(",", ":"), default=str)),
+        )
         rows = [
-            (run_id, f"{group}/{key}", value, semantics.custom_type_name(value))
-            for group in ("metric", "user_defined")
-            for key, value in (record.get(group) or {}).items()
+            (run_id, label, value, semantics.custom_type_name(value))
+            for label, value in pairs
             if value is None or isinstance(value, (str, int, float))
         ]
         conn.executemany(
@@ -395,19 +409,29 @@ class LineageIndex:
                 count = conn.execute(
                     f"SELECT count(*) FROM runs WHERE {where}", wparams
                 ).fetchone()[0]
-                rows = conn.execute(
-                    "SELECT runs.record, a.tag, a.remark FROM runs "
-                    "LEFT JOIN annotations AS a ON a.run_id = runs.summary_dir "
-                    f"WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
+                ids = [row[0] for row in conn.execute(
+                    f"SELECT runs.id FROM runs WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
                     wparams + oparams + [limit, start],
-                ).fetchall()
+                )]
+                by_id = {}
+                for chunk in range(0, len(ids), 500):
+                    part = ids[chunk:chunk + 500]
+                    marks = ", ".join("?" for _ in part)
+                    for run_id, *row in conn.execute(
+                        "SELECT runs.id, r.record, a.tag, a.remark FROM runs "
+                        "JOIN records AS r ON r.run_id = runs.id "
+                        "LEFT JOIN annotations AS a ON a.run_id = runs.summary_dir "
+                        f"WHERE runs.id IN ({marks})",
+                        part,
+                    ):
+                        by_id[run_id] = row
+                rows = [by_id[i] for i in ids]
                 types: dict[str, set[str]] = {}
-                for name, vtype in conn.execute(
-                    "SELECT c.name, c.vtype FROM custom AS c JOIN runs ON runs.id = c.run_id "
-                    f"WHERE {where} GROUP BY c.name, c.vtype",
-                    wparams,
+                for (combo,) in conn.execute(
+                    f"SELECT DISTINCT runs.custom_types FROM runs WHERE {where}", wparams
                 ):
-                    types.setdefault(name, set()).add(vtype)
+                    for label, vtype in json.loads(combo):
+                        types.setdefault(label, set()).add(vtype)
                 return {"count": count, "rows": rows, "types": types}
 
             got = self._read(run)
@@ -427,7 +451,8 @@ class LineageIndex:
             else:
                 self._sync_annotations()
             rows = self._read(lambda c: c.execute(
-                "SELECT runs.record, a.tag, a.remark FROM runs "
+                "SELECT r.record, a.tag, a.remark FROM runs "
+                "JOIN records AS r ON r.run_id = runs.id "
                 "LEFT JOIN annotations AS a ON a.run_id = runs.summary_dir"
             ).fetchall())
         return [_row_record(row) for row in rows]

@@ -22,7 +22,7 @@ from typing import TypeVar
 from trainledger.errors import LineageQuerySummaryDataError
 from trainledger.query.discovery import INDEX_DIRNAME
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 20_000
 RETRY_SECONDS = 120.0
 T = TypeVar("T")
@@ -35,12 +35,13 @@ CREATE TABLE IF NOT EXISTS runs (
     signature TEXT NOT NULL,
     update_time REAL NOT NULL,
     graph_hash TEXT NOT NULL,
-    record TEXT NOT NULL,
+    custom_types TEXT NOT NULL,
     loss_function, train_dataset_path, train_dataset_count, test_dataset_path,
     test_dataset_count, network, optimizer, learning_rate, epoch, batch_size, device_num,
     loss, model_size, dataset_mark
 );
 CREATE INDEX IF NOT EXISTS runs_default_order ON runs (update_time DESC, summary_dir);
+CREATE TABLE IF NOT EXISTS records (run_id INTEGER PRIMARY KEY, record TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS custom (
     run_id INTEGER NOT NULL,
     name TEXT NOT NULL,
@@ -55,7 +56,7 @@ CREATE TABLE IF NOT EXISTS annotations (
     run_id TEXT PRIMARY KEY, tag INTEGER, remark TEXT
 );
 """
-_TABLES = ("meta", "runs", "custom", "unreadable", "marks", "listings", "annotations")
+_TABLES = ("meta", "runs", "records", "custom", "unreadable", "marks", "listings", "annotations")
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
