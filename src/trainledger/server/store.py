@@ -165,12 +165,15 @@ class _KnownRuns:
 class EngineStore:
     """The real store: the query engine's ``LineageIndex`` plus the lineage and summary readers.
 
-    Why the scanning is arranged this way: the index's re-scan lists every run directory
-    (about 0.3 s for 10,000 runs) and holds the index while it works. So only the first scan
-    blocks; afterwards a background thread lists BASE at most every ``rescan_interval``
-    seconds and calls the index's refresh only when a run appeared, changed or vanished.
-    Requests then cost SQL only, and answers are cached per data version, so paging back and
-    forth is a dictionary lookup. ``background_rescan=False`` (tests) scans in the request.
+    Why two index objects: the index's re-scan (a stat of every run directory, about 0.2 s
+    for 10,000 runs, more on a busy machine) holds its index object while it works. Queries
+    go through a second object on the same SQLite file (WAL: readers never wait for the
+    writer), and re-scans run in a background thread at most every ``rescan_interval``
+    seconds, so a request costs SQL only. At start-up, an index left on disk by an earlier
+    run answers the first page at once while the re-scan catches up (the page's poll then
+    shows what changed); only a base without an index waits for the first build. Answers
+    are cached per data version, so paging back and forth is a dictionary lookup.
+    ``background_rescan=False`` (tests) scans inside the request instead.
     """
 
     def __init__(self, base: Path, *, max_depth: int = 1, rescan_interval: float = 2.0,
@@ -184,13 +187,12 @@ class EngineStore:
         self.background_rescan = background_rescan
         self.scalar_interval = scalar_interval
         self.max_cached_runs = max_cached_runs
-        self._index = LineageIndex(base, max_depth=max_depth)
+        self._index = LineageIndex(base, max_depth=max_depth)  # re-scans only
+        self._reader = LineageIndex(base, max_depth=max_depth)  # queries and annotations
         self._lock = threading.RLock()  # guards the caches below
         self._scan_lock = threading.Lock()  # one scan at a time
         self._scanned = threading.Event()
         self._checked_at = -math.inf
-        self._signature: int | None = None
-        self._scanner: Any = None
         self._annotations_mtime: int | None = None
         self._version = 0
         self._results: OrderedDict[tuple[int, str], dict[str, Any]] = OrderedDict()
@@ -206,27 +208,18 @@ class EngineStore:
         except OSError:
             return None
 
-    def _listing(self) -> int:
-        """A fingerprint of the run directories and their lineage files' sizes and mtimes."""
-        if self._scanner is None:
-            from trainledger.query.discovery import Scanner
-
-            self._scanner = Scanner(self._index.base, self.max_depth)
-        runs = self._scanner.scan()
-        return hash(tuple((run.summary_dir, run.files) for run in runs))
-
     def _ensure_scanned(self) -> None:
         if not self._scanned.is_set():
             with self._scan_lock:
                 if not self._scanned.is_set():
-                    # no fingerprint yet: the first check takes one and refreshes once more,
-                    # so a run written between this refresh and that listing is not missed
-                    self._index.refresh()
+                    stale_ok = self.background_rescan and self._reader.query(
+                        {"offset": 0, "limit": 1}, refresh=False)["count"] > 0
+                    if not stale_ok:
+                        self._index.refresh()
+                        self._checked_at = time.monotonic()
                     self._annotations_mtime = self._annotations_file_mtime()
-                    self._checked_at = time.monotonic()
                     self._bump()
                     self._scanned.set()
-            return
         if time.monotonic() - self._checked_at < self.rescan_interval:
             return
         if not self.background_rescan:
@@ -235,21 +228,15 @@ class EngineStore:
             threading.Thread(target=self._check, name="trainledger-ui-scan", daemon=True).start()
 
     def _check(self) -> None:
-        """Re-list BASE; refresh the index only if something changed."""
+        """Re-scan BASE (the index re-parses only new or changed runs)."""
         if not self._scan_lock.acquire(blocking=not self.background_rescan):
             return
         try:
             if time.monotonic() - self._checked_at < self.rescan_interval:
                 return
-            signature = self._listing()
+            stats = self._index.refresh()
             mtime = self._annotations_file_mtime()
-            changed = mtime != self._annotations_mtime
-            if signature != self._signature:
-                stats = self._index.refresh()
-                # the first fingerprint differs by definition; only a real change counts
-                changed = changed or self._signature is not None or bool(
-                    stats.parsed or stats.removed)
-                self._signature = signature
+            changed = bool(stats.parsed or stats.removed) or mtime != self._annotations_mtime
             self._annotations_mtime = mtime
             self._checked_at = time.monotonic()
             if changed:
@@ -274,7 +261,7 @@ class EngineStore:
             hit = self._known.get(run_id)
         if hit is None:
             cond = {"summary_dir": {"eq": f"./{run_id}"}, "offset": 0, "limit": 1}
-            hit = self._index.query(cond, refresh=False)["count"] == 1
+            hit = self._reader.query(cond, refresh=False)["count"] == 1
             with self._lock:
                 self._known[run_id] = hit
         return hit
@@ -289,7 +276,8 @@ class EngineStore:
             if hit is not None:
                 self._results.move_to_end(key)
                 return hit
-        result = self._index.query(None if condition is None else dict(condition), refresh=False)
+        result = self._reader.query(None if condition is None else dict(condition),
+                                    refresh=False)
         for obj in result["object"]:
             obj["run_id"] = run_id_of(str(obj.get("summary_dir", "")))
         if len(result["object"]) <= _RUN_INFO_MAX and (
@@ -339,7 +327,7 @@ class EngineStore:
         run_id = check_run_id(run_id)
         lineage = get_summary_lineage(str(path))
         lineage.pop("summary_dir", None)  # an absolute path: the page needs none
-        annotation = self._index.get_annotations().get(f"./{run_id}", {})
+        annotation = self._reader.get_annotations().get(f"./{run_id}", {})
         return {
             "run_id": run_id,
             "summary_dir": f"./{run_id}",
@@ -373,7 +361,7 @@ class EngineStore:
 
         self._path(run_id)
         run_id = check_run_id(run_id)
-        entry = self._index.set_annotation(
+        entry = self._reader.set_annotation(
             f"./{run_id}",
             tag=UNSET if tag is None else (tag or None),
             remark=UNSET if remark is None else (remark or None),
@@ -412,4 +400,10 @@ class EngineStore:
         return series
 
     def close(self) -> None:
-        self._index.close()
+        locked = self._scan_lock.acquire(timeout=30)  # let a background re-scan finish
+        try:
+            self._index.close()
+            self._reader.close()
+        finally:
+            if locked:
+                self._scan_lock.release()

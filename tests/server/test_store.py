@@ -1,0 +1,61 @@
+"""EngineStore's scanning: an index on disk answers at once, the re-scan catches up."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tests.server.runs import make_base, write_run
+from trainledger.server.store import EngineStore
+
+
+def wait_for(predicate, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_index_on_disk_answers_first_then_background_rescan_catches_up(tmp_path: Path) -> None:
+    base = make_base(tmp_path / "runs", n=3, scalars=0)
+    first = EngineStore(base)
+    assert first.search(None)["count"] == 3  # no index yet: the first search builds it
+    first.close()
+    write_run(base, "late", 7)
+    store = EngineStore(base, rescan_interval=0.05)
+    try:
+        before = store.stamp()
+        assert before["count"] == 3  # served from the index left on disk
+        assert wait_for(lambda: store.stamp()["count"] == 4)
+        assert store.stamp()["stamp"] != before["stamp"]
+        assert "late" in {o["run_id"] for o in store.search(None)["object"]}
+    finally:
+        store.close()
+
+
+def test_without_background_every_request_sees_new_runs(tmp_path: Path) -> None:
+    base = make_base(tmp_path / "runs", n=2, scalars=0)
+    store = EngineStore(base, rescan_interval=0.0, background_rescan=False)
+    try:
+        assert store.stamp()["count"] == 2
+        write_run(base, "new", 3)
+        assert store.stamp()["count"] == 3
+        assert store.is_known("new") and not store.is_known("absent")
+    finally:
+        store.close()
+
+
+def test_search_results_are_cached_per_version(tmp_path: Path) -> None:
+    base = make_base(tmp_path / "runs", n=2, scalars=0)
+    store = EngineStore(base, rescan_interval=3600)
+    try:
+        a = store.search({"offset": 0, "limit": 10})
+        assert store.search({"limit": 10, "offset": 0}) is a
+        store.annotate("run00", tag=1)
+        b = store.search({"offset": 0, "limit": 10})
+        assert b is not a
+        assert {o["run_id"]: o["added_info"] for o in b["object"]}["run00"] == {"tag": 1}
+    finally:
+        store.close()
