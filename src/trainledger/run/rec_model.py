@@ -242,13 +242,16 @@ class _OnlineLoop:
         move, train_step = self.model._move_to_device, self.model._train_step
         stop_requested = run_context.get_stop_requested
         window, sink, source = self.window, self.sink, cb_params["train_dataset"]
+        counts_bad = _bad_records(source) is not None
+        max_steps, unit = self.max_steps, self.unit
+        limited = max_steps is not None or self.deadline is not None
         batch = first
         # item access, not attributes: CallbackParams.__getattr__ is Python-level, and this
         # loop's own cost is what the overhead benchmark measures
         while True:
-            limit = self.unit
-            if self.max_steps is not None:
-                limit = min(limit, self.max_steps - cb_params["cur_step_num"])
+            limit = unit
+            if max_steps is not None:
+                limit = min(unit, max_steps - cb_params["cur_step_num"])
             if not sink:
                 cb_params["cur_step_num"] += 1
             if step_begin:
@@ -271,12 +274,13 @@ class _OnlineLoop:
                 cb_params["cur_step_num"] += steps
             if window is not None:
                 self._refresh_window(force=False)
-            cb_params["bad_records"] = _bad_records(source)
+            if counts_bad:
+                cb_params["bad_records"] = _bad_records(source)
             if step_end:
                 call_end("on_train_step_end", run_context)
             if batch is _END:
                 return True
-            if self._should_stop():
+            if stop_requested() or (limited and self._should_stop()):
                 return False
             batch = next(it, _END)
             if batch is _END:
