@@ -14,7 +14,6 @@ reopens it if the file was deleted, and is safe to share between threads.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 import sqlite3
@@ -23,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from trainledger.query import semantics
+from trainledger.query import rows, semantics
 from trainledger.query.annotations import (
     UNSET,
     AnnotationFile,
@@ -31,16 +30,15 @@ from trainledger.query.annotations import (
     check_run_id,
     check_tag,
 )
-from trainledger.query.conditions import FIELDS, lineage_types, page_bounds, validate_condition
+from trainledger.query.conditions import lineage_types, page_bounds, validate_condition
 from trainledger.query.discovery import (
-    DirListing,
     RunFiles,
     Scanner,
     path_error,
     resolve_summary_dir,
     validate_base,
 )
-from trainledger.query.records import graph_hash, to_record
+from trainledger.query.records import to_record
 from trainledger.query.sql import compile_order, compile_where
 from trainledger.query.store import connect, index_dir, retrying
 
@@ -48,14 +46,6 @@ __all__ = ["LineageIndex", "ScanStats"]
 log = logging.getLogger(__name__)
 INDEX_FILE = "index.db"
 _CHUNK = 500
-_VALUE_COLUMNS = [f for f in FIELDS if f != "summary_dir"]
-_INSERT_RUN = (
-    "INSERT INTO runs (summary_dir, signature, update_time, graph_hash, custom_types, "
-    + ", ".join(_VALUE_COLUMNS)
-    + ") VALUES (?, ?, ?, ?, ?, "
-    + ", ".join("?" for _ in _VALUE_COLUMNS)
-    + ")"
-)
 
 
 @dataclass
@@ -184,11 +174,11 @@ class LineageIndex:
         with self._lock:
             self._sync_annotations()
             if not self._listings_loaded:
-                self._scanner.load(self._read(_load_listings))
+                self._scanner.load(self._read(rows.load_listings))
                 self._listings_loaded = True
             on_disk = self._scanner.scan()
             if self._scanner.changed:
-                self._write(functools.partial(_save_listings, changed=self._scanner.changed),
+                self._write(functools.partial(rows.save_listings, changed=self._scanner.changed),
                             bump=False)
             stats = ScanStats(runs=len(on_disk))
             seen = self._read(self._known_signatures)
@@ -197,12 +187,12 @@ class LineageIndex:
             gone = [d for d in seen if d not in present]
             stats.removed = len(gone)
             if gone:
-                self._write(lambda c: self._delete(c, gone))
+                self._write(functools.partial(rows.delete_runs, summary_dirs=gone))
             for start in range(0, len(changed), _CHUNK):
                 batch = [(run, self._parse(run)) for run in changed[start:start + _CHUNK]]
                 stats.parsed += len(batch)
                 stats.unreadable += sum(1 for _, rec in batch if rec is None)
-                self._write(functools.partial(self._store, batch=batch))
+                self._write(functools.partial(rows.store_batch, batch=batch))
             return stats
 
     def _known_signatures(self, conn: sqlite3.Connection) -> dict[str, str]:
@@ -228,77 +218,6 @@ class LineageIndex:
             return None
         return to_record(lineage, run.summary_dir, run.update_time)
 
-    @staticmethod
-    def _delete(conn: sqlite3.Connection, summary_dirs: Iterable[str]) -> None:
-        for d in summary_dirs:
-            conn.execute(
-                "DELETE FROM custom WHERE run_id IN (SELECT id FROM runs WHERE summary_dir = ?)",
-                (d,),
-            )
-            conn.execute(
-                "DELETE FROM records WHERE run_id IN (SELECT id FROM runs WHERE summary_dir = ?)",
-                (d,),
-            )
-            conn.execute("DELETE FROM runs WHERE summary_dir = ?", (d,))
-            conn.execute("DELETE FROM unreadable WHERE summary_dir = ?", (d,))
-
-    def _store(
-        self, conn: sqlite3.Connection, batch: list[tuple[RunFiles, semantics.Record | None]]
-    ) -> None:
-        # dataset marks are numbered in order of first appearance: oldest update first
-        ordered = sorted(batch, key=lambda b: (b[0].update_time, b[0].summary_dir))
-        self._delete(conn, [run.summary_dir for run, _ in ordered])
-        for run, record in ordered:
-            if record is None:
-                conn.execute(
-                    "INSERT INTO unreadable (summary_dir, signature) VALUES (?, ?)",
-                    (run.summary_dir, run.signature),
-                )
-                continue
-            self._insert(conn, record, run.signature)
-
-    @staticmethod
-    def _mark(conn: sqlite3.Connection, ghash: str) -> str:
-        conn.execute(
-            "INSERT OR IGNORE INTO marks (graph_hash, mark) "
-            "SELECT ?, COALESCE(MAX(mark), 0) + 1 FROM marks",
-            (ghash,),
-        )
-        row = conn.execute("SELECT mark FROM marks WHERE graph_hash = ?", (ghash,)).fetchone()
-        return str(row[0])
-
-    def _insert(self, conn: sqlite3.Connection, record: semantics.Record, signature: str) -> None:
-        ghash = graph_hash(record.get("dataset_graph"))
-        record = dict(record)
-        record["dataset_mark"] = self._mark(conn, ghash)
-        stored = {k: v for k, v in record.items() if k != "added_info"}
-        pairs = [
-            (f"{group}/{key}", value)
-            for group in ("metric", "user_defined")
-            for key, value in (record.get(group) or {}).items()
-        ]
-        # the run's (label, type) pairs in one string: customized reads only these, per
-        # distinct combination, instead of joining every matching run's custom values
-        types = json.dumps([[label, semantics.custom_type_name(v)] for label, v in pairs])
-        cur = conn.execute(
-            _INSERT_RUN,
-            [record["summary_dir"], signature, record["update_time"], ghash, types]
-            + [record.get(f) for f in _VALUE_COLUMNS],
-        )
-        run_id = cur.lastrowid
-        conn.execute(
-            "INSERT INTO records (run_id, record) VALUES (?, ?)",
-            (run_id, json.dumps(stored, separators=(",", ":"), default=str)),
-        )
-        rows = [
-            (run_id, label, value, semantics.custom_type_name(value))
-            for label, value in pairs
-            if value is None or isinstance(value, (str, int, float))
-        ]
-        conn.executemany(
-            "INSERT OR REPLACE INTO custom (run_id, name, value, vtype) VALUES (?, ?, ?, ?)", rows
-        )
-
     def add_records(self, records: Iterable[semantics.Record]) -> None:
         """Insert ready-made records (no files); for tests and benchmarks of the SQL path.
 
@@ -308,9 +227,9 @@ class LineageIndex:
             items = sorted(records, key=lambda r: (r.get("update_time", 0.0), r["summary_dir"]))
 
             def store(conn: sqlite3.Connection) -> None:
-                self._delete(conn, [r["summary_dir"] for r in items])
+                rows.delete_runs(conn, [r["summary_dir"] for r in items])
                 for rec in items:
-                    self._insert(conn, rec, "added")
+                    rows.insert_record(conn, rec, "added")
 
             self._write(store)
 
@@ -405,42 +324,15 @@ class LineageIndex:
             start, stop = page_bounds(cond)
             limit = -1 if stop is None else stop - start
 
-            def run(conn: sqlite3.Connection) -> dict[str, Any]:
-                count = conn.execute(
-                    f"SELECT count(*) FROM runs WHERE {where}", wparams
-                ).fetchone()[0]
-                ids = [row[0] for row in conn.execute(
-                    f"SELECT runs.id FROM runs WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
-                    wparams + oparams + [limit, start],
-                )]
-                by_id = {}
-                for chunk in range(0, len(ids), 500):
-                    part = ids[chunk:chunk + 500]
-                    marks = ", ".join("?" for _ in part)
-                    for run_id, *row in conn.execute(
-                        "SELECT runs.id, r.record, a.tag, a.remark FROM runs "
-                        "JOIN records AS r ON r.run_id = runs.id "
-                        "LEFT JOIN annotations AS a ON a.run_id = runs.summary_dir "
-                        f"WHERE runs.id IN ({marks})",
-                        part,
-                    ):
-                        by_id[run_id] = row
-                rows = [by_id[i] for i in ids]
-                types: dict[str, set[str]] = {}
-                for (combo,) in conn.execute(
-                    f"SELECT DISTINCT runs.custom_types FROM runs WHERE {where}", wparams
-                ):
-                    for label, vtype in json.loads(combo):
-                        types.setdefault(label, set()).add(vtype)
-                return {"count": count, "rows": rows, "types": types}
-
-            got = self._read(run)
+            count, records, types = self._read(
+                functools.partial(rows.fetch, where=(where, wparams), order=(order, oparams),
+                                  limit=limit, offset=start)
+            )
         parts = lineage_types(cond)
-        objects = [semantics.build_object(_row_record(row), parts) for row in got["rows"]]
         return {
-            "customized": semantics.finish_customized(got["types"]),
-            "object": objects,
-            "count": got["count"],
+            "customized": semantics.finish_customized(types),
+            "object": [semantics.build_object(record, parts) for record in records],
+            "count": count,
         }
 
     def records(self, *, refresh: bool = False) -> list[semantics.Record]:
@@ -450,39 +342,4 @@ class LineageIndex:
                 self.refresh()
             else:
                 self._sync_annotations()
-            rows = self._read(lambda c: c.execute(
-                "SELECT r.record, a.tag, a.remark FROM runs "
-                "JOIN records AS r ON r.run_id = runs.id "
-                "LEFT JOIN annotations AS a ON a.run_id = runs.summary_dir"
-            ).fetchall())
-        return [_row_record(row) for row in rows]
-
-
-def _load_listings(conn: sqlite3.Connection) -> dict[str, Any]:
-    out = {}
-    for path, data in conn.execute("SELECT path, data FROM listings"):
-        try:
-            out[path] = DirListing.from_json(path, json.loads(data))
-        except (ValueError, TypeError):
-            continue  # a damaged entry: that directory is simply listed again
-    return out
-
-
-def _save_listings(conn: sqlite3.Connection, changed: dict[str, Any]) -> None:
-    conn.executemany("DELETE FROM listings WHERE path = ?",
-                     [(p,) for p, listing in changed.items() if listing is None])
-    conn.executemany(
-        "INSERT OR REPLACE INTO listings (path, data) VALUES (?, ?)",
-        [(p, json.dumps(listing.to_json())) for p, listing in changed.items() if listing],
-    )
-
-
-def _row_record(row: tuple[str, Any, Any]) -> semantics.Record:
-    record: semantics.Record = json.loads(row[0])
-    added = {}
-    if row[1] is not None:
-        added["tag"] = row[1]
-    if row[2] is not None:
-        added["remark"] = row[2]
-    record["added_info"] = added
-    return record
+            return self._read(rows.all_records)  # type: ignore[no-any-return]
