@@ -104,16 +104,16 @@ class EarlyStopping(Callback):
             self.best = value
             self.best_epoch = epoch
             self.wait = 0
-            if self.restore_best_weights:
-                network = cb_params.get("train_network") or cb_params.get("network")
+            network = _network(cb_params)
+            if self.restore_best_weights and network is not None:
                 self.best_weights = copy.deepcopy(network.state_dict())
             return
         self.wait += 1
         if self.wait >= self.patience:
             self.stopped_epoch = epoch
             run_context.request_stop()
-            if self.restore_best_weights and self.best_weights is not None:
-                network = cb_params.get("train_network") or cb_params.get("network")
+            network = _network(cb_params)
+            if self.restore_best_weights and self.best_weights is not None and network is not None:
                 network.load_state_dict(self.best_weights)
 
     def on_train_end(self, run_context: RunContext) -> None:
@@ -123,3 +123,9 @@ class EarlyStopping(Callback):
                 f"{self.best:.6g} at epoch {self.best_epoch}",
                 flush=True,
             )
+
+
+def _network(cb_params: Any) -> Any:
+    """The trained network of the run, or None for a host that does not expose one."""
+    network = cb_params.get("train_network") or cb_params.get("network")
+    return network if hasattr(network, "state_dict") else None
