@@ -281,11 +281,14 @@ class FileTailSource:
             )
         if size == offset:
             return
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            data = fh.read(min(size - offset, _CHUNK))
-            while b"\n" not in data and offset + len(data) < size:
-                data += fh.read(_CHUNK)
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(offset)
+                data = fh.read(min(size - offset, _CHUNK))
+                while b"\n" not in data and offset + len(data) < size:
+                    data += fh.read(_CHUNK)
+        except FileNotFoundError:
+            return  # removed by the producer's retention between the listing and now
         end = data.rfind(b"\n") + 1
         final = final and offset + len(data) >= size  # only a real end of file is final
         if end == 0 and not final:
