@@ -37,7 +37,7 @@ def test_index_on_disk_answers_first_then_background_rescan_catches_up(tmp_path:
 
 def test_without_background_every_request_sees_new_runs(tmp_path: Path) -> None:
     base = make_base(tmp_path / "runs", n=2, scalars=0)
-    store = EngineStore(base, rescan_interval=0.0, background_rescan=False)
+    store = EngineStore(base, rescan_interval=0.0, stale_after=0.0, background_rescan=False)
     try:
         assert store.stamp()["count"] == 2
         write_run(base, "new", 3)

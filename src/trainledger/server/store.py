@@ -169,7 +169,9 @@ class EngineStore:
     for 10,000 runs, more on a busy machine) holds its index object while it works. Queries
     go through a second object on the same SQLite file (WAL: readers never wait for the
     writer), and re-scans run in a background thread at most every ``rescan_interval``
-    seconds, so a request costs SQL only. At start-up, an index left on disk by an earlier
+    seconds when the page polls ``stamp()`` (other requests only when the data is older than
+    ``stale_after``, so a burst of sorting and paging never waits on a scan), so a request
+    costs SQL only. At start-up, an index left on disk by an earlier
     run answers the first page at once while the re-scan catches up (the page's poll then
     shows what changed); only a base without an index waits for the first build. Answers
     are cached per data version, so paging back and forth is a dictionary lookup.
@@ -177,13 +179,14 @@ class EngineStore:
     """
 
     def __init__(self, base: Path, *, max_depth: int = 1, rescan_interval: float = 2.0,
-                 background_rescan: bool = True, scalar_interval: float = 0.5,
-                 max_cached_runs: int = 64) -> None:
+                 stale_after: float = 10.0, background_rescan: bool = True,
+                 scalar_interval: float = 0.5, max_cached_runs: int = 64) -> None:
         from trainledger.query.index import LineageIndex
 
         self.base = base
         self.max_depth = max_depth
         self.rescan_interval = rescan_interval
+        self.stale_after = max(stale_after, rescan_interval)
         self.background_rescan = background_rescan
         self.scalar_interval = scalar_interval
         self.max_cached_runs = max_cached_runs
@@ -208,7 +211,7 @@ class EngineStore:
         except OSError:
             return None
 
-    def _ensure_scanned(self) -> None:
+    def _ensure_scanned(self, max_age: float) -> None:
         if not self._scanned.is_set():
             with self._scan_lock:
                 if not self._scanned.is_set():
@@ -220,7 +223,7 @@ class EngineStore:
                     self._annotations_mtime = self._annotations_file_mtime()
                     self._bump()
                     self._scanned.set()
-        if time.monotonic() - self._checked_at < self.rescan_interval:
+        if time.monotonic() - self._checked_at < max_age:
             return
         if not self.background_rescan:
             self._check()
@@ -251,12 +254,13 @@ class EngineStore:
             self._known.clear()
 
     def stamp(self) -> dict[str, Any]:
+        self._ensure_scanned(self.rescan_interval)
         count = self.search({"offset": 0, "limit": 1})["count"]
         return {"stamp": f"{self._version}-{count}", "count": count}
 
     def is_known(self, run_id: str) -> bool:
         """Whether the index holds a run with this id (a SQL lookup, cached per version)."""
-        self._ensure_scanned()
+        self._ensure_scanned(self.stale_after)
         with self._lock:
             hit = self._known.get(run_id)
         if hit is None:
@@ -269,7 +273,7 @@ class EngineStore:
     # -- lineage ----------------------------------------------------------------------------
 
     def search(self, condition: Mapping[str, Any] | None) -> dict[str, Any]:
-        self._ensure_scanned()
+        self._ensure_scanned(self.stale_after)
         key = (self._version, json.dumps(condition, sort_keys=True, default=repr))
         with self._lock:
             hit = self._results.get(key)
