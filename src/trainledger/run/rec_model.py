@@ -10,8 +10,8 @@ callback that works in ``Model.train`` works here, and it stops cleanly:
   summaries flushed, lineage "stopped"); a second Ctrl-C aborts. A source marked
   ``interruptible = True`` with a thread-safe ``close()`` (``QueueStream``,
   ``FileTailSource``) is closed on the signal, so a trainer blocked waiting for data stops too;
-* ``max_steps`` training steps, or ``max_seconds`` seconds (checked after every step: a source
-  that blocks waiting for data delays it);
+* ``max_steps`` training steps, or ``max_seconds`` seconds (checked after every step, or
+  every sink unit in sink mode; a source that blocks waiting for data delays it);
 * the end of a one-shot iterator (a generator, a closed ``QueueStream``).
 
 ``cb_params.stop_reason`` tells which: "requested", "signal", "max_steps", "max_seconds", or
@@ -72,10 +72,12 @@ class RecModel(Model):
                 advances by the steps run (a unit is cut short by the end of a pass or a
                 stop). ``sink_size`` must be a positive int (MindSpore accepted only 1); 1
                 means hooks every step. Without sink mode, hooks fire every step and
-                ``sink_size`` is ignored.
+                ``sink_size`` is ignored. Note: ``SummaryCollector`` counts its
+                ``collect_freq`` in epochs under sink mode (``Model.train``'s sink contract),
+                so with it use ``dataset_sink_mode=False`` here.
             max_steps: stop after this many training steps (None: no limit).
-            max_seconds: stop after the first step that ends this many seconds after the
-                start (None: no limit).
+            max_seconds: stop after the first step (sink unit in sink mode) that ends this
+                many seconds after the start (None: no limit).
             metric_window: the number of most recent training batches the windowed metrics
                 are computed over.
             metric_every: recompute the windowed metrics every this many steps (and at the
@@ -85,8 +87,9 @@ class RecModel(Model):
         predictions, labels and loss are kept for the last ``metric_window`` batches, and
         the metrics are recomputed over them every ``metric_every`` steps. The results are
         ``cb_params.window_metrics`` (``{name: value}``), also published as
-        ``cb_params.eval_results`` so that ``SummaryCollector`` records them as scalars and
-        ``ModelCheckpoint``'s best-N ``monitor`` can rank checkpoints by them. Both stay
+        ``cb_params.eval_results`` so that ``SummaryCollector`` records them as scalars
+        (``eval/<name>``, at epoch ends) and ``ModelCheckpoint``'s best-N ``monitor`` can rank
+        checkpoints by them. Both stay
         ``{}`` until the first computation. Predictions and labels come from ``loss_fn``'s
         two arguments; without ``loss_fn`` only loss metrics work, unless ``eval_indexes``
         give the (loss, predictions, label) positions in the train network's output tuple.
