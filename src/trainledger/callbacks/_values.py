@@ -19,9 +19,10 @@ def loss_value(net_outputs: Any) -> float | None:
     if net_outputs is None:
         return None
     if hasattr(net_outputs, "detach"):  # torch.Tensor, without importing torch here
-        if net_outputs.numel() != 1:
-            return float(net_outputs.detach().float().mean())
-        return float(net_outputs.detach().float().item())
+        value = net_outputs.detach()
+        if value.numel() != 1:
+            return float(value.float().mean())
+        return float(value.item())  # .item() handles bfloat16/float16 too
     try:
         return float(net_outputs)
     except (TypeError, ValueError):

@@ -141,6 +141,7 @@ class Model(EvalMixin):
             )
         )
         self._device = device_of(network)
+        self._on_cpu = self._device.type == "cpu"
         self._amp = AmpPolicy(amp_level, self._device)
         self._check_next_batch = True
 
@@ -417,11 +418,18 @@ class Model(EvalMixin):
         device = device_of(self._network)
         if device != self._device:
             self._device = device
+            self._on_cpu = device.type == "cpu"
             self._amp = AmpPolicy(self._amp_level, device)
         self._check_next_batch = True
 
     def _move_to_device(self, batch: Any) -> Any:
         """``batch`` with its tensors (and numpy arrays) on the network's device."""
+        if self._on_cpu and type(batch) is tuple:  # fast path: CPU tensors stay as they are
+            for item in batch:
+                if type(item) is not torch.Tensor or not item.is_cpu:
+                    break
+            else:
+                return batch
         return to_device(batch, self._device, self._device.type == "cuda")
 
     def _train_step(self, batch: Any) -> Any:
@@ -457,6 +465,9 @@ class Model(EvalMixin):
     def _forward_loss_unchecked(self, batch: Any) -> tuple[Any, Any]:
         if self._loss_fn is None:
             return extract_loss(call_network(self._network, batch))
+        if type(batch) is tuple and len(batch) == 2:  # the common (x, y): no splitting
+            loss = self._loss_fn(self._network(batch[0]), batch[1])
+            return loss, loss
         args, kwargs, label = split_batch(batch)
         loss = self._loss_fn(self._network(*args, **kwargs), label)
         return loss, loss
