@@ -156,7 +156,12 @@ class ModelCheckpoint(Callback):
             return
         score = self._score(cb)
         evaluation = cb.get("eval_results")
-        fresh = evaluation is not None and evaluation is not self._last_eval
+        # a new evaluation that measured the monitor (not a training-loss fallback)
+        fresh = (
+            isinstance(evaluation, Mapping)
+            and self._config.monitor in evaluation
+            and evaluation is not self._last_eval
+        )
         self._last_eval = evaluation
         step = int(cb.cur_step_num)
         if self._pending or (
