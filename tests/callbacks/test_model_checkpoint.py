@@ -228,15 +228,30 @@ def test_breakpoint_never_deleted(tmp_path: Path) -> None:
     assert files(tmp_path) == ["b-1_3_breakpoint.ckpt", "b-1_5.ckpt"]
 
 
+class PublishedFilesExist(Callback):
+    """cb_params.latest_ckpt_file must only ever name a complete file."""
+
+    def __init__(self) -> None:
+        self.checked = 0
+
+    def on_train_step_end(self, run_context: RunContext) -> None:
+        latest = run_context.original_args().latest_ckpt_file
+        if latest is not None:
+            load_checkpoint(latest, crc_check=True)
+            self.checked += 1
+
+
 @pytest.mark.parametrize("mode", ["thread", "process"])
 def test_async_modes_write_the_snapshot(tmp_path: Path, mode: str) -> None:
     rec = Recorder()
+    published = PublishedFilesExist()
     mc = ModelCheckpoint(
         "a",
         tmp_path,
         CheckpointConfig(save_checkpoint_steps=2, keep_checkpoint_max=3, async_save=mode),
     )
-    cb = drive([rec, mc], epochs=2)
+    cb = drive([rec, mc, published], epochs=2)
+    assert published.checked > 0
     assert files(tmp_path) == ["a-2_1.ckpt", "a-2_3.ckpt", "a-2_5.ckpt"]
     for name, step in (("a-2_1.ckpt", 6), ("a-2_3.ckpt", 8), ("a-2_5.ckpt", 10)):
         loaded = load_checkpoint(tmp_path / name, crc_check=True)

@@ -4,8 +4,10 @@ The callback only decides *when* (``policy.should_save``) and gathers *what* (ne
 epoch/step, append_info); writing is the saver's job (sync, thread or process) and deleting is
 the ``CheckpointManager``'s, which runs only after the new file is committed.
 
-Put ``ModelCheckpoint`` before ``TrainLineage`` in the callback list: the lineage callback reads
-``cb_params.latest_ckpt_file`` at train end, after the final save.
+``cb_params.latest_ckpt_file`` (absolute) and ``last_save_ckpt_step`` name only complete files:
+with an async saver they are published once the background write has committed. Put
+``ModelCheckpoint`` before ``TrainLineage`` in the callback list: the lineage callback reads them
+at train end, after the final save.
 
 Resume: when ``cb_params.initial_epoch > 0`` (or ``resume_from`` is given) the run keeps its
 prefix (no ``_N`` suffix), adopts the prefix's files into retention and never deletes the file
@@ -72,7 +74,8 @@ class ModelCheckpoint(Callback):
         self._latest: str | None = None
         self._manager: CheckpointManager | None = None
         self._saver: Any = None
-        self._inflight_score: float | None = None
+        self._inflight: tuple[int, float | None] | None = None  # (step, score) being written
+        self._cb: Any = None
         self._last_step = 0
         self._last_time = 0.0
         self._pending = False
@@ -81,7 +84,7 @@ class ModelCheckpoint(Callback):
     # --- public state -------------------------------------------------------------------
     @property
     def latest_ckpt_file_name(self) -> str | None:
-        """Absolute path of the newest checkpoint this callback wrote (None before the first)."""
+        """Absolute path of the newest complete checkpoint this callback wrote (or None)."""
         return self._latest
 
     @property
@@ -131,6 +134,8 @@ class ModelCheckpoint(Callback):
         self._pending = False
         self._last_eval = cb.get("eval_results")
         self._saver = make_saver(cfg.async_save)
+        self._inflight = None
+        self._cb = cb
 
     def on_train_step_end(self, run_context: RunContext) -> None:
         cb = run_context.original_args()
@@ -178,15 +183,16 @@ class ModelCheckpoint(Callback):
             if cb.get("exception") is not None:
                 if self._config.exception_save:
                     try:
-                        self._commit(self._saver.wait())
+                        self._wait_commit()
                     except Exception as exc:  # the breakpoint matters more now
                         _log.error("background checkpoint save failed: %s", exc)
                     self._save(cb, breakpoint=True, sync=True)
             elif self._pending or int(cb.get("cur_step_num") or 0) > self._last_step:
                 self._save(cb)
-            self._commit(self._saver.wait())
+            self._wait_commit()
         finally:
             saver, self._saver = self._saver, None
+            self._cb = None  # do not keep the run (network, optimizer) alive
             saver.close()
 
     def __exit__(self, *exc_info: object) -> None:
@@ -201,7 +207,7 @@ class ModelCheckpoint(Callback):
     def _save(self, cb: Any, breakpoint: bool = False, sync: bool = False) -> None:
         if self._manager is None or self._saver is None:
             raise RuntimeError("ModelCheckpoint saved before on_train_begin")
-        self._commit(self._saver.wait())  # one save in flight; a background error raises here
+        self._wait_commit()  # one save in flight; a background error raises here
         cfg = self._config
         epoch = int(cb.get("cur_epoch_num") or 1)
         step = int(cb.get("cur_step_num") or 0)
@@ -235,28 +241,29 @@ class ModelCheckpoint(Callback):
         named, header = build_payload(network, cb.get("optimizer"), append, info)
         if sync or isinstance(self._saver, SyncSaver):
             SyncSaver().save(path, named, header, cfg.enc_key, cfg.enc_mode)
-            self._mark(cb, path, step)
-            self._commit(path, score)
+            self._commit(path, step, score)
         else:
             self._saver.save(path, named, header, cfg.enc_key, cfg.enc_mode)
-            self._inflight_score = score
-            self._mark(cb, path, step)
-
-    def _mark(self, cb: Any, path: Path, step: int) -> None:
-        self._latest = str(path)
-        cb.latest_ckpt_file = str(path)
-        cb.last_save_ckpt_step = step
+            self._inflight = (step, score)
         self._last_step = step
         self._last_time = time.time()
 
-    def _commit(self, path: Path | None, score: float | None = None) -> None:
-        """A file is on disk: track it, then apply retention (never before)."""
-        if path is None or self._manager is None:
-            return
-        if score is None:
-            score, self._inflight_score = self._inflight_score, None
-        self._manager.add(path, score)
-        self._manager.apply()
+    def _wait_commit(self) -> None:
+        """Wait for the save in flight; commit it, or raise its error."""
+        meta, self._inflight = self._inflight, None
+        path = self._saver.wait()
+        if path is not None and meta is not None:
+            self._commit(path, *meta)
+
+    def _commit(self, path: Path, step: int, score: float | None) -> None:
+        """A file is on disk: publish it, track it, then apply retention (never before)."""
+        self._latest = str(path)
+        if self._cb is not None:  # what lineage callbacks read: only complete files
+            self._cb.latest_ckpt_file = str(path)
+            self._cb.last_save_ckpt_step = step
+        if self._manager is not None:
+            self._manager.add(path, score)
+            self._manager.apply()
 
     # --- monitor ------------------------------------------------------------------------
     def _at_epoch_end(self, cb: Any) -> bool:
