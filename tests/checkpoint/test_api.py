@@ -208,3 +208,19 @@ def test_async_save_error_is_raised_later(tmp_path: Path, monkeypatch: pytest.Mo
     with pytest.raises(OSError, match="background save of .*x.ckpt failed.*No space"):
         wait_async_save()
     wait_async_save()  # raised once, not again
+
+
+def test_reading_side_needs_no_torch(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    save_checkpoint({"w": torch.ones(2)}, tmp_path / "n-1_1.ckpt", info={"epoch": 1})
+    code = (
+        "import sys\n"
+        "from trainledger.checkpoint import latest_checkpoint, checkpoint_info, CheckpointConfig\n"
+        f"p = latest_checkpoint({str(tmp_path)!r}, 'n')\n"
+        "assert checkpoint_info(p)['epoch'] == 1\n"
+        "CheckpointConfig(save_checkpoint_steps=5)\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
