@@ -205,6 +205,13 @@ async function loadChart() {
       inRange: { color: ["#3563e9", "#8e4ec6", "#f76b15"] },
     };
   }
+  if (!rows.length || !axes.length) {
+    option.title = {
+      text: data.count ? "Choose numeric or text columns to draw" : "No runs to draw",
+      left: "center", top: "middle",
+      textStyle: { color: "#9aa3b5", fontWeight: "normal", fontSize: 14 },
+    };
+  }
   state.chart.setOption(option, { notMerge: true });
   el.dataset.lines = String(rows.length);
 }
@@ -340,7 +347,7 @@ function sortHeader(column, text) {
   const arrow = on ? (state.sort.type === "descending" ? "▼" : "▲") : "";
   const numericHint = state.axes.find((a) => a.column === column && a.numeric);
   return h("th", {
-    class: `${sortable ? "sortable" : ""} ${numericHint ? "num" : ""}`,
+    class: `${sortable ? "sortable" : ""} ${numericHint ? "num" : ""} ${on ? "sorted" : ""}`,
     dataset: { column }, title: sortable ? `Sort by ${column}` : column,
     onclick: sortable ? () => cycleSort(column) : undefined,
   }, text, arrow ? h("span", { class: "arrow", text: arrow }) : null);

@@ -57,6 +57,7 @@ function renderRunList() {
       h("span", { class: "swatch", style: index >= 0 ? `background:${colorFor(index)}` : "" }),
       id);
   }));
+  if (!state.runs.length) box.append(h("div", { class: "muted", text: "No runs yet." }));
   if (matches.length > MAX_LISTED) {
     box.append(h("div", { class: "muted", text: `${matches.length - MAX_LISTED} more: refine the search` }));
   }
