@@ -172,3 +172,17 @@ def test_no_pickle_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     save_checkpoint(net, tmp_path / "n.ckpt", optimizer=opt, enc_key=b"k" * 16)
     ckpt = read_checkpoint(tmp_path / "n.ckpt", dec_key=b"k" * 16)
     assert ckpt.optimizer_state is not None
+
+
+def test_crc_patched_in_place_even_with_lookalike_fields(tmp_path: Path) -> None:
+    path = tmp_path / "l.ckpt"
+    save_checkpoint(
+        {"w": torch.randn(1000)},
+        path,
+        append_dict={"crc32c": "00000000"},
+        info={"crc32c": "ffffffff", "note": '"crc32c": "00000000"'},
+    )
+    c = read_container(path, crc_check=True)  # verifies the patched value
+    assert c.info["crc32c"] != "00000000" and c.info["append_info"]["crc32c"] == "00000000"
+    assert c.info["note"] == '"crc32c": "00000000"'
+    assert load_file(str(path))["w"].shape == (1000,)
