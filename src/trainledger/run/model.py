@@ -437,13 +437,15 @@ class Model(EvalMixin):
         (the loss tensor, or the network's tuple whose first element is the loss)."""
         if self._steps_itself:
             return extract_loss(call_network(self._train_network, batch))[1]
+        optimizer = self._optimizer
+        # before the forward, as in the usual hand loop: the old gradients are freed before
+        # the new activations are allocated (measurably faster for small networks)
+        optimizer.zero_grad(set_to_none=True)
         if self._amp.enabled:
             with self._amp.autocast():
                 loss, net_outputs = self._forward_loss(batch)
         else:
             loss, net_outputs = self._forward_loss(batch)
-        optimizer = self._optimizer
-        optimizer.zero_grad(set_to_none=True)
         scaler = self._amp.scaler
         if scaler is None:
             loss.backward()
