@@ -78,6 +78,11 @@ def generate(base: Path, n: int, seed: int = 0) -> None:
     """Write ``n`` run directories with one lineage file each (distinct mtimes)."""
     rng = random.Random(seed)
     base.mkdir(parents=True, exist_ok=True)
+    # name the files as trainledger's writer does, after a writer process that has exited
+    # (finished runs), so the scan can treat them as final
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)
+    dead_pid = int(child.stdout)
     t0 = 1_700_000_000
     graphs = [{"op_type": "Batch", "batch_size": b, "children": [
         {"op_type": "GeneratorDataset", "num_parallel_workers": w, "children": []}]}
@@ -99,7 +104,7 @@ def generate(base: Path, n: int, seed: int = 0) -> None:
             eval_event(EvalValues(metrics={"Accuracy": rng.random(), "Loss": rng.random()},
                                   valid_dataset_size=10000), wall_time=ts),
         ]
-        path = run / lineage_file_name(ts, 0, "bench", 1, 0)
+        path = run / lineage_file_name(ts, 0, None, dead_pid, 0)
         path.write_bytes(b"".join(frame(e.SerializeToString()) for e in events))
         os.utime(path, (ts, ts))
 

@@ -146,3 +146,41 @@ def test_new_process_reuses_saved_listings(tmp_path: Path, monkeypatch: pytest.M
         assert fresh.refresh().parsed == 1
         assert calls == [str(tmp_path.resolve() / "r1")]
         assert fresh.query({"metric/acc": {"eq": 1.0}})["count"] == 1
+
+
+def test_files_of_exited_writers_are_not_stat_again(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    from trainledger.lineage.naming import lineage_file_name
+    from trainledger.query import discovery
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    run = tmp_path / "r"
+    run.mkdir()
+    live = run / lineage_file_name(1_800_000_000, 0, None, child.pid, 0)
+    live.write_bytes(b"x")
+    mindspore = run / "events.out.events.summary.1800000001.0.vm_lineage"
+    mindspore.write_bytes(b"y")
+    _age(run, 100)
+    stats: list[str] = []
+    real_stat = os.stat
+    monkeypatch.setattr(discovery.os, "stat", lambda p, **kw: (
+        stats.append(str(p)), real_stat(p, **kw))[1])
+    scanner = discovery.Scanner(str(tmp_path.resolve()))
+    try:
+        scanner.scan()
+        with open(live, "ab") as fh:  # the live writer appends: seen
+            fh.write(b"more")
+        (found,) = scanner.scan()
+        assert dict((n, s) for n, s, _ in found.files)[live.name] == 5
+    finally:
+        child.kill()
+        child.wait()
+    scanner.scan()  # writer gone: this stat is the file's last
+    stats.clear()
+    (found,) = scanner.scan()
+    assert str(live) not in [os.path.realpath(p) for p in stats]  # final: not stat'ed again
+    assert str(mindspore.resolve()) in [os.path.realpath(p) for p in stats]  # unknown writer
+    assert dict((n, s) for n, s, _ in found.files)[live.name] == 5

@@ -14,7 +14,7 @@ import re
 import stat
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,35 @@ def _inside(path: str, base: str) -> bool:
     return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
 
 
+_OWN_HOST: str | None = None
+
+
+def writer_gone(name: str) -> bool:
+    """Whether the process that wrote lineage file ``name`` has exited (this host only).
+
+    trainledger names files ``events.out.events.summary.<ts>.<rank>.<host>.<pid>.<seq>_lineage``
+    and only the creating process appends. Unknown layouts (MindSpore's) and other hosts: False.
+    """
+    global _OWN_HOST
+    parts = name[: -len(LINEAGE_SUFFIX)].split(".")
+    if len(parts) != 9 or not parts[7].isdigit():
+        return False
+    if _OWN_HOST is None:
+        from trainledger.lineage.naming import safe_host
+
+        _OWN_HOST = safe_host()
+    pid = int(parts[7])
+    if parts[6] != _OWN_HOST or pid == os.getpid() or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 @dataclass(frozen=True)
 class DirListing:
     """What one directory listing found (cached while the directory's mtime is unchanged)."""
@@ -99,6 +128,8 @@ class DirListing:
     listed_at_ns: int = 0  # when the listing was taken
     # taken well after the last change, so an unchanged mtime means unchanged content
     trusted: bool = False
+    # lineage files whose writer has exited: name -> (size, mtime_ns), never stat'ed again
+    final: dict[str, tuple[int, int]] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> list[Any]:
         return [self.mtime_ns, [n for n, _ in self.lineage], [list(c) for c in self.children],
@@ -122,6 +153,13 @@ class Scanner:
     second change inside the same timestamp tick would not move the mtime (git's "racy"
     rule). The listings can be saved and loaded (``listings``/``load``) so that a new process
     starts warm.
+
+    A lineage file written by trainledger is named after its writer (host and pid) and only
+    that process ever appends to it. Once that process is gone (checked on this host, before
+    the file's last stat), the file is final and is not stat'ed again while its directory is
+    unchanged: finished runs cost one ``stat`` per scan. Files of other hosts, MindSpore's
+    files and live writers' files are stat'ed every time. (Not covered: a tool rewriting a
+    finished lineage file in place, under the same name, without touching the directory.)
     """
 
     RACY_NS = 2_000_000_000
@@ -173,18 +211,23 @@ class Scanner:
                         listed_at - mtime_ns > self.RACY_NS)
 
     @staticmethod
-    def _stat_files(
-        lineage: tuple[tuple[str, str], ...],
-    ) -> tuple[tuple[str, int, int], ...] | None:
+    def _stat_files(listing: DirListing) -> tuple[tuple[str, int, int], ...] | None:
         out = []
-        os_stat, is_reg = os.stat, stat.S_ISREG
-        for name, full in lineage:
+        os_stat, is_reg, final = os.stat, stat.S_ISREG, listing.final
+        for name, full in listing.lineage:
+            known = final.get(name)
+            if known is not None:
+                out.append((name, known[0], known[1]))
+                continue
+            gone = writer_gone(name)  # checked before the stat: no append can follow it
             try:
                 st = os_stat(full, follow_symlinks=False)
             except OSError:
                 return None  # vanished: list the directory again
             if not is_reg(st.st_mode):
                 return None
+            if gone:
+                final[name] = (st.st_size, st.st_mtime_ns)
             out.append((name, st.st_size, st.st_mtime_ns))
         return tuple(out)
 
@@ -215,10 +258,10 @@ class Scanner:
             listing = old_cache.get(path)
             files = None
             if listing is not None and listing.mtime_ns == mtime_ns and listing.trusted:
-                files = stat_files(listing.lineage)
+                files = stat_files(listing)
             if listing is None or files is None:
                 listing = self._list(path, mtime_ns)
-                files = stat_files(listing.lineage) or ()
+                files = stat_files(listing) or ()
                 changed[path] = listing
             cache[path] = listing
             if files:

@@ -135,7 +135,15 @@ def fetch(
     """(count before paging, the page's records in order, custom label -> type names)."""
     wsql, wparams = where
     osql, oparams = order
-    count = conn.execute(f"SELECT count(*) FROM runs WHERE {wsql}", wparams).fetchone()[0]
+    # one pass gives both the count and the distinct custom-type combinations
+    count = 0
+    types: dict[str, set[str]] = {}
+    for combo, n in conn.execute(
+        f"SELECT runs.custom_types, count(*) FROM runs WHERE {wsql} GROUP BY 1", wparams
+    ):
+        count += n
+        for label, vtype in json.loads(combo):
+            types.setdefault(label, set()).add(vtype)
     ids = [row[0] for row in conn.execute(
         f"SELECT runs.id FROM runs WHERE {wsql} ORDER BY {osql} LIMIT ? OFFSET ?",
         wparams + oparams + [limit, offset],
@@ -146,12 +154,6 @@ def fetch(
         marks = ", ".join("?" for _ in part)
         for run_id, *row in conn.execute(f"{_RECORD_SELECT} WHERE runs.id IN ({marks})", part):
             by_id[run_id] = _record((row[0], row[1], row[2]))
-    types: dict[str, set[str]] = {}
-    for (combo,) in conn.execute(
-        f"SELECT DISTINCT runs.custom_types FROM runs WHERE {wsql}", wparams
-    ):
-        for label, vtype in json.loads(combo):
-            types.setdefault(label, set()).add(vtype)
     return count, [by_id[i] for i in ids], types
 
 
