@@ -256,6 +256,7 @@ def test_tag_and_remark_survive_a_server_restart(browser: Any, tmp_path: Path) -
         server.stop()
 
 
+@pytest.mark.slow
 def test_new_runs_appear_without_a_reload(browser: Any, tmp_path: Path) -> None:
     base = make_base(tmp_path / "runs", n=2, scalars=0)
     server = LiveServer(base).start()

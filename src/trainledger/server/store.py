@@ -169,9 +169,9 @@ class EngineStore:
     for 10,000 runs, more on a busy machine) holds its index object while it works. Queries
     go through a second object on the same SQLite file (WAL: readers never wait for the
     writer), and re-scans run in a background thread at most every ``rescan_interval``
-    seconds when the page polls ``stamp()`` (other requests only when the data is older than
-    ``stale_after``, so a burst of sorting and paging never waits on a scan), so a request
-    costs SQL only. At start-up, an index left on disk by an earlier
+    seconds when the page polls ``stamp()`` (in the poll's own thread; other requests start
+    one in the background only when the data is older than ``stale_after``), so a burst of
+    sorting and paging costs SQL only. At start-up, an index left on disk by an earlier
     run answers the first page at once while the re-scan catches up (the page's poll then
     shows what changed); only a base without an index waits for the first build. Answers
     are cached per data version, so paging back and forth is a dictionary lookup.
@@ -230,9 +230,9 @@ class EngineStore:
         elif not self._scan_lock.locked():
             threading.Thread(target=self._check, name="trainledger-ui-scan", daemon=True).start()
 
-    def _check(self) -> None:
+    def _check(self, wait: bool = False) -> None:
         """Re-scan BASE (the index re-parses only new or changed runs)."""
-        if not self._scan_lock.acquire(blocking=not self.background_rescan):
+        if not self._scan_lock.acquire(blocking=wait or not self.background_rescan):
             return
         try:
             if time.monotonic() - self._checked_at < self.rescan_interval:
@@ -254,7 +254,10 @@ class EngineStore:
             self._known.clear()
 
     def stamp(self) -> dict[str, Any]:
-        self._ensure_scanned(self.rescan_interval)
+        """Re-scans in the caller's thread: the page's poll may wait; its table requests not."""
+        self._ensure_scanned(self.stale_after)
+        if time.monotonic() - self._checked_at >= self.rescan_interval:
+            self._check(wait=True)
         count = self.search({"offset": 0, "limit": 1})["count"]
         return {"stamp": f"{self._version}-{count}", "count": count}
 
