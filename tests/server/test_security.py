@@ -9,6 +9,8 @@ import pytest
 
 from tests.server.conftest import client_for
 from tests.server.runs import write_run
+from trainledger.lineage import reader as lineage_reader
+from trainledger.query import api as query_api
 from trainledger.server import store as store_module
 from trainledger.server.security import RunNotFound, check_run_id, resolve_run
 
@@ -48,12 +50,23 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(store_module, "list_checkpoints", spy_list)
     monkeypatch.setattr(store_module, "_RunScalars", SpyScalars)
+    for module, name in ((query_api, "get_summary_lineage"), (lineage_reader, "read_lineage"),
+                         (lineage_reader, "lineage_files")):
+        real = getattr(module, name)
+
+        def spy(path: Any, *args: Any, _real: Any = real, _name: str = name) -> Any:
+            calls.append(f"{_name}:{path}")
+            return _real(path, *args)
+
+        monkeypatch.setattr(module, name, spy)
     return calls
 
 
 @pytest.mark.parametrize("run_id", TRAVERSALS)
 def test_traversal_is_404_and_reads_nothing(guarded, reads, run_id: str) -> None:  # type: ignore[no-untyped-def]
     with client_for(guarded["base"]) as c:
+        c.get("/api/v1/status")  # the index's own first scan parses BASE's runs: not counted
+        reads.clear()
         responses = [
             c.get(f"/api/v1/runs/{run_id}"),
             c.put(f"/api/v1/runs/{run_id}/annotation", json={"tag": 1}),
@@ -64,6 +77,9 @@ def test_traversal_is_404_and_reads_nothing(guarded, reads, run_id: str) -> None
             # a literal "/etc/passwd" path segment or a NUL may be refused by routing itself
             assert r.status_code == 404, (run_id, r.request.url, r.text)
     assert reads == []
+    with client_for(guarded["base"]) as c:  # the spies do see reads of a real run
+        assert c.get("/api/v1/runs/run00").status_code == 200
+    assert any(call.startswith("get_summary_lineage:") for call in reads)
     assert not (guarded["outside"].parent / "base" / ".trainledger" / "annotations.json").exists()
 
 
