@@ -1,6 +1,7 @@
 """Crash safety: a writer killed with SIGKILL at random moments never leaves a half-written file
 under a final name, the newest complete checkpoint always loads and verifies, and the next start
-sweeps the temp files. The child uses the byte-level format (numpy, no torch) to start fast."""
+sweeps the temp files. The child uses the byte-level format (numpy, no torch) to start fast;
+every third checkpoint is encrypted, so sealed files are covered too."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 import trainledger
 from trainledger.checkpoint.api import latest_checkpoint
 from trainledger.checkpoint.atomic import is_temp_name
+from trainledger.checkpoint.crypto import is_encrypted_prefix
 from trainledger.checkpoint.format import raw_to_numpy, read_container
 
 CHILD = r"""
@@ -30,6 +32,7 @@ from trainledger.checkpoint.format import numpy_to_raw, save_container
 from trainledger.checkpoint.manager import CheckpointManager
 
 directory = Path(sys.argv[1])
+KEY = bytes(range(16))
 manager = CheckpointManager(directory, "crash", keep_checkpoint_max=3)
 manager.sweep()
 records = manager.adopt_existing()
@@ -41,7 +44,8 @@ while True:
     rng = np.random.default_rng(step)
     arrays = {"w": rng.random((512, 1024), dtype=np.float32), "step": np.array([step])}
     path = manager.file_path(1, step)
-    save_container(path, [(k, numpy_to_raw(v)) for k, v in arrays.items()], {"step": step})
+    key = KEY if step % 3 == 0 else None  # every third file encrypted (AES-GCM chunks)
+    save_container(path, [(k, numpy_to_raw(v)) for k, v in arrays.items()], {"step": step}, key)
     manager.add(path)
     manager.apply()
 """
@@ -49,10 +53,13 @@ while True:
 
 def verify(path: Path) -> int:
     """Load a checkpoint fully, check its crc and that its content matches its step."""
-    c = read_container(path, crc_check=True)
+    with open(path, "rb") as fh:
+        encrypted = is_encrypted_prefix(fh.read(8))
+    c = read_container(path, bytes(range(16)) if encrypted else None, crc_check=True)
     arrays = {e.name: raw_to_numpy(e, c.data) for e in c.entries}
     step = int(arrays["step"][0])
     assert c.info["step"] == step and path.name == f"crash-1_{step}.ckpt"
+    assert encrypted == (step % 3 == 0)
     expected = np.random.default_rng(step).random((512, 1024), dtype=np.float32)
     assert np.array_equal(arrays["w"], expected)
     return step
@@ -71,7 +78,7 @@ def test_sigkill_loop_never_corrupts(tmp_path: Path) -> None:
     temps_seen = 0
     newest = 0
     dead_pids: list[int] = []
-    while kills < 55:
+    while kills < 52:
         proc = subprocess.Popen(
             [sys.executable, str(script), str(directory)], env=env, stdout=subprocess.PIPE
         )
@@ -84,7 +91,7 @@ def test_sigkill_loop_never_corrupts(tmp_path: Path) -> None:
             if is_temp_name(n) and any(f"-{pid}-" in n for pid in dead_pids)
         ]
         assert leftovers == []
-        time.sleep(rng.uniform(0.0, 0.25))
+        time.sleep(rng.uniform(0.0, 0.2))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         proc.stdout.close()
