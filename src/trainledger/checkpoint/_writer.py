@@ -7,6 +7,7 @@ on stdout, and exits at end of input.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -30,11 +31,16 @@ def _close_quietly(shm: Any) -> None:
 
 
 def main() -> int:
+    # Replies get a private copy of the pipe; fd 1 (print, C libraries) goes to stderr, so
+    # nothing but replies can ever reach the parent's reader.
+    stdout = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    stdin = sys.stdin.buffer
+
     from trainledger.checkpoint.async_save import recv_message, send_message
     from trainledger.checkpoint.format import RawTensor, save_container
 
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # nothing but replies may reach the parent's pipe
     attached: dict[str, Any] = {}
     while True:
         message = recv_message(stdin)
