@@ -40,8 +40,8 @@ const enc = (id) => id.split("/").map(encodeURIComponent).join("/");
 export const api = {
   status: () => request("GET", "/status"),
   search: (condition, where) => request("POST", "/runs", { body: condition, query: { where } }),
-  points: (condition, where, columns) =>
-    request("POST", "/runs/points", { body: { condition, where, columns } }),
+  points: (condition, where, columns, maxRuns = 5000) =>
+    request("POST", "/runs/points", { body: { condition, where, columns, max_runs: maxRuns } }),
   columns: (condition, where) =>
     request("POST", "/runs/columns", { body: condition, query: { where } }),
   exportCsv: (condition, where, columns) =>

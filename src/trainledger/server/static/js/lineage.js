@@ -132,15 +132,33 @@ function axisOrder(columns) {
   return [...columns].sort((a, b) => rank(a) - rank(b));
 }
 
+// SVG keeps every line inspectable (and testable); past a few thousand lines the DOM gets
+// heavy, so large results are drawn on a canvas instead.
+const SVG_MAX_LINES = 1500;
+const MAX_LINES = 5000;
+let resizeWired = false;
+
+function chartFor(lines) {
+  const renderer = lines > SVG_MAX_LINES ? "canvas" : "svg";
+  if (state.chart && state.chartRenderer === renderer) return state.chart;
+  if (state.chart) state.chart.dispose();
+  state.chart = echarts.init($("#parcoords"), null, { renderer });
+  state.chartRenderer = renderer;
+  state.chart.on("axisareaselected", debounce(onBrush, 120));
+  if (!resizeWired) {
+    window.addEventListener("resize", () => state.chart && state.chart.resize());
+    resizeWired = true;
+  }
+  return state.chart;
+}
+
 async function loadChart() {
   const el = $("#parcoords");
-  if (!state.chart) {
-    state.chart = echarts.init(el, null, { renderer: "svg" });
-    state.chart.on("axisareaselected", debounce(onBrush, 120));
-    window.addEventListener("resize", () => state.chart && state.chart.resize());
-  }
   const columns = axisOrder(state.columns.filter((c) => !c.startsWith("run/")));
-  const data = await api.points(selectionCondition(), state.where, columns);
+  const data = await api.points(selectionCondition(), state.where, columns, MAX_LINES);
+  chartFor(data.run_ids.length);
+  $("#chart-note").hidden = data.count <= data.run_ids.length;
+  $("#chart-note").textContent = `drawing the newest ${data.run_ids.length} of ${data.count} runs`;
   state.brush = {};
   updateBrushInfo();
   const axes = [];
@@ -191,7 +209,7 @@ async function loadChart() {
       inactiveOpacity: 0.06,
       activeOpacity: 0.9,
       progressive: 0,
-      lineStyle: { width: 1.5, opacity: 0.75, color: colorFor(0) },
+      lineStyle: { width: 1.5, opacity: rows.length > 300 ? 0.2 : 0.75, color: colorFor(0) },
       emphasis: { disabled: true },
       data: rows,
     }],
