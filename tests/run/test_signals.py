@@ -77,3 +77,18 @@ def test_main_thread_installs_and_restores() -> None:
         assert installed
         assert signal.getsignal(signal.SIGINT) is not before
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_signal_in_fit_skips_the_pending_evaluation() -> None:
+    net = make_net()
+    model = Model(
+        net,
+        torch.nn.CrossEntropyLoss(),
+        torch.optim.SGD(net.parameters(), lr=0.1),
+        metrics={"acc"},
+    )
+    rec = SendSignal(signal.SIGINT)
+    model.fit(3, make_data(n=40), make_data(n=8), callbacks=rec)
+    assert "on_eval_begin" not in rec.events  # the user asked to stop now
+    assert rec.events[-2:] == ["on_train_epoch_end", "on_train_end"]
+    assert rec.params[-1]["stop_reason"] == "signal"
