@@ -19,6 +19,7 @@ and what was received; lower-level errors are chained with ``raise ... from``.
     │   ├── CheckpointLoadError          strict load mismatch (names and shapes listed)
     │   └── CheckpointWriteError (OSError)  a (background) save failed; raised at the next save/end
     ├── StreamError                      a streaming source was misused (closed, bad offset)
+    ├── RunNotFoundError (LookupError)   the web UI: no such run under BASE (always a 404)
     └── LineageError                     MindInsight's lineage errors, same class names/texts
         ├── LineageParamTypeError (TypeError)
         ├── LineageParamValueError (ValueError)
@@ -117,3 +118,11 @@ class LineageQuerySummaryDataError(LineageError):
 
 class LineageWriteError(LineageError, OSError):
     """The lineage writer could not create or append its file."""
+
+
+class RunNotFoundError(TrainledgerError, LookupError):
+    """A run id names no run under the UI's base (or tries to leave it): answered with 404."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        super().__init__(f"no run {run_id!r} under the base directory")

@@ -16,17 +16,14 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 
+from trainledger.errors import RunNotFoundError
+
 TOKEN_HEADER = "X-Trainledger-Token"
 TOKEN_COOKIE = "trainledger_token"
 TOKEN_QUERY = "token"
 
 
-class RunNotFound(LookupError):
-    """The id names no run under BASE (or tries to leave it); always answered with 404."""
-
-    def __init__(self, run_id: str) -> None:
-        self.run_id = run_id
-        super().__init__(f"no run {run_id!r} under the base directory")
+RunNotFound = RunNotFoundError  # the short name the server modules use
 
 
 def check_run_id(run_id: str) -> str:
