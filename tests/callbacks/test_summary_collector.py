@@ -386,3 +386,37 @@ def test_no_lineage_when_switched_off(tmp_path):
         )
     )
     assert _lineage(tmp_path) is None
+
+
+def test_learning_rate_follows_a_scheduler(tmp_path):
+    net = tiny_net()
+    opt = torch.optim.SGD(net.parameters(), lr=1.0)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    c = SummaryCollector(
+        tmp_path,
+        collect_freq=1,
+        keep_default_action=False,
+        collect_specified_data={"collect_metric": True},
+    )
+    params = CallbackParams(
+        network=net,
+        optimizer=opt,
+        epoch_num=1,
+        batch_num=4,
+        cur_epoch_num=1,
+        cur_step_num=0,
+        net_outputs=torch.tensor(0.5),
+        list_callback=[c],
+        mode="train",
+        dataset_sink_mode=False,
+    )
+    rc = RunContext(params)
+    with c:
+        c.on_train_begin(rc)
+        for step in range(1, 5):
+            params.cur_step_num = step
+            c.on_train_step_end(rc)
+            opt.step()
+            sched.step()
+        c.on_train_end(rc)
+    assert read_scalars(tmp_path)["learning_rate/auto"][2].tolist() == [1.0, 0.5, 0.25, 0.125]

@@ -346,3 +346,14 @@ def test_a_dropped_record_is_written_on_garbage_collection(tmp_path):
     del rec
     gc.collect()
     assert read_scalars(tmp_path)["x"][0].tolist() == [1]
+
+
+def test_flush_without_fsync_makes_data_visible(tmp_path, monkeypatch):
+    synced = []
+    monkeypatch.setattr(writer_mod.os, "fsync", lambda fd: synced.append(fd))
+    with SummaryRecord(tmp_path) as rec:
+        rec.add_scalar("x", 1.0, 1)
+        rec.flush(fsync=False)
+        assert read_scalars(tmp_path)["x"][0].tolist() == [1]
+        assert synced == []
+    assert synced  # close() fsyncs

@@ -65,6 +65,8 @@ def _is_not_tensor(plugin: str) -> bool:
 
 
 def _mean_of_first_output(outputs: Any) -> float | None:
+    if getattr(outputs, "ndim", None) == 0 and hasattr(outputs, "item"):
+        return float(outputs.item())  # the usual case, a scalar loss tensor: one cheap call
     if isinstance(outputs, (list, tuple)):
         if not outputs:
             return None
@@ -217,6 +219,7 @@ class SummaryCollector(Callback):
         self._tensor_count = 0
         self._metric_ok = True
         self._sink = False
+        self._lr_group: dict[str, Any] | None = None
 
     # --- hooks ----------------------------------------------------------------------------
     def on_train_begin(self, run_context: RunContext) -> None:
@@ -233,7 +236,9 @@ class SummaryCollector(Callback):
         record = self._record
         if record is None or params.get("mode", "train") != "train":
             return
-        step = int(params.cur_step_num)
+        step = params["cur_step_num"]
+        if type(step) is not int:
+            step = int(step)
         if not self._graph_saved:
             self._graph_saved = True
             if self._specified.get("collect_graph"):
@@ -247,11 +252,12 @@ class SummaryCollector(Callback):
             self._tensor_steps = self._tensor_range(params)
             self._collect(params, record, step, plugin_filter=None)
             self._tensor_count += 1
-            record.flush()
+            record.flush(fsync=False)  # visible at once; durability comes at epoch/train end
             return
-        current = int(params.cur_epoch_num) if self._sink else step
+        current = int(params["cur_epoch_num"]) if self._sink else step
         regular = current % self._collect_freq == 0
-        tensor = self._is_tensor_step(current)
+        steps = self._tensor_steps
+        tensor = current in steps if steps is not None else self._is_tensor_step(current)
         if regular and tensor:
             self._collect(params, record, step, plugin_filter=None)
         elif tensor:
@@ -273,7 +279,7 @@ class SummaryCollector(Callback):
                 record.add_scalar(f"eval/{name}", value, step)
             except (TypeError, ValueError):
                 continue  # a non-scalar metric (e.g. a confusion matrix) has no curve
-        record.flush()
+        record.flush(fsync=False)  # readers see the epoch; fsynced at the end of training
         self._forward("on_train_epoch_end", run_context)
 
     def on_train_end(self, run_context: RunContext) -> None:
@@ -332,11 +338,12 @@ class SummaryCollector(Callback):
     def _collect(
         self, params: CallbackParams, record: SummaryRecord, step: int, plugin_filter: Any
     ) -> None:
-        if self._specified.get("collect_input_data"):
+        specified = self._specified
+        if specified.get("collect_input_data"):
             self._collect_input_data(params, record)
-        if self._specified.get("collect_metric"):
+        if specified.get("collect_metric"):
             self._collect_metric(params, record)
-        if "histogram_regular" in self._specified:
+        if "histogram_regular" in specified:
             self._collect_histograms(params, record)
         record.record(step, plugin_filter=plugin_filter)
         self._last_step = step
@@ -349,7 +356,12 @@ class SummaryCollector(Callback):
                 self._metric_ok = False
             else:
                 record.add_value("scalar", "loss/auto", loss)
-        lr = _learning_rate(params.get("optimizer"))
+        group = self._lr_group
+        lr = group.get("lr") if group is not None else None
+        if type(lr) is not float:  # a tensor lr, or the first step: the general path
+            lr = _learning_rate(params.get("optimizer"))
+            groups = getattr(params.get("optimizer"), "param_groups", None)
+            self._lr_group = groups[0] if groups else None  # a scheduler updates this dict
         if lr is not None:
             record.add_value("scalar", "learning_rate/auto", lr)
 

@@ -341,8 +341,22 @@ def scalars_event_bytes(pairs: list[tuple[str, float]], step: int, wall_time: fl
 
 
 def scalar_event_bytes(tag: str, value: float, step: int, wall_time: float) -> bytes:
-    """One scalar's event bytes (see ``scalars_event_bytes``)."""
-    return scalars_event_bytes([(tag, value)], step, wall_time)
+    """One scalar's event bytes (see ``scalars_event_bytes``), the most common event."""
+    try:
+        val = _tag_prefix(tag) + b"\x15" + _FLOAT.pack(value)
+    except OverflowError:  # beyond float32: protobuf stores +-inf
+        return event(step, wall_time, [scalar(tag, value)]).SerializeToString()
+    n = len(val)
+    if n < 126:  # both lengths fit one varint byte
+        body = b"\x2a" + bytes((n + 2, 0x0A, n)) + val
+    else:
+        summ = b"\x0a" + _varint(n) + val
+        body = b"\x2a" + _varint(len(summ)) + summ
+    if step:
+        body = (b"\x10" + (bytes((step,)) if 0 < step < 128 else _varint(step))) + body
+    if wall_time or _DOUBLE.pack(wall_time) != _ZERO8:  # proto3 leaves zero fields out
+        body = b"\x09" + _DOUBLE.pack(wall_time) + body
+    return body
 
 
 _ZERO8 = bytes(8)

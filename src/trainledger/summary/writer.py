@@ -142,11 +142,12 @@ class EventFileWriter:
         # Hand the bytes to the OS (no fsync) so live readers see whole records promptly.
         self._fh.flush()
 
-    def flush(self) -> None:
-        """Push buffered bytes to the OS and fsync them."""
+    def flush(self, fsync: bool = True) -> None:
+        """Push buffered bytes to the OS and (by default) fsync them."""
         if self._fh is not None:
             self._fh.flush()
-            os.fsync(self._fh.fileno())
+            if fsync:
+                os.fsync(self._fh.fileno())
 
     def _sync_and_close(self) -> None:
         fh, self._fh = self._fh, None
@@ -216,10 +217,12 @@ class AsyncEventWriter:
     def pending_error(self) -> BaseException | None:
         return self._worker.pending_error()
 
-    def flush(self) -> None:
-        """Return once everything submitted is written and fsynced; raise a pending error."""
+    def flush(self, fsync: bool = True) -> None:
+        """Return once everything submitted is written (and fsynced, unless ``fsync=False``);
+        raise a pending error."""
         if not self._closed:
-            self._worker.submit(self._guarded(self.file_writer.flush))
+            writer = self.file_writer
+            self._worker.submit(self._guarded(lambda: writer.flush(fsync)))
         self._worker.flush()
 
     def close(self) -> None:
