@@ -50,6 +50,10 @@ def test_model_adds_a_bar_only_on_a_tty(monkeypatch: pytest.MonkeyPatch) -> None
     model().train(1, data(), callbacks=[Grab(), mine])
     bars = [cb for cb in seen[-1] if isinstance(cb, ProgressBar)]
     assert bars == [mine]  # not added twice
+    quiet = model()
+    quiet.show_progress = False
+    quiet.train(1, data(), callbacks=Grab())
+    assert not any(isinstance(cb, ProgressBar) for cb in seen[-1])
 
 
 def test_bad_refresh_interval() -> None:

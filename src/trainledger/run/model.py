@@ -72,7 +72,12 @@ class Model(EvalMixin):
             label) at these three positions, as in MindSpore.
         amp_level: "O0" (off), "O1"/"O2"/"O3"/"auto": ``torch.autocast`` (see ``run/_amp.py``).
         boost_level: accepted for MindSpore compatibility; a no-op on this host.
+
+    ``train``/``fit`` add a ``ProgressBar`` when stdout is a terminal and no ProgressBar was
+    passed; set ``model.show_progress = False`` (or the class attribute) to turn that off.
     """
+
+    show_progress: bool = True
 
     def __init__(
         self,
@@ -386,7 +391,7 @@ class Model(EvalMixin):
     ) -> CallbackManager:
         """Validated callbacks; on a TTY a ProgressBar is appended unless one was given."""
         cbs = _as_list(callbacks)
-        if progress and stdout_is_tty():
+        if progress and self.show_progress and stdout_is_tty():
             # The one reference from run/ to callbacks/: lazy and optional, so run/ imports
             # alone and the default bar costs nothing off a terminal.
             from trainledger.callbacks.progress import ProgressBar
