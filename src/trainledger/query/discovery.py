@@ -13,7 +13,6 @@ import os
 import re
 import stat
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,6 +129,8 @@ class DirListing:
     trusted: bool = False
     # lineage files whose writer has exited: name -> (size, mtime_ns), never stat'ed again
     final: dict[str, tuple[int, int]] = field(default_factory=dict, compare=False)
+    # the files tuple once every lineage file is final (then nothing is stat'ed but the dir)
+    settled: list[tuple[tuple[str, int, int], ...]] = field(default_factory=list, compare=False)
 
     def to_json(self) -> list[Any]:
         return [self.mtime_ns, [n for n, _ in self.lineage], [list(c) for c in self.children],
@@ -212,6 +213,8 @@ class Scanner:
 
     @staticmethod
     def _stat_files(listing: DirListing) -> tuple[tuple[str, int, int], ...] | None:
+        if listing.settled:
+            return listing.settled[0]
         out = []
         os_stat, is_reg, final = os.stat, stat.S_ISREG, listing.final
         for name, full in listing.lineage:
@@ -229,7 +232,10 @@ class Scanner:
             if gone:
                 final[name] = (st.st_size, st.st_mtime_ns)
             out.append((name, st.st_size, st.st_mtime_ns))
-        return tuple(out)
+        files = tuple(out)
+        if len(final) == len(listing.lineage):
+            listing.settled.append(files)
+        return files
 
     def scan(self) -> list[RunFiles]:
         """Run directories (directories holding lineage files) under the base.
@@ -244,36 +250,38 @@ class Scanner:
         current: dict[str, RunFiles] = {}
         runs: list[RunFiles] = []
         seen: set[str] = set()
-        queue: deque[tuple[str, str, int]] = deque([(self.base, ".", 0)])
         old_cache, os_stat, stat_files = self._cache, os.stat, self._stat_files
-        while queue:
-            path, rel, depth = queue.popleft()
-            if path in seen:
-                continue
-            seen.add(path)
-            try:
-                mtime_ns = os_stat(path).st_mtime_ns
-            except OSError:
-                continue
-            listing = old_cache.get(path)
-            files = None
-            if listing is not None and listing.mtime_ns == mtime_ns and listing.trusted:
-                files = stat_files(listing)
-            if listing is None or files is None:
-                listing = self._list(path, mtime_ns)
-                files = stat_files(listing) or ()
-                changed[path] = listing
-            cache[path] = listing
-            if files:
-                summary_dir = "./" if rel == "." else rel
-                run = previous.get(path)
-                if run is None or run.files != files or run.summary_dir != summary_dir:
-                    run = RunFiles(summary_dir, path, files)
-                current[path] = run
-                runs.append(run)
-            if depth < self.max_depth:
-                for name, child in listing.children:
-                    queue.append((child, f"{rel}/{name}", depth + 1))
+        level: list[tuple[str, str]] = [(self.base, "./")]
+        for depth in range(self.max_depth + 1):  # breadth first, one level at a time
+            below: list[tuple[str, str]] = []
+            for path, summary_dir in level:
+                if path in seen:
+                    continue
+                seen.add(path)
+                try:
+                    mtime_ns = os_stat(path).st_mtime_ns
+                except OSError:
+                    continue
+                listing = old_cache.get(path)
+                files = None
+                if listing is not None and listing.mtime_ns == mtime_ns and listing.trusted:
+                    files = stat_files(listing)
+                if listing is None or files is None:
+                    listing = self._list(path, mtime_ns)
+                    files = stat_files(listing) or ()
+                    changed[path] = listing
+                cache[path] = listing
+                if files:
+                    run = previous.get(path)
+                    if run is None or (run.files is not files and run.files != files) \
+                            or run.summary_dir != summary_dir:
+                        run = RunFiles(summary_dir, path, files)
+                    current[path] = run
+                    runs.append(run)
+                if depth < self.max_depth and listing.children:
+                    prefix = summary_dir if depth == 0 else summary_dir + "/"
+                    below.extend((child, prefix + name) for name, child in listing.children)
+            level = below
         for path in old_cache.keys() - cache.keys():
             changed[path] = None
         self._cache = cache
