@@ -170,6 +170,9 @@ def main() -> None:
             if not base.exists():
                 seconds, _ = _timed(lambda b=base, k=n: generate(b, k))
                 print(f"generated {n} runs in {seconds:.1f} s", file=sys.stderr)
+                # runs finished a moment ago, not this instant: past the scanner's 2 s window
+                # in which a directory listing is not yet trusted
+                time.sleep(2.5)
             results[n] = bench_ours(base, args.reps)
             r = results[n]
             print(f"N={n:>6}: cold {r['cold']*1e3:9.1f} ms | warm filter "
