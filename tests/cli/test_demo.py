@@ -14,13 +14,29 @@ from trainledger.cli.main import cli
 
 
 @pytest.mark.slow
-def test_demo_trains_runs_and_prints_table(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["demo", "--out", str(tmp_path / "runs")])
+def test_demo_trains_runs_and_prints_lineage_table(tmp_path: Path) -> None:
+    from trainledger.checkpoint import latest_checkpoint
+    from trainledger.lineage.reader import read_lineage
+    from trainledger.summary.reader import read_scalars
+
+    out = tmp_path / "runs"
+    result = CliRunner().invoke(cli, ["demo", "--out", str(out)])
     assert result.exit_code == 0, result.output
     for name in ("mlp_sgd", "mlp_momentum", "mlp_adam", "cnn_adam"):
-        assert (tmp_path / "runs" / name).is_dir()
-        assert name in result.output
-    assert "accuracy" in result.output and "optimizer" in result.output
+        run = out / name
+        lineage = read_lineage(run)  # train + eval lineage for every run
+        assert lineage["hyper_parameters"]["optimizer"] in ("SGD", "Adam")
+        assert 0.8 < lineage["metric"]["accuracy"] <= 1.0
+        assert lineage["user_defined"]["arch"] in ("mlp", "cnn")
+        assert lineage["run"]["status"] == "finished"
+        ckpt = latest_checkpoint(run / "ckpt")
+        assert ckpt is not None and lineage["model"]["path"]  # checkpoints recorded
+        assert "loss/auto" in read_scalars(run)  # TensorBoard summaries
+        assert f"./{name}" in result.output
+    # the table is the lineage query's answer, not squeezed when the output is not a terminal
+    assert "4 of 4 runs" in result.output
+    assert "DigitsCNN" in result.output and "accuracy" in result.output
+    assert f"trainledger ui {out}" in result.output
 
 
 @pytest.mark.slow

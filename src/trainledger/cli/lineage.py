@@ -25,7 +25,7 @@ __all__ = ["lineage", "show", "render_table", "format_value"]
 _TABLE_FIELDS = (
     "network", "optimizer", "learning_rate", "batch_size", "epoch", "loss", "dataset_mark",
 )
-_LABELS = {"learning_rate": "lr", "batch_size": "batch", "train_dataset_count": "train n",
+_LABELS = {"learning_rate": "lr", "loss": "train loss", "batch_size": "batch", "train_dataset_count": "train n",
            "test_dataset_count": "test n", "dataset_mark": "data", "device_num": "devices",
            "model_size": "model size", "loss_function": "loss fn"}
 
@@ -80,6 +80,11 @@ def render_table(result: dict[str, Any], console: Any = None, *, title: str | No
             *(format_value(row.get(c)) for c in custom),
             *(format_value(row.get(c)) for c in extra),
         )
+    if not console.is_terminal:  # piped or captured: never squeeze columns to 80 characters
+        from rich.measure import Measurement
+
+        options = console.options.update(max_width=10_000)
+        console.width = max(console.width, Measurement.get(console, options, table).maximum)
     console.print(table)
     return table
 

@@ -1,9 +1,10 @@
-"""The offline demo: a few small runs on scikit-learn's digits, then a table of the runs.
+"""The offline demo: a few small runs on scikit-learn's digits, then the lineage table.
 
-Each run has its own function that builds its network, optimizer and callbacks, so adding a
-collector (summary, lineage, checkpoint) to a run is a one-line change in that function.
-``run_demo`` returns one row per run and prints the table; ``print_runs`` is separate so the
-table can later come from the lineage query instead.
+Each run has its own function that builds its network, optimizer and callbacks;
+``fit_and_score`` adds what every run records: checkpoints (``ModelCheckpoint``), summaries
+and train/eval lineage (``SummaryCollector``) and the final score (``EvalLineage``). The table
+printed at the end is not built from the rows the runs returned: it is the answer of
+``filter_summary_lineage`` over the output directory, i.e. what a user gets back later.
 
 The digits set (1,797 8x8 images of handwritten digits, 10 classes) ships inside
 scikit-learn, so the demo needs no download. The whole demo takes seconds on 2 CPU cores.
@@ -19,19 +20,22 @@ from typing import Any
 import numpy as np
 import torch
 from rich.console import Console
-from rich.table import Table
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from trainledger.callbacks.checkpoint import ModelCheckpoint
 from trainledger.callbacks.early_stopping import EarlyStopping
 from trainledger.callbacks.history import History
+from trainledger.callbacks.lineage import EvalLineage
+from trainledger.callbacks.summary_collector import SummaryCollector
+from trainledger.checkpoint.config import CheckpointConfig
 from trainledger.run.callback import Callback
 from trainledger.run.model import Model
 
 __all__ = [
     "DigitsData",
     "load_digits_data",
-    "print_runs",
+    "print_lineage",
     "run_cnn_adam",
     "run_demo",
     "run_mlp_adam",
@@ -82,20 +86,42 @@ def load_digits_data(test_fraction: float = 0.2) -> DigitsData:
     )
 
 
+class DigitsMLP(nn.Module):
+    """A one-hidden-layer MLP over the 64 pixels (named, so lineage shows its class)."""
+
+    def __init__(self, hidden: int = 64) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)
+
+
+class DigitsCNN(nn.Module):
+    """A two-convolution CNN over the 1x8x8 images."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(
+            nn.Conv2d(1, 8, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),  # 8x4x4
+            nn.Conv2d(8, 16, 3, padding=1),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(16 * 4 * 4, 10),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)
+
+
 def mlp(hidden: int = 64) -> nn.Module:
-    return nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10))
+    return DigitsMLP(hidden)
 
 
 def cnn() -> nn.Module:
-    return nn.Sequential(
-        nn.Conv2d(1, 8, 3, padding=1),
-        nn.ReLU(),
-        nn.MaxPool2d(2),  # 8x4x4
-        nn.Conv2d(8, 16, 3, padding=1),
-        nn.ReLU(),
-        nn.Flatten(),
-        nn.Linear(16 * 4 * 4, 10),
-    )
+    return DigitsCNN()
 
 
 def next_run_dir(out: Path, name: str) -> Path:
@@ -119,16 +145,28 @@ def fit_and_score(
     callbacks: list[Callback],
     image: bool = False,
 ) -> dict[str, Any]:
-    """Fit one run, evaluating every epoch; return its table row."""
+    """Fit one run with checkpoints, summaries and lineage; return its table row."""
     model = Model(network, nn.CrossEntropyLoss(), optimizer, metrics=METRICS)
     history = next((cb for cb in callbacks if isinstance(cb, History)), None)
-    model.fit(
-        epochs,
-        data.train_loader(batch_size, image),
-        data.test_loader(image),
-        callbacks=callbacks,
-    )
-    result = model.eval(data.test_loader(image))
+    train_loader = data.train_loader(batch_size, image)
+    recorders: list[Callback] = [
+        ModelCheckpoint(
+            prefix=run_dir.name,
+            directory=run_dir / "ckpt",
+            config=CheckpointConfig(save_checkpoint_steps=len(train_loader), keep_checkpoint_max=2),
+        ),
+        SummaryCollector(
+            run_dir,
+            collect_freq=10,
+            # sample images for the CNN runs; the MLP runs see flat pixel vectors
+            collect_specified_data={"collect_input_data": image},
+            custom_lineage_data={"arch": "cnn" if image else "mlp", "seed": SEED},
+        ),
+    ]
+    model.fit(epochs, train_loader, data.test_loader(image), callbacks=recorders + callbacks)
+    # The final score (after EarlyStopping may have restored the best weights) is what the
+    # run's lineage reports.
+    result = model.eval(data.test_loader(image), callbacks=[EvalLineage(run_dir)])
     return {
         "run_dir": str(run_dir),
         "optimizer": type(optimizer).__name__,
@@ -218,7 +256,7 @@ RUNS: tuple[Callable[[Path, DigitsData], dict[str, Any]], ...] = (
 
 
 def run_demo(out: Path, console: Console | None = None) -> list[dict[str, Any]]:
-    """Train every demo run under ``out``, print the table of runs, return its rows."""
+    """Train every demo run under ``out``, print the lineage table of ``out``, return the rows."""
     console = console if console is not None else Console()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -232,29 +270,20 @@ def run_demo(out: Path, console: Console | None = None) -> list[dict[str, Any]]:
         row = run(out, data)
         console.print(f"  {Path(row['run_dir']).name}: accuracy {row['accuracy']:.4f}")
         rows.append(row)
-    print_runs(rows, console, base=out)
+    print_lineage(out, console)
     return rows
 
 
-def print_runs(rows: list[dict[str, Any]], console: Console, base: Path | None = None) -> None:
-    """The runs as a table, best accuracy first; run dirs shown relative to ``base``."""
-    title = "demo runs, best accuracy first" + (f" (under {base})" if base is not None else "")
-    table = Table(title=title)
-    table.add_column("run dir", no_wrap=True)
-    table.add_column("optimizer")
-    for column in ("lr", "batch", "epochs", "accuracy", "loss"):
-        table.add_column(column, justify="right")
-    for row in sorted(rows, key=lambda r: -r["accuracy"]):
-        run_dir = Path(row["run_dir"])
-        if base is not None and run_dir.is_relative_to(base):
-            run_dir = run_dir.relative_to(base)
-        table.add_row(
-            str(run_dir),
-            row["optimizer"],
-            f"{row['lr']:g}",
-            str(row["batch"]),
-            str(row["epochs"]),
-            f"{row['accuracy']:.4f}",
-            f"{row['loss']:.4f}",
-        )
-    console.print(table)
+def print_lineage(out: Path, console: Console) -> None:
+    """The lineage table of every run under ``out`` (best accuracy first), then how to browse."""
+    from trainledger.cli.lineage import render_table
+    from trainledger.query.api import filter_summary_lineage
+
+    result = filter_summary_lineage(
+        str(out), {"sorted_name": "metric/accuracy", "sorted_type": "descending"}
+    )
+    render_table(result, console, title=f"lineage of the runs under {out}, best accuracy first")
+    console.print(
+        f"Query them again: trainledger lineage {out} --where 'metric/accuracy > 0.9'\n"
+        f"Browse them:      trainledger ui {out}   then open http://127.0.0.1:8080/"
+    )
