@@ -25,7 +25,8 @@ __all__ = ["lineage", "show", "render_table", "format_value"]
 _TABLE_FIELDS = (
     "network", "optimizer", "learning_rate", "batch_size", "epoch", "loss", "dataset_mark",
 )
-_LABELS = {"learning_rate": "lr", "loss": "train loss", "batch_size": "batch", "train_dataset_count": "train n",
+_LABELS = {"learning_rate": "lr", "loss": "train loss", "batch_size": "batch",
+           "train_dataset_count": "train n",
            "test_dataset_count": "test n", "dataset_mark": "data", "device_num": "devices",
            "model_size": "model size", "loss_function": "loss fn"}
 
