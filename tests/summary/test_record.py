@@ -357,3 +357,11 @@ def test_flush_without_fsync_makes_data_visible(tmp_path, monkeypatch):
         assert read_scalars(tmp_path)["x"][0].tolist() == [1]
         assert synced == []
     assert synced  # close() fsyncs
+
+
+def test_unusable_log_dir_is_a_summary_write_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(SummaryWriteError, match="cannot create an event file") as info:
+        SummaryRecord(blocker / "run")
+    assert isinstance(info.value.__cause__, OSError)

@@ -13,8 +13,13 @@ Differences from MindSpore, on purpose:
 Lineage plugins (``train_lineage``, ``eval_lineage``, ``dataset_graph``,
 ``custom_lineage_data``) are not TensorBoard data: ``add_value`` keeps the latest value per
 plugin and name in ``record.lineage_values`` (``{plugin: {name: value}}``) and, when a
-``lineage_handler`` is attached (the lineage writer does this), calls it with
-``(plugin, name, value)``. Event files never contain lineage.
+``lineage_handler`` is attached, calls it with ``(plugin, name, value)``. Event files never
+contain lineage. (``SummaryCollector`` does not go through here: it drives ``TrainLineage`` /
+``EvalLineage``, which accept a SummaryRecord and write next to its files.)
+
+Writes are batched to the writer thread (256 events or 0.2 s) and handed to the OS after each
+batch; ``flush()`` waits for them (and fsyncs). A record that is never closed still writes its
+last events when it is garbage-collected or at interpreter exit.
 """
 
 from __future__ import annotations

@@ -82,9 +82,16 @@ class EventFileWriter:
         self._size = 0
         self._header_size = 0
         self._unchecked = 0
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self._check_space(0, force=True)
-        self._open_new_file()
+        try:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            self._check_space(0, force=True)
+            self._open_new_file()
+        except DiskSpaceError:
+            raise
+        except OSError as exc:
+            raise SummaryWriteError(
+                f"cannot create an event file in {self.log_dir}: {type(exc).__name__}: {exc}"
+            ) from exc
 
     @property
     def path(self) -> Path:
