@@ -209,7 +209,7 @@ def test_graph_is_a_text_summary_written_once(tmp_path):
     graphs = [
         v for e in iter_events(tmp_path) for v in e.summary.value if v.tag == "train_network/auto"
     ]
-    assert len(graphs) == 1 and graphs[0].tensor.string_val[0].decode() == str(net)
+    assert len(graphs) == 1 and graphs[0].tensor.string_val[0].decode() == f"```\n{net}\n```"
     assert graphs[0].metadata.plugin_data.plugin_name == "text"
 
 

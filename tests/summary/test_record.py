@@ -89,7 +89,7 @@ def test_network_graph_written_once_as_text(tmp_path):
     graph = [v for e in iter_events(tmp_path) for v in e.summary.value if v.tag == GRAPH_TAG]
     assert len(graph) == 1
     assert graph[0].metadata.plugin_data.plugin_name == "text"
-    assert graph[0].tensor.string_val[0].decode() == str(net)
+    assert graph[0].tensor.string_val[0].decode() == f"```\n{net}\n```"
 
 
 @pytest.mark.parametrize(

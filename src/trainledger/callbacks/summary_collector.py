@@ -12,9 +12,9 @@ lineage is written by the one lineage writer, exactly as those callbacks write i
 Differences from MindSpore, on purpose:
 
 * the learning rate is also a scalar curve (MindSpore only puts it in lineage);
-* ``collect_graph`` writes a text summary of the module tree (``str(network)``, TensorBoard's
-  Text tab): a TensorBoard GraphDef needs a traced example input, which a callback cannot
-  choose safely;
+* ``collect_graph`` writes a text summary of the module tree (``str(network)`` as a Markdown
+  code block, TensorBoard's Text tab): a TensorBoard GraphDef needs a traced example input,
+  which a callback cannot choose safely;
 * ``collect_landscape`` is accepted and validated, but computing the loss landscape is a later
   issue: nothing is saved for it yet;
 * ``num_process`` is accepted and validated; one background thread writes (the work is I/O);
@@ -45,6 +45,7 @@ from trainledger.callbacks._summary_options import (
 )
 from trainledger.callbacks.lineage import EvalLineage, TrainLineage
 from trainledger.run.callback import Callback, CallbackParams, RunContext
+from trainledger.summary.encoders import module_tree_text
 from trainledger.summary.export import process_export_options
 from trainledger.summary.record import SummaryRecord
 
@@ -244,7 +245,7 @@ class SummaryCollector(Callback):
             if self._specified.get("collect_graph"):
                 network = params.get("network") or params.get("train_network")
                 if network is not None:  # written with the first collection, just below
-                    record.add_value("graph", "train_network/auto", str(network))
+                    record.add_value("graph", "train_network/auto", module_tree_text(network))
         if step == self._last_step:
             return  # never twice for the same step
         if self._first_step:

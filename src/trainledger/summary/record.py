@@ -8,7 +8,8 @@ Differences from MindSpore, on purpose:
 * ``max_file_size`` rolls over to a new file instead of dropping data;
 * a disk-space guard refuses to write when less than ``min_free_bytes`` would stay free
   (``DiskSpaceError``), instead of filling the disk;
-* ``graph`` is a text summary of the module tree (``str(network)``), not a MindSpore graph.
+* ``graph`` is a text summary of the module tree (``str(network)`` in a Markdown code block),
+  not a MindSpore graph.
 
 Lineage plugins (``train_lineage``, ``eval_lineage``, ``dataset_graph``,
 ``custom_lineage_data``) are not TensorBoard data: ``add_value`` keeps the latest value per
@@ -270,7 +271,7 @@ class SummaryRecord:
         if not self._graph_written:
             network = train_network if train_network is not None else self._network
             if network is not None:
-                self._pending.setdefault(("graph", GRAPH_TAG), str(network))
+                self._pending.setdefault(("graph", GRAPH_TAG), encoders.module_tree_text(network))
                 self._graph_written = True
         pending = self._pending
         if plugin_filter is None:
