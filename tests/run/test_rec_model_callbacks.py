@@ -219,3 +219,24 @@ def test_summary_collector_inside_online_train(tmp_path: Path) -> None:
     assert scalars["eval/auc"][0].tolist() == [12]
     assert scalars["eval/auc"][2][0] == pytest.approx(ends["auc"], rel=1e-6)
     assert scalars["eval/logloss"][2][0] == pytest.approx(ends["logloss"], rel=1e-6)
+
+
+def test_bad_records_of_a_stream_reach_the_run_lineage(tmp_path: Path) -> None:
+    from trainledger.data import QueueStream
+
+    def collate(records: list[dict[str, Any]]) -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.tensor([r["x"] for r in records], dtype=torch.float32)
+        return x, torch.tensor([float(r["y"]) for r in records])
+
+    stream = QueueStream(64, batch_size=4, collate_fn=collate)
+    good = [{"x": [0.1, 0.2, 0.3, 0.4], "y": i % 2} for i in range(16)]
+    bad = [{"x": "not numbers", "y": 1}, {"y": 0}, {"x": [1.0], "y": 1}]
+    with pytest.warns(Warning):
+        for record in good[:6] + bad + good[6:]:
+            stream.put(record)
+        stream.end()
+        _model().online_train(stream, callbacks=[TrainLineage(str(tmp_path))])
+    run = read_lineage(tmp_path)["run"]
+    assert stream.bad_records == 3
+    assert run["bad_records"] == 3
+    assert run["status"] == "finished"

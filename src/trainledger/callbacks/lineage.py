@@ -351,6 +351,7 @@ class TrainLineage(_LineageCallback):
             dataset_fingerprint=self._dataset.fingerprint if self._dataset else None,
             checkpoints=checkpoints,
             error=error,
+            bad_records=as_int(params.get("bad_records")),
         )
 
 

@@ -3,7 +3,8 @@
 Why one place: both sources must treat a bad record the same way (count it, warn, skip it,
 never stop the trainer), and both must hand the trainer the same kind of batch. A record is
 bad when the user's ``parse`` raises on it, or when it makes ``collate_fn`` raise: a failing
-batch is re-collated record by record so that only the offending records are dropped.
+batch is re-collated record by record, and records whose shapes do not match the majority of
+the batch are dropped, so that only the offending records are lost.
 """
 
 from __future__ import annotations
@@ -87,11 +88,9 @@ class RecordBatcher:
             try:
                 return self.collate_fn([record for record, _ in pending])
             except Exception:
-                good = self._drop_uncollatable(pending)
+                good = self._largest_compatible_group(pending)
                 if not good:
                     continue
-                # Records that collate alone may still not collate together (e.g. ragged
-                # shapes); then the whole remainder is unusable.
                 try:
                     return self.collate_fn([record for record, _ in good])
                 except Exception as exc:
@@ -99,13 +98,39 @@ class RecordBatcher:
                         self.bad(where, f"collate_fn raised {type(exc).__name__}: {exc}")
         return None
 
-    def _drop_uncollatable(self, pending: list[tuple[Any, str]]) -> list[tuple[Any, str]]:
-        good: list[tuple[Any, str]] = []
+    def _largest_compatible_group(self, pending: list[tuple[Any, str]]) -> list[tuple[Any, str]]:
+        """The records of a failed batch that can form a batch; the others are counted bad.
+
+        A record that does not collate alone is bad. Records that collate alone may still not
+        collate together (ragged shapes): they are grouped by the structure of their one-record
+        batch and the largest group is kept (the first one on a tie), so one odd record never
+        takes good records down with it.
+        """
+        groups: dict[Any, list[tuple[Any, str]]] = {}
         for record, where in pending:
             try:
-                self.collate_fn([record])
+                single = self.collate_fn([record])
             except Exception as exc:
                 self.bad(where, f"collate_fn raised {type(exc).__name__}: {exc}")
             else:
-                good.append((record, where))
-        return good
+                groups.setdefault(_signature(single), []).append((record, where))
+        if not groups:
+            return []
+        keep = max(groups.values(), key=len)
+        for group in groups.values():
+            if group is not keep:
+                for _, where in group:
+                    self.bad(where, "its shape does not match the other records of the batch")
+        return keep
+
+
+def _signature(batch: Any) -> Any:
+    """The structure of a collated batch: per-sample shapes and dtypes, nested containers."""
+    shape = getattr(batch, "shape", None)
+    if shape is not None:
+        return ("array", tuple(shape[1:]), str(getattr(batch, "dtype", "")))
+    if isinstance(batch, dict):
+        return ("dict", tuple((k, _signature(v)) for k, v in sorted(batch.items(), key=str)))
+    if isinstance(batch, (list, tuple)):
+        return (type(batch).__name__, tuple(_signature(v) for v in batch))
+    return ("value", type(batch).__name__)

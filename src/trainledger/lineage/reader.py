@@ -26,7 +26,7 @@ Contract (used by ``trainledger.query``; no torch needed):
     start_time, end_time, duration, total_steps, epochs_done, hostname, pid, rank, command
     (str), python_version, torch_version, trainledger_version, git_commit, git_dirty, seed,
     dataset_fingerprint, train_dataset_fingerprint, valid_dataset_fingerprint,
-    checkpoints ([{"path", "size"}]), error.
+    checkpoints ([{"path", "size"}]), error, bad_records (records a streaming source skipped).
 
 ``read_record(run_dir) -> LineageRecord | None``
     The same data as a dataclass with raw facts for querying: ``loss``, ``learning_rate``
@@ -397,6 +397,7 @@ _RUN_SCALARS = (
     "seed",
     "dataset_fingerprint",
     "error",
+    "bad_records",
 )
 
 

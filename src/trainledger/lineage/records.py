@@ -98,6 +98,7 @@ class RunValues:
     dataset_fingerprint: str | None = None
     checkpoints: Sequence[tuple[str, int | None]] = field(default_factory=list)
     error: str | None = None
+    bad_records: int | None = None
 
 
 def _event(wall_time: float | None, step: int | None = None) -> pb.LineageEvent:
@@ -198,6 +199,7 @@ def run_event(values: RunValues, wall_time: float | None = None) -> pb.LineageEv
         "git_dirty",
         "dataset_fingerprint",
         "error",
+        "bad_records",
     ):
         _set(run, name, getattr(values, name))
     if values.seed is not None and 0 <= int(values.seed) < 2**64:
