@@ -179,8 +179,41 @@ def test_files_of_exited_writers_are_not_stat_again(tmp_path: Path,
         child.kill()
         child.wait()
     scanner.scan()  # writer gone: this stat is the file's last
+    live_path, mindspore_path = str(live.resolve()), str(mindspore.resolve())
     stats.clear()
     (found,) = scanner.scan()
-    assert str(live) not in [os.path.realpath(p) for p in stats]  # final: not stat'ed again
-    assert str(mindspore.resolve()) in [os.path.realpath(p) for p in stats]  # unknown writer
+    assert live_path not in [os.path.realpath(p) for p in stats]  # final: not stat'ed again
+    assert mindspore_path in [os.path.realpath(p) for p in stats]  # unknown writer
     assert dict((n, s) for n, s, _ in found.files)[live.name] == 5
+
+
+def test_final_files_are_remembered_by_new_processes(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    from trainledger.lineage.naming import lineage_file_name
+    from trainledger.query import discovery
+    from trainledger.query.index import LineageIndex
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    run = write_run(tmp_path, "r", metrics={"acc": 0.5})
+    (src,) = run.iterdir()
+    final = run / lineage_file_name(1_800_000_000, 0, None, int(dead.stdout), 0)
+    src.rename(final)
+    with LineageIndex(tmp_path) as index:
+        for path in (run, tmp_path):
+            _age(path, 100)
+        index.refresh()
+        index.refresh()  # the writer is gone: the listing is settled and saved
+    final_path, run_path = str(final.resolve()), str(run.resolve())
+    stats: list[str] = []
+    real_stat = os.stat
+    monkeypatch.setattr(discovery.os, "stat", lambda p, **kw: (
+        stats.append(os.path.realpath(p)), real_stat(p, **kw))[1])
+    with LineageIndex(tmp_path) as fresh:
+        assert fresh.query({"metric/acc": {"eq": 0.5}})["count"] == 1
+    monkeypatch.undo()
+    assert final_path not in stats  # remembered as final: only its directory is stat'ed
+    assert run_path in stats

@@ -133,15 +133,22 @@ class DirListing:
     settled: list[tuple[tuple[str, int, int], ...]] = field(default_factory=list, compare=False)
 
     def to_json(self) -> list[Any]:
+        settled = [list(f) for f in self.settled[0]] if self.settled else None
         return [self.mtime_ns, [n for n, _ in self.lineage], [list(c) for c in self.children],
-                self.listed_at_ns]
+                self.listed_at_ns, settled]
 
     @classmethod
     def from_json(cls, path: str, data: list[Any]) -> DirListing:
-        mtime_ns, names, children, listed_at = data
-        return cls(int(mtime_ns), tuple((n, os.path.join(path, n)) for n in names),
-                   tuple((str(a), str(b)) for a, b in children), int(listed_at),
-                   int(listed_at) - int(mtime_ns) > Scanner.RACY_NS)
+        mtime_ns, names, children, listed_at, settled = data
+        listing = cls(int(mtime_ns), tuple((n, f"{path}/{n}") for n in names),
+                      tuple((str(a), str(b)) for a, b in children), int(listed_at),
+                      int(listed_at) - int(mtime_ns) > Scanner.RACY_NS)
+        if settled is not None:
+            files = tuple((str(n), int(s), int(m)) for n, s, m in settled)
+            if [n for n, _, _ in files] == list(names):
+                listing.settled.append(files)
+                listing.final.update({n: (s, m) for n, s, m in files})
+        return listing
 
 
 class Scanner:
@@ -265,7 +272,10 @@ class Scanner:
                 listing = old_cache.get(path)
                 files = None
                 if listing is not None and listing.mtime_ns == mtime_ns and listing.trusted:
+                    was_settled = bool(listing.settled)
                     files = stat_files(listing)
+                    if not was_settled and listing.settled:
+                        changed[path] = listing  # now final: save that too
                 if listing is None or files is None:
                     listing = self._list(path, mtime_ns)
                     files = stat_files(listing) or ()

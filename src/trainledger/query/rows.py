@@ -164,10 +164,15 @@ def all_records(conn: sqlite3.Connection) -> list[semantics.Record]:
 
 def load_listings(conn: sqlite3.Connection) -> dict[str, DirListing]:
     """The saved directory listings (a damaged entry is skipped: listed again)."""
+    rows = conn.execute("SELECT path, data FROM listings").fetchall()
+    try:  # one decode for all rows (fast); per row only if some row is damaged
+        decoded = json.loads("[" + ",".join(data for _, data in rows) + "]")
+    except ValueError:
+        decoded = [None] * len(rows)
     out = {}
-    for path, data in conn.execute("SELECT path, data FROM listings"):
+    for (path, data), item in zip(rows, decoded, strict=True):
         try:
-            out[path] = DirListing.from_json(path, json.loads(data))
+            out[path] = DirListing.from_json(path, item if item is not None else json.loads(data))
         except (ValueError, TypeError):
             continue
     return out
