@@ -131,6 +131,8 @@ class DirListing:
     final: dict[str, tuple[int, int]] = field(default_factory=dict, compare=False)
     # the files tuple once every lineage file is final (then nothing is stat'ed but the dir)
     settled: list[tuple[tuple[str, int, int], ...]] = field(default_factory=list, compare=False)
+    # [summary_dir, ((child path, child summary_dir), ...)]: reused while the parent is unchanged
+    below: list[Any] = field(default_factory=list, compare=False)
 
     def to_json(self) -> list[Any]:
         settled = [list(f) for f in self.settled[0]] if self.settled else None
@@ -256,26 +258,26 @@ class Scanner:
         previous = self._runs
         current: dict[str, RunFiles] = {}
         runs: list[RunFiles] = []
-        seen: set[str] = set()
-        old_cache, os_stat, stat_files = self._cache, os.stat, self._stat_files
+        old_get, os_stat, stat_files = self._cache.get, os.stat, self._stat_files
         level: list[tuple[str, str]] = [(self.base, "./")]
         for depth in range(self.max_depth + 1):  # breadth first, one level at a time
             below: list[tuple[str, str]] = []
             for path, summary_dir in level:
-                if path in seen:
+                if path in cache:  # reached twice (through a symlink)
                     continue
-                seen.add(path)
                 try:
                     mtime_ns = os_stat(path).st_mtime_ns
                 except OSError:
                     continue
-                listing = old_cache.get(path)
+                listing = old_get(path)
                 files = None
                 if listing is not None and listing.mtime_ns == mtime_ns and listing.trusted:
-                    was_settled = bool(listing.settled)
-                    files = stat_files(listing)
-                    if not was_settled and listing.settled:
-                        changed[path] = listing  # now final: save that too
+                    if listing.settled:  # every file final: nothing else to stat
+                        files = listing.settled[0]
+                    else:
+                        files = stat_files(listing)
+                        if listing.settled:
+                            changed[path] = listing  # now final: save that too
                 if listing is None or files is None:
                     listing = self._list(path, mtime_ns)
                     files = stat_files(listing) or ()
@@ -289,10 +291,14 @@ class Scanner:
                     current[path] = run
                     runs.append(run)
                 if depth < self.max_depth and listing.children:
-                    prefix = summary_dir if depth == 0 else summary_dir + "/"
-                    below.extend((child, prefix + name) for name, child in listing.children)
+                    done = listing.below
+                    if not done or done[0] != summary_dir:
+                        prefix = summary_dir if depth == 0 else summary_dir + "/"
+                        done[:] = [summary_dir, tuple(
+                            (child, prefix + name) for name, child in listing.children)]
+                    below.extend(done[1])
             level = below
-        for path in old_cache.keys() - cache.keys():
+        for path in self._cache.keys() - cache.keys():
             changed[path] = None
         self._cache = cache
         self._runs = current

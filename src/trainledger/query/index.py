@@ -96,6 +96,8 @@ class LineageIndex:
         self._known: dict[str, str] = {}
         self._known_generation: int | None = None
         self._listings_loaded = False
+        self._synced: dict[str, RunFiles] = {}
+        self._synced_generation: int | None = None
 
     # -- connection -----------------------------------------------------------------------
 
@@ -182,9 +184,23 @@ class LineageIndex:
                             bump=False)
             stats = ScanStats(runs=len(on_disk))
             seen = self._read(self._known_signatures)
-            changed = [r for r in on_disk if seen.get(r.summary_dir) != r.signature]
-            present = {r.summary_dir for r in on_disk}
-            gone = [d for d in seen if d not in present]
+            if self._synced_generation != self._known_generation:
+                self._synced = {}
+                self._synced_generation = self._known_generation
+            synced = self._synced  # runs already matched against this generation of the index
+            changed = []
+            for run in on_disk:
+                if synced.get(run.summary_dir) is run:
+                    continue
+                if seen.get(run.summary_dir) == run.signature:
+                    synced[run.summary_dir] = run
+                else:
+                    changed.append(run)
+            if not changed and len(on_disk) == len(seen):
+                gone = []  # every known run is on disk (and names are unique)
+            else:
+                present = {r.summary_dir for r in on_disk}
+                gone = [d for d in seen if d not in present]
             stats.removed = len(gone)
             if gone:
                 self._write(functools.partial(rows.delete_runs, summary_dirs=gone))
