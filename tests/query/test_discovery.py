@@ -217,3 +217,34 @@ def test_final_files_are_remembered_by_new_processes(tmp_path: Path,
     monkeypatch.undo()
     assert final_path not in stats  # remembered as final: only its directory is stat'ed
     assert run_path in stats
+
+
+def test_stable_fast_path_still_sees_new_and_removed_runs(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    from trainledger.lineage.naming import lineage_file_name
+    from trainledger.query.discovery import Scanner
+
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True).stdout)
+
+    def finished_run(name: str) -> None:
+        run = write_run(tmp_path, name)
+        (src,) = run.iterdir()
+        src.rename(run / lineage_file_name(1_800_000_000, 0, None, dead, 0))
+        _age(run, 100)
+
+    finished_run("a")
+    finished_run("b")
+    _age(tmp_path, 100)
+    scanner = Scanner(str(tmp_path.resolve()))
+    first = scanner.scan()
+    assert scanner.scan() is first  # nothing but directory stats: the same answer
+    finished_run("c")
+    _age(tmp_path, 50)
+    assert sorted(r.summary_dir for r in scanner.scan()) == ["./a", "./b", "./c"]
+    shutil.rmtree(tmp_path / "a")
+    _age(tmp_path, 40)
+    assert sorted(r.summary_dir for r in scanner.scan()) == ["./b", "./c"]

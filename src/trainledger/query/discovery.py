@@ -182,10 +182,15 @@ class Scanner:
         self._cache: dict[str, DirListing] = {}
         self._runs: dict[str, RunFiles] = {}  # reused while unchanged (signature computed once)
         self.changed: dict[str, DirListing | None] = {}  # listings (re)taken or dropped by scan()
+        # (path, mtime_ns) of every directory when the last scan found nothing left to stat
+        # but directories (all listings trusted, all lineage files final), and its result
+        self._stable: list[tuple[str, int]] | None = None
+        self._last: list[RunFiles] = []
 
     def load(self, listings: dict[str, DirListing]) -> None:
         """Start from saved listings (each is still checked against its directory's mtime)."""
         self._cache = dict(listings)
+        self._stable = None
 
     def _list(self, path: str, mtime_ns: int) -> DirListing:
         listed_at = time.time_ns()
@@ -253,12 +258,26 @@ class Scanner:
         ``max_depth``. Symlinked directories are followed only if they resolve inside the
         base; each real directory is reported once. The index directory is skipped.
         """
+        stable = self._stable
+        if stable is not None:  # fast path: one stat per directory, nothing else
+            os_stat = os.stat
+            try:
+                for path, mtime_ns in stable:
+                    if os_stat(path).st_mtime_ns != mtime_ns:
+                        break
+                else:
+                    self.changed = {}
+                    return self._last
+            except OSError:
+                pass
         cache: dict[str, DirListing] = {}
         changed: dict[str, DirListing | None] = {}
+        stable_now: list[tuple[str, int]] | None = []
         previous = self._runs
         current: dict[str, RunFiles] = {}
         runs: list[RunFiles] = []
-        old_get, os_stat, stat_files = self._cache.get, os.stat, self._stat_files
+        old_get, stat_files = self._cache.get, self._stat_files
+        os_stat = os.stat
         level: list[tuple[str, str]] = [(self.base, "./")]
         for depth in range(self.max_depth + 1):  # breadth first, one level at a time
             below: list[tuple[str, str]] = []
@@ -283,6 +302,11 @@ class Scanner:
                     files = stat_files(listing) or ()
                     changed[path] = listing
                 cache[path] = listing
+                if stable_now is not None:
+                    if listing.trusted and (listing.settled or not listing.lineage):
+                        stable_now.append((path, mtime_ns))
+                    else:
+                        stable_now = None
                 if files:
                     run = previous.get(path)
                     if run is None or (run.files is not files and run.files != files) \
@@ -303,6 +327,8 @@ class Scanner:
         self._cache = cache
         self._runs = current
         self.changed = changed
+        self._stable = stable_now
+        self._last = runs
         return runs
 
 

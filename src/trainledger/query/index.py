@@ -98,6 +98,7 @@ class LineageIndex:
         self._listings_loaded = False
         self._synced: dict[str, RunFiles] = {}
         self._synced_generation: int | None = None
+        self._checked: list[RunFiles] | None = None  # last scan result found fully in sync
 
     # -- connection -----------------------------------------------------------------------
 
@@ -186,9 +187,12 @@ class LineageIndex:
             seen = self._read(self._known_signatures)
             if self._synced_generation != self._known_generation:
                 self._synced = {}
+                self._checked = None
                 self._synced_generation = self._known_generation
             synced = self._synced  # runs already matched against this generation of the index
             changed = []
+            if on_disk is self._checked:  # the very same scan result, already matched
+                return stats
             for run in on_disk:
                 if synced.get(run.summary_dir) is run:
                     continue
@@ -209,6 +213,7 @@ class LineageIndex:
                 stats.parsed += len(batch)
                 stats.unreadable += sum(1 for _, rec in batch if rec is None)
                 self._write(functools.partial(rows.store_batch, batch=batch))
+            self._checked = None if (changed or gone) else on_disk
             return stats
 
     def _known_signatures(self, conn: sqlite3.Connection) -> dict[str, str]:
