@@ -185,3 +185,24 @@ def test_read_only_base_uses_user_cache(tmp_path: Path, monkeypatch: pytest.Monk
         assert index.query()["count"] == 1
         index.set_annotation("./a", tag=2)
         assert index.query()["object"][0]["added_info"] == {"tag": 2}
+
+
+def _child_query(base: str, out: object) -> None:
+    from trainledger.query.api import filter_summary_lineage
+
+    out.put(filter_summary_lineage(base)["count"])  # type: ignore[attr-defined]
+
+
+def test_index_used_again_after_fork(tmp_path: Path) -> None:
+    import multiprocessing as mp
+
+    write_run(tmp_path, "a")
+    assert filter_summary_lineage(str(tmp_path))["count"] == 1  # parent holds a connection
+    write_run(tmp_path, "b")
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child_query, args=(str(tmp_path), queue))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0 and queue.get(timeout=5) == 2
+    assert filter_summary_lineage(str(tmp_path))["count"] == 2

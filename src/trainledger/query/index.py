@@ -89,6 +89,7 @@ class LineageIndex:
         self._annotations = AnnotationFile(self.directory)
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        self._pid = os.getpid()
         self._ino: int | None = None
         self._annotations_seen: int | None | bool = False
         self._scanner = Scanner(self.base, max_depth)
@@ -108,10 +109,11 @@ class LineageIndex:
             ino = os.stat(self.path).st_ino
         except FileNotFoundError:
             ino = None
-        if self._conn is not None and ino == self._ino:
+        if self._conn is not None and ino == self._ino and self._pid == os.getpid():
             return self._conn
-        if self._conn is not None:
-            self._conn.close()
+        if self._conn is not None and self._pid == os.getpid():
+            self._conn.close()  # (a connection inherited through fork is dropped, not closed)
+        self._pid = os.getpid()
         os.makedirs(self.directory, exist_ok=True)
         self._conn = connect(self.path)
         self._ino = os.stat(self.path).st_ino
