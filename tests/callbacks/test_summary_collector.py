@@ -420,3 +420,36 @@ def test_learning_rate_follows_a_scheduler(tmp_path):
             sched.step()
         c.on_train_end(rc)
     assert read_scalars(tmp_path)["learning_rate/auto"][2].tolist() == [1.0, 0.5, 0.25, 0.125]
+
+
+def test_metric_only_fast_path_keeps_order_with_staged_values(tmp_path):
+    """Metric-only collection buffers loss/lr rows; staged values and tensor steps take the
+    general path, and every point lands in step order (TensorBoard purges out-of-order ones)."""
+    from tensorboard.backend.event_processing import event_accumulator as ea
+
+    c = SummaryCollector(
+        tmp_path,
+        collect_freq=2,
+        keep_default_action=False,
+        collect_specified_data={"collect_metric": True},
+    )
+
+    def stage(step):
+        if step % 7 == 0:
+            c.add_value("scalar", "user/x", float(step))
+        c.add_value("tensor", "act", torch.zeros(1))
+
+    drive(c, epochs=3, batch_num=20, on_step=stage)
+    expected = [1, *range(2, 61, 2)]
+    assert steps_of(tmp_path, "loss/auto") == expected
+    assert steps_of(tmp_path, "learning_rate/auto") == expected
+    # staged at 7, 14, ..., 56: written at the next regular step; the one staged at 21 (a
+    # tensor-only step) is discarded with that step, as MindSpore's plugin filter does
+    assert steps_of(tmp_path, "user/x") == [8, 14, 28, 36, 42, 50, 56]
+    # 60 steps, collect_freq 2: 31 regular steps > 20, so tensors every 60 // 19 = 3 steps
+    assert steps_of(tmp_path, "act") == [1, *range(3, 58, 3)]
+    events = [e.step for e in iter_events(tmp_path) if e.summary.value]
+    assert events == sorted(events)
+    acc = ea.EventAccumulator(str(tmp_path), size_guidance={ea.SCALARS: 0})
+    acc.Reload()
+    assert [e.step for e in acc.Scalars("loss/auto")] == expected

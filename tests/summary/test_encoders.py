@@ -186,3 +186,30 @@ def test_several_scalars_fast_path_equals_protobuf(pairs, step, wall_time):
     values = [encoders.scalar(tag, value) for tag, value in pairs]
     expected = encoders.event(step, wall_time, values).SerializeToString()
     assert encoders.scalars_event_bytes(pairs, step, wall_time) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    tags=st.lists(st.text(min_size=1, max_size=150), min_size=1, max_size=4),
+    data=st.data(),
+)
+def test_scalar_rows_equal_protobuf(tags, data):
+    n = len(tags)
+    rows = data.draw(
+        st.lists(
+            st.tuples(
+                st.integers(min_value=-(2**63), max_value=2**63 - 1),
+                st.floats(allow_nan=False),
+                *[st.floats() for _ in range(n)],
+            ),
+            max_size=5,
+        )
+    )
+    got = encoders.scalar_rows_event_bytes(tuple(tags), rows)
+    expected = [
+        encoders.event(
+            row[0], row[1], [encoders.scalar(t, v) for t, v in zip(tags, row[2:], strict=True)]
+        ).SerializeToString()
+        for row in rows
+    ]
+    assert got == expected

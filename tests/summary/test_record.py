@@ -365,3 +365,33 @@ def test_unusable_log_dir_is_a_summary_write_error(tmp_path):
     with pytest.raises(SummaryWriteError, match="cannot create an event file") as info:
         SummaryRecord(blocker / "run")
     assert isinstance(info.value.__cause__, OSError)
+
+
+def test_record_scalar_rows_keeps_order_and_validates(tmp_path):
+    with SummaryRecord(tmp_path) as rec:
+        rec.add_scalar("loss", 9.0, 0, wall_time=1.0)
+        rec.record_scalar_rows(("loss", "lr"), [(1, 2.0, 0.5, 0.1), (2, 3.0, 0.25, 0.1)])
+        rec.add_scalar("loss", 0.125, 3, wall_time=4.0)
+        with pytest.raises(ValueError, match="rows"):
+            rec.record_scalar_rows(("loss",), [(1, 2.0)])
+        with pytest.raises(ValueError):
+            rec.record_scalar_rows(("",), [(1, 2.0, 3.0)])
+        with pytest.raises(TypeError, match="real numbers"):
+            rec.record_scalar_rows(("x",), [(1, 2.0, "3")])
+    steps, times, values = read_scalars(tmp_path)["loss"]
+    assert steps.tolist() == [0, 1, 2, 3] and times.tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert values.tolist() == [9.0, 0.5, 0.25, 0.125]
+    assert read_scalars(tmp_path)["lr"][0].tolist() == [1, 2]
+
+
+def test_record_scalars(tmp_path):
+    with SummaryRecord(tmp_path) as rec:
+        rec.add_value("tensor", "t", np.zeros(1))
+        rec.record_scalars(5, [("a", 1.0), ("b", np.float32(2.0))])
+        assert rec.staged == 1  # staged values are left alone
+        rec.record(6)
+    assert sorted(_values(tmp_path)) == [
+        (5, "a", "simple_value"),
+        (5, "b", "simple_value"),
+        (6, "t", "tensor"),
+    ]

@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,10 @@ __all__ = ["SummaryCollector"]
 logger = logging.getLogger("trainledger.summary")
 
 _HISTOGRAM_DEFAULT_COUNT = 5
+# The per-step fast path buffers (step, time, loss, lr) rows and hands them over in batches.
+_ROW_TAGS = ("loss/auto", "learning_rate/auto")
+_ROWS_PER_BATCH = 256
+_ROWS_MAX_AGE = 0.2  # seconds: live views still see new points promptly
 _MAX_INPUT_IMAGES = 16
 
 
@@ -210,7 +215,10 @@ class SummaryCollector(Callback):
     def _close_record(self) -> None:
         record, self._record = self._record, None
         if record is not None:
-            record.close()
+            try:
+                self._flush_rows(record)
+            finally:
+                record.close()
 
     def _reset_run_state(self) -> None:
         self._first_step = True
@@ -221,6 +229,9 @@ class SummaryCollector(Callback):
         self._metric_ok = True
         self._sink = False
         self._lr_group: dict[str, Any] | None = None
+        self._fast = False  # metric-only collection after the first step: see _fast_step
+        self._rows: list[tuple[int, float, float, float]] = []
+        self._rows_since = 0.0
 
     # --- hooks ----------------------------------------------------------------------------
     def on_train_begin(self, run_context: RunContext) -> None:
@@ -235,8 +246,11 @@ class SummaryCollector(Callback):
     def on_train_step_end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
         record = self._record
+        if self._fast and record is not None and self._fast_step(params, record):
+            return
         if record is None or params.get("mode", "train") != "train":
             return
+        self._flush_rows(record)
         step = params["cur_step_num"]
         if type(step) is not int:
             step = int(step)
@@ -254,6 +268,14 @@ class SummaryCollector(Callback):
             self._collect(params, record, step, plugin_filter=None)
             self._tensor_count += 1
             record.flush(fsync=False)  # visible at once; durability comes at epoch/train end
+            specified = self._specified
+            self._fast = (
+                not self._sink
+                and self._tensor_steps is not None
+                and bool(specified.get("collect_metric"))
+                and not specified.get("collect_input_data")
+                and "histogram_regular" not in specified
+            )
             return
         current = int(params["cur_epoch_num"]) if self._sink else step
         regular = current % self._collect_freq == 0
@@ -269,11 +291,48 @@ class SummaryCollector(Callback):
         if tensor:
             self._tensor_count += 1
 
+    def _fast_step(self, params: CallbackParams, record: SummaryRecord) -> bool:
+        """The common per-step case in few calls (it runs between torch ops, with cold
+        caches, where every Python call costs): a step that is due, metric-only collection,
+        no tensor step and nothing staged. False sends the step down the general path."""
+        step = params.get("cur_step_num")
+        if type(step) is not int or params.get("mode", "train") != "train":
+            return False
+        if step % self._collect_freq:
+            tensor_steps = self._tensor_steps
+            return tensor_steps is not None and step not in tensor_steps  # nothing due
+        if step == self._last_step or record.staged or step in (self._tensor_steps or ()):
+            return False
+        outputs: Any = params.get("net_outputs")
+        if getattr(outputs, "ndim", None) != 0 or not self._metric_ok:
+            return False
+        group = self._lr_group
+        lr = group.get("lr") if group is not None else None
+        if type(lr) is not float:
+            return False
+        now = time.time()
+        rows = self._rows
+        if not rows:
+            self._rows_since = now
+        rows.append((step, now, float(outputs.item()), lr))
+        if len(rows) >= _ROWS_PER_BATCH or now - self._rows_since >= _ROWS_MAX_AGE:
+            self._flush_rows(record)
+        self._last_step = step
+        return True
+
+    def _flush_rows(self, record: SummaryRecord) -> None:
+        """Hand the buffered loss/lr rows to the record (before any other write: file order
+        must follow step order, or TensorBoard would purge the later points)."""
+        if self._rows:
+            rows, self._rows = self._rows, []
+            record.record_scalar_rows(_ROW_TAGS, rows)
+
     def on_train_epoch_end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
         record = self._record
         if record is None:
             return
+        self._flush_rows(record)
         step = int(params.get("cur_step_num") or 0)
         for name, value in (params.get("eval_results") or {}).items():
             try:  # a direct write: values staged for the next collection stay staged
@@ -289,6 +348,7 @@ class SummaryCollector(Callback):
         record = self._record
         if record is None:
             return
+        self._flush_rows(record)
         record.flush()
         if not self._entered:
             self._close_record()

@@ -33,6 +33,7 @@ __all__ = [
     "file_version_event",
     "scalar_event_bytes",
     "scalars_event_bytes",
+    "scalar_rows_event_bytes",
 ]
 
 FILE_VERSION = "brain.Event:2"
@@ -345,6 +346,41 @@ def scalars_event_bytes(pairs: list[tuple[str, float]], step: int, wall_time: fl
     if wall_time or _DOUBLE.pack(wall_time) != _ZERO8:  # proto3 leaves zero fields out
         body = b"\x09" + _DOUBLE.pack(wall_time) + body
     return body
+
+
+def scalar_rows_event_bytes(tags: tuple[str, ...], rows: list[tuple[Any, ...]]) -> list[bytes]:
+    """Events for rows ``(step, wall_time, value_0, value_1, ...)`` of scalars with the same
+    ``tags``: each equals ``scalars_event_bytes(list(zip(tags, values)), step, wall_time)``.
+
+    A collector writing the same few scalars every step sends rows; the tag bytes are built
+    once per batch instead of once per value.
+    """
+    prefixes = [_tag_prefix(tag) + b"\x15" for tag in tags]
+    out: list[bytes] = []
+    append = out.append
+    pack_f, pack_d = _FLOAT.pack, _DOUBLE.pack
+    for row in rows:
+        step, wall_time = row[0], row[1]
+        try:
+            summ = b"".join(
+                [_len_prefixed(p + pack_f(v)) for p, v in zip(prefixes, row[2:], strict=True)]
+            )
+        except OverflowError:  # beyond float32: the general path stores +-inf
+            append(scalars_event_bytes(list(zip(tags, row[2:], strict=True)), step, wall_time))
+            continue
+        n = len(summ)
+        body = (b"\x2a" + bytes((n,)) if n < 128 else b"\x2a" + _varint(n)) + summ
+        if step:
+            body = (b"\x10" + (bytes((step,)) if 0 < step < 128 else _varint(step))) + body
+        if wall_time or pack_d(wall_time) != _ZERO8:
+            body = b"\x09" + pack_d(wall_time) + body
+        append(body)
+    return out
+
+
+def _len_prefixed(val: bytes) -> bytes:
+    n = len(val)
+    return (b"\x0a" + bytes((n,)) if n < 128 else b"\x0a" + _varint(n)) + val
 
 
 def scalar_event_bytes(tag: str, value: float, step: int, wall_time: float) -> bytes:

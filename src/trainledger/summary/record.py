@@ -203,6 +203,11 @@ class SummaryRecord:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def staged(self) -> int:
+        """How many values wait for the next ``record``."""
+        return len(self._pending)
+
     def set_mode(self, mode: str) -> None:
         """``"train"`` or ``"eval"``; kept for the callbacks (e.g. which lineage to write)."""
         if mode not in MODES:
@@ -286,6 +291,51 @@ class SummaryRecord:
         if values:
             self._queue_entry((step, time.time(), values))
         return True
+
+    def record_scalars(self, step: int, scalars: list[tuple[str, Any]]) -> None:
+        """Write ``(tag, value)`` scalars as one event for ``step`` now, leaving staged values
+        alone: SummaryCollector's per-step path (fewer calls than add_value + record)."""
+        if type(step) is not int:
+            step = _check_step(step)
+        if self._closed or self._raise:
+            self._check_open()
+        values = []
+        for tag, value in scalars:
+            if type(value) is not float or type(tag) is not str or not tag:
+                value = encoders.scalar(_check_tag(tag), value).simple_value
+            values.append(("scalar", tag, value))
+        if values:
+            self._queue_entry((step, time.time(), values))
+
+    def record_scalar_rows(self, tags: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
+        """Write many steps of the same scalars: each row ``(step, wall_time, *values)``
+        (ints, floats; one value per tag) becomes one event. Staged values are left alone.
+
+        The cheapest way to log a few scalars at every step (SummaryCollector buffers rows
+        and hands them over in batches); rows keep their order relative to other writes.
+        """
+        if self._closed or self._raise:
+            self._check_open()
+        for tag in tags:
+            _check_tag(tag)
+        for row in rows:
+            if len(row) != len(tags) + 2 or type(row[0]) is not int:
+                raise ValueError(
+                    f"record_scalar_rows expected rows (step, wall_time, {len(tags)} values), "
+                    f"received: {row!r}"
+                )
+            for value in row[1:]:
+                if type(value) is not float and (
+                    isinstance(value, bool) or not isinstance(value, (int, float, np.number))
+                ):
+                    raise TypeError(
+                        f"record_scalar_rows expected real numbers, received: {value!r} in {row!r}"
+                    )
+        if not rows:
+            return
+        self._submit_batch()  # keep file order: earlier events first
+        tags, rows = tuple(tags), list(rows)
+        self._writer.submit(lambda: encoders.scalar_rows_event_bytes(tags, rows))
 
     def flush(self, fsync: bool = True) -> None:
         """Return when everything recorded so far is written and fsynced.
