@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from trainledger.summary import encoders
+from trainledger.summary import encoders, scalar_bytes
 from trainledger.summary.proto import summary_pb2 as pb
 
 
@@ -169,7 +169,7 @@ def test_file_version_event():
 )
 def test_scalar_event_fast_path_equals_protobuf(tag, value, step, wall_time):
     expected = encoders.event(step, wall_time, [encoders.scalar(tag, value)]).SerializeToString()
-    assert encoders.scalar_event_bytes(tag, value, step, wall_time) == expected
+    assert scalar_bytes.scalar_event_bytes(tag, value, step, wall_time) == expected
 
 
 @settings(max_examples=200, deadline=None)
@@ -185,7 +185,7 @@ def test_scalar_event_fast_path_equals_protobuf(tag, value, step, wall_time):
 def test_several_scalars_fast_path_equals_protobuf(pairs, step, wall_time):
     values = [encoders.scalar(tag, value) for tag, value in pairs]
     expected = encoders.event(step, wall_time, values).SerializeToString()
-    assert encoders.scalars_event_bytes(pairs, step, wall_time) == expected
+    assert scalar_bytes.scalars_event_bytes(pairs, step, wall_time) == expected
 
 
 @settings(max_examples=100, deadline=None)
@@ -205,7 +205,7 @@ def test_scalar_rows_equal_protobuf(tags, data):
             max_size=5,
         )
     )
-    got = encoders.scalar_rows_event_bytes(tuple(tags), rows)
+    got = scalar_bytes.scalar_rows_event_bytes(tuple(tags), rows)
     expected = [
         encoders.event(
             row[0], row[1], [encoders.scalar(t, v) for t, v in zip(tags, row[2:], strict=True)]

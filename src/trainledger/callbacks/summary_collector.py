@@ -31,11 +31,8 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import time
 from typing import Any
-
-import numpy as np
 
 from trainledger.callbacks._summary_options import (
     TENSOR_STEP_LIMIT,
@@ -44,7 +41,13 @@ from trainledger.callbacks._summary_options import (
     process_specified_data,
     tensor_collect_steps,
 )
-from trainledger.callbacks.lineage import EvalLineage, TrainLineage
+from trainledger.callbacks._summary_parts import (
+    CollectorTrainLineage,
+    learning_rate,
+    mean_of_first_output,
+    select_parameters,
+)
+from trainledger.callbacks.lineage import EvalLineage
 from trainledger.run.callback import Callback, CallbackParams, RunContext
 from trainledger.summary.encoders import module_tree_text
 from trainledger.summary.export import process_export_options
@@ -68,38 +71,6 @@ def _is_tensor(plugin: str) -> bool:
 
 def _is_not_tensor(plugin: str) -> bool:
     return plugin != "tensor"
-
-
-def _mean_of_first_output(outputs: Any) -> float | None:
-    if getattr(outputs, "ndim", None) == 0 and hasattr(outputs, "item"):
-        return float(outputs.item())  # the usual case, a scalar loss tensor: one cheap call
-    if isinstance(outputs, (list, tuple)):
-        if not outputs:
-            return None
-        outputs = outputs[0]
-    elif isinstance(outputs, dict):
-        outputs = outputs.get("loss")
-    if outputs is None:
-        return None
-    if hasattr(outputs, "detach"):
-        if outputs.ndim == 0 or outputs.numel() == 1:
-            return float(outputs.item())  # the usual scalar loss: one cheap call
-        return float(outputs.detach().float().mean())
-    try:
-        return float(np.mean(np.asarray(outputs, dtype=np.float64)))
-    except (TypeError, ValueError):
-        return None
-
-
-def _learning_rate(optimizer: Any) -> float | None:
-    groups = getattr(optimizer, "param_groups", None)
-    if not groups or "lr" not in groups[0]:
-        return None
-    lr = groups[0]["lr"]
-    try:
-        return float(lr.item() if hasattr(lr, "item") else lr)
-    except (TypeError, ValueError):
-        return None
 
 
 class SummaryCollector(Callback):
@@ -154,7 +125,7 @@ class SummaryCollector(Callback):
         keep_graph = bool(switches.get("collect_dataset_graph"))
         if keep_train or keep_graph or custom:
             children.append(
-                _CollectorTrainLineage(self._summary_dir, custom, keep_train, keep_graph)
+                CollectorTrainLineage(self._summary_dir, custom, keep_train, keep_graph)
             )
         if switches.get("collect_eval_lineage"):
             children.append(
@@ -411,7 +382,7 @@ class SummaryCollector(Callback):
 
     def _collect_metric(self, params: CallbackParams, record: SummaryRecord) -> None:
         if self._metric_ok:
-            loss = _mean_of_first_output(params.get("net_outputs"))
+            loss = mean_of_first_output(params.get("net_outputs"))
             if loss is None:
                 logger.warning("SummaryCollector found no loss in net_outputs; loss not collected")
                 self._metric_ok = False
@@ -420,7 +391,7 @@ class SummaryCollector(Callback):
         group = self._lr_group
         lr = group.get("lr") if group is not None else None
         if type(lr) is not float:  # a tensor lr, or the first step: the general path
-            lr = _learning_rate(params.get("optimizer"))
+            lr = learning_rate(params.get("optimizer"))
             groups = getattr(params.get("optimizer"), "param_groups", None)
             self._lr_group = groups[0] if groups else None  # a scheduler updates this dict
         if lr is not None:
@@ -432,17 +403,7 @@ class SummaryCollector(Callback):
         if named is None:
             return
         regular = self._specified.get("histogram_regular")
-        chosen = []
-        for name, param in named():
-            if not getattr(param, "requires_grad", True):
-                continue
-            if regular is None:
-                chosen.append((name, param))
-                if len(chosen) == _HISTOGRAM_DEFAULT_COUNT:
-                    break
-            elif re.match(regular, name):
-                chosen.append((name, param))
-        for name, param in chosen:
+        for name, param in select_parameters(named(), regular, _HISTOGRAM_DEFAULT_COUNT):
             record.add_value("histogram", f"{name}/auto", param)
 
     def _collect_input_data(self, params: CallbackParams, record: SummaryRecord) -> None:
@@ -470,31 +431,3 @@ class SummaryCollector(Callback):
     def _forward(self, hook: str, run_context: RunContext) -> None:
         for child in self._lineage:
             getattr(child, hook)(run_context)
-
-
-class _CollectorTrainLineage(TrainLineage):
-    """``TrainLineage`` whose records are filtered by the collector's switches, so
-    ``collect_train_lineage`` and ``collect_dataset_graph`` can be turned off separately."""
-
-    def __init__(
-        self,
-        log_dir: str,
-        user_defined_info: dict[str, Any] | None,
-        keep_train: bool,
-        keep_graph: bool,
-    ) -> None:
-        super().__init__(log_dir, user_defined_info=user_defined_info)
-        self._keep_train = keep_train
-        self._keep_graph = keep_graph
-
-    def _keeps(self, event: Any) -> bool:
-        kind = event.WhichOneof("what")
-        if kind == "dataset_graph":
-            return self._keep_graph
-        if kind == "user_defined_info":
-            return True  # only present when custom_lineage_data was given
-        return self._keep_train
-
-    def _write(self, events: list[Any]) -> str:
-        kept = [e for e in events if self._keeps(e)]
-        return super()._write(kept) if kept else ""

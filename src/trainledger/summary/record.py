@@ -38,7 +38,9 @@ import numpy as np
 
 from trainledger.errors import SummaryError
 from trainledger.summary import encoders
-from trainledger.summary.export import export_tensor, process_export_options
+from trainledger.summary._batch import Entry, close_forgotten, submit_entries
+from trainledger.summary.export import process_export_options
+from trainledger.summary.scalar_bytes import scalar_rows_event_bytes
 from trainledger.summary.writer import (
     DEFAULT_MIN_FREE_BYTES,
     AsyncEventWriter,
@@ -65,7 +67,6 @@ _BATCH_SECONDS = 0.2
 
 _record_ids = itertools.count()
 
-Entry = tuple[int, float, list[tuple[str, str, Any]]]  # (step, wall_time, [(plugin, tag, value)])
 LineageHandler = Callable[[str, str, Any], None]
 
 
@@ -173,7 +174,7 @@ class SummaryRecord:
         # A record the user forgets to close still gets its last events written, at garbage
         # collection or at interpreter exit (weakref.finalize runs atexit too).
         self._finalizer = weakref.finalize(
-            self, _close_forgotten, self._writer, self._batch, self._bins, self._export_dir
+            self, close_forgotten, self._writer, self._batch, self._bins, self._export_dir
         )
 
     # --- properties ---------------------------------------------------------------------
@@ -335,7 +336,7 @@ class SummaryRecord:
             return
         self._submit_batch()  # keep file order: earlier events first
         tags, rows = tuple(tags), list(rows)
-        self._writer.submit(lambda: encoders.scalar_rows_event_bytes(tags, rows))
+        self._writer.submit(lambda: scalar_rows_event_bytes(tags, rows))
 
     def flush(self, fsync: bool = True) -> None:
         """Return when everything recorded so far is written and fsynced.
@@ -430,64 +431,4 @@ class SummaryRecord:
             self._writer.flush()  # raises the writer thread's error once
 
     def _submit_batch(self) -> None:
-        _submit(self._writer, self._batch, self._bins, self._export_dir)
-
-
-def _submit(
-    writer: AsyncEventWriter, batch: list[Entry], bins: int, export_dir: Path | None
-) -> None:
-    """Hand ``batch``'s events to the writer thread and empty it (the list object stays)."""
-    if not batch:
-        return
-    entries = batch[:]
-    batch.clear()
-    writer.submit(lambda: _encode_entries(entries, bins, export_dir))
-
-
-def _close_forgotten(
-    writer: AsyncEventWriter, batch: list[Entry], bins: int, export_dir: Path | None
-) -> None:
-    """Finalizer of a record that was never closed: write what is left, then close."""
-    try:
-        _submit(writer, batch, bins, export_dir)
-        writer.close()
-    except Exception as exc:  # at exit or in GC there is no caller left to raise to
-        logger.error("closing a SummaryRecord that was not closed failed: %s", exc)
-
-
-_ENCODERS: dict[str, Callable[..., Any]] = {
-    "image": lambda tag, hwc, bins: encoders.image(tag, hwc, "HWC"),
-    "histogram": lambda tag, arr, bins: encoders.histogram(tag, arr, bins),
-    "tensor": lambda tag, arr, bins: encoders.tensor(tag, arr),
-    "text": lambda tag, text, bins: encoders.text(tag, text),
-    "graph": lambda tag, text, bins: encoders.text(tag, text),
-}
-
-
-def _encode_entries(entries: list[Entry], bins: int, export_dir: Path | None) -> list[bytes]:
-    """Serialised events of ``entries`` (runs on the writer thread); exports tensors if asked."""
-    from trainledger.summary.proto.summary_pb2 import Event, Summary
-
-    out: list[bytes] = []
-    value_cls = Summary.Value
-    for step, wall_time, values in entries:
-        if len(values) == 1:
-            plugin, tag, value = values[0]
-            if plugin == "scalar":
-                out.append(encoders.scalar_event_bytes(tag, value, step, wall_time))
-                continue
-        if all(plugin == "scalar" for plugin, _, _ in values):
-            pairs = [(tag, value) for _, tag, value in values]
-            out.append(encoders.scalars_event_bytes(pairs, step, wall_time))
-            continue
-        protos = []
-        for plugin, tag, value in values:
-            if plugin == "scalar":
-                protos.append(value_cls(tag=tag, simple_value=value))
-                continue
-            protos.append(_ENCODERS[plugin](tag, value, bins))
-            if plugin == "tensor" and export_dir is not None:
-                export_tensor(export_dir, tag, step, value)
-        event = Event(wall_time=wall_time, step=step, summary=Summary(value=protos))
-        out.append(event.SerializeToString())
-    return out
+        submit_entries(self._writer, self._batch, self._bins, self._export_dir)

@@ -1,0 +1,93 @@
+"""Pieces of ``SummaryCollector`` that need no collector state: reading the loss and the
+learning rate from a step's cb_params, choosing the parameters for histograms, and the
+``TrainLineage`` variant whose records follow the collector's lineage switches."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from trainledger.callbacks.lineage import TrainLineage
+
+__all__ = ["mean_of_first_output", "learning_rate", "select_parameters", "CollectorTrainLineage"]
+
+
+def mean_of_first_output(outputs: Any) -> float | None:
+    if getattr(outputs, "ndim", None) == 0 and hasattr(outputs, "item"):
+        return float(outputs.item())  # the usual case, a scalar loss tensor: one cheap call
+    if isinstance(outputs, (list, tuple)):
+        if not outputs:
+            return None
+        outputs = outputs[0]
+    elif isinstance(outputs, dict):
+        outputs = outputs.get("loss")
+    if outputs is None:
+        return None
+    if hasattr(outputs, "detach"):
+        if outputs.ndim == 0 or outputs.numel() == 1:
+            return float(outputs.item())  # the usual scalar loss: one cheap call
+        return float(outputs.detach().float().mean())
+    try:
+        return float(np.mean(np.asarray(outputs, dtype=np.float64)))
+    except (TypeError, ValueError):
+        return None
+
+
+def learning_rate(optimizer: Any) -> float | None:
+    groups = getattr(optimizer, "param_groups", None)
+    if not groups or "lr" not in groups[0]:
+        return None
+    lr = groups[0]["lr"]
+    try:
+        return float(lr.item() if hasattr(lr, "item") else lr)
+    except (TypeError, ValueError):
+        return None
+
+
+def select_parameters(
+    named: Iterable[tuple[str, Any]], regular: str | None, default_count: int
+) -> Iterator[tuple[str, Any]]:
+    """Trainable parameters whose name matches ``regular`` (``re.match``, as MindSpore), or
+    the first ``default_count`` when ``regular`` is None."""
+    count = 0
+    for name, param in named:
+        if not getattr(param, "requires_grad", True):
+            continue
+        if regular is None:
+            yield name, param
+            count += 1
+            if count == default_count:
+                return
+        elif re.match(regular, name):
+            yield name, param
+
+
+class CollectorTrainLineage(TrainLineage):
+    """``TrainLineage`` whose records are filtered by the collector's switches, so
+    ``collect_train_lineage`` and ``collect_dataset_graph`` can be turned off separately."""
+
+    def __init__(
+        self,
+        log_dir: str,
+        user_defined_info: dict[str, Any] | None,
+        keep_train: bool,
+        keep_graph: bool,
+    ) -> None:
+        super().__init__(log_dir, user_defined_info=user_defined_info)
+        self._keep_train = keep_train
+        self._keep_graph = keep_graph
+
+    def _keeps(self, event: Any) -> bool:
+        kind = event.WhichOneof("what")
+        if kind == "dataset_graph":
+            return self._keep_graph
+        if kind == "user_defined_info":
+            return True  # only present when custom_lineage_data was given
+        return self._keep_train
+
+    def _write(self, events: list[Any]) -> str:
+        kept = [e for e in events if self._keeps(e)]
+        return super()._write(kept) if kept else ""
