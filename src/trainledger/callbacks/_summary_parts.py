@@ -16,6 +16,8 @@ __all__ = ["mean_of_first_output", "learning_rate", "select_parameters", "Collec
 
 
 def mean_of_first_output(outputs: Any) -> float | None:
+    """MindSpore's loss rule: the mean of the first output (a dict's "loss"); None when the
+    outputs hold no number."""
     if getattr(outputs, "ndim", None) == 0 and hasattr(outputs, "item"):
         return float(outputs.item())  # the usual case, a scalar loss tensor: one cheap call
     if isinstance(outputs, (list, tuple)):
@@ -37,6 +39,7 @@ def mean_of_first_output(outputs: Any) -> float | None:
 
 
 def learning_rate(optimizer: Any) -> float | None:
+    """The first parameter group's current ``lr`` (schedulers update it in place)."""
     groups = getattr(optimizer, "param_groups", None)
     if not groups or "lr" not in groups[0]:
         return None
