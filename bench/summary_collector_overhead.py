@@ -112,6 +112,13 @@ def main() -> None:
             f"  slowdown, median rounds: {(o[1] / b[1] - 1) * 100:5.1f}% wall, "
             f"{(o[3] / b[3] - 1) * 100:5.1f}% CPU ({o[3] - b[3]:.1f} us CPU per step)"
         )
+        paired = statistics.median(
+            (o_i[1] - b_i[1]) * 1e6 for b_i, o_i in zip(base, ours, strict=True)
+        )
+        print(
+            f"  slowdown, median of paired rounds: {paired / b[3] * 100:5.1f}% CPU "
+            f"({paired:.1f} us CPU per step)"
+        )
         print("  (CPU includes the writer thread and each run's file open and fsync)")
     finally:
         shutil.rmtree(root, ignore_errors=True)
