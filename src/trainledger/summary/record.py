@@ -99,6 +99,9 @@ class SummaryRecord:
             ``log_dir/export_<ts>/tensor/``.
         min_free_bytes: the disk-space guard's margin.
         histogram_bins: buckets per histogram.
+
+    One record is used from one thread (the training loop's); its own writer thread does the
+    encoding and I/O. Open one record per thread, or per run, when several write at once.
     """
 
     def __init__(
