@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,32 @@ def test_offsets_committed_by_interval(tmp_path: Path) -> None:
     assert json.loads(offsets.read_text())["offsets"] == {"a.jsonl": 9}
     next(src)
     assert json.loads(offsets.read_text())["offsets"] == {"a.jsonl": 18}
+
+
+def test_delivered_offsets_are_committed_while_waiting_for_data(tmp_path: Path) -> None:
+    """A producer pacing itself on the offsets file must see the consumer's progress even
+    when no commit interval passes before the consumer runs out of data (else both wait)."""
+    offsets = tmp_path / "off.json"
+    data = tmp_path / "a.jsonl"
+    _append(data, *({"x": i} for i in range(4)))
+    src = _source(tmp_path, batch_size=2, offsets_path=offsets, commit_interval=3600)
+    assert next(src) == [0, 1] and next(src) == [2, 3]
+    assert not offsets.exists()  # the interval has not passed
+    got: list[object] = []
+    waiter = threading.Thread(target=lambda: got.append(next(src, None)), daemon=True)
+    waiter.start()  # blocks: no more data yet
+    try:
+        deadline = time.monotonic() + 5
+        while not offsets.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert offsets.exists(), "nothing committed while the consumer waited for data"
+        assert json.loads(offsets.read_text())["offsets"] == {"a.jsonl": data.stat().st_size}
+        _append(data, {"x": 4}, {"x": 5})  # the producer goes on
+        waiter.join(5)
+        assert got == [[4, 5]]
+    finally:
+        src.close()  # also releases a waiter still blocked after a failure
+        waiter.join(5)
 
 
 def test_malformed_lines_are_counted_and_skipped(tmp_path: Path) -> None:

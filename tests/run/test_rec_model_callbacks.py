@@ -240,3 +240,25 @@ def test_bad_records_of_a_stream_reach_the_run_lineage(tmp_path: Path) -> None:
     assert stream.bad_records == 3
     assert run["bad_records"] == 3
     assert run["status"] == "finished"
+
+
+def test_summary_collector_in_sink_mode_collects_per_sink_unit(tmp_path: Path) -> None:
+    from trainledger.callbacks.summary_collector import SummaryCollector
+    from trainledger.summary.reader import read_scalars
+
+    model = _model(metrics={"auc", "loss"})
+    collector = SummaryCollector(
+        str(tmp_path), collect_freq=2,
+        collect_specified_data={"collect_train_lineage": False, "collect_eval_lineage": False,
+                                "collect_dataset_graph": False},
+    )
+    # sink mode, 3 steps per unit, 12 units: hooks fire at steps 3, 6, ..., 36;
+    # the collector takes unit 1 (first), then every 2nd unit: 2, 4, ..., 12
+    model.online_train(_clicks(), callbacks=[collector], dataset_sink_mode=True, sink_size=3,
+                       max_steps=36, metric_window=8, metric_every=3)
+    scalars = read_scalars(tmp_path)
+    steps = scalars["loss/auto"][0].tolist()
+    assert steps == [3, 6, 12, 18, 24, 30, 36]
+    window_steps, _, auc = scalars["window/auc"]
+    assert window_steps.tolist() == steps
+    assert all(0.0 <= v <= 1.0 for v in auc.tolist())

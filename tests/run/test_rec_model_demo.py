@@ -86,21 +86,23 @@ def test_producer_process_feeds_the_file_tail_source(tmp_path: Path) -> None:
 def test_online_ctr_run_end_to_end(tmp_path: Path) -> None:
     from trainledger.demos.online_ctr import run
 
-    result = run(tmp_path, max_steps=40, batch_size=64, checkpoint_seconds=1, log_every=10,
+    # 200 x 64 records span two of the producer's 10,000-record files, so the producer's
+    # back-pressure on the consumer's committed offsets is exercised
+    result = run(tmp_path, max_steps=200, batch_size=64, checkpoint_seconds=1, log_every=10,
                  quiet=True)
-    assert result["steps"] == 40 and result["stop_reason"] == "max_steps"
+    assert result["steps"] == 200 and result["stop_reason"] == "max_steps"
     assert set(result["window_metrics"]) == {"auc", "logloss"}
-    assert result["records_read"] >= 40 * 64
+    assert result["records_read"] >= 200 * 64
     run_dir = Path(result["run_dir"])
     assert run_dir == tmp_path / "online_ctr"
     record = read_lineage(run_dir)
     assert record["run"]["status"] == "finished"
-    assert record["user_defined"]["bad_records"] == result["bad_records"]
+    assert record["run"]["bad_records"] == result["bad_records"]
     assert record["hyper_parameters"]["batch_size"] == 64
     scalars = read_scalars(run_dir)
     assert {"loss/auto", "window/auc", "window/logloss", "eval/auc"} <= set(scalars)
     params = load_checkpoint(result["latest_checkpoint"])
-    assert params["step_num"] == 40
+    assert params["step_num"] == 200
     # a second run into the same directory is a second lineage run
     again = run(tmp_path, max_steps=5, batch_size=32, quiet=True)
     assert Path(again["run_dir"]).name == "online_ctr_2"

@@ -199,6 +199,7 @@ class SummaryCollector(Callback):
         self._tensor_count = 0
         self._metric_ok = True
         self._sink = False
+        self._sink_units = 0  # step-end calls in sink mode: the unit of an unbounded run
         self._lr_group: dict[str, Any] | None = None
         self._fast = False  # metric-only collection after the first step: see _fast_step
         self._rows: list[tuple[int, float, float, float]] = []
@@ -221,6 +222,7 @@ class SummaryCollector(Callback):
             return
         if record is None or params.get("mode", "train") != "train":
             return
+        self._sink_units += 1
         self._flush_rows(record)
         step = params["cur_step_num"]
         if type(step) is not int:
@@ -248,7 +250,12 @@ class SummaryCollector(Callback):
                 and "histogram_regular" not in specified
             )
             return
-        current = int(params["cur_epoch_num"]) if self._sink else step
+        if not self._sink:
+            current = step
+        elif params.get("epoch_num") is not None:
+            current = int(params["cur_epoch_num"])  # Model.train: a sink epoch is the unit
+        else:  # online_train: an epoch is a whole pass over the stream, so count sink units
+            current = self._sink_units
         regular = current % self._collect_freq == 0
         steps = self._tensor_steps
         tensor = current in steps if steps is not None else self._is_tensor_step(current)
@@ -396,6 +403,11 @@ class SummaryCollector(Callback):
             self._lr_group = groups[0] if groups else None  # a scheduler updates this dict
         if lr is not None:
             record.add_value("scalar", "learning_rate/auto", lr)
+        # RecModel.online_train's sliding-window metrics: an online epoch may never end, so
+        # they are written with every collection rather than at epoch end.
+        for name, value in (params.get("window_metrics") or {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                record.add_value("scalar", f"window/{name}", float(value))
 
     def _collect_histograms(self, params: CallbackParams, record: SummaryRecord) -> None:
         network = params.get("network") or params.get("train_network")

@@ -114,6 +114,7 @@ class FileTailSource:
         self._headers: dict[str, list[str]] = {}
         self._known_files: list[str] = []
         self._last_commit = time.monotonic()
+        self._uncommitted = False  # batches handed out since the last commit
         self._finished = False
         self.records_read = 0
         self.resumed_from: dict[str, int] = {}
@@ -151,6 +152,7 @@ class FileTailSource:
 
     def _commit(self) -> None:
         self._last_commit = time.monotonic()
+        self._uncommitted = False
         if self.offsets_path is None:
             return
         known = set(self._known_files)
@@ -208,6 +210,7 @@ class FileTailSource:
     def _mark_delivered(self) -> None:
         for name in self._dirty:
             self._delivered[name] = self._read[name]
+            self._uncommitted = True
         self._dirty.clear()
         if time.monotonic() - self._last_commit >= self.commit_interval:
             self.commit()
@@ -265,6 +268,10 @@ class FileTailSource:
             idle = time.monotonic() - last_record
             if self.idle_timeout is not None and idle >= self.idle_timeout:
                 return
+            if self._uncommitted:
+                # Waiting for data: publish what was delivered, so a producer that paces
+                # itself on the offsets file (back-pressure) sees the progress and goes on.
+                self.commit()
             self._closed.wait(self.poll_interval)
 
     def _read_file(self, name: str, final: bool) -> Iterator[tuple[Any, str]]:

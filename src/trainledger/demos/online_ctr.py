@@ -109,13 +109,13 @@ def run(
     )
 
     class StreamInfo(Callback):
-        """Puts the source's counters into lineage before TrainLineage writes its end record."""
+        """Commits the source's offsets and puts how many records it read into lineage before
+        TrainLineage writes its end record (the bad-record count is recorded by TrainLineage
+        itself, as ``run.bad_records``)."""
 
         def on_train_end(self, run_context: RunContext) -> None:
             source.commit()
-            lineage.update_user_defined_info(
-                {"bad_records": source.bad_records, "records_read": source.records_read}
-            )
+            lineage.update_user_defined_info({"records_read": source.records_read})
 
     class Report(Callback):
         """One line every ``every`` steps: the windowed metrics an online learner watches."""
@@ -145,7 +145,8 @@ def run(
             append_info=["step_num", {"stream_batch_size": batch_size}],
         ),
     )
-    # Lineage is written by the explicit TrainLineage (it also gets the bad-record count).
+    # Lineage is written by the explicit TrainLineage; the collector writes loss, lr and the
+    # windowed metrics (window/auc, window/logloss) at every collection.
     summary = SummaryCollector(
         str(run_dir),
         collect_freq=log_every,
@@ -157,14 +158,7 @@ def run(
         },
     )
 
-    class WindowScalars(Callback):
-        """Stages the windowed metrics; SummaryCollector writes them at its next collection."""
-
-        def on_train_step_end(self, run_context: RunContext) -> None:
-            for name, value in run_context.original_args().window_metrics.items():
-                summary.add_value("scalar", f"window/{name}", value)
-
-    callbacks = [checkpoint, WindowScalars(), summary, StreamInfo(), lineage, Report()]
+    callbacks = [checkpoint, summary, StreamInfo(), lineage, Report()]
     started = time.monotonic()
     result: dict[str, Any] = {}
 
@@ -187,9 +181,6 @@ def run(
             model.online_train(
                 source,
                 callbacks=[*callbacks, Keep()],
-                # step hooks every step: SummaryCollector counts sink units by epoch, and an
-                # online epoch is a whole pass (see the README's online section)
-                dataset_sink_mode=False,
                 max_steps=limit,
                 max_seconds=max_seconds,
                 metric_window=metric_window,

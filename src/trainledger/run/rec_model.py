@@ -72,9 +72,8 @@ class RecModel(Model):
                 advances by the steps run (a unit is cut short by the end of a pass or a
                 stop). ``sink_size`` must be a positive int (MindSpore accepted only 1); 1
                 means hooks every step. Without sink mode, hooks fire every step and
-                ``sink_size`` is ignored. Note: ``SummaryCollector`` counts its
-                ``collect_freq`` in epochs under sink mode (``Model.train``'s sink contract),
-                so with it use ``dataset_sink_mode=False`` here.
+                ``sink_size`` is ignored. ``SummaryCollector`` counts its ``collect_freq``
+                in sink units here (``epoch_num`` is None), not in passes of the stream.
             max_steps: stop after this many training steps (None: no limit).
             max_seconds: stop after the first step (sink unit in sink mode) that ends this
                 many seconds after the start (None: no limit).
