@@ -72,3 +72,34 @@ def test_sweep_removes_crash_leftovers_of_dead_processes_only(tmp_path: Path) ->
 
 def test_sweep_of_missing_directory_is_empty(tmp_path: Path) -> None:
     assert sweep_temp_files(tmp_path / "nope") == []
+
+
+@pytest.mark.parametrize("kind", ["file", "directory"])
+def test_exclusive_lock_excludes_a_second_holder(tmp_path: Path, kind: str) -> None:
+    import threading
+    import time
+
+    from trainledger.checkpoint.atomic import exclusive_lock
+
+    target = tmp_path / "x.lock" if kind == "file" else tmp_path / "rundir"
+    if kind == "directory":
+        target.mkdir()
+    events: list[str] = []
+    held = threading.Event()
+
+    def holder() -> None:
+        with exclusive_lock(target):
+            events.append("first in")
+            held.set()
+            time.sleep(0.2)
+            events.append("first out")
+
+    t = threading.Thread(target=holder)
+    t.start()
+    assert held.wait(5)
+    with exclusive_lock(target):  # waits for the holder (flock is per open file description)
+        events.append("second in")
+    t.join(5)
+    assert events == ["first in", "first out", "second in"]
+    if kind == "directory":
+        assert list(target.iterdir()) == []  # a directory lock leaves nothing behind

@@ -20,6 +20,7 @@ __all__ = [
     "TEMP_MARKER",
     "atomic_write",
     "atomic_write_bytes",
+    "exclusive_lock",
     "fsync_dir",
     "is_temp_name",
     "sweep_temp_files",
@@ -65,6 +66,33 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
             pass
         raise
     fsync_dir(final.parent)
+
+
+@contextmanager
+def exclusive_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold an exclusive advisory lock (flock) on ``path`` for the block.
+
+    Why: writers in several processes (lineage files in one run directory, the index, the
+    annotations file) must not interleave their check-then-create steps. A directory is
+    locked itself, leaving nothing behind; any other path is a lock file, created if missing.
+    Where flock does not exist (Windows) the block runs unlocked: O_EXCL creation still
+    prevents clobbering.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    flags = os.O_RDONLY if os.path.isdir(path) else os.O_RDWR | os.O_CREAT
+    fd = os.open(path, flags, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def atomic_write_bytes(

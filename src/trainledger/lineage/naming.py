@@ -18,11 +18,9 @@ import os
 import re
 import socket
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
-from trainledger.checkpoint.atomic import is_temp_name
+from trainledger.checkpoint.atomic import exclusive_lock, is_temp_name
 
 __all__ = [
     "LINEAGE_SUFFIX",
@@ -108,25 +106,6 @@ def list_lineage_files(run_dir: str | os.PathLike[str]) -> list[LineageFile]:
     return out
 
 
-@contextmanager
-def _dir_lock(directory: str) -> Iterator[None]:
-    """An exclusive advisory lock on the directory itself (no lock file left behind)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: O_EXCL still prevents clobbering
-        yield
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
 def create_lineage_file(
     directory: str | os.PathLike[str],
     *,
@@ -143,7 +122,7 @@ def create_lineage_file(
     """
     directory = os.fspath(directory)
     pid = os.getpid() if pid is None else pid
-    with _dir_lock(directory):
+    with exclusive_lock(directory):
         taken = {f for f in (file_timestamp(n) for n in _lineage_names(directory)) if f is not None}
         ts = int(time.time() if now is None else now)
         if taken:

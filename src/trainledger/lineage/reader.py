@@ -62,6 +62,7 @@ from google.protobuf.message import DecodeError
 from trainledger.lineage.naming import LineageFile, list_lineage_files
 from trainledger.lineage.proto import lineage_pb2 as pb
 from trainledger.lineage.records import (
+    RUN_SCALAR_FIELDS,
     json_float,
     organize_graph,
     organize_user_info,
@@ -379,26 +380,7 @@ def _eval_dict(ev: pb.EvaluationLineage) -> dict[str, Any]:
     }
 
 
-_RUN_SCALARS = (
-    "status",
-    "start_time",
-    "end_time",
-    "duration",
-    "total_steps",
-    "epochs_done",
-    "hostname",
-    "pid",
-    "rank",
-    "python_version",
-    "torch_version",
-    "trainledger_version",
-    "git_commit",
-    "git_dirty",
-    "seed",
-    "dataset_fingerprint",
-    "error",
-    "bad_records",
-)
+_RUN_SCALARS = ("status", *RUN_SCALAR_FIELDS, "seed")
 
 
 def _run_dict(run: pb.RunInfo) -> dict[str, Any]:

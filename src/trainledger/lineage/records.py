@@ -21,6 +21,7 @@ from trainledger.lineage.graph import organize_graph, package_graph
 from trainledger.lineage.proto import lineage_pb2 as pb
 
 __all__ = [
+    "RUN_SCALAR_FIELDS",
     "TrainValues",
     "EvalValues",
     "RunValues",
@@ -99,6 +100,28 @@ class RunValues:
     checkpoints: Sequence[tuple[str, int | None]] = field(default_factory=list)
     error: str | None = None
     bad_records: int | None = None
+
+
+# RunInfo fields copied one to one between RunValues and the message, in schema order; the
+# reader shows the same fields (plus status and seed, which the writer checks first).
+RUN_SCALAR_FIELDS: tuple[str, ...] = (
+    "start_time",
+    "end_time",
+    "duration",
+    "total_steps",
+    "epochs_done",
+    "hostname",
+    "pid",
+    "rank",
+    "python_version",
+    "torch_version",
+    "trainledger_version",
+    "git_commit",
+    "git_dirty",
+    "dataset_fingerprint",
+    "error",
+    "bad_records",
+)
 
 
 def _event(wall_time: float | None, step: int | None = None) -> pb.LineageEvent:
@@ -183,24 +206,7 @@ def run_event(values: RunValues, wall_time: float | None = None) -> pb.LineageEv
     event = _event(wall_time, values.total_steps)
     run = event.run
     run.status = values.status
-    for name in (
-        "start_time",
-        "end_time",
-        "duration",
-        "total_steps",
-        "epochs_done",
-        "hostname",
-        "pid",
-        "rank",
-        "python_version",
-        "torch_version",
-        "trainledger_version",
-        "git_commit",
-        "git_dirty",
-        "dataset_fingerprint",
-        "error",
-        "bad_records",
-    ):
+    for name in RUN_SCALAR_FIELDS:
         _set(run, name, getattr(values, name))
     if values.seed is not None and 0 <= int(values.seed) < 2**64:
         run.seed = int(values.seed)

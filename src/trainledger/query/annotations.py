@@ -9,14 +9,11 @@ for sorting by tag in SQL.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from trainledger.checkpoint.atomic import atomic_write_bytes
+from trainledger.checkpoint.atomic import atomic_write_bytes, exclusive_lock
 from trainledger.errors import LineageParamValueError
 
 ANNOTATIONS_FILE = "annotations.json"
@@ -96,19 +93,9 @@ class AnnotationFile:
                 out[run_id] = entry
         return out
 
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
-
     def update(self, run_id: str, tag: Any = UNSET, remark: Any = UNSET) -> dict[str, Any]:
         """Set (or clear with None) the tag and/or remark of a run; returns its new entry."""
-        with self._locked():
+        with exclusive_lock(self._lock_path):
             items = self.load()
             entry = dict(items.get(run_id, {}))
             for key, value in (("tag", tag), ("remark", remark)):

@@ -9,16 +9,15 @@ reaches the user. The index is derived data: a schema mismatch or a damaged file
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import random
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TypeVar
 
+from trainledger.checkpoint.atomic import exclusive_lock
 from trainledger.errors import LineageQuerySummaryDataError
 from trainledger.query.discovery import INDEX_DIRNAME
 
@@ -103,18 +102,6 @@ def index_dir(base_real: str) -> str:
     return fallback
 
 
-@contextmanager
-def _creation_lock(path: str) -> Iterator[None]:
-    """Serialize opening/creating the index file between processes (advisory lock)."""
-    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-
-
 def _remove_db_files(path: str, main: bool) -> None:
     for suffix in ("", "-wal", "-shm") if main else ("-wal", "-shm"):
         try:
@@ -130,7 +117,7 @@ def connect(path: str) -> sqlite3.Connection:
     old file open), they are removed first: SQLite would otherwise replay a stale log into the
     new file.
     """
-    with _creation_lock(path):
+    with exclusive_lock(path + ".lock"):
         if not os.path.exists(path):
             _remove_db_files(path, main=False)
         return _connect(path)
