@@ -1,9 +1,11 @@
 """``Model``: MindSpore's high-level training host, for ``torch.nn.Module`` networks.
 
 The loop is short on purpose: every run- and epoch-level phase goes through
-``CallbackManager.phase`` (which guarantees the matching ``*_end`` hook), step hooks are two
-direct fan-out calls skipped when no callback overrides them, and the per-step work lives in
-protected methods that ``RecModel`` (online training) reuses:
+``CallbackManager.phase`` (which guarantees the matching ``*_end`` hook). An epoch runs one of
+two loops: with step hooks, each step fans them out with cb_params current; without them (no
+callback, or epoch-level ones only) the plain loop runs a CPU ``(x, y)`` step inline, as a
+hand-written loop would, and writes the step fields of cb_params when the epoch ends. The
+per-step work lives in protected methods that ``RecModel`` (online training) reuses:
 
 * ``_build_train_params(...) -> CallbackParams``: every cb_params field of a training run.
 * ``_make_manager(callbacks) -> CallbackManager``: validated callbacks + default progress bar.
@@ -286,12 +288,24 @@ class Model(EvalMixin):
         self, manager: CallbackManager, run_context: RunContext, dataset: Iterable[Any]
     ) -> None:
         cb_params = run_context.original_args()
-        step_hooks = manager.has("on_train_step_begin") or manager.has("on_train_step_end")
+        if manager.has("on_train_step_begin") or manager.has("on_train_step_end"):
+            steps = self._train_epoch_hooked(manager, run_context, dataset)
+        else:
+            steps = self._train_epoch_plain(run_context, dataset)
+        if steps == 0:
+            raise DatasetError(
+                f"train_dataset yielded no batches in epoch {cb_params.cur_epoch_num}"
+            )
+
+    def _train_epoch_hooked(
+        self, manager: CallbackManager, run_context: RunContext, dataset: Iterable[Any]
+    ) -> int:
+        """The epoch loop when a callback has step hooks: cb_params is current at each hook."""
+        cb_params = run_context.original_args()
         call = manager.call
         call_end = manager.call_all
         move = self._move_to_device
         train_step = self._train_step
-        stop_requested = run_context.get_stop_requested
         steps = 0
         # item access, not attributes: CallbackParams.__getattr__ is Python-level and this
         # loop's own cost is what the 3% overhead target is about
@@ -299,21 +313,73 @@ class Model(EvalMixin):
             batch = move(batch)
             cb_params["train_dataset_element"] = batch
             cb_params["cur_step_num"] += 1
-            if step_hooks:
-                call("on_train_step_begin", run_context)
+            call("on_train_step_begin", run_context)
             cb_params["net_outputs"] = train_step(batch)
             steps += 1
-            if step_hooks:
-                call_end("on_train_step_end", run_context)
-            if stop_requested():
+            call_end("on_train_step_end", run_context)
+            if run_context.get_stop_requested():
                 break
         else:
             if cb_params.batch_num is None:
                 cb_params.batch_num = steps  # learnt from the first full pass
-        if steps == 0:
-            raise DatasetError(
-                f"train_dataset yielded no batches in epoch {cb_params.cur_epoch_num}"
-            )
+        return steps
+
+    def _train_epoch_plain(self, run_context: RunContext, dataset: Iterable[Any]) -> int:
+        """The epoch loop when no callback has step hooks, as close to a hand-written loop as
+        Python allows (the 3% overhead target): a CPU ``(x, y)`` batch of a plain
+        ``loss_fn(network(x), y)`` step runs inline; anything else goes through
+        ``_train_step``. Nobody reads cb_params between steps, so the step fields are written
+        once, when the loop ends (also when a step raises, for the error-path hooks)."""
+        cb_params = run_context.original_args()
+        move = self._move_to_device
+        train_step = self._train_step
+        inline = (
+            self._on_cpu
+            and self._loss_fn is not None
+            and self._optimizer is not None
+            and not self._amp.enabled
+        )
+        network, loss_fn, optimizer = self._network, self._loss_fn, self._optimizer
+        tensor = torch.Tensor
+        fast = inline and not self._check_next_batch  # a run's first batch is checked
+        steps = 0
+        in_step = False
+        batch: Any = None
+        outputs: Any = cb_params["net_outputs"]
+        try:
+            for batch in dataset:
+                in_step = True
+                if (
+                    fast
+                    and type(batch) is tuple
+                    and len(batch) == 2
+                    and type(batch[0]) is tensor
+                    and type(batch[1]) is tensor
+                    and batch[0].is_cpu
+                    and batch[1].is_cpu
+                ):
+                    optimizer.zero_grad(set_to_none=True)
+                    outputs = loss_fn(network(batch[0]), batch[1])
+                    outputs.backward()
+                    optimizer.step()
+                else:
+                    batch = move(batch)
+                    outputs = train_step(batch)
+                    fast = inline and not self._check_next_batch
+                in_step = False
+                steps += 1
+                if run_context.get_stop_requested():
+                    break
+            else:
+                if cb_params.batch_num is None:
+                    cb_params.batch_num = steps  # learnt from the first full pass
+        finally:
+            # as the hooked loop leaves them: a failed step counts and is the current element
+            cb_params["cur_step_num"] += steps + in_step
+            if steps or in_step:
+                cb_params["train_dataset_element"] = batch
+                cb_params["net_outputs"] = outputs
+        return steps
 
     def _train_sink_unit(
         self, manager: CallbackManager, run_context: RunContext, source: Iterable[Any] | Cycle

@@ -1,0 +1,147 @@
+"""The epoch loop without step hooks (``Model._train_epoch_plain``): same training, same
+cb_params at epoch level, as the loop that calls step hooks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from tests.run.helpers import make_data, make_net
+from trainledger import Callback, Model, RunContext
+from trainledger.errors import CallbackError
+
+
+class EpochEnd(Callback):
+    """Only epoch hooks, so the plain loop runs; records what epoch end sees."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+
+    def on_train_epoch_end(self, run_context: RunContext) -> None:
+        cb = run_context.original_args()
+        self.seen.append(
+            {
+                "step": cb.cur_step_num,
+                "element": cb.train_dataset_element,
+                "loss": float(cb.net_outputs.detach()),
+                "exception": cb.exception,
+            }
+        )
+
+
+class StepEnd(EpochEnd):
+    """The same, plus a step hook, so the hooked loop runs."""
+
+    def on_train_step_end(self, run_context: RunContext) -> None:
+        pass
+
+
+def _hand_trained(data: list[tuple[torch.Tensor, torch.Tensor]], epochs: int) -> torch.nn.Module:
+    net = make_net()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for _ in range(epochs):
+        for x, y in data:
+            opt.zero_grad()
+            loss_fn(net(x), y).backward()
+            opt.step()
+    return net
+
+
+@pytest.mark.parametrize("callback_type", [EpochEnd, StepEnd])
+def test_both_loops_train_like_a_hand_loop_and_report_the_same_fields(
+    callback_type: type[EpochEnd],
+) -> None:
+    data = make_data()
+    net = make_net()
+    cb = callback_type()
+    Model(net, torch.nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), lr=0.1)).train(
+        2, data, callbacks=[cb]
+    )
+    expected = _hand_trained(data, 2)
+    for ours, theirs in zip(net.parameters(), expected.parameters(), strict=True):
+        torch.testing.assert_close(ours, theirs)
+    assert [s["step"] for s in cb.seen] == [len(data), 2 * len(data)]
+    assert all(s["element"] is data[-1] for s in cb.seen)
+    assert all(np.isfinite(s["loss"]) and s["exception"] is None for s in cb.seen)
+
+
+def test_plain_loop_takes_batches_that_need_moving_or_splitting() -> None:
+    """numpy batches and 3-tuples leave the inline path and still train."""
+    data = make_data()
+    mixed: list[Any] = []
+    for i, (x, y) in enumerate(data):
+        if i % 3 == 0:
+            mixed.append((x.numpy(), y.numpy()))
+        elif i % 3 == 1:
+            mixed.append([x, y])
+        else:
+            mixed.append((x, y))
+    net = make_net()
+    cb = EpochEnd()
+    Model(net, torch.nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), lr=0.1)).train(
+        1, mixed, callbacks=[cb]
+    )
+    expected = _hand_trained(data, 1)
+    for ours, theirs in zip(net.parameters(), expected.parameters(), strict=True):
+        torch.testing.assert_close(ours, theirs)
+    assert cb.seen[0]["step"] == len(data)
+
+
+@pytest.mark.parametrize("callback_type", [EpochEnd, StepEnd])
+def test_a_failing_step_is_counted_and_current_in_both_loops(
+    callback_type: type[EpochEnd],
+) -> None:
+    data = make_data()
+    bad = (torch.randn(8, 5), data[0][1])  # wrong feature count: the network raises
+    broken = [*data[:3], bad, *data[3:]]
+    net = make_net()
+    cb = callback_type()
+    model = Model(net, torch.nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), lr=0.1))
+    with pytest.raises(RuntimeError):
+        model.train(1, broken, callbacks=[cb])
+    (seen,) = cb.seen
+    assert seen["step"] == 4  # three good steps, then the failing one
+    assert seen["element"] is bad
+    assert isinstance(seen["exception"], RuntimeError)
+
+
+def test_stop_request_from_an_epoch_free_source_stops_the_plain_loop() -> None:
+    """A stop requested outside step hooks (a signal handler does this) ends the epoch after
+    the current step."""
+    data = make_data(n=400)
+    net = make_net()
+    model = Model(net, torch.nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), lr=0.1))
+    holder: dict[str, RunContext] = {}
+
+    class Grab(EpochEnd):
+        def on_train_begin(self, run_context: RunContext) -> None:
+            holder["rc"] = run_context
+
+    def stopping() -> Any:
+        for i, batch in enumerate(data):
+            if i == 5:
+                holder["rc"].request_stop("signal")
+            yield batch
+
+    class Once:
+        def __iter__(self) -> Any:
+            return stopping()
+
+    cb = Grab()
+    model.train(3, Once(), callbacks=[cb])
+    assert [s["step"] for s in cb.seen] == [6]
+
+
+def test_callback_error_in_epoch_end_after_plain_loop_is_named() -> None:
+    class Boom(Callback):
+        def on_train_epoch_end(self, run_context: RunContext) -> None:
+            raise ValueError("boom")
+
+    net = make_net()
+    model = Model(net, torch.nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), lr=0.1))
+    with pytest.raises(CallbackError, match="Boom"):
+        model.train(1, make_data(), callbacks=[Boom()])
