@@ -72,18 +72,17 @@ class ThreadSaver:
     def _snapshot(self, named: NamedTensors) -> list[tuple[str, Any]]:
         import torch
 
-        from trainledger.checkpoint.torch_adapter import copy_bytes
+        from trainledger.checkpoint.torch_adapter import copy_all
 
         out = []
         pool: dict[str, Any] = {}
         for name, t in named:
-            t = t.detach()
             buf = self._pool.get(name)
             if buf is None or buf.shape != t.shape or buf.dtype != t.dtype:
                 buf = torch.empty(t.shape, dtype=t.dtype, device="cpu")
-            copy_bytes(buf, t)
             pool[name] = buf
             out.append((name, buf))
+        copy_all([(buf, t) for (_, buf), (_, t) in zip(out, named, strict=True)])
         self._pool = pool if self._reuse else {}
         return out
 
@@ -183,7 +182,7 @@ class ProcessSaver:
     ) -> None:
         import torch
 
-        from trainledger.checkpoint.torch_adapter import _TO_ST, copy_bytes
+        from trainledger.checkpoint.torch_adapter import _TO_ST, copy_all
 
         if self._inflight is not None:
             raise RuntimeError("a checkpoint save is in flight; call wait() first")
@@ -198,9 +197,13 @@ class ProcessSaver:
         self._ensure_child()
         shm = self._buffer(offset)
         whole = torch.frombuffer(shm.buf, dtype=torch.uint8)
-        for (_, t), (_, _, _, start, nbytes) in zip(named, specs, strict=True):
-            if nbytes:
-                copy_bytes(whole[start : start + nbytes].view(t.dtype).view(t.shape), t)
+        copy_all(
+            [
+                (whole[start : start + nbytes].view(t.dtype).view(t.shape), t)
+                for (_, t), (_, _, _, start, nbytes) in zip(named, specs, strict=True)
+                if nbytes
+            ]
+        )
         del whole
         message = {
             "op": "save",
