@@ -235,3 +235,23 @@ def test_phase_wrapper_directly() -> None:
             1 / 0  # noqa: B018
     assert rec.events == ["on_eval_begin", "on_eval_end"]
     assert isinstance(rc.original_args().exception, ZeroDivisionError)
+
+
+def test_two_step_end_failures_name_the_first_and_note_the_second() -> None:
+    """The step loop calls step-end hooks itself (``functions``/``failed_in``): same result as
+    ``call_all``: every callback gets the hook, the first failure is raised, later ones noted."""
+    after = Recorder()
+    with pytest.raises(CallbackError) as info:
+        _model().train(
+            1,
+            make_data(n=8),
+            callbacks=[
+                Boom("on_train_step_end"),
+                Boom("on_train_step_end", exc=ValueError("second")),
+                after,
+            ],
+        )
+    assert info.value.hook == "on_train_step_end" and isinstance(info.value.__cause__, RuntimeError)
+    assert any("second" in note for note in getattr(info.value, "__notes__", []))
+    assert after.events.count("on_train_step_end") == 1
+    assert after.events[-2:] == ["on_train_epoch_end", "on_train_end"]

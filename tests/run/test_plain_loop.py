@@ -1,4 +1,4 @@
-"""The epoch loop without step hooks (``Model._train_epoch_plain``): same training, same
+"""The epoch loop with and without step hooks (``Model._train_epoch``): same training, same
 cb_params at epoch level, as the loop that calls step hooks."""
 
 from __future__ import annotations

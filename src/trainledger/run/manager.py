@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 from trainledger.errors import CallbackError
 from trainledger.run.callback import HOOKS, TRAIN_TO_OLD, Callback, RunContext
@@ -141,6 +141,34 @@ class CallbackManager:
                     _note(first, f"also {type(cb).__name__}.{hook} raised {exc!r}")
         if first is not None:
             raise first
+
+    def functions(self, hook: str) -> tuple[HookFn, ...]:
+        """The functions ``call``/``call_all`` would call for ``hook``, for a loop that calls
+        them itself (a step loop: one Python frame less per step). On an exception from one
+        of them, the loop hands it to ``failed_in``, which keeps ``call_all``'s semantics."""
+        return tuple(fn for cb, fn in self._active[hook] if id(cb) not in self._failed)
+
+    def failed_in(
+        self, hook: str, failed: HookFn, exc: Exception, run_context: RunContext
+    ) -> NoReturn:
+        """``failed`` (from ``functions(hook)``) raised ``exc``: finish ``hook`` as
+        ``call_all`` does (the callbacks after it still get it), then raise the
+        ``CallbackError`` naming the callback."""
+        pairs = self._active[hook]
+        index = next(i for i, (_, fn) in enumerate(pairs) if fn is failed)
+        cb = pairs[index][0]
+        self._failed.add(id(cb))
+        first = CallbackError(type(cb).__name__, hook, exc)
+        first.__cause__ = exc
+        for other, fn in pairs[index + 1 :]:
+            if id(other) in self._failed:
+                continue
+            try:
+                fn(run_context)
+            except Exception as later:
+                self._failed.add(id(other))
+                _note(first, f"also {type(other).__name__}.{hook} raised {later!r}")
+        raise first
 
     @contextmanager
     def phase(self, run_context: RunContext, begin: str, end: str) -> Iterator[None]:

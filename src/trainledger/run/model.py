@@ -1,10 +1,9 @@
 """``Model``: MindSpore's high-level training host, for ``torch.nn.Module`` networks.
 
 The loop is short on purpose: every run- and epoch-level phase goes through
-``CallbackManager.phase`` (which guarantees the matching ``*_end`` hook). An epoch runs one of
-two loops: with step hooks, each step fans them out with cb_params current; without them (no
-callback, or epoch-level ones only) the plain loop runs a CPU ``(x, y)`` step inline, as a
-hand-written loop would, and writes the step fields of cb_params when the epoch ends. The
+``CallbackManager.phase`` (which guarantees the matching ``*_end`` hook); the epoch loop runs
+a CPU ``(x, y)`` step inline, as a hand-written loop would, fans out step hooks only when a
+callback has them, and otherwise writes the step fields of cb_params when the epoch ends. The
 per-step work lives in protected methods that ``RecModel`` (online training) reuses:
 
 * ``_build_train_params(...) -> CallbackParams``: every cb_params field of a training run.
@@ -287,52 +286,22 @@ class Model(EvalMixin):
     def _train_epoch(
         self, manager: CallbackManager, run_context: RunContext, dataset: Iterable[Any]
     ) -> None:
-        cb_params = run_context.original_args()
-        if manager.has("on_train_step_begin") or manager.has("on_train_step_end"):
-            steps = self._train_epoch_hooked(manager, run_context, dataset)
-        else:
-            steps = self._train_epoch_plain(run_context, dataset)
-        if steps == 0:
-            raise DatasetError(
-                f"train_dataset yielded no batches in epoch {cb_params.cur_epoch_num}"
-            )
+        """One pass over ``dataset``, as close to a hand-written loop as Python allows (the
+        3% overhead target; Python code between torch ops runs with cold caches, so every
+        call counts). A CPU ``(x, y)`` batch of a plain ``loss_fn(network(x), y)`` step runs
+        inline; anything else goes through ``_move_to_device`` and ``_train_step``.
 
-    def _train_epoch_hooked(
-        self, manager: CallbackManager, run_context: RunContext, dataset: Iterable[Any]
-    ) -> int:
-        """The epoch loop when a callback has step hooks: cb_params is current at each hook."""
+        With step hooks, cb_params' step fields are current at each hook. Without them nobody
+        reads cb_params between steps, so those fields are written once, when the loop ends
+        (also when a step raises, before the error-path hooks).
+        """
         cb_params = run_context.original_args()
+        begin = manager.has("on_train_step_begin")
+        end = manager.has("on_train_step_end")
+        hooked = begin or end
         call = manager.call
-        call_end = manager.call_all
-        move = self._move_to_device
-        train_step = self._train_step
-        steps = 0
-        # item access, not attributes: CallbackParams.__getattr__ is Python-level and this
-        # loop's own cost is what the 3% overhead target is about
-        for batch in dataset:
-            batch = move(batch)
-            cb_params["train_dataset_element"] = batch
-            cb_params["cur_step_num"] += 1
-            call("on_train_step_begin", run_context)
-            cb_params["net_outputs"] = train_step(batch)
-            steps += 1
-            call_end("on_train_step_end", run_context)
-            if run_context.get_stop_requested():
-                break
-        else:
-            if cb_params.batch_num is None:
-                cb_params.batch_num = steps  # learnt from the first full pass
-        return steps
-
-    def _train_epoch_plain(self, run_context: RunContext, dataset: Iterable[Any]) -> int:
-        """The epoch loop when no callback has step hooks, as close to a hand-written loop as
-        Python allows (the 3% overhead target): a CPU ``(x, y)`` batch of a plain
-        ``loss_fn(network(x), y)`` step runs inline; anything else goes through
-        ``_train_step``. Nobody reads cb_params between steps, so the step fields are written
-        once, when the loop ends (also when a step raises, for the error-path hooks)."""
-        cb_params = run_context.original_args()
-        move = self._move_to_device
-        train_step = self._train_step
+        end_fns = manager.functions("on_train_step_end")
+        move, train_step = self._move_to_device, self._train_step
         inline = (
             self._on_cpu
             and self._loss_fn is not None
@@ -348,8 +317,7 @@ class Model(EvalMixin):
         outputs: Any = cb_params["net_outputs"]
         try:
             for batch in dataset:
-                in_step = True
-                if (
+                plain = (
                     fast
                     and type(batch) is tuple
                     and len(batch) == 2
@@ -357,29 +325,49 @@ class Model(EvalMixin):
                     and type(batch[1]) is tensor
                     and batch[0].is_cpu
                     and batch[1].is_cpu
-                ):
+                )
+                if not plain:
+                    batch = move(batch)
+                if hooked:
+                    # item access, not attributes: CallbackParams.__getattr__ is Python-level
+                    cb_params["train_dataset_element"] = batch
+                    cb_params["cur_step_num"] += 1
+                    if begin:
+                        call("on_train_step_begin", run_context)
+                in_step = True
+                if plain:
                     optimizer.zero_grad(set_to_none=True)
                     outputs = loss_fn(network(batch[0]), batch[1])
                     outputs.backward()
                     optimizer.step()
                 else:
-                    batch = move(batch)
                     outputs = train_step(batch)
                     fast = inline and not self._check_next_batch
                 in_step = False
                 steps += 1
+                if hooked:
+                    cb_params["net_outputs"] = outputs
+                    if end:
+                        for fn in end_fns:  # manager.call_all, one frame less
+                            try:
+                                fn(run_context)
+                            except Exception as exc:
+                                manager.failed_in("on_train_step_end", fn, exc, run_context)
                 if run_context.get_stop_requested():
                     break
             else:
                 if cb_params.batch_num is None:
                     cb_params.batch_num = steps  # learnt from the first full pass
         finally:
-            # as the hooked loop leaves them: a failed step counts and is the current element
-            cb_params["cur_step_num"] += steps + in_step
-            if steps or in_step:
-                cb_params["train_dataset_element"] = batch
-                cb_params["net_outputs"] = outputs
-        return steps
+            if not hooked:  # as the hooked loop leaves them: a failed step counts
+                cb_params["cur_step_num"] += steps + in_step
+                if steps or in_step:
+                    cb_params["train_dataset_element"] = batch
+                    cb_params["net_outputs"] = outputs
+        if steps == 0:
+            raise DatasetError(
+                f"train_dataset yielded no batches in epoch {cb_params.cur_epoch_num}"
+            )
 
     def _train_sink_unit(
         self, manager: CallbackManager, run_context: RunContext, source: Iterable[Any] | Cycle
