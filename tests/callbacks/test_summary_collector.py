@@ -453,3 +453,51 @@ def test_metric_only_fast_path_keeps_order_with_staged_values(tmp_path):
     acc = ea.EventAccumulator(str(tmp_path), size_guidance={ea.SCALARS: 0})
     acc.Reload()
     assert [e.step for e in acc.Scalars("loss/auto")] == expected
+
+
+class _SelfStepping(torch.nn.Module):
+    """A network that takes its own optimisation step (MindSpore's TrainOneStepCell) and
+    returns the loss; with ``static`` it returns one buffer that it rewrites every step, as a
+    CUDA-graph replay does."""
+
+    def __init__(self, static: bool) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 1)
+        self.optimizer = torch.optim.SGD(self.fc.parameters(), lr=0.01)
+        self.static = static
+        self.register_buffer("out", torch.zeros(()))
+        self.seen: list[float] = []
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        self.optimizer.zero_grad()
+        loss = ((self.fc(x).squeeze(1) - y) ** 2).mean()
+        loss.backward()
+        self.optimizer.step()
+        self.seen.append(float(loss.item()))
+        if not self.static:
+            return loss.detach()
+        with torch.no_grad():
+            self.out.copy_(loss)
+        return self.out
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_loss_read_in_batches_is_every_steps_exact_loss(tmp_path, static):
+    """The fast path keeps the loss tensors and reads a batch at once; a loss written into
+    one buffer every step is detected (same storage as the step before) and read at once."""
+    from trainledger.run.model import Model
+
+    gen = torch.Generator().manual_seed(0)
+    data = [(torch.randn(8, 4, generator=gen), torch.randn(8, generator=gen)) for _ in range(40)]
+    net = _SelfStepping(static)
+    collector = SummaryCollector(
+        tmp_path,
+        collect_freq=1,
+        keep_default_action=False,
+        collect_specified_data={"collect_metric": True},
+    )
+    Model(net).train(2, data, callbacks=[collector])
+    assert len(net.seen) == 80
+    steps, _, values = read_scalars(tmp_path)["loss/auto"]
+    assert steps.tolist() == list(range(1, 81))
+    np.testing.assert_array_equal(values, np.asarray(net.seen, dtype=np.float32))

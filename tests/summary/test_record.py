@@ -384,6 +384,41 @@ def test_record_scalar_rows_keeps_order_and_validates(tmp_path):
     assert read_scalars(tmp_path)["lr"][0].tolist() == [1, 2]
 
 
+def test_record_scalar_rows_rejects_bools_ragged_rows_and_non_int_steps(tmp_path):
+    with SummaryRecord(tmp_path) as rec:
+        good = [(1, 2.0, 0.5), (2, 3.0, 0.25)]
+        for bad, error in (
+            ([*good, (3, 4.0, True)], TypeError),  # a bool is not a scalar value
+            ([*good, (True, 4.0, 0.5)], ValueError),  # nor a step
+            ([*good, (3.0, 4.0, 0.5)], ValueError),
+            ([*good, (3, 4.0)], ValueError),  # ragged
+            ([*good, 3], ValueError),  # not a row
+        ):
+            with pytest.raises(error, match="record_scalar_rows"):
+                rec.record_scalar_rows(("loss",), bad)
+        rec.record_scalar_rows(("loss",), [(3, 4.0, np.float32(0.5)), (4, 5.0, 2)])
+    steps, _, values = read_scalars(tmp_path)["loss"]
+    assert steps.tolist() == [3, 4] and values.tolist() == [0.5, 2.0]  # nothing of the bad
+
+
+def test_record_scalar_rows_roll_over_between_records(tmp_path):
+    """Rows are written as chunks of framed records; rollover still splits between records."""
+    limit = 300
+    with SummaryRecord(tmp_path, max_file_size=limit) as rec:
+        rec.record_scalar_rows(
+            ("loss", "lr"), [(step, 1.0 + step, step / 2, 0.1) for step in range(1, 200)]
+        )
+    assert len(rec.file_paths) > 10
+    for path in rec.file_paths:
+        assert path.stat().st_size <= limit
+        payloads, corrupt = read_records(path)
+        assert corrupt == 0
+        assert pb.Event.FromString(payloads[0]).file_version == "brain.Event:2"
+    steps, _, values = read_scalars(tmp_path)["loss"]
+    assert steps.tolist() == list(range(1, 200))
+    assert values.tolist() == [step / 2 for step in range(1, 200)]
+
+
 def test_record_scalars(tmp_path):
     with SummaryRecord(tmp_path) as rec:
         rec.add_value("tensor", "t", np.zeros(1))

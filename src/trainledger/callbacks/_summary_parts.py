@@ -12,7 +12,13 @@ import numpy as np
 
 from trainledger.callbacks.lineage import TrainLineage
 
-__all__ = ["mean_of_first_output", "learning_rate", "select_parameters", "CollectorTrainLineage"]
+__all__ = [
+    "mean_of_first_output",
+    "learning_rate",
+    "read_deferred",
+    "select_parameters",
+    "CollectorTrainLineage",
+]
 
 
 def mean_of_first_output(outputs: Any) -> float | None:
@@ -36,6 +42,26 @@ def mean_of_first_output(outputs: Any) -> float | None:
         return float(np.mean(np.asarray(outputs, dtype=np.float64)))
     except (TypeError, ValueError):
         return None
+
+
+def read_deferred(rows: list[tuple[Any, ...]], column: int) -> list[tuple[Any, ...]]:
+    """``rows`` with the scalar tensors in ``column`` read as floats, in one torch call
+    (``stack(...).tolist()``, one device sync) instead of one ``.item()`` per step."""
+    import torch
+
+    at = [i for i, row in enumerate(rows) if isinstance(row[column], torch.Tensor)]
+    if not at:
+        return rows
+    tensors = [rows[i][column] for i in at]
+    try:
+        values = torch.stack(tensors).float().tolist()
+    except (RuntimeError, TypeError):  # mixed devices or dtypes: one by one
+        values = [float(t.float().item()) for t in tensors]
+    out = list(rows)
+    for i, value in zip(at, values, strict=True):
+        row = out[i]
+        out[i] = (*row[:column], value, *row[column + 1 :])
+    return out
 
 
 def learning_rate(optimizer: Any) -> float | None:

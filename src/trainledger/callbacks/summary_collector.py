@@ -45,6 +45,7 @@ from trainledger.callbacks._summary_parts import (
     CollectorTrainLineage,
     learning_rate,
     mean_of_first_output,
+    read_deferred,
     select_parameters,
 )
 from trainledger.callbacks.lineage import EvalLineage
@@ -155,6 +156,7 @@ class SummaryCollector(Callback):
     def add_value(self, plugin: str, name: str, value: Any) -> None:
         """Stage a value for the next collected step (MindSpore's summary operators)."""
         self._ensure_record().add_value(plugin, name, value)
+        self._fast = False  # the next collection takes the general path, which writes it
 
     # --- context --------------------------------------------------------------------------
     def __enter__(self) -> SummaryCollector:
@@ -201,8 +203,11 @@ class SummaryCollector(Callback):
         self._sink = False
         self._sink_units = 0  # step-end calls in sink mode: the unit of an unbounded run
         self._lr_group: dict[str, Any] | None = None
-        self._fast = False  # metric-only collection after the first step: see _fast_step
-        self._rows: list[tuple[int, float, float, float]] = []
+        self._fast_eligible = False  # metric-only collection: see on_train_step_end
+        self._fast = False  # eligible and nothing staged
+        self._rows: list[tuple[int, float, Any, float]] = []  # the loss may be a tensor
+        self._held_loss: Any = None  # the last loss tensor seen, kept alive ...
+        self._held_ptr = -1  # ... so the same address next step means a reused buffer
         self._rows_since = 0.0
 
     # --- hooks ----------------------------------------------------------------------------
@@ -217,9 +222,47 @@ class SummaryCollector(Callback):
 
     def on_train_step_end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
+        if self._fast:
+            # The common per-step case, inline (it runs between torch ops, with cold caches,
+            # where every Python call costs): metric-only collection, a step that is due, no
+            # tensor step, nothing staged (add_value turns this path off until a collection).
+            step = params.get("cur_step_num")
+            outputs: Any = params.get("net_outputs")
+            group = self._lr_group
+            lr = group.get("lr") if group is not None else None
+            if (
+                type(step) is int
+                and step != self._last_step
+                and params.get("mode") == "train"
+                and type(lr) is float
+                and getattr(outputs, "ndim", None) == 0
+            ):
+                # (a tensor step writes staged tensors only; nothing is staged here)
+                if step % self._collect_freq:
+                    return  # nothing due
+                # The loss is read when the rows are flushed, all at once: a per-step
+                # .item() costs a torch call (and, on a GPU, a device sync) every step.
+                loss = outputs.detach()
+                ptr = loss.data_ptr()
+                if ptr == self._held_ptr:  # one buffer rewritten every step (CUDA graphs)
+                    loss = float(loss.item())  # must be read now
+                else:  # held until the next step: its memory cannot be reused meanwhile
+                    self._held_loss, self._held_ptr = loss, ptr
+                now = time.time()
+                rows = self._rows
+                if not rows:
+                    self._rows_since = now
+                rows.append((step, now, loss, lr))
+                self._last_step = step
+                if len(rows) >= _ROWS_PER_BATCH or now - self._rows_since >= _ROWS_MAX_AGE:
+                    self._flush_rows(self._record)  # type: ignore[arg-type]
+                return
+        self._general_step(params)
+
+    def _general_step(self, params: CallbackParams) -> None:
+        """Every case of a step's collection (the first step, tensor steps, histograms, input
+        images, staged values, sink mode)."""
         record = self._record
-        if self._fast and record is not None and self._fast_step(params, record):
-            return
         if record is None or params.get("mode", "train") != "train":
             return
         self._sink_units += 1
@@ -237,18 +280,23 @@ class SummaryCollector(Callback):
             return  # never twice for the same step
         if self._first_step:
             self._first_step = False
+            outputs: Any = params.get("net_outputs")
+            if getattr(outputs, "ndim", None) == 0:
+                self._held_loss = outputs.detach()
+                self._held_ptr = self._held_loss.data_ptr()
             self._tensor_steps = self._tensor_range(params)
             self._collect(params, record, step, plugin_filter=None)
             self._tensor_count += 1
             record.flush(fsync=False)  # visible at once; durability comes at epoch/train end
             specified = self._specified
-            self._fast = (
+            self._fast_eligible = (
                 not self._sink
                 and self._tensor_steps is not None
                 and bool(specified.get("collect_metric"))
                 and not specified.get("collect_input_data")
                 and "histogram_regular" not in specified
             )
+            self._fast = self._fast_eligible and not record.staged
             return
         if not self._sink:
             current = step
@@ -268,42 +316,14 @@ class SummaryCollector(Callback):
             self._collect(params, record, step, plugin_filter=_is_not_tensor)
         if tensor:
             self._tensor_count += 1
-
-    def _fast_step(self, params: CallbackParams, record: SummaryRecord) -> bool:
-        """The common per-step case in few calls (it runs between torch ops, with cold
-        caches, where every Python call costs): a step that is due, metric-only collection,
-        no tensor step and nothing staged. False sends the step down the general path."""
-        step = params.get("cur_step_num")
-        if type(step) is not int or params.get("mode", "train") != "train":
-            return False
-        if step % self._collect_freq:
-            tensor_steps = self._tensor_steps
-            return tensor_steps is not None and step not in tensor_steps  # nothing due
-        if step == self._last_step or record.staged or step in (self._tensor_steps or ()):
-            return False
-        outputs: Any = params.get("net_outputs")
-        if getattr(outputs, "ndim", None) != 0 or not self._metric_ok:
-            return False
-        group = self._lr_group
-        lr = group.get("lr") if group is not None else None
-        if type(lr) is not float:
-            return False
-        now = time.time()
-        rows = self._rows
-        if not rows:
-            self._rows_since = now
-        rows.append((step, now, float(outputs.item()), lr))
-        if len(rows) >= _ROWS_PER_BATCH or now - self._rows_since >= _ROWS_MAX_AGE:
-            self._flush_rows(record)
-        self._last_step = step
-        return True
+        self._fast = self._fast_eligible and not record.staged
 
     def _flush_rows(self, record: SummaryRecord) -> None:
         """Hand the buffered loss/lr rows to the record (before any other write: file order
         must follow step order, or TensorBoard would purge the later points)."""
         if self._rows:
             rows, self._rows = self._rows, []
-            record.record_scalar_rows(_ROW_TAGS, rows)
+            record.record_scalar_rows(_ROW_TAGS, read_deferred(rows, 2))
 
     def on_train_epoch_end(self, run_context: RunContext) -> None:
         params = run_context.original_args()

@@ -18,8 +18,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import crc32c as _crc32c
+import numpy as np
 
-__all__ = ["masked_crc32c", "frame", "RecordReader", "read_records", "HEADER_SIZE", "FOOTER_SIZE"]
+__all__ = [
+    "masked_crc32c",
+    "frame",
+    "frame_equal_length",
+    "RecordReader",
+    "read_records",
+    "HEADER_SIZE",
+    "FOOTER_SIZE",
+]
 
 _MASK_DELTA = 0xA282EAD8
 _U64 = struct.Struct("<Q")
@@ -45,6 +54,32 @@ def frame(payload: bytes) -> bytes:
     return b"".join(
         (length, _U32.pack(masked_crc32c(length)), payload, _U32.pack(masked_crc32c(payload)))
     )
+
+
+def frame_equal_length(payloads: np.ndarray) -> bytes:
+    """The framed records of ``n`` payloads of the same length ``L`` (a C-contiguous
+    ``(n, L)`` uint8 array), concatenated: ``b"".join(frame(p) for p in rows)``.
+
+    Rows of scalars differ only in a few bytes and share one length, so the header (and its
+    CRC) is computed once and the records are assembled in one array; only the payload CRCs
+    are computed per record (in C, over memoryview slices).
+    """
+    n, length = payloads.shape
+    if n == 0:
+        return b""
+    out = np.empty((n, HEADER_SIZE + length + FOOTER_SIZE), np.uint8)
+    header = _U64.pack(length)
+    out[:, :8] = np.frombuffer(header, np.uint8)
+    out[:, 8:HEADER_SIZE] = np.frombuffer(_U32.pack(masked_crc32c(header)), np.uint8)
+    out[:, HEADER_SIZE : HEADER_SIZE + length] = payloads
+    view = memoryview(np.ascontiguousarray(payloads).reshape(-1).data)
+    crc = _crc
+    crcs = np.fromiter(
+        (crc(view[i : i + length]) for i in range(0, n * length, length)), np.uint32, n
+    )
+    masked = ((crcs >> np.uint32(15)) | (crcs << np.uint32(17))) + np.uint32(_MASK_DELTA)
+    out[:, HEADER_SIZE + length :] = masked.astype("<u4").view(np.uint8).reshape(n, 4)
+    return out.tobytes()
 
 
 @dataclass

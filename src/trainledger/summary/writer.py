@@ -111,7 +111,7 @@ class EventFileWriter:
                 f"margin; free some space (or lower min_free_bytes)"
             )
 
-    def _open_new_file(self) -> None:
+    def _open_new_file(self) -> BinaryIO:
         if self._fh is not None:
             self._sync_and_close()
         header = frame(file_version_event(time.time()).SerializeToString())
@@ -127,27 +127,35 @@ class EventFileWriter:
         self._fh = fh
         self.paths.append(path)
         self._size = self._header_size = len(header)
+        return fh
 
     def write(self, payloads: Sequence[bytes]) -> None:
         """Frame and append ``payloads``; starts a new file before one would pass the limit."""
+        records = [frame(p) for p in payloads]
+        self.write_framed([(rec, len(rec)) for rec in records])
+
+    def write_framed(self, chunks: Sequence[tuple[bytes, int]]) -> None:
+        """Append already framed records, given as chunks ``(records, record_size)`` of
+        equal-size records (``scalar_rows_records`` makes them); rolls over between records."""
         if self._fh is None:
             raise SummaryWriteError(f"event file writer for {self.log_dir} is closed")
-        records = [frame(p) for p in payloads]
-        self._check_space(sum(len(r) for r in records))
+        self._check_space(sum(len(blob) for blob, _ in chunks))
         limit = self.max_file_size
-        if limit is None:
-            self._fh.write(b"".join(records))
-            self._size += sum(len(r) for r in records)
-        else:
-            for rec in records:
+        fh = self._fh
+        for blob, size in chunks:
+            if limit is None or self._size + len(blob) <= limit:
+                fh.write(blob)
+                self._size += len(blob)
+                continue
+            for start in range(0, len(blob), size):
                 # A record larger than the limit still gets written, alone in a fresh file:
                 # splitting it would make it unreadable, dropping it would lose data silently.
-                if self._size + len(rec) > limit and self._size > self._header_size:
-                    self._open_new_file()
-                self._fh.write(rec)
-                self._size += len(rec)
+                if self._size + size > limit and self._size > self._header_size:
+                    fh = self._open_new_file()
+                fh.write(blob[start : start + size])
+                self._size += size
         # Hand the bytes to the OS (no fsync) so live readers see whole records promptly.
-        self._fh.flush()
+        fh.flush()
 
     def flush(self, fsync: bool = True) -> None:
         """Push buffered bytes to the OS and (by default) fsync them."""
@@ -216,6 +224,11 @@ class AsyncEventWriter:
         """Queue ``produce``; its payloads are framed and written on the worker thread."""
         writer = self.file_writer
         self._worker.submit(self._guarded(lambda: writer.write(produce())))
+
+    def submit_framed(self, produce: Callable[[], Sequence[tuple[bytes, int]]]) -> None:
+        """Queue ``produce``; it returns framed chunks (see ``EventFileWriter.write_framed``)."""
+        writer = self.file_writer
+        self._worker.submit(self._guarded(lambda: writer.write_framed(produce())))
 
     def submit_task(self, task: Callable[[], None]) -> None:
         """Queue any other work that must run in order with the writes (e.g. exports)."""
