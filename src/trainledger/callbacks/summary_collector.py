@@ -61,7 +61,7 @@ logger = logging.getLogger("trainledger.summary")
 _HISTOGRAM_DEFAULT_COUNT = 5
 # The per-step fast path buffers (step, time, loss, lr) rows and hands them over in batches.
 _ROW_TAGS = ("loss/auto", "learning_rate/auto")
-_ROWS_PER_BATCH = 256
+_ROWS_PER_BATCH = 1024
 _ROWS_MAX_AGE = 0.2  # seconds: live views still see new points promptly
 _MAX_INPUT_IMAGES = 16
 

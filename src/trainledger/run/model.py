@@ -353,7 +353,7 @@ class Model(EvalMixin):
                                 fn(run_context)
                             except Exception as exc:
                                 manager.failed_in("on_train_step_end", fn, exc, run_context)
-                if run_context.get_stop_requested():
+                if run_context._stop_requested:  # get_stop_requested() without its frame
                     break
             else:
                 if cb_params.batch_num is None:
