@@ -1,5 +1,5 @@
-"""The snapshot copy (``torch_adapter.copy_all``): exact bytes whatever the split, and a busy
-helper never holds the caller back."""
+"""The snapshot copy (``torch_adapter.copy_all`` on ``trainledger._parallel``): exact bytes
+whatever the split, and a busy helper never holds the caller back."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import time
 import pytest
 import torch
 
+from trainledger import _parallel
 from trainledger.checkpoint import torch_adapter
 from trainledger.checkpoint.torch_adapter import copy_all
 
@@ -63,7 +64,7 @@ def test_a_helper_that_never_starts_is_not_waited_for(monkeypatch: pytest.Monkey
     pool = ThreadPoolExecutor(max_workers=1)
     release = threading.Event()
     pool.submit(release.wait)  # the only worker is blocked
-    monkeypatch.setattr(torch_adapter, "_pool", lambda: pool)
+    monkeypatch.setattr(_parallel, "executor", lambda: pool)
     try:
         pairs = _pairs()
         caller = threading.Thread(target=copy_all, args=(pairs,), kwargs={"threads": 2})
@@ -75,3 +76,18 @@ def test_a_helper_that_never_starts_is_not_waited_for(monkeypatch: pytest.Monkey
     finally:
         release.set()
         pool.shutdown()
+
+
+def test_an_error_in_a_chunk_is_raised_and_stops_the_others() -> None:
+    done: list[int] = []
+
+    def do(i: int) -> None:
+        if i == 3:
+            raise OSError("disk gone")
+        time.sleep(0.001)
+        done.append(i)
+
+    with pytest.raises(OSError, match="disk gone"):
+        _parallel.run_chunks(400, do, threads=2)
+    assert len(done) < 399  # the threads stopped taking chunks
+    assert len(set(done)) == len(done)  # and none ran twice

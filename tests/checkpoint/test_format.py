@@ -126,6 +126,28 @@ def test_truncated_file_is_a_clear_error(tmp_path: Path) -> None:
             load_checkpoint(path)
 
 
+def test_large_file_read_by_threads_round_trips_and_detects_truncation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above 64 MB the tensor bytes are read in chunks by several threads; every byte lands
+    where it belongs, also in a ragged last chunk, and a short file is still an error."""
+    import trainledger.checkpoint.format as fmt
+
+    monkeypatch.setattr(fmt, "_PARALLEL_READ_MIN", 1 << 20)  # take the threaded path at 5 MB
+    monkeypatch.setattr(fmt, "_READ_CHUNK", (1 << 20) + 7)
+    gen = torch.Generator().manual_seed(0)
+    state = {f"w{i}": torch.randn(1000 + i, 313, generator=gen) for i in range(4)}
+    path = tmp_path / "big.ckpt"
+    save_checkpoint(state, path)
+    loaded = load_checkpoint(path, crc_check=True)
+    for name, tensor in state.items():
+        assert torch.equal(loaded[name], tensor)
+    raw = path.read_bytes()
+    path.write_bytes(raw[: len(raw) - 3 * (1 << 20)])
+    with pytest.raises(CheckpointFormatError, match="short read|truncated"):
+        load_checkpoint(path)
+
+
 def test_bit_flip_caught_by_crc(tmp_path: Path) -> None:
     path = tmp_path / "c.ckpt"
     save_checkpoint({"w": torch.randn(100)}, path)

@@ -18,6 +18,7 @@ non-tensor optimizer state and the crc32c of the tensor bytes.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import struct
@@ -29,6 +30,7 @@ from typing import Any, BinaryIO
 
 import crc32c as _crc32c
 
+from trainledger._parallel import run_chunks
 from trainledger.checkpoint.atomic import atomic_write
 from trainledger.errors import CheckpointDecryptError, CheckpointFormatError
 
@@ -397,7 +399,7 @@ def read_container(
             data_len = size - 8 - n
             owner = allocate(data_len)
             data = memoryview(owner).cast("B") if data_len else memoryview(b"")
-            got = fh.readinto(data) if data_len else 0
+            got = _read_at(fh, data, 8 + n) if data_len else 0
             if got != data_len:
                 raise CheckpointFormatError(f"{where}: short read ({got} of {data_len} bytes)")
     _validate(entries, len(data), where)
@@ -410,6 +412,37 @@ def read_container(
     if crc_check:
         check_crc(container, where)
     return container
+
+
+# Reads of tensor bytes above this size are split between threads (``_parallel``): with the
+# file in the page cache a read is a memory copy plus page faults on the fresh buffer, both of
+# which run in parallel.
+_PARALLEL_READ_MIN = 64 << 20
+_READ_CHUNK = 16 << 20
+
+
+def _read_at(fh: io.BufferedReader, data: memoryview, offset: int) -> int:
+    """Fill ``data`` from the file at ``offset``; the number of bytes read (short at EOF)."""
+    preadv = getattr(os, "preadv", None)
+    if preadv is None or len(data) < _PARALLEL_READ_MIN:
+        fh.seek(offset)
+        return fh.readinto(data) or 0
+    fd = fh.fileno()
+    count = -(-len(data) // _READ_CHUNK)
+    got = [0] * count
+
+    def read_chunk(i: int) -> None:
+        view = data[i * _READ_CHUNK : (i + 1) * _READ_CHUNK]
+        pos = 0
+        while pos < len(view):
+            k = preadv(fd, [view[pos:]], offset + i * _READ_CHUNK + pos)
+            if k == 0:
+                break  # end of file: a truncated checkpoint, reported by the caller
+            pos += k
+        got[i] = pos
+
+    run_chunks(count, read_chunk)
+    return sum(got)
 
 
 def read_info(

@@ -9,23 +9,19 @@ step counts) becomes a tagged JSON tree whose tensor leaves are stored as tensor
 
 from __future__ import annotations
 
-import itertools
 import math
-import os
-import threading
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
 
+from trainledger._parallel import run_chunks
 from trainledger.checkpoint.format import Container, RawTensor
 
 __all__ = [
     "OPTIM_PREFIX",
     "collect_tensors",
     "copy_all",
-    "copy_threads",
     "container_tensors",
     "decode_tree",
     "encode_tree",
@@ -80,29 +76,15 @@ def tensor_to_raw(name: str, tensor: torch.Tensor) -> RawTensor:
 _COPY_CHUNK = 8 << 20
 # Below this total, one thread: starting helpers costs more than they save.
 _PARALLEL_MIN_BYTES = 64 << 20
-_copy_pool: ThreadPoolExecutor | None = None
-_copy_pool_lock = threading.Lock()
-
-
-def copy_threads() -> int:
-    """Threads of the snapshot copy: the cores this process may run on, at most 4 (memory
-    bandwidth is saturated by then)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(4, cores))
 
 
 def copy_all(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]], threads: int = 0) -> None:
-    """``dst.copy_(src)`` for each same-shape pair, CPU bytes copied by the caller's thread
-    and helper threads together (``threads``: 0 means ``copy_threads()``).
+    """``dst.copy_(src)`` for each same-shape pair, CPU bytes copied in 8 MB chunks by the
+    caller's thread and helper threads together (``trainledger._parallel``; ``threads``: 0
+    means one per core, at most 4).
 
-    Why: this copy is all that an async save blocks training for. One thread copies about
-    7 GB/s on the reference machine, two about 13 GB/s (numpy's copy releases the GIL). The
-    bytes are handed out in 8 MB chunks, each thread taking the next, so a helper that the OS
-    does not schedule (busy cores) delays the copy by at most one chunk: the caller takes the
-    rest. Non-contiguous and non-CPU sources go through torch on the caller's thread.
+    Why: this copy is all that an async save blocks training for, and numpy's copy releases
+    the GIL. Non-contiguous and non-CPU sources go through torch on the caller's thread.
     """
     import numpy as np
 
@@ -120,34 +102,9 @@ def copy_all(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]], threads: int = 
             )
         else:
             dst.copy_(src)
-    total = sum(len(d) for d, _ in chunks)
-    helpers = min(threads or copy_threads(), len(chunks)) - 1
-    if helpers <= 0 or total < _PARALLEL_MIN_BYTES:
-        for d, s in chunks:
-            np.copyto(d, s)
-        return
-    order = itertools.count()  # next() is atomic under the GIL: each chunk is copied once
-    count = len(chunks)
-
-    def work() -> None:
-        while (i := next(order)) < count:
-            np.copyto(*chunks[i])
-
-    futures = [_pool().submit(work) for _ in range(helpers)]
-    work()
-    for future in futures:
-        if not future.cancel():  # a helper that never started is not waited for
-            future.result()
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _copy_pool
-    with _copy_pool_lock:
-        if _copy_pool is None:
-            _copy_pool = ThreadPoolExecutor(
-                max_workers=copy_threads(), thread_name_prefix="trainledger-copy"
-            )
-        return _copy_pool
+    if sum(len(d) for d, _ in chunks) < _PARALLEL_MIN_BYTES:
+        threads = 1
+    run_chunks(len(chunks), lambda i: np.copyto(*chunks[i]), threads)
 
 
 def collect_tensors(save_obj: Any) -> list[tuple[str, torch.Tensor]]:
