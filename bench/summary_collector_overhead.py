@@ -17,7 +17,7 @@ the paired difference, and from the medians. Target: under 5%. torch runs on one
 thread (``--threads``) so its spinning workers do not turn load into noise. Run with stdout
 not a terminal (``| cat``), or Model adds a progress bar to both.
 
-    .venv/bin/python bench/summary_collector_overhead.py [--steps 1000] [--rounds 30] | cat
+    .venv/bin/python bench/summary_collector_overhead.py [--steps 1000] [--rounds 60] | cat
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def run(batches: Batches, hidden: int, log_dir: Path | None) -> tuple[float, flo
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")

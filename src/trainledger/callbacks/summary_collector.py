@@ -215,6 +215,8 @@ class SummaryCollector(Callback):
         self._lr_group: dict[str, Any] | None = None
         self._fast_eligible = False  # metric-only collection: see on_train_step_end
         self._fast = False  # eligible and nothing staged
+        self._fast_context: RunContext | None = None  # the run the fast path belongs to
+        self._fast_params: CallbackParams = CallbackParams()
         self._rows: list[tuple[int, float, Any, float]] = []  # the loss may be a tensor
         self._held_loss: Any = None  # the last loss tensor seen, kept alive ...
         self._held_ptr = -1  # ... so the same address next step means a reused buffer
@@ -231,11 +233,11 @@ class SummaryCollector(Callback):
         self._forward("on_train_begin", run_context)
 
     def on_train_step_end(self, run_context: RunContext) -> None:
-        params = run_context.original_args()
-        if self._fast:
+        if self._fast and run_context is self._fast_context:
             # The common per-step case, inline (it runs between torch ops, with cold caches,
             # where every Python call costs): metric-only collection, a step that is due, no
             # tensor step, nothing staged (add_value turns this path off until a collection).
+            params = self._fast_params  # this run's cb_params, without original_args()'s call
             step = params.get("cur_step_num")
             outputs: Any = params.get("net_outputs")
             group = self._lr_group
@@ -243,7 +245,6 @@ class SummaryCollector(Callback):
             if (
                 type(step) is int
                 and step != self._last_step
-                and params.get("mode") == "train"
                 and type(lr) is float
                 and getattr(outputs, "ndim", None) == 0
             ):
@@ -267,11 +268,12 @@ class SummaryCollector(Callback):
                 if len(rows) >= _ROWS_PER_BATCH or now - self._rows_since >= _ROWS_MAX_AGE:
                     self._flush_rows(self._record)  # type: ignore[arg-type]
                 return
-        self._general_step(params)
+        self._general_step(run_context)
 
-    def _general_step(self, params: CallbackParams) -> None:
+    def _general_step(self, run_context: RunContext) -> None:
         """Every case of a step's collection (the first step, tensor steps, histograms, input
         images, staged values, sink mode)."""
+        params = run_context.original_args()
         record = self._record
         if record is None or params.get("mode", "train") != "train":
             return
@@ -307,6 +309,7 @@ class SummaryCollector(Callback):
                 and "histogram_regular" not in specified
             )
             self._fast = self._fast_eligible and not record.staged
+            self._fast_context, self._fast_params = run_context, params
             return
         if not self._sink:
             current = step
@@ -327,6 +330,7 @@ class SummaryCollector(Callback):
         if tensor:
             self._tensor_count += 1
         self._fast = self._fast_eligible and not record.staged
+        self._fast_context, self._fast_params = run_context, params
 
     def _flush_rows(self, record: SummaryRecord) -> None:
         """Hand the buffered loss/lr rows to the record (before any other write: file order
