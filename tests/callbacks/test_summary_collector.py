@@ -501,3 +501,22 @@ def test_loss_read_in_batches_is_every_steps_exact_loss(tmp_path, static):
     steps, _, values = read_scalars(tmp_path)["loss/auto"]
     assert steps.tolist() == list(range(1, 81))
     np.testing.assert_array_equal(values, np.asarray(net.seen, dtype=np.float32))
+
+
+def test_read_deferred_reads_tensors_of_any_dtype_and_keeps_other_columns():
+    from trainledger.callbacks._summary_parts import read_deferred
+
+    assert read_deferred([], 2) == []
+    rows = [
+        (1, 10.0, torch.tensor(0.5), 0.1),
+        (2, 11.0, torch.tensor(0.25, dtype=torch.bfloat16), 0.1),
+        (3, 12.0, 0.125, 0.2),  # already read (a reused loss buffer)
+        (4, 13.0, torch.tensor(float("nan")), 0.2),
+    ]
+    out = read_deferred(rows, 2)
+    assert [r[:2] + r[3:] for r in out] == [r[:2] + r[3:] for r in rows]
+    assert out[0][2] == 0.5 and out[1][2] == 0.25 and out[2][2] == 0.125
+    assert np.isnan(out[3][2])
+    assert all(type(r[2]) is float for r in out)
+    same = [(i, 1.0, torch.tensor(float(i)), 0.1) for i in range(1, 300)]  # the one-call path
+    assert [r[2] for r in read_deferred(same, 2)] == [float(i) for i in range(1, 300)]

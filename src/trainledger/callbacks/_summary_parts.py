@@ -46,22 +46,25 @@ def mean_of_first_output(outputs: Any) -> float | None:
 
 def read_deferred(rows: list[tuple[Any, ...]], column: int) -> list[tuple[Any, ...]]:
     """``rows`` with the scalar tensors in ``column`` read as floats, in one torch call
-    (``stack(...).tolist()``, one device sync) instead of one ``.item()`` per step."""
+    (``stack(...).tolist()``, one device sync) instead of one ``.item()`` per step. Rows are
+    transposed and rebuilt with ``zip`` (C speed): this runs once per 1024 training steps,
+    between torch ops."""
     import torch
 
-    at = [i for i, row in enumerate(rows) if isinstance(row[column], torch.Tensor)]
-    if not at:
+    if not rows:
         return rows
-    tensors = [rows[i][column] for i in at]
-    try:
-        values = torch.stack(tensors).float().tolist()
-    except (RuntimeError, TypeError):  # mixed devices or dtypes: one by one
-        values = [float(t.float().item()) for t in tensors]
-    out = list(rows)
-    for i, value in zip(at, values, strict=True):
-        row = out[i]
-        out[i] = (*row[:column], value, *row[column + 1 :])
-    return out
+    columns = list(zip(*rows, strict=True))
+    values = columns[column]
+    if set(map(type, values)) == {torch.Tensor}:
+        try:
+            columns[column] = tuple(torch.stack(values).float().tolist())
+        except (RuntimeError, TypeError):  # mixed devices or dtypes: one by one
+            columns[column] = tuple(float(t.float().item()) for t in values)
+    else:
+        columns[column] = tuple(
+            float(v.float().item()) if isinstance(v, torch.Tensor) else v for v in values
+        )
+    return list(zip(*columns, strict=True))
 
 
 def learning_rate(optimizer: Any) -> float | None:
