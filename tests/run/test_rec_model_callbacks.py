@@ -262,3 +262,32 @@ def test_summary_collector_in_sink_mode_collects_per_sink_unit(tmp_path: Path) -
     window_steps, _, auc = scalars["window/auc"]
     assert window_steps.tolist() == steps
     assert all(0.0 <= v <= 1.0 for v in auc.tolist())
+
+
+def test_a_failing_step_end_names_the_callback_and_the_others_still_get_it() -> None:
+    """online_train's step loop calls step-end hooks itself (``functions``/``failed_in``), with
+    ``call_all``'s semantics: every later callback gets the hook, then the error names the
+    callback that failed, and the end hooks still run."""
+    from trainledger.errors import CallbackError
+
+    class Boom(Callback):
+        def on_train_step_end(self, rc: RunContext) -> None:
+            if rc.original_args().cur_step_num == 3:
+                raise RuntimeError("boom")
+
+    class Seen(Callback):
+        def __init__(self) -> None:
+            self.steps: list[int] = []
+            self.ended = False
+
+        def on_train_step_end(self, rc: RunContext) -> None:
+            self.steps.append(rc.original_args().cur_step_num)
+
+        def on_train_end(self, rc: RunContext) -> None:
+            self.ended = True
+
+    seen = Seen()
+    with pytest.raises(CallbackError, match="Boom.on_train_step_end") as info:
+        _model().online_train(_clicks(), callbacks=[Boom(), seen], max_steps=10)
+    assert isinstance(info.value.__cause__, RuntimeError)
+    assert seen.steps == [1, 2, 3] and seen.ended

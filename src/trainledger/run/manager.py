@@ -126,8 +126,39 @@ class CallbackManager:
         """Call ``hook`` on every callback that has not failed, even after one raises; then
         raise the first failure. Used for end hooks, so one broken writer does not stop the
         others from flushing."""
-        first: CallbackError | None = None
-        for cb, fn in self._active[hook]:
+        first = self._call_each(hook, self._active[hook], run_context, None)
+        if first is not None:
+            raise first
+
+    def functions(self, hook: str) -> tuple[HookFn, ...]:
+        """The functions ``call_all`` would call for ``hook``, for a step loop that calls them
+        itself (one Python frame less per step). On an exception from one of them, the loop
+        hands it to ``failed_in``, which finishes the hook as ``call_all`` does."""
+        return tuple(fn for cb, fn in self._active[hook] if id(cb) not in self._failed)
+
+    def failed_in(
+        self, hook: str, failed: HookFn, exc: Exception, run_context: RunContext
+    ) -> NoReturn:
+        """``failed`` (from ``functions(hook)``) raised ``exc``: the callbacks after it still
+        get ``hook``, then the ``CallbackError`` naming the callback is raised."""
+        pairs = self._active[hook]
+        index = next(i for i, (_, fn) in enumerate(pairs) if fn is failed)
+        cb = pairs[index][0]
+        self._failed.add(id(cb))
+        first = CallbackError(type(cb).__name__, hook, exc)
+        first.__cause__ = exc
+        raise self._call_each(hook, pairs[index + 1 :], run_context, first) or first
+
+    def _call_each(
+        self,
+        hook: str,
+        pairs: list[tuple[Callback, HookFn]],
+        run_context: RunContext,
+        first: CallbackError | None,
+    ) -> CallbackError | None:
+        """Call each pair whose callback has not failed; returns ``first`` or the first new
+        failure, with later failures attached to it as notes."""
+        for cb, fn in pairs:
             if id(cb) in self._failed:
                 continue
             try:
@@ -139,36 +170,7 @@ class CallbackManager:
                     first.__cause__ = exc
                 else:
                     _note(first, f"also {type(cb).__name__}.{hook} raised {exc!r}")
-        if first is not None:
-            raise first
-
-    def functions(self, hook: str) -> tuple[HookFn, ...]:
-        """The functions ``call``/``call_all`` would call for ``hook``, for a loop that calls
-        them itself (a step loop: one Python frame less per step). On an exception from one
-        of them, the loop hands it to ``failed_in``, which keeps ``call_all``'s semantics."""
-        return tuple(fn for cb, fn in self._active[hook] if id(cb) not in self._failed)
-
-    def failed_in(
-        self, hook: str, failed: HookFn, exc: Exception, run_context: RunContext
-    ) -> NoReturn:
-        """``failed`` (from ``functions(hook)``) raised ``exc``: finish ``hook`` as
-        ``call_all`` does (the callbacks after it still get it), then raise the
-        ``CallbackError`` naming the callback."""
-        pairs = self._active[hook]
-        index = next(i for i, (_, fn) in enumerate(pairs) if fn is failed)
-        cb = pairs[index][0]
-        self._failed.add(id(cb))
-        first = CallbackError(type(cb).__name__, hook, exc)
-        first.__cause__ = exc
-        for other, fn in pairs[index + 1 :]:
-            if id(other) in self._failed:
-                continue
-            try:
-                fn(run_context)
-            except Exception as later:
-                self._failed.add(id(other))
-                _note(first, f"also {type(other).__name__}.{hook} raised {later!r}")
-        raise first
+        return first
 
     @contextmanager
     def phase(self, run_context: RunContext, begin: str, end: str) -> Iterator[None]:

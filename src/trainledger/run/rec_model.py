@@ -240,7 +240,8 @@ class _OnlineLoop:
         cb_params, run_context, manager = self.cb_params, self.run_context, self.manager
         step_begin = manager.has("on_train_step_begin")
         step_end = manager.has("on_train_step_end")
-        call, call_end = manager.call, manager.call_all  # as Model: every step_end runs
+        call = manager.call
+        end_fns = manager.functions("on_train_step_end")  # called as Model's loop calls them
         move, train_step = self.model._move_to_device, self.model._train_step
         stop_requested = run_context.get_stop_requested
         window, sink, source = self.window, self.sink, cb_params["train_dataset"]
@@ -279,7 +280,11 @@ class _OnlineLoop:
             if counts_bad:
                 cb_params["bad_records"] = _bad_records(source)
             if step_end:
-                call_end("on_train_step_end", run_context)
+                for fn in end_fns:  # manager.call_all, one frame less
+                    try:
+                        fn(run_context)
+                    except Exception as exc:
+                        manager.failed_in("on_train_step_end", fn, exc, run_context)
             if batch is _END:
                 return True
             if stop_requested() or (limited and self._should_stop()):
