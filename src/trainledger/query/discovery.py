@@ -64,23 +64,21 @@ def check_path_text(path: object, name: str = "summary path") -> str:
 
 def validate_base(base: object) -> str:
     """The real path of an existing base directory, or LineageParamSummaryPathError."""
-    text = check_path_text(base, "summary_base_dir")
-    real = os.path.realpath(text)
-    if not os.path.exists(real):
-        raise path_error(f"The summary_base_dir does not exist: {text!r}.")
-    if not os.path.isdir(real):
-        raise path_error(f"The summary_base_dir is not a directory: {text!r}.")
-    return real
+    return _existing_dir(base, "summary_base_dir")
 
 
 def validate_run_dir(summary_dir: object) -> str:
     """The real path of an existing run directory, or LineageParamSummaryPathError."""
-    text = check_path_text(summary_dir, "summary_dir")
+    return _existing_dir(summary_dir, "summary_dir")
+
+
+def _existing_dir(value: object, name: str) -> str:
+    text = check_path_text(value, name)
     real = os.path.realpath(text)
     if not os.path.exists(real):
-        raise path_error(f"The summary_dir does not exist: {text!r}.")
+        raise path_error(f"The {name} does not exist: {text!r}.")
     if not os.path.isdir(real):
-        raise path_error(f"The summary_dir is not a directory: {text!r}.")
+        raise path_error(f"The {name} is not a directory: {text!r}.")
     return real
 
 
