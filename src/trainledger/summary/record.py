@@ -358,8 +358,7 @@ class SummaryRecord:
         tags, rows = tuple(tags), list(rows)
         _check_rows(tags, rows)
         self._submit_batch()  # keep file order: earlier events first
-        chunks = scalar_rows_records(tags, rows)
-        self._writer.submit_framed(lambda: chunks)
+        self._writer.submit_framed(lambda: scalar_rows_records(tags, rows))
 
     def flush(self, fsync: bool = True) -> None:
         """Return when everything recorded so far is written and fsynced.

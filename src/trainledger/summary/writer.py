@@ -131,8 +131,7 @@ class EventFileWriter:
 
     def write(self, payloads: Sequence[bytes]) -> None:
         """Frame and append ``payloads``; starts a new file before one would pass the limit."""
-        records = [frame(p) for p in payloads]
-        self.write_framed([(rec, len(rec)) for rec in records])
+        self.write_framed([(rec, len(rec)) for rec in map(frame, payloads)])
 
     def write_framed(self, chunks: Sequence[tuple[bytes, int]]) -> None:
         """Append already framed records, given as chunks ``(records, record_size)`` of
