@@ -25,7 +25,7 @@ Differences from MindSpore, on purpose:
 Per-step cost: with metric-only collection (the common ``collect_freq=1`` case) a step adds a
 row ``(step, wall time, loss tensor, lr)`` to a buffer; every 1024 rows or 0.2 s the losses
 are read in one torch call (no ``.item()`` and, on a GPU, no device sync per step) and the
-rows are encoded as numpy arrays and handed to the writer thread. A network that returns the
+rows go to the writer thread, which encodes them as numpy arrays. A network that returns the
 same loss buffer every step (a CUDA-graph replay) is detected, since the previous step's
 tensor is kept alive and so its memory cannot be reused: such a loss is read at once. One
 edge is not handled: a loss buffer reused only from some step on (a graph captured after
