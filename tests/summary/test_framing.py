@@ -5,7 +5,17 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from trainledger.summary.framing import RecordReader, frame, masked_crc32c, read_records
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainledger.summary.framing import (
+    RecordReader,
+    frame,
+    frame_equal_length,
+    masked_crc32c,
+    read_records,
+)
 
 
 def test_masked_crc_matches_tensorflow_reference() -> None:
@@ -74,3 +84,23 @@ def test_replaced_shorter_file_is_read_from_start(tmp_path: Path) -> None:
     assert len(reader.read()) == 2
     path.write_bytes(frame(b"c"))
     assert reader.read() == [b"c"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 200),
+    st.integers(1, 80),
+    st.lists(st.integers(0, 79), max_size=12),
+    st.integers(0, 2**32 - 1),
+)
+def test_frame_equal_length_equals_framing_each_row(n, length, columns, seed):
+    """Rows equal but for a few columns (the CRCs come from the first row's by linearity),
+    and rows that differ everywhere (one CRC per row): the same bytes as ``frame`` per row."""
+    rng = np.random.default_rng(seed)
+    rows = np.tile(rng.integers(0, 256, length, dtype=np.uint8), (n, 1))
+    for column in columns:
+        if column < length:
+            rows[:, column] = rng.integers(0, 256, n, dtype=np.uint8)
+    assert frame_equal_length(rows) == b"".join(frame(r.tobytes()) for r in rows)
+    noise = rng.integers(0, 256, (n, length), dtype=np.uint8)
+    assert frame_equal_length(noise) == b"".join(frame(r.tobytes()) for r in noise)
