@@ -88,18 +88,24 @@ def _row_crcs(payloads: np.ndarray) -> np.ndarray:
     one C call per row; rows that differ in many columns are checksummed one by one.
     """
     n, length = payloads.shape
+    if n <= _LINEAR_COLUMN_COST:
+        return _each_row_crc(payloads)
     first = payloads[0]
-    varying = np.flatnonzero((payloads != first).any(axis=0)) if n > _LINEAR_COLUMN_COST else ()
-    if len(varying) * _LINEAR_COLUMN_COST >= n or n <= _LINEAR_COLUMN_COST:
-        view = memoryview(np.ascontiguousarray(payloads).reshape(-1).data)
-        return np.fromiter(
-            (_crc(view[i : i + length]) for i in range(0, n * length, length)), np.uint32, n
-        )
+    varying = np.flatnonzero((payloads != first).any(axis=0))
+    if len(varying) * _LINEAR_COLUMN_COST >= n:
+        return _each_row_crc(payloads)
     crcs = np.full(n, _crc(first.tobytes()), np.uint32)
     deltas = np.ascontiguousarray((payloads[:, varying] ^ first[varying]).T)
     for column, delta in zip(varying.tolist(), deltas, strict=True):
         crcs ^= _lin_table(length - 1 - column)[delta]
     return crcs
+
+
+def _each_row_crc(payloads: np.ndarray) -> np.ndarray:
+    n, length = payloads.shape
+    view = memoryview(np.ascontiguousarray(payloads).reshape(-1).data)
+    crcs = (_crc(view[i : i + length]) for i in range(0, n * length, length))
+    return np.fromiter(crcs, np.uint32, n)
 
 
 # A varying column costs about as much as this many per-row CRC calls.
