@@ -458,14 +458,18 @@ def test_metric_only_fast_path_keeps_order_with_staged_values(tmp_path):
 class _SelfStepping(torch.nn.Module):
     """A network that takes its own optimisation step (MindSpore's TrainOneStepCell) and
     returns the loss; with ``static`` it returns one buffer that it rewrites every step, as a
-    CUDA-graph replay does."""
+    CUDA-graph replay does. With ``scale`` the loss is returned as an integer tensor (the
+    loss times ``scale``), which the collector cannot read as a float at once, so it takes
+    the deferred path that device losses take."""
 
-    def __init__(self, static: bool) -> None:
+    def __init__(self, static: bool, scale: int | None = None) -> None:
         super().__init__()
         self.fc = torch.nn.Linear(4, 1)
         self.optimizer = torch.optim.SGD(self.fc.parameters(), lr=0.01)
         self.static = static
-        self.register_buffer("out", torch.zeros(()))
+        self.scale = scale
+        dtype = torch.float32 if scale is None else torch.int64
+        self.register_buffer("out", torch.zeros((), dtype=dtype))
         self.seen: list[float] = []
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -473,23 +477,25 @@ class _SelfStepping(torch.nn.Module):
         loss = ((self.fc(x).squeeze(1) - y) ** 2).mean()
         loss.backward()
         self.optimizer.step()
-        self.seen.append(float(loss.item()))
+        out = loss.detach() if self.scale is None else (loss.detach() * self.scale).long()
+        self.seen.append(float(out.item()))
         if not self.static:
-            return loss.detach()
-        with torch.no_grad():
-            self.out.copy_(loss)
+            return out
+        self.out.copy_(out)
         return self.out
 
 
+@pytest.mark.parametrize("scale", [None, 1000], ids=["float-now", "int-deferred"])
 @pytest.mark.parametrize("static", [False, True])
-def test_loss_read_in_batches_is_every_steps_exact_loss(tmp_path, static):
-    """The fast path keeps the loss tensors and reads a batch at once; a loss written into
-    one buffer every step is detected (same storage as the step before) and read at once."""
+def test_loss_of_every_step_is_exact(tmp_path, static, scale):
+    """A CPU float loss is read at once. Any other loss (on a device, or not a float) is kept
+    and read with its batch of rows; a loss written into one buffer every step is detected
+    (same storage as the step before) and read at once."""
     from trainledger.run.model import Model
 
     gen = torch.Generator().manual_seed(0)
     data = [(torch.randn(8, 4, generator=gen), torch.randn(8, generator=gen)) for _ in range(40)]
-    net = _SelfStepping(static)
+    net = _SelfStepping(static, scale)
     collector = SummaryCollector(
         tmp_path,
         collect_freq=1,
@@ -498,6 +504,7 @@ def test_loss_read_in_batches_is_every_steps_exact_loss(tmp_path, static):
     )
     Model(net).train(2, data, callbacks=[collector])
     assert len(net.seen) == 80
+    assert len(set(net.seen)) > 40  # the losses differ, so a mislabelled step would show
     steps, _, values = read_scalars(tmp_path)["loss/auto"]
     assert steps.tolist() == list(range(1, 81))
     np.testing.assert_array_equal(values, np.asarray(net.seen, dtype=np.float32))

@@ -23,14 +23,15 @@ Differences from MindSpore, on purpose:
 * ``max_file_size`` rolls over to a new file instead of dropping data.
 
 Per-step cost: with metric-only collection (the common ``collect_freq=1`` case) a step adds a
-row ``(step, wall time, loss tensor, lr)`` to a buffer; every 1024 rows or 0.2 s the losses
-are read in one torch call (no ``.item()`` and, on a GPU, no device sync per step) and the
-rows go to the writer thread, which encodes them as numpy arrays. A network that returns the
-same loss buffer every step (a CUDA-graph replay) is detected, since the previous step's
-tensor is kept alive and so its memory cannot be reused: such a loss is read at once. One
-edge is not handled: a loss buffer reused only from some step on (a graph captured after
-warm-up steps) gives the step before the first reuse the value of the step after it. A loss
-tensor changed in place after its step is read with the change.
+row ``(step, wall time, loss, lr)`` to a buffer; every 1024 rows or 0.2 s the rows go to the
+writer thread, which encodes them as numpy arrays. A CPU float loss is read at once (a plain
+load). Any other loss (on a GPU, where ``.item()`` would sync the device every step) is kept as
+a tensor and the batch is read in one torch call. A network that returns the same loss buffer
+every step (a CUDA-graph replay) is detected, since the previous step's tensor is kept alive
+and so its memory cannot be reused: such a loss is read at once. One edge is not handled: a
+device loss buffer reused only from some step on (a graph captured after warm-up steps) gives
+the step before the first reuse the value of the step after it. A device loss tensor changed
+in place after its step is read with the change.
 
 Values staged with ``collector.add_value(plugin, name, value)`` (MindSpore's summary
 operators) are written at the next collected step; ``tensor`` values only at the steps of the
@@ -220,6 +221,8 @@ class SummaryCollector(Callback):
         self._rows: list[tuple[int, float, Any, float]] = []  # the loss may be a tensor
         self._held_loss: Any = None  # the last loss tensor seen, kept alive ...
         self._held_ptr = -1  # ... so the same address next step means a reused buffer
+        self._deferred = False  # rows hold loss tensors to read (see _defer_loss)
+        self._tensor_type: Any = None  # type of the first step's scalar loss (torch.Tensor)
         self._rows_since = 0.0
 
     # --- hooks ----------------------------------------------------------------------------
@@ -246,19 +249,17 @@ class SummaryCollector(Callback):
                 type(step) is int
                 and step != self._last_step
                 and type(lr) is float
-                and getattr(outputs, "ndim", None) == 0
+                and type(outputs) is self._tensor_type
+                and outputs.ndim == 0
             ):
                 # (a tensor step writes staged tensors only; nothing is staged here)
                 if step % self._collect_freq:
                     return  # nothing due
-                # The loss is read when the rows are flushed, all at once: a per-step
-                # .item() costs a torch call (and, on a GPU, a device sync) every step.
-                loss = outputs.detach()
-                ptr = loss.data_ptr()
-                if ptr == self._held_ptr:  # one buffer rewritten every step (CUDA graphs)
-                    loss = float(loss.item())  # must be read now
-                else:  # held until the next step: its memory cannot be reused meanwhile
-                    self._held_loss, self._held_ptr = loss, ptr
+                # On the CPU reading the loss is a plain load, cheaper than keeping the
+                # tensor; on a device it would sync every step, so it is read later.
+                loss = outputs.item() if outputs.is_cpu else None
+                if type(loss) is not float:
+                    loss = self._defer_loss(outputs)
                 now = time.time()
                 rows = self._rows
                 if not rows:
@@ -269,6 +270,18 @@ class SummaryCollector(Callback):
                     self._flush_rows(self._record)  # type: ignore[arg-type]
                 return
         self._general_step(run_context)
+
+    def _defer_loss(self, outputs: Any) -> Any:
+        """The loss tensor, to be read with the rows' batch (``read_deferred``: one device
+        sync per batch instead of one per step), or its value when it must be read now."""
+        loss = outputs.detach()
+        ptr = loss.data_ptr()
+        if ptr == self._held_ptr:  # one buffer rewritten every step (CUDA graphs)
+            return float(loss.float().item())  # must be read now
+        # held until the next step: its memory cannot be reused meanwhile
+        self._held_loss, self._held_ptr = loss, ptr
+        self._deferred = True
+        return loss
 
     def _general_step(self, run_context: RunContext) -> None:
         """Every case of a step's collection (the first step, tensor steps, histograms, input
@@ -293,7 +306,8 @@ class SummaryCollector(Callback):
         if self._first_step:
             self._first_step = False
             outputs: Any = params.get("net_outputs")
-            if getattr(outputs, "ndim", None) == 0:
+            if getattr(outputs, "ndim", None) == 0 and hasattr(outputs, "detach"):
+                self._tensor_type = type(outputs)  # the fast path's loss type (torch.Tensor)
                 self._held_loss = outputs.detach()
                 self._held_ptr = self._held_loss.data_ptr()
             self._tensor_steps = self._tensor_range(params)
@@ -337,7 +351,10 @@ class SummaryCollector(Callback):
         must follow step order, or TensorBoard would purge the later points)."""
         if self._rows:
             rows, self._rows = self._rows, []
-            record.record_scalar_rows(_ROW_TAGS, read_deferred(rows, 2))
+            if self._deferred:
+                self._deferred = False
+                rows = read_deferred(rows, 2)
+            record.record_scalar_rows(_ROW_TAGS, rows)
 
     def on_train_epoch_end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
