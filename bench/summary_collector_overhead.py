@@ -12,24 +12,27 @@ the one without step hooks when the collector is absent). That includes the coll
 first-step work and its epoch-end flush, and the writer thread's CPU; a run's fixed cost
 (creating the event file and starting the writer thread, closing with fsync) is reported
 apart, per run. Figures are process CPU time (all threads) and wall time per step; the
-slowdown is given from the best rounds (noise only adds time), as the median over rounds of
-the paired difference, and from the medians. Target: under 5%. torch runs on one intra-op
+slowdown is given three ways, each with a 95% bootstrap interval over the rounds (on a noisy
+machine one figure moves by a few percent): from the mean of the fastest quarter of each
+configuration's rounds (noise only adds time, so these are the least disturbed; the most
+precise of the three), as the median of the paired differences, and from the best rounds.
+Target: under 5%. torch runs on one intra-op
 thread (``--threads``) so its spinning workers do not turn load into noise. Run with stdout
 not a terminal (``| cat``), or Model adds a progress bar to both.
 
-    .venv/bin/python bench/summary_collector_overhead.py [--steps 1000] [--rounds 60] | cat
+    .venv/bin/python bench/summary_collector_overhead.py [--steps 1000] [--rounds 100] | cat
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -80,7 +83,7 @@ def run(batches: Batches, hidden: int, log_dir: Path | None) -> tuple[float, flo
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=60)
+    parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
@@ -124,25 +127,36 @@ def report(
     )
     print(f"  {'':36s} {'wall us/step':>19} {'CPU us/step':>19} {'rest of run':>13}")
     print(f"  {'':36s} {'best':>9} {'median':>9} {'best':>9} {'median':>9} {'CPU ms':>13}")
-    stats = []
-    for name, values in (("Model.train, no callbacks", base), ("+ SummaryCollector", ours)):
-        walls = [v[0] * 1e6 for v in values]
-        cpus = [v[1] * 1e6 for v in values]
-        rest = statistics.median(v[2] * 1e3 for v in values)
-        stats.append((min(walls), statistics.median(walls), min(cpus), statistics.median(cpus)))
+    runs = {"Model.train, no callbacks": np.array(base), "+ SummaryCollector": np.array(ours)}
+    for name, values in runs.items():
+        walls, cpus, rests = values[:, 0] * 1e6, values[:, 1] * 1e6, values[:, 2] * 1e3
         print(
-            f"  {name:36s} {min(walls):9.1f} {statistics.median(walls):9.1f} "
-            f"{min(cpus):9.1f} {statistics.median(cpus):9.1f} {rest:13.2f}"
+            f"  {name:36s} {walls.min():9.1f} {np.median(walls):9.1f} "
+            f"{cpus.min():9.1f} {np.median(cpus):9.1f} {np.median(rests):13.2f}"
         )
-    b, o = stats
-    paired = statistics.median((o_i[1] - b_i[1]) * 1e6 for b_i, o_i in zip(base, ours, strict=True))
-    best, best_wall = (o[2] / b[2] - 1) * 100, (o[0] / b[0] - 1) * 100
-    medians, medians_wall = (o[3] / b[3] - 1) * 100, (o[1] / b[1] - 1) * 100
-    print("  slowdown per step, CPU (wall in brackets):")
-    print(f"    best rounds:              {best:5.1f}% ({best_wall:.1f}%)")
-    print(f"    median of paired rounds:  {paired / b[3] * 100:5.1f}%  (+{paired:.1f} us)")
-    print(f"    medians:                  {medians:5.1f}% ({medians_wall:.1f}%)")
+    b_cpu, o_cpu = np.array(base)[:, 1] * 1e6, np.array(ours)[:, 1] * 1e6
+    print("  slowdown per step, CPU (95% bootstrap interval over rounds in brackets):")
+    for label, estimate in ESTIMATES.items():
+        value = estimate(b_cpu, o_cpu)
+        pick = np.random.default_rng(0).integers(0, len(b_cpu), (2000, len(b_cpu)))
+        low, high = np.percentile([estimate(b_cpu[i], o_cpu[i]) for i in pick], [2.5, 97.5])
+        print(f"    {label:30s} {value:5.1f}%  ({low:.1f}% to {high:.1f}%)")
     print("  (rest of run: creating the event file, the writer thread, closing with fsync)")
+
+
+def _fastest_quarter(base: np.ndarray, ours: np.ndarray) -> float:
+    k = max(1, len(base) // 4)
+    return (np.sort(ours)[:k].mean() / np.sort(base)[:k].mean() - 1) * 100
+
+
+# Noise on a shared VM only adds time, in bursts longer than a round: the fastest quarter of
+# each configuration's rounds is its least disturbed population (the most precise figure
+# here); the paired median cancels slow drift; the best rounds depend on one lucky round each.
+ESTIMATES = {
+    "fastest quarter of rounds:": _fastest_quarter,
+    "median of paired rounds:": lambda b, o: float(np.median(o - b) / np.median(b) * 100),
+    "best rounds:": lambda b, o: float((o.min() / b.min() - 1) * 100),
+}
 
 
 if __name__ == "__main__":
