@@ -510,6 +510,57 @@ def test_loss_of_every_step_is_exact(tmp_path, static, scale):
     np.testing.assert_array_equal(values, np.asarray(net.seen, dtype=np.float32))
 
 
+class _ShapedLoss(torch.nn.Module):
+    """Steps itself and returns its loss as ``size`` numbers (the loss, twice it, ...; the
+    collector writes their mean), or as a scalar at the first step when ``scalar_first``."""
+
+    steps_itself = True
+
+    def __init__(self, size: int, scalar_first: bool) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 1)
+        self.optimizer = torch.optim.SGD(self.fc.parameters(), lr=0.01)
+        self.size = size
+        self.scalar_first = scalar_first
+        self.seen: list[float] = []
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        self.optimizer.zero_grad()
+        loss = ((self.fc(x).squeeze(1) - y) ** 2).mean()
+        loss.backward()
+        self.optimizer.step()
+        if self.scalar_first and not self.seen:
+            out = loss.detach()
+        else:
+            out = torch.stack([loss * (i + 1) for i in range(self.size)]).detach()
+        self.seen.append(float(out.mean()))
+        return out
+
+
+@pytest.mark.parametrize("size", [1, 2])
+@pytest.mark.parametrize("scalar_first", [False, True])
+def test_loss_that_is_not_a_scalar_tensor_is_collected_at_every_step(tmp_path, size, scalar_first):
+    """A loss of shape (n,) takes the general path, which writes its mean (MindSpore's rule)
+    at every step, also when the first step's loss was a scalar (the per-step path then
+    finds it cannot read the loss and falls back)."""
+    from trainledger.run.model import Model
+
+    gen = torch.Generator().manual_seed(1)
+    data = [(torch.randn(8, 4, generator=gen), torch.randn(8, generator=gen)) for _ in range(30)]
+    net = _ShapedLoss(size, scalar_first)
+    collector = SummaryCollector(
+        tmp_path,
+        collect_freq=1,
+        keep_default_action=False,
+        collect_specified_data={"collect_metric": True},
+    )
+    Model(net).train(1, data, callbacks=[collector])
+    steps, _, values = read_scalars(tmp_path)["loss/auto"]
+    assert steps.tolist() == list(range(1, 31))
+    np.testing.assert_allclose(values, np.asarray(net.seen, dtype=np.float32), rtol=1e-6)
+    assert read_scalars(tmp_path)["learning_rate/auto"][0].tolist() == list(range(1, 31))
+
+
 def test_read_deferred_reads_tensors_of_any_dtype_and_keeps_other_columns():
     from trainledger.callbacks._summary_parts import read_deferred
 

@@ -93,6 +93,10 @@ class SummaryCollector(Callback):
     differences). Errors in arguments are raised here, naming the argument or key.
     """
 
+    # the run the per-step fast path serves; None while it is off (not eligible, or staged
+    # values waiting for the general path)
+    _fast_context: RunContext | None
+
     def __init__(
         self,
         summary_dir: str | os.PathLike[str],
@@ -167,7 +171,7 @@ class SummaryCollector(Callback):
     def add_value(self, plugin: str, name: str, value: Any) -> None:
         """Stage a value for the next collected step (MindSpore's summary operators)."""
         self._ensure_record().add_value(plugin, name, value)
-        self._fast = False  # the next collection takes the general path, which writes it
+        self._fast_context = None  # the next collection takes the general path, which writes it
 
     # --- context --------------------------------------------------------------------------
     def __enter__(self) -> SummaryCollector:
@@ -215,14 +219,14 @@ class SummaryCollector(Callback):
         self._sink_units = 0  # step-end calls in sink mode: the unit of an unbounded run
         self._lr_group: dict[str, Any] | None = None
         self._fast_eligible = False  # metric-only collection: see on_train_step_end
-        self._fast = False  # eligible and nothing staged
-        self._fast_context: RunContext | None = None  # the run the fast path belongs to
+        self._fast_context = None
         self._fast_params: CallbackParams = CallbackParams()
         self._rows: list[tuple[int, float, Any, float]] = []  # the loss may be a tensor
         self._held_loss: Any = None  # the last loss tensor seen, kept alive ...
         self._held_ptr = -1  # ... so the same address next step means a reused buffer
         self._deferred = False  # rows hold loss tensors to read (see _defer_loss)
         self._tensor_type: Any = None  # type of the first step's scalar loss (torch.Tensor)
+        self._read_now = False  # that loss was a CPU float: read with .item() at each step
         self._rows_since = 0.0
 
     # --- hooks ----------------------------------------------------------------------------
@@ -236,44 +240,50 @@ class SummaryCollector(Callback):
         self._forward("on_train_begin", run_context)
 
     def on_train_step_end(self, run_context: RunContext) -> None:
-        if self._fast and run_context is self._fast_context:
+        if run_context is self._fast_context:
             # The common per-step case, inline (it runs between torch ops, with cold caches,
-            # where every Python call costs): metric-only collection, a step that is due, no
-            # tensor step, nothing staged (add_value turns this path off until a collection).
+            # where every Python call and torch getter costs): metric-only collection, a step
+            # that is due, no tensor step, nothing staged (add_value turns this path off until
+            # a collection). Anything unexpected falls through to the general path.
             params = self._fast_params  # this run's cb_params, without original_args()'s call
-            step = params.get("cur_step_num")
-            outputs: Any = params.get("net_outputs")
-            group = self._lr_group
-            lr = group.get("lr") if group is not None else None
+            try:
+                step, outputs = params["cur_step_num"], params["net_outputs"]
+                lr = self._lr_group["lr"]  # type: ignore[index]
+            except (KeyError, TypeError):
+                step = outputs = lr = None
             if (
                 type(step) is int
                 and step != self._last_step
                 and type(lr) is float
                 and type(outputs) is self._tensor_type
-                and outputs.ndim == 0
             ):
                 # (a tensor step writes staged tensors only; nothing is staged here)
                 if step % self._collect_freq:
                     return  # nothing due
-                # On the CPU reading the loss is a plain load, cheaper than keeping the
-                # tensor; on a device it would sync every step, so it is read later.
-                loss = outputs.item() if outputs.is_cpu else None
+                try:  # a CPU float loss: a plain load, cheaper than keeping the tensor
+                    loss = outputs.item() if self._read_now else None
+                except RuntimeError:  # more than one number: the general path takes the mean
+                    loss = None
                 if type(loss) is not float:
                     loss = self._defer_loss(outputs)
-                now = time.time()
-                rows = self._rows
-                if not rows:
-                    self._rows_since = now
-                rows.append((step, now, loss, lr))
-                self._last_step = step
-                if len(rows) >= _ROWS_PER_BATCH or now - self._rows_since >= _ROWS_MAX_AGE:
-                    self._flush_rows(self._record)  # type: ignore[arg-type]
-                return
+                if loss is not None:
+                    now = time.time()
+                    rows = self._rows
+                    if not rows:
+                        self._rows_since = now
+                    rows.append((step, now, loss, lr))
+                    self._last_step = step
+                    if len(rows) >= _ROWS_PER_BATCH or now - self._rows_since >= _ROWS_MAX_AGE:
+                        self._flush_rows(self._record)  # type: ignore[arg-type]
+                    return
         self._general_step(run_context)
 
     def _defer_loss(self, outputs: Any) -> Any:
-        """The loss tensor, to be read with the rows' batch (``read_deferred``: one device
-        sync per batch instead of one per step), or its value when it must be read now."""
+        """The scalar loss tensor, to be read with the rows' batch (``read_deferred``: on a
+        GPU, one device sync per batch instead of one per step); its value when it must be
+        read now; None when it is not one number."""
+        if outputs.ndim != 0:
+            return None
         loss = outputs.detach()
         ptr = loss.data_ptr()
         if ptr == self._held_ptr:  # one buffer rewritten every step (CUDA graphs)
@@ -308,6 +318,8 @@ class SummaryCollector(Callback):
             outputs: Any = params.get("net_outputs")
             if getattr(outputs, "ndim", None) == 0 and hasattr(outputs, "detach"):
                 self._tensor_type = type(outputs)  # the fast path's loss type (torch.Tensor)
+                # a CPU float loss is read at once; elsewhere .item() would sync the device
+                self._read_now = outputs.is_cpu and outputs.is_floating_point()
                 self._held_loss = outputs.detach()
                 self._held_ptr = self._held_loss.data_ptr()
             self._tensor_steps = self._tensor_range(params)
@@ -322,8 +334,7 @@ class SummaryCollector(Callback):
                 and not specified.get("collect_input_data")
                 and "histogram_regular" not in specified
             )
-            self._fast = self._fast_eligible and not record.staged
-            self._fast_context, self._fast_params = run_context, params
+            self._use_fast_path(run_context, params, record)
             return
         if not self._sink:
             current = step
@@ -343,8 +354,15 @@ class SummaryCollector(Callback):
             self._collect(params, record, step, plugin_filter=_is_not_tensor)
         if tensor:
             self._tensor_count += 1
-        self._fast = self._fast_eligible and not record.staged
-        self._fast_context, self._fast_params = run_context, params
+        self._use_fast_path(run_context, params, record)
+
+    def _use_fast_path(
+        self, run_context: RunContext, params: CallbackParams, record: SummaryRecord
+    ) -> None:
+        """Let the next steps of this run take the fast path, when it can serve them."""
+        fast = self._fast_eligible and not record.staged
+        self._fast_context = run_context if fast else None
+        self._fast_params = params
 
     def _flush_rows(self, record: SummaryRecord) -> None:
         """Hand the buffered loss/lr rows to the record (before any other write: file order
