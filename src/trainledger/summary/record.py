@@ -357,6 +357,14 @@ class SummaryRecord:
             return
         tags, rows = tuple(tags), list(rows)
         _check_rows(tags, rows)
+        self._write_scalar_rows(tags, rows)
+
+    def _write_scalar_rows(self, tags: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
+        """``record_scalar_rows`` without its checks, for rows built by trainledger itself
+        (SummaryCollector's per-step rows: int steps, float times and values, valid tags),
+        handed over and not touched again: checking them again costs per row, in the loop."""
+        if self._closed or self._raise:
+            self._check_open()
         self._submit_batch()  # keep file order: earlier events first
         self._writer.submit_framed(lambda: scalar_rows_records(tags, rows))
 
