@@ -84,21 +84,23 @@ def _row_crcs(payloads: np.ndarray) -> np.ndarray:
     CRC32C is affine: for equal-length messages ``crc(a ^ d) = crc(a) ^ lin(d)``, with
     ``lin`` linear, so ``lin(d)`` is the XOR of one table lookup per nonzero byte of ``d``.
     Rows of scalar events differ from the first row in a few columns (step, time, values),
-    so a batch costs one C call plus a few numpy operations per varying column instead of
-    one C call per row; rows that differ in many columns are checksummed one by one.
+    so a batch costs one C call and a handful of numpy operations (a fixed number: this runs
+    on the writer thread between training steps, where each call is slow) instead of one C
+    call per row. Rows that differ in many columns are checksummed one by one.
     """
     n, length = payloads.shape
-    if n <= _LINEAR_COLUMN_COST:
+    if n <= _LINEAR_MIN_ROWS:
         return _each_row_crc(payloads)
     first = payloads[0]
     varying = np.flatnonzero((payloads != first).any(axis=0))
-    if len(varying) * _LINEAR_COLUMN_COST >= n:
+    if len(varying) > _LINEAR_MAX_COLUMNS:
         return _each_row_crc(payloads)
-    crcs = np.full(n, _crc(first.tobytes()), np.uint32)
-    deltas = np.ascontiguousarray((payloads[:, varying] ^ first[varying]).T)
-    for column, delta in zip(varying.tolist(), deltas, strict=True):
-        crcs ^= _lin_table(length - 1 - column)[delta]
-    return crcs
+    crc = np.uint32(_crc(first.tobytes()))
+    if not len(varying):  # all rows alike
+        return np.full(n, crc, np.uint32)
+    tables = _lin_tables(length, varying)
+    lookups = tables[np.arange(len(varying)), payloads[:, varying] ^ first[varying]]
+    return np.bitwise_xor.reduce(lookups, axis=1) ^ crc
 
 
 def _each_row_crc(payloads: np.ndarray) -> np.ndarray:
@@ -108,9 +110,21 @@ def _each_row_crc(payloads: np.ndarray) -> np.ndarray:
     return np.fromiter(crcs, np.uint32, n)
 
 
-# A varying column costs about as much as this many per-row CRC calls.
-_LINEAR_COLUMN_COST = 8
+_LINEAR_MIN_ROWS = 16  # below this, one C call per row is cheaper
+_LINEAR_MAX_COLUMNS = 32  # scalar rows vary in ~20 columns (time, step, two values)
 _LIN_TABLES: dict[int, np.ndarray] = {}  # trailing bytes -> lin() of each byte value
+_LIN_STACKS: dict[tuple[int, bytes], np.ndarray] = {}  # (L, varying columns) -> (k, 256)
+
+
+def _lin_tables(length: int, varying: np.ndarray) -> np.ndarray:
+    """The ``lin`` tables of the ``varying`` columns of ``length``-byte rows, stacked."""
+    key = (length, varying.tobytes())
+    stack = _LIN_STACKS.get(key)
+    if stack is None:
+        stack = np.stack([_lin_table(length - 1 - column) for column in varying.tolist()])
+        if len(_LIN_STACKS) < 1024:  # bounded: scalar batches repeat a few layouts
+            _LIN_STACKS[key] = stack
+    return stack
 
 
 def _lin_table(trailing: int) -> np.ndarray:
