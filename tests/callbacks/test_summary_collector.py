@@ -578,3 +578,52 @@ def test_read_deferred_reads_tensors_of_any_dtype_and_keeps_other_columns():
     assert all(type(r[2]) is float for r in out)
     same = [(i, 1.0, torch.tensor(float(i)), 0.1) for i in range(1, 300)]  # the one-call path
     assert [r[2] for r in read_deferred(same, 2)] == [float(i) for i in range(1, 300)]
+
+
+@pytest.mark.parametrize("limit", ["rows", "age"])
+def test_per_step_rows_reach_the_file_during_the_epoch(tmp_path, monkeypatch, limit):
+    """Buffered loss/lr rows are handed to the writer when the buffer is full or old, not
+    only at epoch end, so a live reader sees the curve grow while the epoch runs."""
+    import time
+
+    from trainledger.callbacks import summary_collector as module
+    from trainledger.run.callback import Callback
+    from trainledger.run.model import Model
+
+    if limit == "rows":
+        monkeypatch.setattr(module, "_ROWS_PER_BATCH", 8)
+    else:
+        monkeypatch.setattr(module, "_ROWS_MAX_AGE", 0.05)
+    seen: dict[int, list[int]] = {}
+
+    class Reader(Callback):
+        def on_train_step_end(self, run_context):
+            step = run_context.original_args().cur_step_num
+            if limit == "age" and step == 12:
+                time.sleep(0.06)  # the rows buffered since step 2 are now old
+            if step == 20:
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline:  # the writer thread is asynchronous
+                    scalars = read_scalars(tmp_path)
+                    seen[step] = scalars["loss/auto"][0].tolist() if scalars else []
+                    if len(seen[step]) > 1:
+                        break
+                    time.sleep(0.01)
+
+    net = tiny_net()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    gen = torch.Generator().manual_seed(0)
+    data = [(torch.randn(4, 4, generator=gen), torch.randn(4, 2, generator=gen)) for _ in range(30)]
+    collector = SummaryCollector(
+        tmp_path,
+        collect_freq=1,
+        keep_default_action=False,
+        collect_specified_data={"collect_metric": True},
+    )
+    Model(net, torch.nn.MSELoss(), opt).train(1, data, callbacks=[collector, Reader()])
+    # step 1 is written by the general path; then batches of 8 rows (2..9, 10..17), or the
+    # rows buffered before the pause, flushed at step 13 (a slow machine may flush more)
+    expected = list(range(1, 18)) if limit == "rows" else list(range(1, 14))
+    assert seen[20][: len(expected)] == expected
+    assert seen[20] == list(range(1, len(seen[20]) + 1))
+    assert read_scalars(tmp_path)["loss/auto"][0].tolist() == list(range(1, 31))
