@@ -20,7 +20,7 @@ Target: under 5%. torch runs on one intra-op
 thread (``--threads``) so its spinning workers do not turn load into noise. Run with stdout
 not a terminal (``| cat``), or Model adds a progress bar to both.
 
-    .venv/bin/python bench/summary_collector_overhead.py [--steps 1000] [--rounds 100] | cat
+    .venv/bin/python bench/summary_collector_overhead.py [--steps 1000] [--rounds 200] | cat
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def run(batches: Batches, hidden: int, log_dir: Path | None) -> tuple[float, flo
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
