@@ -122,7 +122,7 @@ def _lin_tables(length: int, varying: np.ndarray) -> np.ndarray:
     stack = _LIN_STACKS.get(key)
     if stack is None:
         stack = np.stack([_lin_table(length - 1 - column) for column in varying.tolist()])
-        if len(_LIN_STACKS) < 1024:  # bounded: scalar batches repeat a few layouts
+        if len(_LIN_STACKS) < 256:  # bounded (<= 8 MB): scalar batches repeat a few layouts
             _LIN_STACKS[key] = stack
     return stack
 
