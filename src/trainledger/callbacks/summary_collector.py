@@ -229,7 +229,7 @@ class SummaryCollector(Callback):
         self._deferred = False  # rows hold loss tensors to read (see _defer_loss)
         self._tensor_type: Any = None  # type of the first step's scalar loss (torch.Tensor)
         self._read_now = False  # that loss was a CPU float: read with .item() at each step
-        self._rows_since = 0.0
+        self._flush_at = 0.0  # when the buffered rows are handed over at the latest
 
     # --- hooks ----------------------------------------------------------------------------
     def on_train_begin(self, run_context: RunContext) -> None:
@@ -262,20 +262,19 @@ class SummaryCollector(Callback):
                 # (a tensor step writes staged tensors only; nothing is staged here)
                 if step % self._collect_freq:
                     return  # nothing due
-                try:  # a CPU float loss: a plain load, cheaper than keeping the tensor
-                    loss = outputs.item() if self._read_now else None
-                except RuntimeError:  # more than one number: the general path takes the mean
-                    loss = None
-                if type(loss) is not float:
+                if self._read_now:  # a CPU float loss: a plain load, cheaper than keeping it
+                    try:
+                        loss = outputs.item()
+                    except RuntimeError:  # not one number: the general path takes the mean
+                        loss = None
+                else:
                     loss = self._defer_loss(outputs)
                 if loss is not None:
                     now = time.time()
                     rows = self._rows
-                    if not rows:
-                        self._rows_since = now
                     rows.append((step, now, loss, lr))
                     self._last_step = step
-                    if len(rows) >= _ROWS_PER_BATCH or now - self._rows_since >= _ROWS_MAX_AGE:
+                    if len(rows) >= _ROWS_PER_BATCH or now >= self._flush_at:
                         self._flush_rows(self._record)  # type: ignore[arg-type]
                     return
         self._general_step(run_context)
@@ -320,7 +319,8 @@ class SummaryCollector(Callback):
             outputs: Any = params.get("net_outputs")
             if getattr(outputs, "ndim", None) == 0 and hasattr(outputs, "detach"):
                 self._tensor_type = type(outputs)  # the fast path's loss type (torch.Tensor)
-                # a CPU float loss is read at once; elsewhere .item() would sync the device
+                # a CPU float loss is read at once (as a number even if its dtype changes
+                # later); elsewhere .item() would sync the device
                 self._read_now = outputs.is_cpu and outputs.is_floating_point()
                 self._held_loss = outputs.detach()
                 self._held_ptr = self._held_loss.data_ptr()
@@ -365,12 +365,15 @@ class SummaryCollector(Callback):
         fast = self._fast_eligible and not record.staged
         self._fast_context = run_context if fast else None
         self._fast_params = params
+        if not self._rows:
+            self._flush_at = time.time() + _ROWS_MAX_AGE
 
     def _flush_rows(self, record: SummaryRecord) -> None:
         """Hand the buffered loss/lr rows to the record (before any other write: file order
         must follow step order, or TensorBoard would purge the later points)."""
         if self._rows:
             rows, self._rows = self._rows, []
+            self._flush_at = time.time() + _ROWS_MAX_AGE
             if self._deferred:
                 self._deferred = False
                 rows = read_deferred(rows, 2)
