@@ -627,3 +627,35 @@ def test_per_step_rows_reach_the_file_during_the_epoch(tmp_path, monkeypatch, li
     assert seen[20][: len(expected)] == expected
     assert seen[20] == list(range(1, len(seen[20]) + 1))
     assert read_scalars(tmp_path)["loss/auto"][0].tolist() == list(range(1, 31))
+
+
+def test_cpu_loss_whose_dtype_changes_mid_run_is_still_written(tmp_path):
+    """The per-step path reads a CPU loss as a number when the first step's loss was a
+    float; a later integer or float64 loss is written as its value, not dropped."""
+    from trainledger.run.model import Model
+
+    class Changing(torch.nn.Module):
+        steps_itself = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 1)
+            self.optimizer = torch.optim.SGD(self.fc.parameters(), lr=0.01)
+            self.calls = 0
+
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            self.calls += 1
+            dtype = [torch.float32, torch.int64, torch.float64][(self.calls - 1) % 3]
+            return torch.tensor(self.calls * 2, dtype=dtype)
+
+    data = [(torch.zeros(2, 4), torch.zeros(2)) for _ in range(12)]
+    collector = SummaryCollector(
+        tmp_path,
+        collect_freq=1,
+        keep_default_action=False,
+        collect_specified_data={"collect_metric": True},
+    )
+    Model(Changing()).train(1, data, callbacks=[collector])
+    steps, _, values = read_scalars(tmp_path)["loss/auto"]
+    assert steps.tolist() == list(range(1, 13))
+    assert values.tolist() == [2.0 * s for s in range(1, 13)]
