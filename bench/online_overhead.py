@@ -40,7 +40,11 @@ def make_batches(n: int, batch: int, features: int) -> list[tuple[torch.Tensor, 
 def make_net(features: int, seed: int = 0) -> nn.Module:
     torch.manual_seed(seed)
     return nn.Sequential(
-        nn.Linear(features, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 1),
+        nn.Linear(features, 256),
+        nn.ReLU(),
+        nn.Linear(256, 256),
+        nn.ReLU(),
+        nn.Linear(256, 1),
         nn.Flatten(0),
     )
 
@@ -98,8 +102,10 @@ def main() -> None:
     for name, runs in (("hand loop", theirs), ("online_train (none)", ours)):
         print(f"{name:22}{max(runs):10.1f}{statistics.median(runs):10.1f}")
     # best-of-N is the least disturbed by other load on a shared machine
-    print(f"ratio ours/theirs     {max(ours) / max(theirs):10.3f}"
-          f"{statistics.median(ours) / statistics.median(theirs):10.3f}  (target >= 0.95)")
+    print(
+        f"ratio ours/theirs     {max(ours) / max(theirs):10.3f}"
+        f"{statistics.median(ours) / statistics.median(theirs):10.3f}  (target >= 0.95)"
+    )
 
 
 if __name__ == "__main__":

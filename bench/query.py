@@ -50,9 +50,14 @@ from trainledger.query.semantics import evaluate
 from trainledger.summary.framing import frame
 
 QUERIES: dict[str, dict[str, Any] | None] = {
-    "filter": {"optimizer": {"eq": "Adam"}, "learning_rate": {"gt": 0.05},
-               "sorted_name": "metric/Accuracy", "sorted_type": "descending",
-               "limit": 10, "offset": 0},
+    "filter": {
+        "optimizer": {"eq": "Adam"},
+        "learning_rate": {"gt": 0.05},
+        "sorted_name": "metric/Accuracy",
+        "sorted_type": "descending",
+        "limit": 10,
+        "offset": 0,
+    },
     "range": {"metric/Accuracy": {"ge": 0.5, "le": 0.6}},
     "all": None,
 }
@@ -80,29 +85,54 @@ def generate(base: Path, n: int, seed: int = 0) -> None:
     base.mkdir(parents=True, exist_ok=True)
     # name the files as trainledger's writer does, after a writer process that has exited
     # (finished runs), so the scan can treat them as final
-    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                           capture_output=True, text=True, check=True)
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     dead_pid = int(child.stdout)
     t0 = 1_700_000_000
-    graphs = [{"op_type": "Batch", "batch_size": b, "children": [
-        {"op_type": "GeneratorDataset", "num_parallel_workers": w, "children": []}]}
-        for b in (16, 32, 64, 128) for w in (1, 2, 4, 8)]
+    graphs = [
+        {
+            "op_type": "Batch",
+            "batch_size": b,
+            "children": [
+                {"op_type": "GeneratorDataset", "num_parallel_workers": w, "children": []}
+            ],
+        }
+        for b in (16, 32, 64, 128)
+        for w in (1, 2, 4, 8)
+    ]
     for i in range(n):
         run = base / f"run{i:06d}"
         run.mkdir()
         ts = t0 + i
         events = [
             user_defined_event({"team": rng.choice("abcd"), "trial": i}, wall_time=ts),
-            train_event(TrainValues(
-                optimizer=rng.choice(["Adam", "SGD", "Momentum"]),
-                learning_rate=rng.choice([0.001, 0.01, 0.02, 0.05, 0.1, 0.2]),
-                loss_function="CrossEntropyLoss", epoch=rng.randint(1, 20),
-                batch_size=rng.choice([16, 32, 64, 128]), device_num=1, network="MLP",
-                loss=rng.random(), train_dataset_size=60000, model_size=rng.randint(1, 10**7),
-            ), wall_time=ts),
+            train_event(
+                TrainValues(
+                    optimizer=rng.choice(["Adam", "SGD", "Momentum"]),
+                    learning_rate=rng.choice([0.001, 0.01, 0.02, 0.05, 0.1, 0.2]),
+                    loss_function="CrossEntropyLoss",
+                    epoch=rng.randint(1, 20),
+                    batch_size=rng.choice([16, 32, 64, 128]),
+                    device_num=1,
+                    network="MLP",
+                    loss=rng.random(),
+                    train_dataset_size=60000,
+                    model_size=rng.randint(1, 10**7),
+                ),
+                wall_time=ts,
+            ),
             dataset_graph_event(rng.choice(graphs), wall_time=ts),
-            eval_event(EvalValues(metrics={"Accuracy": rng.random(), "Loss": rng.random()},
-                                  valid_dataset_size=10000), wall_time=ts),
+            eval_event(
+                EvalValues(
+                    metrics={"Accuracy": rng.random(), "Loss": rng.random()},
+                    valid_dataset_size=10000,
+                ),
+                wall_time=ts,
+            ),
         ]
         path = run / lineage_file_name(ts, 0, None, dead_pid, 0)
         path.write_bytes(b"".join(frame(e.SerializeToString()) for e in events))
@@ -130,12 +160,14 @@ def bench_ours(base: Path, reps: int) -> dict[str, Any]:
             times.append(seconds)
         expected = evaluate(records, validate_condition(cond))
         assert result == expected, f"{name}: SQL answer differs from the Python semantics"
-        out[name] = {"seconds": statistics.median(times), "best": min(times),
-                     "count": result["count"]}
+        out[name] = {
+            "seconds": statistics.median(times),
+            "best": min(times),
+            "count": result["count"],
+        }
     assert first == evaluate(records, validate_condition(QUERIES["filter"]))
     # the same query without the scan (what a server pays between its periodic rescans)
-    times = [_timed(lambda: index.query(QUERIES["filter"], refresh=False))[0]
-             for _ in range(reps)]
+    times = [_timed(lambda: index.query(QUERIES["filter"], refresh=False))[0] for _ in range(reps)]
     out["sql_only_filter"] = statistics.median(times)
     times = [_timed(index.refresh)[0] for _ in range(reps)]
     out["scan_only"] = statistics.median(times)
@@ -149,7 +181,9 @@ def bench_ours(base: Path, reps: int) -> dict[str, Any]:
 def bench_mindinsight(python: str, base: Path, reps: int) -> dict[str, Any]:
     proc = subprocess.run(
         [python, "-c", _MI_SCRIPT, str(base), json.dumps(QUERIES), str(reps)],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
@@ -176,24 +210,33 @@ def main() -> None:
                 time.sleep(2.5)
             results[n] = bench_ours(base, args.reps)
             r = results[n]
-            print(f"N={n:>6}: cold {r['cold']*1e3:9.1f} ms | warm filter "
-                  f"{r['filter']['seconds']*1e3:7.1f} ms, range {r['range']['seconds']*1e3:7.1f}"
-                  f" ms, all {r['all']['seconds']*1e3:8.1f} ms (count {r['all']['count']}) | "
-                  f"reopen+filter {r['reopen_filter']*1e3:7.1f} ms | scan alone "
-                  f"{r['scan_only']*1e3:7.1f} ms, filter without scan "
-                  f"{r['sql_only_filter']*1e3:6.1f} ms")
+            print(
+                f"N={n:>6}: cold {r['cold'] * 1e3:9.1f} ms | warm filter "
+                f"{r['filter']['seconds'] * 1e3:7.1f} ms, range {r['range']['seconds'] * 1e3:7.1f}"
+                f" ms, all {r['all']['seconds'] * 1e3:8.1f} ms (count {r['all']['count']}) | "
+                f"reopen+filter {r['reopen_filter'] * 1e3:7.1f} ms | scan alone "
+                f"{r['scan_only'] * 1e3:7.1f} ms, filter without scan "
+                f"{r['sql_only_filter'] * 1e3:6.1f} ms"
+            )
             if args.mindinsight and n == 1000:
                 mi = bench_mindinsight(args.mindinsight, base, max(1, args.reps // 2))
-                print("MindInsight 2.3.1, N=1000: " + ", ".join(
-                    f"{k} {v['seconds']*1e3:.0f} ms (count {v['count']})" for k, v in mi.items()))
+                print(
+                    "MindInsight 2.3.1, N=1000: "
+                    + ", ".join(
+                        f"{k} {v['seconds'] * 1e3:.0f} ms (count {v['count']})"
+                        for k, v in mi.items()
+                    )
+                )
         if mi is not None:
             mi_filter = mi["filter"]["seconds"]
             for n, r in results.items():
-                print(f"ratios vs MindInsight@1k filter ({mi_filter*1e3:.0f} ms), N={n}: "
-                      f"warm filter x{mi_filter / r['filter']['seconds']:.0f} faster "
-                      f"(best-of: x{mi['filter']['best'] / r['filter']['best']:.0f}), "
-                      f"cold = {r['cold'] / mi_filter:.2f}x MindInsight's query, "
-                      f"warm all x{mi['all']['seconds'] / r['all']['seconds']:.1f} faster")
+                print(
+                    f"ratios vs MindInsight@1k filter ({mi_filter * 1e3:.0f} ms), N={n}: "
+                    f"warm filter x{mi_filter / r['filter']['seconds']:.0f} faster "
+                    f"(best-of: x{mi['filter']['best'] / r['filter']['best']:.0f}), "
+                    f"cold = {r['cold'] / mi_filter:.2f}x MindInsight's query, "
+                    f"warm all x{mi['all']['seconds'] / r['all']['seconds']:.1f} faster"
+                )
         print(json.dumps({"trainledger": results, "mindinsight_1k": mi}, default=str))
     finally:
         if not args.dir:

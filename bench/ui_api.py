@@ -55,17 +55,38 @@ def generate(base: Path, n: int) -> None:
         batch = (16, 32, 64, 128)[i % 4]
         events = [
             user_defined_event({"team": "abcd"[i % 4], "trial": i, "dropout": (i % 5) / 10}),
-            dataset_graph_event({"op_type": "DataLoader", "batch_size": batch,
-                                 "children": [{"op_type": "TensorDataset", "children": []}]}),
-            train_event(TrainValues(
-                optimizer=OPTIMIZERS[i % 4], learning_rate=0.0001 * (1 + i % 100),
-                loss_function="CrossEntropyLoss", epoch=1 + i % 10, device_num=1,
-                batch_size=batch, train_dataset_path="/data/train", train_dataset_size=50_000,
-                network=("ResNet18", "MLP", "ViT")[i % 3], loss=1.0 / (1 + i % 97),
-                model_size=10_000 + i)),
-            eval_event(EvalValues(metrics={"accuracy": (i * 7919 % 1000) / 1000,
-                                           "f1": (i * 104729 % 1000) / 1000},
-                                  valid_dataset_path="/data/test", valid_dataset_size=10_000)),
+            dataset_graph_event(
+                {
+                    "op_type": "DataLoader",
+                    "batch_size": batch,
+                    "children": [{"op_type": "TensorDataset", "children": []}],
+                }
+            ),
+            train_event(
+                TrainValues(
+                    optimizer=OPTIMIZERS[i % 4],
+                    learning_rate=0.0001 * (1 + i % 100),
+                    loss_function="CrossEntropyLoss",
+                    epoch=1 + i % 10,
+                    device_num=1,
+                    batch_size=batch,
+                    train_dataset_path="/data/train",
+                    train_dataset_size=50_000,
+                    network=("ResNet18", "MLP", "ViT")[i % 3],
+                    loss=1.0 / (1 + i % 97),
+                    model_size=10_000 + i,
+                )
+            ),
+            eval_event(
+                EvalValues(
+                    metrics={
+                        "accuracy": (i * 7919 % 1000) / 1000,
+                        "f1": (i * 104729 % 1000) / 1000,
+                    },
+                    valid_dataset_path="/data/test",
+                    valid_dataset_size=10_000,
+                )
+            ),
             run_event(RunValues(status="finished", start_time=now - 100, end_time=now)),
         ]
         data = b"".join(frame(e.SerializeToString()) for e in events)
@@ -79,8 +100,9 @@ class Server:
             self.port = sock.getsockname()[1]
         self.started_at = time.perf_counter()
         app = create_app(base, store=EngineStore(base))
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
-                                                    log_level="warning"))
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         while not self.server.started:
@@ -128,8 +150,9 @@ def main() -> None:
         server.stop()
         warm, server = first_page_after_start(base)
         print(f"first page after start-up, no index (cold): {cold * 1000:8.0f} ms")
-        print(f"first page after start-up, index on disk:   {warm * 1000:8.0f} ms"
-              "   (target < 1000)")
+        print(
+            f"first page after start-up, index on disk:   {warm * 1000:8.0f} ms   (target < 1000)"
+        )
 
         c = server.client
         page = [0]
@@ -141,24 +164,46 @@ def main() -> None:
                 r = c.post("/api/v1/runs", json=payload, params=params)
                 r.raise_for_status()
                 return r
+
             return call
 
         cases: dict[str, Callable[[], Any]] = {
-            "sort by metric, page k": post({"sorted_name": "metric/accuracy",
-                                            "sorted_type": "descending",
-                                            "offset": "PAGE", "limit": 20}),
-            "filter lr range + sort": post({"learning_rate": {"ge": 0.002, "le": 0.006},
-                                            "sorted_name": "loss", "offset": "PAGE",
-                                            "limit": 20}),
-            "filter str in + user_defined": post({"optimizer": {"in": ["Adam", "SGD"]},
-                                                  "user_defined/team": {"eq": "a"},
-                                                  "offset": "PAGE", "limit": 50}),
-            "--where expressions": post({"offset": "PAGE", "limit": 20},
-                                        where=["batch_size >= 32", "metric/f1 > 0.5"]),
-            "brush (2 axes) + hidden runs": post({
-                "metric/accuracy": {"ge": 0.2, "le": 0.9}, "epoch": {"ge": 3, "le": 8},
-                "summary_dir": {"not_in": ["./run00001", "./run00002"]},
-                "offset": "PAGE", "limit": 20}),
+            "sort by metric, page k": post(
+                {
+                    "sorted_name": "metric/accuracy",
+                    "sorted_type": "descending",
+                    "offset": "PAGE",
+                    "limit": 20,
+                }
+            ),
+            "filter lr range + sort": post(
+                {
+                    "learning_rate": {"ge": 0.002, "le": 0.006},
+                    "sorted_name": "loss",
+                    "offset": "PAGE",
+                    "limit": 20,
+                }
+            ),
+            "filter str in + user_defined": post(
+                {
+                    "optimizer": {"in": ["Adam", "SGD"]},
+                    "user_defined/team": {"eq": "a"},
+                    "offset": "PAGE",
+                    "limit": 50,
+                }
+            ),
+            "--where expressions": post(
+                {"offset": "PAGE", "limit": 20}, where=["batch_size >= 32", "metric/f1 > 0.5"]
+            ),
+            "brush (2 axes) + hidden runs": post(
+                {
+                    "metric/accuracy": {"ge": 0.2, "le": 0.9},
+                    "epoch": {"ge": 3, "le": 8},
+                    "summary_dir": {"not_in": ["./run00001", "./run00002"]},
+                    "offset": "PAGE",
+                    "limit": 20,
+                }
+            ),
         }
         print(f"\nlater requests over HTTP ({args.repeat} each; median / p95):")
         for name, fn in cases.items():
@@ -166,15 +211,18 @@ def main() -> None:
             print(f"  {name:32s} {med * 1000:7.1f} ms / {p95 * 1000:7.1f} ms   (target < 100)")
 
         def points() -> None:
-            c.post("/api/v1/runs/points", json={
-                "columns": ["learning_rate", "batch_size", "optimizer", "metric/accuracy"],
-                "where": ["epoch >= 2"]}).raise_for_status()
+            c.post(
+                "/api/v1/runs/points",
+                json={
+                    "columns": ["learning_rate", "batch_size", "optimizer", "metric/accuracy"],
+                    "where": ["epoch >= 2"],
+                },
+            ).raise_for_status()
 
         def columns() -> None:
             c.post("/api/v1/runs/columns", json={}).raise_for_status()
 
-        for name, fn in (("chart data (all runs, 4 cols)", points),
-                         ("column chooser", columns)):
+        for name, fn in (("chart data (all runs, 4 cols)", points), ("column chooser", columns)):
             med, p95 = timed(fn, max(3, args.repeat // 4))
             print(f"  {name:32s} {med * 1000:7.1f} ms / {p95 * 1000:7.1f} ms")
         server.stop()

@@ -43,9 +43,7 @@ class CallbackError(TrainledgerError):
     def __init__(self, callback: str, hook: str, cause: BaseException) -> None:
         self.callback = callback
         self.hook = hook
-        super().__init__(
-            f"callback {callback}.{hook} raised {type(cause).__name__}: {cause}"
-        )
+        super().__init__(f"callback {callback}.{hook} raised {type(cause).__name__}: {cause}")
 
 
 class DatasetError(TrainledgerError, TypeError):

@@ -50,8 +50,12 @@ def test_temp_names_are_recognised() -> None:
 
 
 def test_sweep_removes_crash_leftovers_of_dead_processes_only(tmp_path: Path) -> None:
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     dead_pid = int(dead.stdout)
     stale = tmp_path / f"CKP-1_1.ckpt{TEMP_MARKER}{dead_pid}-00ff00ff"
     stale.write_bytes(b"half")

@@ -23,22 +23,41 @@ def run(*args: str) -> tuple[int, str]:
 
 def test_lineage_json_is_exactly_the_api_result(tmp_path: Path) -> None:
     base = copy_golden(tmp_path / "runs")
-    code, out = run("lineage", str(base), "--where", "learning_rate >= 0.02",
-                    "-w", "optimizer in [Momentum, SGD]", "--sort", "-learning_rate",
-                    "--format", "json")
+    code, out = run(
+        "lineage",
+        str(base),
+        "--where",
+        "learning_rate >= 0.02",
+        "-w",
+        "optimizer in [Momentum, SGD]",
+        "--sort",
+        "-learning_rate",
+        "--format",
+        "json",
+    )
     assert code == 0, out
-    expected = filter_summary_lineage(str(base), {
-        "learning_rate": {"ge": 0.02}, "optimizer": {"in": ["Momentum", "SGD"]},
-        "sorted_name": "learning_rate", "sorted_type": "descending"})
+    expected = filter_summary_lineage(
+        str(base),
+        {
+            "learning_rate": {"ge": 0.02},
+            "optimizer": {"in": ["Momentum", "SGD"]},
+            "sorted_name": "learning_rate",
+            "sorted_type": "descending",
+        },
+    )
     assert json.loads(out) == expected
     assert [o["summary_dir"] for o in expected["object"]] == [
-        "./momentum_lr01", "./sgd_noeval", "./momentum_twice"]
+        "./momentum_lr01",
+        "./sgd_noeval",
+        "./momentum_twice",
+    ]
 
 
 def test_lineage_csv_and_paging(tmp_path: Path) -> None:
     base = copy_golden(tmp_path / "runs")
-    code, out = run("lineage", str(base), "--sort", "summary_dir", "--limit", "2", "--page", "1",
-                    "-f", "csv")
+    code, out = run(
+        "lineage", str(base), "--sort", "summary_dir", "--limit", "2", "--page", "1", "-f", "csv"
+    )
     assert code == 0, out
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [r["summary_dir"] for r in rows] == ["./momentum_twice", "./sgd_noeval"]

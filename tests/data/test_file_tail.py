@@ -153,15 +153,25 @@ def test_csv_files_with_header_and_resume(tmp_path: Path) -> None:
     f = tmp_path / "a.csv"
     f.write_text("x,label\n1,0\n2,1\nbad-row\n")
     offsets = tmp_path / "o.json"
-    src = _source(tmp_path, pattern="*.csv", batch_size=2, offsets_path=offsets,
-                  collate_fn=lambda rs: [(r["x"], r["label"]) for r in rs])
+    src = _source(
+        tmp_path,
+        pattern="*.csv",
+        batch_size=2,
+        offsets_path=offsets,
+        collate_fn=lambda rs: [(r["x"], r["label"]) for r in rs],
+    )
     assert next(src) == [(1, 0), (2, 1)]
     src.commit()
     with open(f, "a") as fh:
         fh.write("3,1.5\n")
     (tmp_path / "_END").touch()
-    again = _source(tmp_path, pattern="*.csv", batch_size=2, offsets_path=offsets,
-                    collate_fn=lambda rs: [(r["x"], r["label"]) for r in rs])
+    again = _source(
+        tmp_path,
+        pattern="*.csv",
+        batch_size=2,
+        offsets_path=offsets,
+        collate_fn=lambda rs: [(r["x"], r["label"]) for r in rs],
+    )
     assert again.fmt == "csv"
     with pytest.warns(BadRecordWarning, match="expected 2 CSV fields"):
         assert list(again) == [[(3, 1.5)]]  # header re-read from the file start

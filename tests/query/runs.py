@@ -43,8 +43,15 @@ def write_run(
     if user:
         events.append(user_defined_event(user, wall_time=ts))
     if train:
-        defaults = {"optimizer": "SGD", "learning_rate": 0.1, "batch_size": 16, "epoch": 1,
-                    "network": "MLP", "loss": 0.5, "device_num": 1}
+        defaults = {
+            "optimizer": "SGD",
+            "learning_rate": 0.1,
+            "batch_size": 16,
+            "epoch": 1,
+            "network": "MLP",
+            "loss": 0.5,
+            "device_num": 1,
+        }
         defaults.update(values)
         events.append(train_event(TrainValues(**defaults), wall_time=ts))
     if graph is not None or train:

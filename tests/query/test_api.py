@@ -46,13 +46,17 @@ def test_get_summary_lineage_no_lineage_is_empty(tmp_path: Path) -> None:
     assert get_summary_lineage(str(tmp_path)) == {}
 
 
-@pytest.mark.parametrize(("keys", "error", "match"), [
-    ("metric", LineageParamTypeError, "Keys must be list"),
-    ([1], LineageParamTypeError, "Element of keys must be str"),
-    (["metric", "bogus"], LineageParamValueError, "Keys must be in"),
-])
-def test_get_summary_lineage_bad_keys(tmp_path: Path, keys: object, error: type, match: str
-                                      ) -> None:
+@pytest.mark.parametrize(
+    ("keys", "error", "match"),
+    [
+        ("metric", LineageParamTypeError, "Keys must be list"),
+        ([1], LineageParamTypeError, "Element of keys must be str"),
+        (["metric", "bogus"], LineageParamValueError, "Keys must be in"),
+    ],
+)
+def test_get_summary_lineage_bad_keys(
+    tmp_path: Path, keys: object, error: type, match: str
+) -> None:
     with pytest.raises(error, match=match) as info:
         get_summary_lineage(str(tmp_path), keys=keys)  # type: ignore[arg-type]
     assert "hyper_parameters" in str(info.value)  # the allowed keys are named
@@ -70,8 +74,9 @@ def test_get_summary_lineage_missing_dir(tmp_path: Path) -> None:
 
 
 def test_lineage_table(tmp_path: Path) -> None:
-    write_run(tmp_path, "a", mtime=100, metrics={"acc": 0.5}, user={"team": "x"},
-              learning_rate=0.25)
+    write_run(
+        tmp_path, "a", mtime=100, metrics={"acc": 0.5}, user={"team": "x"}, learning_rate=0.25
+    )
     write_run(tmp_path, "b", mtime=200, learning_rate=0.5)
     df = lineage_table(str(tmp_path), {"sorted_name": "learning_rate"})
     assert list(df["summary_dir"]) == ["./a", "./b"]

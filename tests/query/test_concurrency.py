@@ -19,8 +19,13 @@ def _writer(base: str, wid: int, errors: mp.Queue) -> None:
         from tests.query.runs import write_run
 
         for i in range(RUNS_PER_WRITER):
-            write_run(base, f"w{wid}_r{i:02d}", batch_size=i, metrics={"acc": i / 100},
-                      graph={"op_type": "G", "n": i % 12})
+            write_run(
+                base,
+                f"w{wid}_r{i:02d}",
+                batch_size=i,
+                metrics={"acc": i / 100},
+                graph={"op_type": "G", "n": i % 12},
+            )
             time.sleep(0.005)
     except BaseException:
         errors.put(traceback.format_exc())
@@ -90,8 +95,10 @@ def test_writers_readers_annotators_in_parallel(tmp_path: Path) -> None:
         marks = {}
         for obj in result["object"]:
             n = obj["dataset_graph"]["n"]
-            assert marks.setdefault(n, obj["model_lineage"]["dataset_mark"]) == obj[
-                "model_lineage"]["dataset_mark"]
+            assert (
+                marks.setdefault(n, obj["model_lineage"]["dataset_mark"])
+                == obj["model_lineage"]["dataset_mark"]
+            )
         assert len(set(marks.values())) == 12  # one mark per distinct graph, no collision
         tags = {o["summary_dir"]: o["added_info"].get("tag") for o in result["object"]}
         assert all(tags[f"./w0_r{i:02d}"] == i % 11 for i in range(RUNS_PER_WRITER))

@@ -24,47 +24,74 @@ INVALID: list[tuple[Any, str]] = [
     ({"limit": 101}, "Invalid input limit. 0 < limit <= 100"),
     ({"offset": -1}, "Invalid input offset. 0 <= offset <= 100000"),
     ({"offset": 100001}, "Invalid input offset. 0 <= offset <= 100000"),
-    ({"sorted_type": "ascending"},
-     "ValueError. The sorted_name must exist when sorted_type exists."),
-    ({"sorted_name": "loss", "sorted_type": "up"},
-     "ValueError. The sorted_type must be ascending or descending."),
+    (
+        {"sorted_type": "ascending"},
+        "ValueError. The sorted_name must exist when sorted_type exists.",
+    ),
+    (
+        {"sorted_name": "loss", "sorted_type": "up"},
+        "ValueError. The sorted_type must be ascending or descending.",
+    ),
     ({"bogus": {"eq": 1}}, "ValueError. The search attribute not supported."),
     ({"metric/": {"eq": 1}}, "ValueError. The search attribute not supported."),
     ({"user_defined/": {"eq": 1}}, "ValueError. The search attribute not supported."),
     ({"loss": 3}, "TypeError. The search_condition element loss should be dict."),
-    ({"loss": {"like": 3}},
-     "ValueError. The compare condition should be in "
-     "('eq', 'lt', 'gt', 'le', 'ge', 'in', 'not_in')."),
-    ({"optimizer": {"gt": "Adam"}},
-     "The parameter optimizer is invalid. Its operation should be `eq`, `in` or `not_in`."),
-    ({"optimizer": {"eq": 3}},
-     "The parameter optimizer is invalid. It should be a dict and the value should be a string."),
-    ({"batch_size": {"in": 3}},
-     "The parameter batch_size is invalid. The value of `in` operation must be list or tuple."),
-    ({"batch_size": {"eq": True}},
-     "The parameter batch_size is invalid. It should be a non-negative integer."),
+    (
+        {"loss": {"like": 3}},
+        "ValueError. The compare condition should be in "
+        "('eq', 'lt', 'gt', 'le', 'ge', 'in', 'not_in').",
+    ),
+    (
+        {"optimizer": {"gt": "Adam"}},
+        "The parameter optimizer is invalid. Its operation should be `eq`, `in` or `not_in`.",
+    ),
+    (
+        {"optimizer": {"eq": 3}},
+        "The parameter optimizer is invalid. It should be a dict and the value should be a string.",
+    ),
+    (
+        {"batch_size": {"in": 3}},
+        "The parameter batch_size is invalid. The value of `in` operation must be list or tuple.",
+    ),
+    (
+        {"batch_size": {"eq": True}},
+        "The parameter batch_size is invalid. It should be a non-negative integer.",
+    ),
     ({"epoch": {"eq": -1}}, "The parameter epoch is invalid. It should be a positive integer."),
-    ({"learning_rate": {"gt": "0.1"}},
-     "The parameter learning_rate is invalid. It should be a dict and the value should be a "
-     "float or a integer."),
+    (
+        {"learning_rate": {"gt": "0.1"}},
+        "The parameter learning_rate is invalid. It should be a dict and the value should be a "
+        "float or a integer.",
+    ),
     ({"loss": {"lt": True}}, "The parameter loss is invalid. It should be a float."),
-    ({"metric/acc": {"gt": "x"}},
-     "The parameter metric/acc is invalid. It should be a dict and the value should be a float "
-     "or a integer"),
-    ({"lineage_type": "model"},
-     "The parameter lineage_type is invalid. It should be 'dataset' or 'model'."),
-    ({"lineage_type": {"eq": "other"}},
-     "The parameter lineage_type is invalid. It should be 'dataset' or 'model'."),
-    ({"dataset_mark": {"eq": 1}},
-     "The parameter dataset_mark is invalid. It should be a string."),
-    ({"batch_size": {"in": [{"a": 1}]}},
-     "The parameter batch_size is invalid. It should be a non-negative integer."),
-    ({"user_defined/team": {"in": "abc"}},
-     "The parameter user_defined/team is invalid. The value of `in` operation must be list or "
-     "tuple."),
-    ({"user_defined/team": {"eq": [1]}},
-     "The parameter user_defined/team is invalid. It should be a dict and the value should be "
-     "a string, an integer or a float."),
+    (
+        {"metric/acc": {"gt": "x"}},
+        "The parameter metric/acc is invalid. It should be a dict and the value should be a float "
+        "or a integer",
+    ),
+    (
+        {"lineage_type": "model"},
+        "The parameter lineage_type is invalid. It should be 'dataset' or 'model'.",
+    ),
+    (
+        {"lineage_type": {"eq": "other"}},
+        "The parameter lineage_type is invalid. It should be 'dataset' or 'model'.",
+    ),
+    ({"dataset_mark": {"eq": 1}}, "The parameter dataset_mark is invalid. It should be a string."),
+    (
+        {"batch_size": {"in": [{"a": 1}]}},
+        "The parameter batch_size is invalid. It should be a non-negative integer.",
+    ),
+    (
+        {"user_defined/team": {"in": "abc"}},
+        "The parameter user_defined/team is invalid. The value of `in` operation must be list or "
+        "tuple.",
+    ),
+    (
+        {"user_defined/team": {"eq": [1]}},
+        "The parameter user_defined/team is invalid. It should be a dict and the value should be "
+        "a string, an integer or a float.",
+    ),
 ]
 
 
@@ -81,13 +108,21 @@ def test_sorted_name_message_lists_fields() -> None:
         validate_condition({"sorted_name": "bogus"})
 
 
-@pytest.mark.parametrize("cond", [
-    None, {}, {"limit": 1}, {"offset": 100000}, {"sorted_name": "tag"},
-    {"sorted_name": "metric/acc", "sorted_type": None},
-    {"learning_rate": {"not_in": [0.1]}}, {"metric/acc": {"not_in": [1, 2.5]}},
-    {"user_defined/x": {"eq": "a", "in": [1, None]}},
-    {"lineage_type": {"in": []}},
-])
+@pytest.mark.parametrize(
+    "cond",
+    [
+        None,
+        {},
+        {"limit": 1},
+        {"offset": 100000},
+        {"sorted_name": "tag"},
+        {"sorted_name": "metric/acc", "sorted_type": None},
+        {"learning_rate": {"not_in": [0.1]}},
+        {"metric/acc": {"not_in": [1, 2.5]}},
+        {"user_defined/x": {"eq": "a", "in": [1, None]}},
+        {"lineage_type": {"in": []}},
+    ],
+)
 def test_valid_conditions(cond: Any) -> None:
     validate_condition(cond)
 

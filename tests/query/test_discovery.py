@@ -41,10 +41,13 @@ def test_base_itself_and_depth(tmp_path: Path) -> None:
     write_run(tmp_path / "group", "b")
     write_run(tmp_path / "group" / "deeper", "c")
     assert dirs(filter_summary_lineage(str(tmp_path))) == ["./", "./a"]
-    assert dirs(filter_summary_lineage(str(tmp_path), max_depth=2)) == [
-        "./", "./a", "./group/b"]
+    assert dirs(filter_summary_lineage(str(tmp_path), max_depth=2)) == ["./", "./a", "./group/b"]
     assert dirs(filter_summary_lineage(str(tmp_path), max_depth=3)) == [
-        "./", "./a", "./group/b", "./group/deeper/c"]
+        "./",
+        "./a",
+        "./group/b",
+        "./group/deeper/c",
+    ]
 
 
 def test_symlinks_outside_base_ignored_inside_followed_once(tmp_path: Path) -> None:
@@ -123,8 +126,7 @@ def test_scanner_racy_listing_is_not_trusted(tmp_path: Path) -> None:
     assert len(first.files) == 1 and len(second.files) == 2
 
 
-def test_new_process_reuses_saved_listings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                           ) -> None:
+def test_new_process_reuses_saved_listings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from trainledger.query import discovery
     from trainledger.query.index import LineageIndex
 
@@ -136,8 +138,9 @@ def test_new_process_reuses_saved_listings(tmp_path: Path, monkeypatch: pytest.M
         index.refresh()  # lists every directory (taken long after their last change: trusted)
     calls: list[str] = []
     real_list = discovery.Scanner._list
-    monkeypatch.setattr(discovery.Scanner, "_list",
-                        lambda self, p, m: calls.append(str(p)) or real_list(self, p, m))
+    monkeypatch.setattr(
+        discovery.Scanner, "_list", lambda self, p, m: calls.append(str(p)) or real_list(self, p, m)
+    )
     with LineageIndex(tmp_path) as fresh:
         assert fresh.refresh().parsed == 0
         assert calls == []  # only stats: nothing listed again
@@ -148,8 +151,9 @@ def test_new_process_reuses_saved_listings(tmp_path: Path, monkeypatch: pytest.M
         assert fresh.query({"metric/acc": {"eq": 1.0}})["count"] == 1
 
 
-def test_files_of_exited_writers_are_not_stat_again(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_files_of_exited_writers_are_not_stat_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import subprocess
     import sys
 
@@ -166,8 +170,9 @@ def test_files_of_exited_writers_are_not_stat_again(tmp_path: Path,
     _age(run, 100)
     stats: list[str] = []
     real_stat = os.stat
-    monkeypatch.setattr(discovery.os, "stat", lambda p, **kw: (
-        stats.append(str(p)), real_stat(p, **kw))[1])
+    monkeypatch.setattr(
+        discovery.os, "stat", lambda p, **kw: (stats.append(str(p)), real_stat(p, **kw))[1]
+    )
     scanner = discovery.Scanner(str(tmp_path.resolve()))
     try:
         scanner.scan()
@@ -187,8 +192,9 @@ def test_files_of_exited_writers_are_not_stat_again(tmp_path: Path,
     assert dict((n, s) for n, s, _ in found.files)[live.name] == 5
 
 
-def test_final_files_are_remembered_by_new_processes(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_final_files_are_remembered_by_new_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import subprocess
     import sys
 
@@ -196,8 +202,12 @@ def test_final_files_are_remembered_by_new_processes(tmp_path: Path,
     from trainledger.query import discovery
     from trainledger.query.index import LineageIndex
 
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     run = write_run(tmp_path, "r", metrics={"acc": 0.5})
     (src,) = run.iterdir()
     final = run / lineage_file_name(1_800_000_000, 0, None, int(dead.stdout), 0)
@@ -210,8 +220,11 @@ def test_final_files_are_remembered_by_new_processes(tmp_path: Path,
     final_path, run_path = str(final.resolve()), str(run.resolve())
     stats: list[str] = []
     real_stat = os.stat
-    monkeypatch.setattr(discovery.os, "stat", lambda p, **kw: (
-        stats.append(os.path.realpath(p)), real_stat(p, **kw))[1])
+    monkeypatch.setattr(
+        discovery.os,
+        "stat",
+        lambda p, **kw: (stats.append(os.path.realpath(p)), real_stat(p, **kw))[1],
+    )
     with LineageIndex(tmp_path) as fresh:
         assert fresh.query({"metric/acc": {"eq": 0.5}})["count"] == 1
     monkeypatch.undo()
@@ -227,8 +240,14 @@ def test_stable_fast_path_still_sees_new_and_removed_runs(tmp_path: Path) -> Non
     from trainledger.lineage.naming import lineage_file_name
     from trainledger.query.discovery import Scanner
 
-    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                              capture_output=True, text=True, check=True).stdout)
+    dead = int(
+        subprocess.run(
+            [sys.executable, "-c", "import os; print(os.getpid())"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
 
     def finished_run(name: str) -> None:
         run = write_run(tmp_path, name)

@@ -32,8 +32,11 @@ def _close(a: Any, b: Any, marks: dict[str, str]) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_close(x, y, marks) for x, y in zip(a, b, strict=True))
     if isinstance(a, float) or isinstance(b, float):
-        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(
-            a, b, rel_tol=1e-6)
+        return (
+            isinstance(a, (int, float))
+            and isinstance(b, (int, float))
+            and math.isclose(a, b, rel_tol=1e-6)
+        )
     return a == b
 
 

@@ -138,8 +138,10 @@ def test_annotations_roundtrip_sort_and_persist(tmp_path: Path) -> None:
         assert index.set_annotation("./r0", tag=9) == {"tag": 9}
         index.set_annotation("./r2", tag=1, remark="x" * 1000)
         index.set_annotation("./r0", remark="best")
-        assert index.get_annotations() == {"./r0": {"tag": 9, "remark": "best"},
-                                           "./r2": {"tag": 1, "remark": "x" * 1000}}
+        assert index.get_annotations() == {
+            "./r0": {"tag": 9, "remark": "best"},
+            "./r2": {"tag": 1, "remark": "x" * 1000},
+        }
         got = index.query({"sorted_name": "tag", "sorted_type": "descending"})
         assert dirs(got) == ["./r0", "./r2", "./r1"]
         assert got["object"][0]["added_info"] == {"tag": 9, "remark": "best"}
@@ -157,11 +159,17 @@ def test_annotation_written_by_another_process_is_seen(tmp_path: Path) -> None:
         assert mine.query()["object"][0]["added_info"] == {"tag": 3}
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"tag": 11}, "should in"), ({"tag": -1}, "should in"), ({"tag": True}, "must be int"),
-    ({"tag": 1.0}, "must be int"), ({"remark": "x" * 1001}, "length of remark"),
-    ({"remark": 5}, "must be str"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"tag": 11}, "should in"),
+        ({"tag": -1}, "should in"),
+        ({"tag": True}, "must be int"),
+        ({"tag": 1.0}, "must be int"),
+        ({"remark": "x" * 1001}, "length of remark"),
+        ({"remark": 5}, "must be str"),
+    ],
+)
 def test_annotation_validation(tmp_path: Path, kwargs: dict, match: str) -> None:
     with LineageIndex(tmp_path) as index, pytest.raises(LineageParamValueError, match=match):
         index.set_annotation("./r0", **kwargs)
@@ -178,8 +186,11 @@ def test_read_only_base_uses_user_cache(tmp_path: Path, monkeypatch: pytest.Monk
     write_run(base, "a")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     real_access = os.access
-    monkeypatch.setattr(store.os, "access",
-                        lambda p, m: False if str(p).startswith(str(base)) else real_access(p, m))
+    monkeypatch.setattr(
+        store.os,
+        "access",
+        lambda p, m: False if str(p).startswith(str(base)) else real_access(p, m),
+    )
     with LineageIndex(base) as index:
         assert index.directory.startswith(str(tmp_path / "cache"))
         assert index.query()["count"] == 1

@@ -19,18 +19,26 @@ SCALAR = st.one_of(NUMS, STRS)
 MAYBE_NUM = st.one_of(st.none(), NUMS)
 MAYBE_INT = st.one_of(st.none(), st.sampled_from([0, 1, 2, 16, 32]))
 MAYBE_STR = st.one_of(st.none(), STRS)
-GRAPHS = st.sampled_from([{}, {"op_type": "A"}, {"op_type": "B", "batch_size": 2},
-                          {"op_type": "A", "children": []}])
-INT_FIELDS = ["train_dataset_count", "test_dataset_count", "epoch", "batch_size",
-              "device_num", "model_size"]
-STR_FIELDS = ["loss_function", "train_dataset_path", "test_dataset_path", "network",
-              "optimizer"]
+GRAPHS = st.sampled_from(
+    [{}, {"op_type": "A"}, {"op_type": "B", "batch_size": 2}, {"op_type": "A", "children": []}]
+)
+INT_FIELDS = [
+    "train_dataset_count",
+    "test_dataset_count",
+    "epoch",
+    "batch_size",
+    "device_num",
+    "model_size",
+]
+STR_FIELDS = ["loss_function", "train_dataset_path", "test_dataset_path", "network", "optimizer"]
 
 
 @st.composite
 def record(draw: Any, i: int) -> dict[str, Any]:
-    r: dict[str, Any] = {"summary_dir": f"./r{i}",
-                         "update_time": float(draw(st.sampled_from([1, 2, 3])))}
+    r: dict[str, Any] = {
+        "summary_dir": f"./r{i}",
+        "update_time": float(draw(st.sampled_from([1, 2, 3]))),
+    }
     for f in INT_FIELDS:
         r[f] = draw(MAYBE_INT)
     for f in STR_FIELDS:
@@ -38,8 +46,9 @@ def record(draw: Any, i: int) -> dict[str, Any]:
     r["learning_rate"] = draw(MAYBE_NUM)
     r["loss"] = draw(MAYBE_NUM)
     r["metric"] = draw(st.dictionaries(st.sampled_from(["acc", "f1"]), NUMS, max_size=2))
-    r["user_defined"] = draw(st.dictionaries(st.sampled_from(["team", "trial"]), SCALAR,
-                                             max_size=2))
+    r["user_defined"] = draw(
+        st.dictionaries(st.sampled_from(["team", "trial"]), SCALAR, max_size=2)
+    )
     r["dataset_graph"] = draw(GRAPHS)
     return r
 
@@ -50,9 +59,20 @@ def corpus(draw: Any) -> list[dict[str, Any]]:
     return [draw(record(i)) for i in range(n)]
 
 
-FIELD = st.sampled_from(INT_FIELDS + STR_FIELDS + [
-    "learning_rate", "loss", "metric/acc", "metric/f1", "user_defined/team",
-    "user_defined/trial", "summary_dir", "dataset_mark"])
+FIELD = st.sampled_from(
+    INT_FIELDS
+    + STR_FIELDS
+    + [
+        "learning_rate",
+        "loss",
+        "metric/acc",
+        "metric/f1",
+        "user_defined/team",
+        "user_defined/trial",
+        "summary_dir",
+        "dataset_mark",
+    ]
+)
 
 
 def _value_for(field: str) -> st.SearchStrategy[Any]:
@@ -72,8 +92,14 @@ def condition(draw: Any) -> dict[str, Any]:
     cond: dict[str, Any] = {}
     for field in draw(st.lists(FIELD, max_size=3, unique=True)):
         ops: dict[str, Any] = {}
-        for op in draw(st.lists(st.sampled_from(["eq", "lt", "gt", "le", "ge", "in", "not_in"]),
-                                min_size=1, max_size=2, unique=True)):
+        for op in draw(
+            st.lists(
+                st.sampled_from(["eq", "lt", "gt", "le", "ge", "in", "not_in"]),
+                min_size=1,
+                max_size=2,
+                unique=True,
+            )
+        ):
             value = _value_for(field)
             if op in ("in", "not_in"):
                 ops[op] = draw(st.lists(st.one_of(value, st.none()), max_size=3))
@@ -92,12 +118,19 @@ def condition(draw: Any) -> dict[str, Any]:
     return cond
 
 
-@settings(max_examples=100, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(records=corpus(), conds=st.lists(condition(), min_size=1, max_size=6),
-       tags=st.dictionaries(st.integers(0, 7), st.integers(0, 10), max_size=3))
-def test_sql_agrees_with_python(records: list[dict[str, Any]], conds: list[dict[str, Any]],
-                                tags: dict[int, int]) -> None:
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    records=corpus(),
+    conds=st.lists(condition(), min_size=1, max_size=6),
+    tags=st.dictionaries(st.integers(0, 7), st.integers(0, 10), max_size=3),
+)
+def test_sql_agrees_with_python(
+    records: list[dict[str, Any]], conds: list[dict[str, Any]], tags: dict[int, int]
+) -> None:
     with tempfile.TemporaryDirectory() as base, LineageIndex(base) as index:
         index.add_records(records)
         for i, tag in tags.items():
@@ -115,24 +148,41 @@ def test_sql_agrees_with_python(records: list[dict[str, Any]], conds: list[dict[
 
 def test_agreement_on_a_fixed_corpus_with_every_operator() -> None:
     recs = [
-        {"summary_dir": f"./r{i}", "update_time": float(i % 3), "batch_size": b,
-         "optimizer": o, "learning_rate": lr, "metric": m, "user_defined": u,
-         "dataset_graph": {"g": i % 2}}
-        for i, (b, o, lr, m, u) in enumerate([
-            (16, "Adam", 0.1, {"acc": 0.9}, {"t": "x"}),
-            (32, "SGD", None, {"acc": 0.5}, {"t": 1}),
-            (None, None, 0.05, {}, {"t": 2.5}),
-            (16, "Adam", 0.1, {"acc": "n/a"}, {}),
-        ])
+        {
+            "summary_dir": f"./r{i}",
+            "update_time": float(i % 3),
+            "batch_size": b,
+            "optimizer": o,
+            "learning_rate": lr,
+            "metric": m,
+            "user_defined": u,
+            "dataset_graph": {"g": i % 2},
+        }
+        for i, (b, o, lr, m, u) in enumerate(
+            [
+                (16, "Adam", 0.1, {"acc": 0.9}, {"t": "x"}),
+                (32, "SGD", None, {"acc": 0.5}, {"t": 1}),
+                (None, None, 0.05, {}, {"t": 2.5}),
+                (16, "Adam", 0.1, {"acc": "n/a"}, {}),
+            ]
+        )
     ]
-    conds = [{f: {op: v}} for f, vals in {
-        "batch_size": [16, [16, None]], "learning_rate": [0.1, [0.05]],
-        "metric/acc": [0.5, [0.9]], "user_defined/t": [1, "x", [1, "x", None]],
-    }.items() for v in vals for op in (
-        ["in", "not_in"] if isinstance(v, list) else ["eq", "lt", "gt", "le", "ge"])]
-    conds += [{"sorted_name": f, "sorted_type": t} for f in
-              ("batch_size", "metric/acc", "user_defined/t", "optimizer", "dataset_mark")
-              for t in ("ascending", "descending")]
+    conds = [
+        {f: {op: v}}
+        for f, vals in {
+            "batch_size": [16, [16, None]],
+            "learning_rate": [0.1, [0.05]],
+            "metric/acc": [0.5, [0.9]],
+            "user_defined/t": [1, "x", [1, "x", None]],
+        }.items()
+        for v in vals
+        for op in (["in", "not_in"] if isinstance(v, list) else ["eq", "lt", "gt", "le", "ge"])
+    ]
+    conds += [
+        {"sorted_name": f, "sorted_type": t}
+        for f in ("batch_size", "metric/acc", "user_defined/t", "optimizer", "dataset_mark")
+        for t in ("ascending", "descending")
+    ]
     with tempfile.TemporaryDirectory() as base, LineageIndex(base) as index:
         index.add_records(recs)
         stored = index.records()

@@ -253,8 +253,13 @@ def test_file_tail_source_resumes_across_online_train_runs(tmp_path: Path) -> No
             seen.extend(rc.original_args().train_dataset_element[1].flatten().tolist())
 
     def source() -> FileTailSource:
-        return FileTailSource(data, batch_size=2, collate_fn=collate,
-                              offsets_path=tmp_path / "offsets.json", poll_interval=0.01)
+        return FileTailSource(
+            data,
+            batch_size=2,
+            collate_fn=collate,
+            offsets_path=tmp_path / "offsets.json",
+            poll_interval=0.01,
+        )
 
     first = source()
     _model().online_train(first, callbacks=[See()], max_steps=2)

@@ -57,8 +57,9 @@ def _steps(directory: Path) -> list[int]:
 
 
 def test_model_checkpoint_by_steps(tmp_path: Path) -> None:
-    ckpt = ModelCheckpoint("ctr", tmp_path, CheckpointConfig(save_checkpoint_steps=5,
-                                                            keep_checkpoint_max=10))
+    ckpt = ModelCheckpoint(
+        "ctr", tmp_path, CheckpointConfig(save_checkpoint_steps=5, keep_checkpoint_max=10)
+    )
     _model().online_train(_clicks(), callbacks=[ckpt], max_steps=17)
     assert _steps(tmp_path) == [5, 10, 15, 17]  # 17: the final save at train end
     assert latest_checkpoint(tmp_path, "ctr") == ckpt.latest_ckpt_file_name
@@ -74,16 +75,25 @@ def test_model_checkpoint_by_seconds(tmp_path: Path, monkeypatch: pytest.MonkeyP
         def on_train_step_begin(self, rc: RunContext) -> None:
             clock.now += 0.4
 
-    ckpt = ModelCheckpoint("ctr", tmp_path, CheckpointConfig(save_checkpoint_seconds=1,
-                                                            keep_checkpoint_max=10))
+    ckpt = ModelCheckpoint(
+        "ctr", tmp_path, CheckpointConfig(save_checkpoint_seconds=1, keep_checkpoint_max=10)
+    )
     _model().online_train(_clicks(), callbacks=[Tick(), ckpt], max_steps=10)
     assert _steps(tmp_path) == [3, 6, 9, 10]
 
 
 def test_best_n_checkpoints_ranked_by_a_windowed_metric(tmp_path: Path) -> None:
-    ckpt = ModelCheckpoint("ctr", tmp_path, CheckpointConfig(
-        save_checkpoint_steps=4, keep_checkpoint_max=1, monitor="auc", mode="max",
-        keep_best_max=2))
+    ckpt = ModelCheckpoint(
+        "ctr",
+        tmp_path,
+        CheckpointConfig(
+            save_checkpoint_steps=4,
+            keep_checkpoint_max=1,
+            monitor="auc",
+            mode="max",
+            keep_best_max=2,
+        ),
+    )
     seen: dict[int, float] = {}
 
     class Watch(Callback):
@@ -167,7 +177,10 @@ def test_sigterm_in_a_child_process_leaves_a_final_checkpoint_and_stopped_lineag
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     proc = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(tmp_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         for _ in range(600):  # bounded wait for the child to be training
@@ -195,8 +208,9 @@ def test_summary_collector_inside_online_train(tmp_path: Path) -> None:
     from trainledger.callbacks.summary_collector import SummaryCollector
     from trainledger.summary.reader import read_scalars
 
-    collector = SummaryCollector(tmp_path, collect_freq=5, collect_specified_data={
-        "collect_input_data": False})
+    collector = SummaryCollector(
+        tmp_path, collect_freq=5, collect_specified_data={"collect_input_data": False}
+    )
     ends: dict[str, float] = {}
 
     class Stage(Callback):  # how a user puts the windowed metrics on every collected step
@@ -208,8 +222,12 @@ def test_summary_collector_inside_online_train(tmp_path: Path) -> None:
             ends.update(rc.original_args().window_metrics)
 
     _model(metrics={"auc": "auc", "logloss": "loss"}).online_train(
-        _clicks(), callbacks=[Stage(), collector], dataset_sink_mode=False, max_steps=12,
-        metric_window=4, metric_every=4,
+        _clicks(),
+        callbacks=[Stage(), collector],
+        dataset_sink_mode=False,
+        max_steps=12,
+        metric_window=4,
+        metric_every=4,
     )
     scalars = read_scalars(tmp_path)
     assert scalars["loss/auto"][0].tolist() == [1, 5, 10]
@@ -248,14 +266,25 @@ def test_summary_collector_in_sink_mode_collects_per_sink_unit(tmp_path: Path) -
 
     model = _model(metrics={"auc", "loss"})
     collector = SummaryCollector(
-        str(tmp_path), collect_freq=2,
-        collect_specified_data={"collect_train_lineage": False, "collect_eval_lineage": False,
-                                "collect_dataset_graph": False},
+        str(tmp_path),
+        collect_freq=2,
+        collect_specified_data={
+            "collect_train_lineage": False,
+            "collect_eval_lineage": False,
+            "collect_dataset_graph": False,
+        },
     )
     # sink mode, 3 steps per unit, 12 units: hooks fire at steps 3, 6, ..., 36;
     # the collector takes unit 1 (first), then every 2nd unit: 2, 4, ..., 12
-    model.online_train(_clicks(), callbacks=[collector], dataset_sink_mode=True, sink_size=3,
-                       max_steps=36, metric_window=8, metric_every=3)
+    model.online_train(
+        _clicks(),
+        callbacks=[collector],
+        dataset_sink_mode=True,
+        sink_size=3,
+        max_steps=36,
+        metric_window=8,
+        metric_every=3,
+    )
     scalars = read_scalars(tmp_path)
     steps = scalars["loss/auto"][0].tolist()
     assert steps == [3, 6, 12, 18, 24, 30, 36]

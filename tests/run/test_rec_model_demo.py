@@ -50,8 +50,13 @@ def test_deepfm_trains_on_the_click_stream() -> None:
 def test_click_probability_drifts_and_records_are_reproducible() -> None:
     a, b = ClickStream(seed=3), ClickStream(seed=3)
     assert a.next_chunk(50) == b.next_chunk(50)
-    cols = {"user": np.full(24, 5), "item": np.full(24, 9), "cat": np.arange(24),
-            "device": np.zeros(24, dtype=int), "pos": np.zeros(24, dtype=int)}
+    cols = {
+        "user": np.full(24, 5),
+        "item": np.full(24, 9),
+        "cat": np.arange(24),
+        "device": np.zeros(24, dtype=int),
+        "pos": np.zeros(24, dtype=int),
+    }
     early = a.click_probability(cols, np.zeros(24))
     later = a.click_probability(cols, np.full(24, a.drift_period / 2))
     assert np.abs(early - later).max() > 0.2  # what is "hot" has changed
@@ -63,13 +68,27 @@ def test_producer_process_feeds_the_file_tail_source(tmp_path: Path) -> None:
 
     ctx = multiprocessing.get_context("spawn")
     offsets = tmp_path / "off.json"
-    proc = ctx.Process(target=produce, args=(str(tmp_path), str(offsets)),
-                       kwargs={"total": 2500, "records_per_file": 1000, "chunk": 250,
-                               "bad_every": 1000, "max_pending_files": 2})
+    proc = ctx.Process(
+        target=produce,
+        args=(str(tmp_path), str(offsets)),
+        kwargs={
+            "total": 2500,
+            "records_per_file": 1000,
+            "chunk": 250,
+            "bad_every": 1000,
+            "max_pending_files": 2,
+        },
+    )
     proc.start()
-    source = FileTailSource(tmp_path, pattern="part-*.jsonl", batch_size=100,
-                            collate_fn=collate_clicks, offsets_path=offsets,
-                            commit_interval=1e-3, poll_interval=0.01)
+    source = FileTailSource(
+        tmp_path,
+        pattern="part-*.jsonl",
+        batch_size=100,
+        collate_fn=collate_clicks,
+        offsets_path=offsets,
+        commit_interval=1e-3,
+        poll_interval=0.01,
+    )
     watchdog = threading.Timer(60, source.close)  # bounded, even if the producer hangs
     watchdog.start()
     with pytest.warns(Warning):
@@ -88,8 +107,9 @@ def test_online_ctr_run_end_to_end(tmp_path: Path) -> None:
 
     # 200 x 64 records span two of the producer's 10,000-record files, so the producer's
     # back-pressure on the consumer's committed offsets is exercised
-    result = run(tmp_path, max_steps=200, batch_size=64, checkpoint_seconds=1, log_every=10,
-                 quiet=True)
+    result = run(
+        tmp_path, max_steps=200, batch_size=64, checkpoint_seconds=1, log_every=10, quiet=True
+    )
     assert result["steps"] == 200 and result["stop_reason"] == "max_steps"
     assert set(result["window_metrics"]) == {"auc", "logloss"}
     assert result["records_read"] >= 200 * 64

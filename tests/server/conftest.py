@@ -23,9 +23,14 @@ def base(tmp_path: Path) -> Path:
 
 
 def client_for(base: Path, token: str | None = None, **store_options: object) -> TestClient:
-    store = EngineStore(base, rescan_interval=0.0, stale_after=0.0, background_rescan=False,
-                        scalar_interval=0.0,
-                        **store_options)  # type: ignore[arg-type]
+    store = EngineStore(
+        base,
+        rescan_interval=0.0,
+        stale_after=0.0,
+        background_rescan=False,
+        scalar_interval=0.0,
+        **store_options,
+    )  # type: ignore[arg-type]
     return TestClient(create_app(base, token=token, store=store), follow_redirects=False)
 
 

@@ -33,8 +33,11 @@ def make_record(i: int, **over: Any) -> dict[str, Any]:
         "dataset_mark": str(1 + i % 2),
         "metric": {"accuracy": 0.5 + i / 100},
         "user_defined": {"team": "ab"[i % 2]},
-        "dataset_graph": {"op_type": "DataLoader", "batch_size": [16, 32, 64][i % 3],
-                          "children": [{"op_type": "TensorDataset", "children": []}]},
+        "dataset_graph": {
+            "op_type": "DataLoader",
+            "batch_size": [16, 32, 64][i % 3],
+            "children": [{"op_type": "TensorDataset", "children": []}],
+        },
         "update_time": 1000.0 + i,
         "added_info": {},
     }
@@ -71,10 +74,17 @@ class FakeStore:
 
     def run_detail(self, run_id: str) -> dict[str, Any]:
         record = self._get(run_id)
-        return {"run_id": run_id, "summary_dir": record["summary_dir"], "status": "finished",
-                "lineage": {"metric": record["metric"], "user_defined": record["user_defined"],
-                            "dataset_graph": record["dataset_graph"]},
-                "added_info": {"tag": 0, "remark": "", **record["added_info"]}}
+        return {
+            "run_id": run_id,
+            "summary_dir": record["summary_dir"],
+            "status": "finished",
+            "lineage": {
+                "metric": record["metric"],
+                "user_defined": record["user_defined"],
+                "dataset_graph": record["dataset_graph"],
+            },
+            "added_info": {"tag": 0, "remark": "", **record["added_info"]},
+        }
 
     def run_info(self, run_id: str) -> dict[str, Any]:
         self._get(run_id)
@@ -84,8 +94,9 @@ class FakeStore:
         self._get(run_id)
         return [{"name": "net-1_10.ckpt", "size": 10, "epoch": 1, "step": 10, "time": 1.0}]
 
-    def annotate(self, run_id: str, *, tag: int | None = None, remark: str | None = None
-                 ) -> dict[str, Any]:
+    def annotate(
+        self, run_id: str, *, tag: int | None = None, remark: str | None = None
+    ) -> dict[str, Any]:
         info = self._get(run_id)["added_info"]
         if tag is not None:
             info["tag"] = tag

@@ -20,8 +20,7 @@ def test_set_tag_and_remark(client) -> None:  # type: ignore[no-untyped-def]
     assert r.status_code == 200
     assert r.json() == {"run_id": "run02", "tag": 4, "remark": "baseline"}
     assert added(client, "run02") == {"tag": 4, "remark": "baseline"}
-    assert client.get("/api/v1/runs/run02").json()["added_info"] == {"tag": 4,
-                                                                     "remark": "baseline"}
+    assert client.get("/api/v1/runs/run02").json()["added_info"] == {"tag": 4, "remark": "baseline"}
 
 
 def test_partial_updates_keep_the_other_field(client) -> None:  # type: ignore[no-untyped-def]
@@ -33,10 +32,19 @@ def test_partial_updates_keep_the_other_field(client) -> None:  # type: ignore[n
     assert added(client, "run02") == {}
 
 
-@pytest.mark.parametrize("body", [
-    {"tag": 11}, {"tag": -1}, {"tag": "3"}, {"tag": 2.5}, {"remark": "x" * 1001},
-    {"remark": 5}, {"other": 1}, [1],
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"tag": 11},
+        {"tag": -1},
+        {"tag": "3"},
+        {"tag": 2.5},
+        {"remark": "x" * 1001},
+        {"remark": 5},
+        {"other": 1},
+        [1],
+    ],
+)
 def test_bad_annotation_is_422(client, body) -> None:  # type: ignore[no-untyped-def]
     r = client.put("/api/v1/runs/run02/annotation", json=body)
     assert r.status_code == 422

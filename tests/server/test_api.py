@@ -21,24 +21,31 @@ def test_search_returns_mindinsight_shape_with_run_ids(client) -> None:  # type:
     assert r.status_code == 200
     body = r.json()
     assert body["count"] == 6
-    assert set(body["customized"]) == {"metric/accuracy", "user_defined/team",
-                                       "user_defined/trial"}
+    assert set(body["customized"]) == {"metric/accuracy", "user_defined/team", "user_defined/trial"}
     obj = body["object"][0]
     assert set(obj) >= {"summary_dir", "model_lineage", "dataset_graph", "added_info", "run_id"}
     assert obj["summary_dir"] == f"./{obj['run_id']}"
 
 
 def test_search_sorts_filters_and_pages(client) -> None:  # type: ignore[no-untyped-def]
-    r = client.post("/api/v1/runs", json={"sorted_name": "learning_rate",
-                                          "sorted_type": "descending", "limit": 2, "offset": 1})
+    r = client.post(
+        "/api/v1/runs",
+        json={"sorted_name": "learning_rate", "sorted_type": "descending", "limit": 2, "offset": 1},
+    )
     assert ids(r) == ["run03", "run02"]
     assert r.json()["count"] == 6
-    r = client.post("/api/v1/runs", json={"optimizer": {"eq": "Adam"},
-                                          "sorted_name": "summary_dir"})
+    r = client.post(
+        "/api/v1/runs", json={"optimizer": {"eq": "Adam"}, "sorted_name": "summary_dir"}
+    )
     assert ids(r) == ["run00", "run03"]
-    r = client.post("/api/v1/runs", json={"metric/accuracy": {"ge": 0.53},
-                                          "summary_dir": {"not_in": ["./run05"]},
-                                          "sorted_name": "metric/accuracy"})
+    r = client.post(
+        "/api/v1/runs",
+        json={
+            "metric/accuracy": {"ge": 0.53},
+            "summary_dir": {"not_in": ["./run05"]},
+            "sorted_name": "metric/accuracy",
+        },
+    )
     assert ids(r) == ["run03", "run04"]
 
 
@@ -46,14 +53,17 @@ def test_no_body_means_everything(client) -> None:  # type: ignore[no-untyped-de
     assert client.post("/api/v1/runs").json()["count"] == 6
 
 
-@pytest.mark.parametrize("condition, needle", [
-    ({"limit": 0}, "limit"),
-    ({"optimizer": {"gt": "Adam"}}, "optimizer"),
-    ({"learning_rate": {"like": 1}}, "compare condition"),
-    ({"batch_size": {"in": 16}}, "list"),
-    ({"sorted_type": "descending"}, "sorted_name"),
-    ({"no_such_field": {"eq": 1}}, "not supported"),
-])
+@pytest.mark.parametrize(
+    "condition, needle",
+    [
+        ({"limit": 0}, "limit"),
+        ({"optimizer": {"gt": "Adam"}}, "optimizer"),
+        ({"learning_rate": {"like": 1}}, "compare condition"),
+        ({"batch_size": {"in": 16}}, "list"),
+        ({"sorted_type": "descending"}, "sorted_name"),
+        ({"no_such_field": {"eq": 1}}, "not supported"),
+    ],
+)
 def test_bad_condition_is_400_with_the_engine_message(client, condition, needle) -> None:  # type: ignore[no-untyped-def]
     r = client.post("/api/v1/runs", json=condition)
     assert r.status_code == 400
@@ -75,15 +85,20 @@ def test_body_that_is_not_an_object_is_422(client, payload) -> None:  # type: ig
 
 
 def test_malformed_json_is_422(client) -> None:  # type: ignore[no-untyped-def]
-    r = client.post("/api/v1/runs", content=b"{not json",
-                    headers={"content-type": "application/json"})
+    r = client.post(
+        "/api/v1/runs", content=b"{not json", headers={"content-type": "application/json"}
+    )
     assert r.status_code == 422
 
 
 def test_points_are_column_oriented_over_all_matches(client) -> None:  # type: ignore[no-untyped-def]
-    r = client.post("/api/v1/runs/points", json={
-        "condition": {"batch_size": {"le": 32}, "limit": 1, "offset": 0},
-        "columns": ["batch_size", "metric/accuracy", "user_defined/team"]})
+    r = client.post(
+        "/api/v1/runs/points",
+        json={
+            "condition": {"batch_size": {"le": 32}, "limit": 1, "offset": 0},
+            "columns": ["batch_size", "metric/accuracy", "user_defined/team"],
+        },
+    )
     assert r.status_code == 200
     body = r.json()
     assert body["count"] == 4 and len(body["run_ids"]) == 4  # paging ignored
@@ -108,17 +123,20 @@ def test_columns_are_grouped_for_the_chooser(client) -> None:  # type: ignore[no
 
 
 def test_csv_export_is_the_filtered_sorted_table(client) -> None:  # type: ignore[no-untyped-def]
-    client.put("/api/v1/runs/run03/annotation", json={"remark": "=HYPERLINK(\"x\")"})
-    r = client.post("/api/v1/runs/export.csv?columns=run_id&columns=learning_rate"
-                    "&columns=remark",
-                    json={"optimizer": {"eq": "Adam"}, "sorted_name": "learning_rate",
-                          "limit": 1, "offset": 0})
+    client.put("/api/v1/runs/run03/annotation", json={"remark": '=HYPERLINK("x")'})
+    r = client.post(
+        "/api/v1/runs/export.csv?columns=run_id&columns=learning_rate&columns=remark",
+        json={"optimizer": {"eq": "Adam"}, "sorted_name": "learning_rate", "limit": 1, "offset": 0},
+    )
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("text/csv")
     assert "attachment" in r.headers["content-disposition"]
     rows = list(csv.reader(io.StringIO(r.text)))
-    assert rows == [["run_id", "learning_rate", "remark"], ["run00", "0.01", ""],
-                    ["run03", "0.04", "'=HYPERLINK(\"x\")"]]
+    assert rows == [
+        ["run_id", "learning_rate", "remark"],
+        ["run00", "0.01", ""],
+        ["run03", "0.04", '\'=HYPERLINK("x")'],
+    ]
 
 
 def test_csv_export_defaults_to_every_column(client) -> None:  # type: ignore[no-untyped-def]
@@ -167,9 +185,18 @@ def test_status_counts_runs_and_new_runs_change_the_stamp(client, base: Path) ->
 
 def test_openapi_documents_the_versioned_api(client) -> None:  # type: ignore[no-untyped-def]
     paths = client.get("/openapi.json").json()["paths"]
-    for path in ("/api/v1/runs", "/api/v1/runs/{run_id}", "/api/v1/runs/{run_id}/annotation",
-                 "/api/v1/runs/export.csv", "/api/v1/scalars/tags", "/api/v1/scalars/series",
-                 "/api/v1/datasets", "/api/v1/status", "/api/v1/where", "/api/v1/runs/points"):
+    for path in (
+        "/api/v1/runs",
+        "/api/v1/runs/{run_id}",
+        "/api/v1/runs/{run_id}/annotation",
+        "/api/v1/runs/export.csv",
+        "/api/v1/scalars/tags",
+        "/api/v1/scalars/series",
+        "/api/v1/datasets",
+        "/api/v1/status",
+        "/api/v1/where",
+        "/api/v1/runs/points",
+    ):
         assert path in paths
     assert client.get("/docs").status_code == 200
 
@@ -201,17 +228,22 @@ def test_empty_base_gives_an_empty_table(tmp_path: Path) -> None:
         assert c.get("/api/v1/datasets").json() == {"groups": []}
 
 
-
 def test_where_expressions_filter_and_and_with_the_body(client) -> None:  # type: ignore[no-untyped-def]
-    r = client.post("/api/v1/runs", params=[("where", "batch_size <= 32"),
-                                            ("where", "optimizer != SGD")],
-                    json={"sorted_name": "summary_dir"})
+    r = client.post(
+        "/api/v1/runs",
+        params=[("where", "batch_size <= 32"), ("where", "optimizer != SGD")],
+        json={"sorted_name": "summary_dir"},
+    )
     assert ids(r) == ["run00", "run03"]
-    r = client.post("/api/v1/runs", params={"where": "learning_rate >= 0.02"},
-                    json={"learning_rate": {"ge": 0.04}, "sorted_name": "summary_dir"})
+    r = client.post(
+        "/api/v1/runs",
+        params={"where": "learning_rate >= 0.02"},
+        json={"learning_rate": {"ge": 0.04}, "sorted_name": "summary_dir"},
+    )
     assert ids(r) == ["run03", "run04", "run05"]  # the tighter bound wins
-    r = client.post("/api/v1/runs", params={"where": "optimizer = Adam"},
-                    json={"optimizer": {"eq": "SGD"}})
+    r = client.post(
+        "/api/v1/runs", params={"where": "optimizer = Adam"}, json={"optimizer": {"eq": "SGD"}}
+    )
     assert r.json()["count"] == 0  # contradiction: nothing matches
 
 
@@ -229,12 +261,13 @@ def test_where_compiles_to_a_condition(client) -> None:  # type: ignore[no-untyp
 
 def test_objects_carry_run_extension_fields(client, base: Path) -> None:  # type: ignore[no-untyped-def]
     write_run(base, "crashed", 8, status="failed")
-    r = client.post("/api/v1/runs", json={"sorted_name": "summary_dir", "limit": 10,
-                                          "offset": 0})
+    r = client.post("/api/v1/runs", json={"sorted_name": "summary_dir", "limit": 10, "offset": 0})
     runs = {obj["run_id"]: obj["run"] for obj in r.json()["object"]}
     assert runs["crashed"]["status"] == "failed" and runs["run00"]["status"] == "finished"
     assert runs["run00"]["hostname"] == "host" and "end_time" in runs["run00"]
-    rows = {row["run_id"]: row for row in csv.DictReader(io.StringIO(
-        client.post("/api/v1/runs/export.csv", json={}).text))}
+    rows = {
+        row["run_id"]: row
+        for row in csv.DictReader(io.StringIO(client.post("/api/v1/runs/export.csv", json={}).text))
+    }
     assert rows["crashed"]["run/status"] == "failed"
     assert "run/status" in client.post("/api/v1/runs/columns", json={}).json()["groups"]["Other"]

@@ -46,8 +46,9 @@ class LiveServer:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
         app = create_app(self.base, store=EngineStore(self.base, rescan_interval=0.2))
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
-                                                    log_level="warning", lifespan="on"))
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+        )
         self.thread = threading.Thread(target=self.server.run, name="ui-test-server", daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 15
@@ -73,8 +74,7 @@ def browser() -> Iterator[Any]:
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=CHROMIUM,
-            args=["--headless", "--no-sandbox", "--disable-gpu",
-                  "--disable-background-networking"],
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
         )
         yield browser
         browser.close()
@@ -125,8 +125,7 @@ def wait_rows(page: Any, n: int) -> None:
 def test_lineage_page_loads_with_a_line_per_run(page: Any, live: LiveServer) -> None:
     open_view(page, live.url, "lineage")
     wait_rows(page, N_RUNS)
-    page.wait_for_function(
-        f"document.querySelectorAll({PARCOORDS_LINES!r}).length === {N_RUNS}")
+    page.wait_for_function(f"document.querySelectorAll({PARCOORDS_LINES!r}).length === {N_RUNS}")
     assert page.locator("#run-count").inner_text() == str(N_RUNS)
     assert page.locator("#page-info").inner_text() == f"1–{N_RUNS} of {N_RUNS}"
     shot(page, "lineage")
@@ -169,8 +168,7 @@ def test_filter_box_changes_table_and_chart(page: Any, live: LiveServer) -> None
 def test_brush_on_an_axis_filters_the_table(page: Any, live: LiveServer) -> None:
     open_view(page, live.url, "lineage")
     wait_rows(page, N_RUNS)
-    page.wait_for_function(
-        f"document.querySelectorAll({PARCOORDS_LINES!r}).length === {N_RUNS}")
+    page.wait_for_function(f"document.querySelectorAll({PARCOORDS_LINES!r}).length === {N_RUNS}")
     name = page.locator("#parcoords svg text", has_text="learning_rate").first
     box = name.bounding_box()
     chart = page.locator("#parcoords").bounding_box()
@@ -181,12 +179,15 @@ def test_brush_on_an_axis_filters_the_table(page: Any, live: LiveServer) -> None
     page.mouse.move(x, top + (bottom - top) * 0.45, steps=10)
     page.mouse.up()
     page.wait_for_selector("#brush-info:not([hidden])")
-    page.wait_for_function(
-        f"document.querySelectorAll('#runs-table tbody tr').length < {N_RUNS}")
+    page.wait_for_function(f"document.querySelectorAll('#runs-table tbody tr').length < {N_RUNS}")
     shown = table_runs(page)
     assert 0 < len(shown) < N_RUNS
-    values = [float(v) for v in page.eval_on_selector_all(
-        '#runs-table td[data-column="learning_rate"]', "cells => cells.map(c => c.title)")]
+    values = [
+        float(v)
+        for v in page.eval_on_selector_all(
+            '#runs-table td[data-column="learning_rate"]', "cells => cells.map(c => c.title)"
+        )
+    ]
     assert min(values) > 0.03  # only the upper part of the axis was brushed
     shot(page, "lineage-brushed")
     page.click("#brush-clear")
@@ -200,11 +201,13 @@ def test_scalar_comparison_draws_a_line_per_selected_run(page: Any, live: LiveSe
     for i in range(2):  # three newest runs are chosen by default: one line each, per tag
         page.wait_for_function(
             f"document.querySelectorAll('.chart-scalar')[{i}].querySelectorAll({SCALAR_LINES!r})"
-            ".length === 3")
+            ".length === 3"
+        )
     page.check('#scalar-runs input[data-run="run01"]')
     page.wait_for_function(
         f"[...document.querySelectorAll('.chart-scalar')].every("
-        f"c => c.querySelectorAll({SCALAR_LINES!r}).length === 4)")
+        f"c => c.querySelectorAll({SCALAR_LINES!r}).length === 4)"
+    )
     assert charts.count() == 2
     page.click('#x-axis button[data-x="relative"]')
     page.check("#log-scale")
@@ -248,8 +251,10 @@ def test_tag_and_remark_survive_a_server_restart(browser: Any, tmp_path: Path) -
         server = LiveServer(base).start()
         open_view(page, server.url, "lineage")
         page.wait_for_selector('#runs-table tr[data-run="run01"] .tag[data-tag="5"]')
-        assert page.locator('#runs-table tr[data-run="run01"] input.remark').input_value() == \
-            "best so far"
+        assert (
+            page.locator('#runs-table tr[data-run="run01"] input.remark').input_value()
+            == "best so far"
+        )
         shot(page, "tag-after-restart")
     finally:
         context.close()
@@ -286,7 +291,8 @@ def test_selected_runs_can_be_hidden_and_compared(page: Any, live: LiveServer) -
     wait_rows(page, N_RUNS - 2)
     assert not {"run02", "run04"} & set(table_runs(page))
     page.wait_for_function(
-        f"document.querySelectorAll({PARCOORDS_LINES!r}).length === {N_RUNS - 2}")
+        f"document.querySelectorAll({PARCOORDS_LINES!r}).length === {N_RUNS - 2}"
+    )
     page.click("#show-all")
     wait_rows(page, N_RUNS)
     page.check('#runs-table tr[data-run="run01"] input[type=checkbox]')
@@ -295,7 +301,9 @@ def test_selected_runs_can_be_hidden_and_compared(page: Any, live: LiveServer) -
     page.wait_for_function("document.body.dataset.ready === 'scalars'")
     page.wait_for_function(
         f"[...document.querySelectorAll('.chart-scalar')].every("
-        f"c => c.querySelectorAll({SCALAR_LINES!r}).length === 2)")
-    checked = page.eval_on_selector_all("#scalar-runs input:checked",
-                                        "boxes => boxes.map(b => b.dataset.run)")
+        f"c => c.querySelectorAll({SCALAR_LINES!r}).length === 2)"
+    )
+    checked = page.eval_on_selector_all(
+        "#scalar-runs input:checked", "boxes => boxes.map(b => b.dataset.run)"
+    )
     assert checked == ["run01", "run03"]

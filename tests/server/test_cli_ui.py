@@ -48,9 +48,18 @@ def test_missing_base_is_an_error(tmp_path: Path, served) -> None:  # type: igno
     assert result.exit_code == 2 and not served
 
 
-@pytest.mark.parametrize("host, loop", [("127.0.0.1", True), ("::1", True), ("localhost", True),
-                                        ("127.1.2.3", True), ("0.0.0.0", False),
-                                        ("192.168.1.5", False), ("example.com", False)])
+@pytest.mark.parametrize(
+    "host, loop",
+    [
+        ("127.0.0.1", True),
+        ("::1", True),
+        ("localhost", True),
+        ("127.1.2.3", True),
+        ("0.0.0.0", False),
+        ("192.168.1.5", False),
+        ("example.com", False),
+    ],
+)
 def test_is_loopback(host: str, loop: bool) -> None:
     assert is_loopback(host) is loop
 

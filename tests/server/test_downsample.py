@@ -51,8 +51,10 @@ def test_json_number() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=32), max_size=3000),
-       st.integers(4, 300))
+@given(
+    st.lists(st.floats(allow_nan=False, allow_infinity=False, width=32), max_size=3000),
+    st.integers(4, 300),
+)
 def test_properties(values: list[float], max_points: int) -> None:
     pts = points(values)
     kept = downsample(pts, max_points)

@@ -13,8 +13,10 @@ from tests.server.runs import write_run, write_scalars
 def test_tags_of_runs(client) -> None:  # type: ignore[no-untyped-def]
     r = client.get("/api/v1/scalars/tags", params=[("run", "run00"), ("run", "run01")])
     assert r.status_code == 200
-    assert r.json() == {"runs": {"run00": ["accuracy", "loss"], "run01": ["accuracy", "loss"]},
-                        "tags": ["accuracy", "loss"]}
+    assert r.json() == {
+        "runs": {"run00": ["accuracy", "loss"], "run01": ["accuracy", "loss"]},
+        "tags": ["accuracy", "loss"],
+    }
 
 
 def test_tags_need_a_run(client) -> None:  # type: ignore[no-untyped-def]
@@ -22,12 +24,18 @@ def test_tags_need_a_run(client) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_series_for_runs_by_tags(client) -> None:  # type: ignore[no-untyped-def]
-    r = client.post("/api/v1/scalars/series",
-                    json={"runs": ["run00", "run01"], "tags": ["loss", "accuracy", "missing"]})
+    r = client.post(
+        "/api/v1/scalars/series",
+        json={"runs": ["run00", "run01"], "tags": ["loss", "accuracy", "missing"]},
+    )
     assert r.status_code == 200
     series = r.json()["series"]
     assert [(s["run_id"], s["tag"]) for s in series] == [
-        ("run00", "loss"), ("run00", "accuracy"), ("run01", "loss"), ("run01", "accuracy")]
+        ("run00", "loss"),
+        ("run00", "accuracy"),
+        ("run01", "loss"),
+        ("run01", "accuracy"),
+    ]
     loss = series[0]
     assert loss["total"] == 30 and len(loss["points"]) == 30
     step, wall, value = loss["points"][0]
@@ -39,8 +47,9 @@ def test_series_are_downsampled_keeping_extremes(tmp_path: Path) -> None:
     run = write_run(base, "long", 0, scalars=0)
     write_scalars(run, 0, 3000)
     with client_for(base) as c:
-        body = c.post("/api/v1/scalars/series",
-                      json={"runs": ["long"], "tags": ["loss"], "max_points": 100}).json()
+        body = c.post(
+            "/api/v1/scalars/series", json={"runs": ["long"], "tags": ["loss"], "max_points": 100}
+        ).json()
     [series] = body["series"]
     points = series["points"]
     assert series["total"] == 3000 and len(points) <= 100
@@ -52,8 +61,9 @@ def test_series_are_downsampled_keeping_extremes(tmp_path: Path) -> None:
 
 def test_new_points_are_read_incrementally(client, base: Path) -> None:  # type: ignore[no-untyped-def]
     def total() -> int:
-        body = client.post("/api/v1/scalars/series",
-                           json={"runs": ["run02"], "tags": ["loss"]}).json()
+        body = client.post(
+            "/api/v1/scalars/series", json={"runs": ["run02"], "tags": ["loss"]}
+        ).json()
         return body["series"][0]["total"]
 
     assert total() == 30
@@ -61,11 +71,17 @@ def test_new_points_are_read_incrementally(client, base: Path) -> None:  # type:
     assert total() == 40
 
 
-@pytest.mark.parametrize("body", [
-    {"runs": [], "tags": ["loss"]}, {"runs": ["run00"], "tags": []},
-    {"runs": ["run00"], "tags": ["loss"], "max_points": 2}, {"runs": "run00", "tags": ["loss"]},
-    {"runs": ["run00"] * 51, "tags": ["loss"]}, {"runs": ["run00"], "tags": ["loss"], "x": 1},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"runs": [], "tags": ["loss"]},
+        {"runs": ["run00"], "tags": []},
+        {"runs": ["run00"], "tags": ["loss"], "max_points": 2},
+        {"runs": "run00", "tags": ["loss"]},
+        {"runs": ["run00"] * 51, "tags": ["loss"]},
+        {"runs": ["run00"], "tags": ["loss"], "x": 1},
+    ],
+)
 def test_bad_series_request_is_422(client, body) -> None:  # type: ignore[no-untyped-def]
     assert client.post("/api/v1/scalars/series", json=body).status_code == 422
 

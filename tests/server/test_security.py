@@ -15,9 +15,21 @@ from trainledger.server import store as store_module
 from trainledger.server.security import RunNotFound, check_run_id, resolve_run
 
 TRAVERSALS = [
-    "..", "../outside", "..%2foutside", "%2e%2e/outside", "%2e%2e%2foutside",
-    "run00/../../outside", "run00%2f..%2f..%2foutside", "%2Fetc%2Fpasswd", "/etc/passwd",
-    "./../outside", "run00/%2e%2e", "%2e", "run00%00", "run00\\..\\..", "link_out",
+    "..",
+    "../outside",
+    "..%2foutside",
+    "%2e%2e/outside",
+    "%2e%2e%2foutside",
+    "run00/../../outside",
+    "run00%2f..%2f..%2foutside",
+    "%2Fetc%2Fpasswd",
+    "/etc/passwd",
+    "./../outside",
+    "run00/%2e%2e",
+    "%2e",
+    "run00%00",
+    "run00\\..\\..",
+    "link_out",
     "%252e%252e/outside",
 ]
 
@@ -50,8 +62,11 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(store_module, "list_checkpoints", spy_list)
     monkeypatch.setattr(store_module, "_RunScalars", SpyScalars)
-    for module, name in ((query_api, "get_summary_lineage"), (lineage_reader, "read_lineage"),
-                         (lineage_reader, "lineage_files")):
+    for module, name in (
+        (query_api, "get_summary_lineage"),
+        (lineage_reader, "read_lineage"),
+        (lineage_reader, "lineage_files"),
+    ):
         real = getattr(module, name)
 
         def spy(path: Any, *args: Any, _real: Any = real, _name: str = name) -> Any:
@@ -108,15 +123,17 @@ def test_nested_run_ids_with_slashes(tmp_path: Path) -> None:
         assert r.json() == {"run_id": "group/inner", "tag": 2, "remark": ""}
 
 
-@pytest.mark.parametrize("run_id", ["", "..", "a/../b", "/abs", "a//b", "a/./b", "a\x00b",
-                                    "a\\b", "x" * 5000])
+@pytest.mark.parametrize(
+    "run_id", ["", "..", "a/../b", "/abs", "a//b", "a/./b", "a\x00b", "a\\b", "x" * 5000]
+)
 def test_check_run_id_rejects(run_id: str) -> None:
     with pytest.raises(RunNotFound):
         check_run_id(run_id)
 
 
-@pytest.mark.parametrize("run_id, clean", [("run1", "run1"), ("./run1", "run1"),
-                                           ("g/run.v2", "g/run.v2")])
+@pytest.mark.parametrize(
+    "run_id, clean", [("run1", "run1"), ("./run1", "run1"), ("g/run.v2", "g/run.v2")]
+)
 def test_check_run_id_accepts(run_id: str, clean: str) -> None:
     assert check_run_id(run_id) == clean
 
@@ -141,8 +158,10 @@ def locked(base: Path):  # type: ignore[no-untyped-def]
         yield c
 
 
-@pytest.mark.parametrize("path", ["/api/v1/status", "/", "/static/app.js", "/openapi.json",
-                                  "/docs", "/api/v1/runs/run00"])
+@pytest.mark.parametrize(
+    "path",
+    ["/api/v1/status", "/", "/static/app.js", "/openapi.json", "/docs", "/api/v1/runs/run00"],
+)
 def test_without_token_everything_is_401(locked, path: str) -> None:  # type: ignore[no-untyped-def]
     assert locked.get(path).status_code == 401
 
@@ -156,8 +175,10 @@ def test_wrong_token_is_401(locked) -> None:  # type: ignore[no-untyped-def]
 def test_token_in_headers(locked) -> None:  # type: ignore[no-untyped-def]
     r = locked.get("/api/v1/status", headers={"Authorization": f"Bearer {TOKEN}"})
     assert r.status_code == 200 and r.json()["token_required"] is True
-    assert locked.post("/api/v1/runs", json={},
-                       headers={"X-Trainledger-Token": TOKEN}).json()["count"] == 6
+    assert (
+        locked.post("/api/v1/runs", json={}, headers={"X-Trainledger-Token": TOKEN}).json()["count"]
+        == 6
+    )
 
 
 def test_token_link_sets_a_cookie_and_drops_the_token_from_the_url(locked) -> None:  # type: ignore[no-untyped-def]

@@ -23,12 +23,25 @@ __all__ = ["lineage", "show", "render_table", "format_value"]
 
 # columns shown in the terminal table when at least one run has a value
 _TABLE_FIELDS = (
-    "network", "optimizer", "learning_rate", "batch_size", "epoch", "loss", "dataset_mark",
+    "network",
+    "optimizer",
+    "learning_rate",
+    "batch_size",
+    "epoch",
+    "loss",
+    "dataset_mark",
 )
-_LABELS = {"learning_rate": "lr", "loss": "train loss", "batch_size": "batch",
-           "train_dataset_count": "train n",
-           "test_dataset_count": "test n", "dataset_mark": "data", "device_num": "devices",
-           "model_size": "model size", "loss_function": "loss fn"}
+_LABELS = {
+    "learning_rate": "lr",
+    "loss": "train loss",
+    "batch_size": "batch",
+    "train_dataset_count": "train n",
+    "test_dataset_count": "test n",
+    "dataset_mark": "data",
+    "device_num": "devices",
+    "model_size": "model size",
+    "loss_function": "loss fn",
+}
 
 
 def format_value(value: Any) -> str:
@@ -42,8 +55,7 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def render_table(result: dict[str, Any], console: Any = None, *, title: str | None = None
-                 ) -> Any:
+def render_table(result: dict[str, Any], console: Any = None, *, title: str | None = None) -> Any:
     """Print a ``filter_summary_lineage`` result as a rich table; returns the Table.
 
     Columns: run, the fields any run has a value for, every metric/ and user_defined/ column
@@ -67,11 +79,16 @@ def render_table(result: dict[str, Any], console: Any = None, *, title: str | No
     )
     table.add_column("run", style="cyan", no_wrap=True)
     for f in fields:
-        table.add_column(_LABELS.get(f, f), justify="left" if f in ("network", "optimizer",
-                                                                   "loss_function") else "right")
+        table.add_column(
+            _LABELS.get(f, f),
+            justify="left" if f in ("network", "optimizer", "loss_function") else "right",
+        )
     for c in custom:
-        table.add_column(c.split("/", 1)[1] if c.startswith("metric/") else c,
-                         style="green" if c.startswith("metric/") else None, justify="right")
+        table.add_column(
+            c.split("/", 1)[1] if c.startswith("metric/") else c,
+            style="green" if c.startswith("metric/") else None,
+            justify="right",
+        )
     for c in extra:
         table.add_column(c)
     for row in rows:
@@ -98,26 +115,55 @@ def _csv(result: dict[str, Any]) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
-        writer.writerow(["" if row.get(c) is None else
-                         (repr(row[c]) if isinstance(row.get(c), float) else row[c])
-                         for c in columns])
+        writer.writerow(
+            [
+                ""
+                if row.get(c) is None
+                else (repr(row[c]) if isinstance(row.get(c), float) else row[c])
+                for c in columns
+            ]
+        )
     return buf.getvalue()
 
 
 @click.command("lineage")
 @click.argument("base", type=click.Path(file_okay=False, dir_okay=True))
-@click.option("--where", "-w", "wheres", multiple=True, metavar="EXPR",
-              help="FIELD OP VALUE, e.g. 'optimizer = Adam', 'learning_rate > 0.05', "
-                   "'metric/Accuracy >= 0.9', 'batch_size in [16, 32]'. Repeat to AND.")
+@click.option(
+    "--where",
+    "-w",
+    "wheres",
+    multiple=True,
+    metavar="EXPR",
+    help="FIELD OP VALUE, e.g. 'optimizer = Adam', 'learning_rate > 0.05', "
+    "'metric/Accuracy >= 0.9', 'batch_size in [16, 32]'. Repeat to AND.",
+)
 @click.option("--sort", "-s", metavar="[-]FIELD", help="Sort by FIELD; '-' for descending.")
 @click.option("--limit", "-n", type=int, help="Runs per page (1..100).")
 @click.option("--page", "-p", type=int, help="Page number from 0 (with --limit, default 10).")
-@click.option("--format", "-f", "fmt", type=click.Choice(["table", "json", "csv"]),
-              default="table", show_default=True)
-@click.option("--max-depth", type=int, default=1, show_default=True,
-              help="How deep under BASE run directories are searched.")
-def lineage(base: str, wheres: tuple[str, ...], sort: str | None, limit: int | None,
-            page: int | None, fmt: str, max_depth: int) -> None:
+@click.option(
+    "--format",
+    "-f",
+    "fmt",
+    type=click.Choice(["table", "json", "csv"]),
+    default="table",
+    show_default=True,
+)
+@click.option(
+    "--max-depth",
+    type=int,
+    default=1,
+    show_default=True,
+    help="How deep under BASE run directories are searched.",
+)
+def lineage(
+    base: str,
+    wheres: tuple[str, ...],
+    sort: str | None,
+    limit: int | None,
+    page: int | None,
+    fmt: str,
+    max_depth: int,
+) -> None:
     """Filter, sort and page the lineage of the runs under BASE."""
     from trainledger.query.api import filter_summary_lineage
     from trainledger.query.conditions import FIELDS
@@ -162,8 +208,10 @@ def _render_show(lineage_info: dict[str, Any]) -> None:
             inner.add_column(style="dim")
             inner.add_column()
             for name, item in value.items():
-                inner.add_row(str(name), format_value(item) if not isinstance(
-                    item, (dict, list)) else Pretty(item))
+                inner.add_row(
+                    str(name),
+                    format_value(item) if not isinstance(item, (dict, list)) else Pretty(item),
+                )
             table.add_row(key, inner)
         else:
             table.add_row(key, Pretty(value) if value else "-")

@@ -29,17 +29,31 @@ def ui_url(host: str, port: int, token: str | None = None) -> str:
 
 @click.command("ui")
 @click.argument("base", type=click.Path(exists=True, file_okay=False, dir_okay=True))
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to bind. Anything but loopback exposes your runs to the network.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to bind. Anything but loopback exposes your runs to the network.",
+)
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
-@click.option("--token", envvar="TRAINLEDGER_TOKEN", default=None,
-              help="Require this token on every request (header, or cookie set by the "
-                   "printed ?token= link). Also read from TRAINLEDGER_TOKEN.")
+@click.option(
+    "--token",
+    envvar="TRAINLEDGER_TOKEN",
+    default=None,
+    help="Require this token on every request (header, or cookie set by the "
+    "printed ?token= link). Also read from TRAINLEDGER_TOKEN.",
+)
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in a web browser.")
-@click.option("--max-depth", default=1, show_default=True, type=click.IntRange(0, 16),
-              help="How many directory levels below BASE to look for runs.")
-def ui(base: str, host: str, port: int, token: str | None, open_browser: bool,
-       max_depth: int) -> None:
+@click.option(
+    "--max-depth",
+    default=1,
+    show_default=True,
+    type=click.IntRange(0, 16),
+    help="How many directory levels below BASE to look for runs.",
+)
+def ui(
+    base: str, host: str, port: int, token: str | None, open_browser: bool, max_depth: int
+) -> None:
     """Browse, compare and export the runs under BASE in a web browser."""
     try:
         import uvicorn
@@ -58,7 +72,8 @@ def ui(base: str, host: str, port: int, token: str | None, open_browser: bool,
         click.secho(
             f"warning: binding {host} without --token: anyone who can reach this machine "
             "can read your runs and edit their tags and remarks.",
-            fg="yellow", err=True,
+            fg="yellow",
+            err=True,
         )
     app = create_app(base, token=token, store=EngineStore(Path(base), max_depth=max_depth))
     url = ui_url(host, port, token)

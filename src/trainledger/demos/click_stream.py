@@ -146,7 +146,7 @@ def produce(
         if pending >= max_pending_files:  # back-pressure: the trainer is behind
             time.sleep(0.05)
             continue
-        for name in sorted(done)[:-keep_done_files or None]:
+        for name in sorted(done)[: -keep_done_files or None]:
             (out / name).unlink(missing_ok=True)
         file_no += 1
         with open(out / f"part-{file_no:06d}.jsonl", "a") as fh:

@@ -11,7 +11,7 @@ __all__ = ["run_status", "latest_checkpoint", "file_size", "as_int"]
 
 
 def run_status(exception: BaseException | None, stop_reason: Any) -> str:
-    """"failed" when an exception ended the run (Ctrl-C counts as "stopped"), "stopped" for a
+    """ "failed" when an exception ended the run (Ctrl-C counts as "stopped"), "stopped" for a
     requested or signalled stop, else "finished"."""
     if isinstance(exception, KeyboardInterrupt):
         return "stopped"

@@ -28,8 +28,15 @@ __all__ = ["get_summary_lineage", "filter_summary_lineage", "open_index", "LINEA
 
 # get_summary_lineage's keys: MindInsight's, then trainledger's extensions.
 LINEAGE_KEYS: tuple[str, ...] = (
-    "metric", "hyper_parameters", "algorithm", "train_dataset", "model", "valid_dataset",
-    "dataset_graph", "user_defined", "run",
+    "metric",
+    "hyper_parameters",
+    "algorithm",
+    "train_dataset",
+    "model",
+    "valid_dataset",
+    "dataset_graph",
+    "user_defined",
+    "run",
 )
 
 _indexes: dict[tuple[str, int], LineageIndex] = {}
@@ -59,8 +66,9 @@ def _check_keys(keys: Any) -> list[str]:
     return keys
 
 
-def get_summary_lineage(summary_dir: str | os.PathLike[str], keys: list[str] | None = None
-                        ) -> dict[str, Any]:
+def get_summary_lineage(
+    summary_dir: str | os.PathLike[str], keys: list[str] | None = None
+) -> dict[str, Any]:
     """The lineage of one run directory.
 
     Returns ``{"summary_dir": <real path>, <key>: ...}`` for the requested ``keys`` (default:

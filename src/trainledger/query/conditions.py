@@ -22,18 +22,43 @@ from trainledger.errors import LineageSearchConditionParamError
 
 # The filterable fields, in MindInsight's FIELD_MAPPING order.
 FIELDS: tuple[str, ...] = (
-    "summary_dir", "loss_function", "train_dataset_path", "train_dataset_count",
-    "test_dataset_path", "test_dataset_count", "network", "optimizer", "learning_rate",
-    "epoch", "batch_size", "device_num", "loss", "model_size", "dataset_mark",
-)
-STR_FIELDS = frozenset({
-    "summary_dir", "loss_function", "train_dataset_path", "test_dataset_path", "network",
-    "optimizer", "dataset_mark",
-})
-INT_FIELDS = frozenset({
-    "train_dataset_count", "test_dataset_count", "epoch", "batch_size", "device_num",
+    "summary_dir",
+    "loss_function",
+    "train_dataset_path",
+    "train_dataset_count",
+    "test_dataset_path",
+    "test_dataset_count",
+    "network",
+    "optimizer",
+    "learning_rate",
+    "epoch",
+    "batch_size",
+    "device_num",
+    "loss",
     "model_size",
-})
+    "dataset_mark",
+)
+STR_FIELDS = frozenset(
+    {
+        "summary_dir",
+        "loss_function",
+        "train_dataset_path",
+        "test_dataset_path",
+        "network",
+        "optimizer",
+        "dataset_mark",
+    }
+)
+INT_FIELDS = frozenset(
+    {
+        "train_dataset_count",
+        "test_dataset_count",
+        "epoch",
+        "batch_size",
+        "device_num",
+        "model_size",
+    }
+)
 FLOAT_FIELDS = frozenset({"learning_rate", "loss"})
 OPERATORS: tuple[str, ...] = ("eq", "lt", "gt", "le", "ge", "in", "not_in")
 CONTROL_KEYS = ("limit", "offset", "sorted_name", "sorted_type", "lineage_type")
@@ -85,7 +110,7 @@ def _fail(message: str) -> LineageSearchConditionParamError:
 def normalize_field(name: str) -> str:
     """Map the older ``metric_<name>`` spelling to ``metric/<name>``."""
     if name.startswith("metric_") and len(name) > len("metric_"):
-        return "metric/" + name[len("metric_"):]
+        return "metric/" + name[len("metric_") :]
     return name
 
 
@@ -93,9 +118,7 @@ def is_field(name: Any) -> bool:
     """Whether ``name`` is a filterable/sortable field (after normalization)."""
     if not isinstance(name, str):
         return False
-    return name in FIELDS or any(
-        name.startswith(p) and len(name) > len(p) for p in PREFIXES
-    )
+    return name in FIELDS or any(name.startswith(p) and len(name) > len(p) for p in PREFIXES)
 
 
 def _is_scalar(value: Any) -> bool:
@@ -211,9 +234,7 @@ def _validate_fields(cond: dict[str, Any]) -> None:
                 wanted = ops.get("in", [])
                 wanted = list(wanted) + [v for k, v in ops.items() if k != "in"]
                 if not set(wanted).issubset(LINEAGE_TYPES):
-                    raise _Invalid(
-                        f"Given lineage type should be one of {list(LINEAGE_TYPES)}."
-                    )
+                    raise _Invalid(f"Given lineage type should be one of {list(LINEAGE_TYPES)}.")
             elif field in STR_FIELDS:
                 _check_operation(ops)
                 _check_typed(ops, "str")

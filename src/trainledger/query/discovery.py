@@ -134,15 +134,24 @@ class DirListing:
 
     def to_json(self) -> list[Any]:
         settled = [list(f) for f in self.settled[0]] if self.settled else None
-        return [self.mtime_ns, [n for n, _ in self.lineage], [list(c) for c in self.children],
-                self.listed_at_ns, settled]
+        return [
+            self.mtime_ns,
+            [n for n, _ in self.lineage],
+            [list(c) for c in self.children],
+            self.listed_at_ns,
+            settled,
+        ]
 
     @classmethod
     def from_json(cls, path: str, data: list[Any]) -> DirListing:
         mtime_ns, names, children, listed_at, settled = data
-        listing = cls(int(mtime_ns), tuple((n, f"{path}/{n}") for n in names),
-                      tuple((str(a), str(b)) for a, b in children), int(listed_at),
-                      int(listed_at) - int(mtime_ns) > Scanner.RACY_NS)
+        listing = cls(
+            int(mtime_ns),
+            tuple((n, f"{path}/{n}") for n in names),
+            tuple((str(a), str(b)) for a, b in children),
+            int(listed_at),
+            int(listed_at) - int(mtime_ns) > Scanner.RACY_NS,
+        )
         if settled is not None:
             files = tuple((str(n), int(s), int(m)) for n, s, m in settled)
             if [n for n, _, _ in files] == list(names):
@@ -200,8 +209,11 @@ class Scanner:
                     name = entry.name
                     try:
                         if name.endswith(LINEAGE_SUFFIX):
-                            if (not is_temp_name(name) and _TS_RE.search(name)
-                                    and entry.is_file(follow_symlinks=False)):
+                            if (
+                                not is_temp_name(name)
+                                and _TS_RE.search(name)
+                                and entry.is_file(follow_symlinks=False)
+                            ):
                                 lineage.append(name)
                             continue
                         if not entry.is_dir() or name == INDEX_DIRNAME or "\x00" in name:
@@ -219,9 +231,13 @@ class Scanner:
             pass
         # real directories first, so they are visited (and named) before links to them
         children.sort(key=lambda c: (c[0], c[1]))
-        return DirListing(mtime_ns, tuple((n, os.path.join(path, n)) for n in sorted(lineage)),
-                        tuple((name, child) for _, name, child in children), listed_at,
-                        listed_at - mtime_ns > self.RACY_NS)
+        return DirListing(
+            mtime_ns,
+            tuple((n, os.path.join(path, n)) for n in sorted(lineage)),
+            tuple((name, child) for _, name, child in children),
+            listed_at,
+            listed_at - mtime_ns > self.RACY_NS,
+        )
 
     @staticmethod
     def _stat_files(listing: DirListing) -> tuple[tuple[str, int, int], ...] | None:
@@ -307,8 +323,11 @@ class Scanner:
                         stable_now = None
                 if files:
                     run = previous.get(path)
-                    if run is None or (run.files is not files and run.files != files) \
-                            or run.summary_dir != summary_dir:
+                    if (
+                        run is None
+                        or (run.files is not files and run.files != files)
+                        or run.summary_dir != summary_dir
+                    ):
                         run = RunFiles(summary_dir, path, files)
                     current[path] = run
                     runs.append(run)
@@ -316,8 +335,10 @@ class Scanner:
                     done = listing.below
                     if not done or done[0] != summary_dir:
                         prefix = summary_dir if depth == 0 else summary_dir + "/"
-                        done[:] = [summary_dir, tuple(
-                            (child, prefix + name) for name, child in listing.children)]
+                        done[:] = [
+                            summary_dir,
+                            tuple((child, prefix + name) for name, child in listing.children),
+                        ]
                     below.extend(done[1])
             level = below
         for path in self._cache.keys() - cache.keys():

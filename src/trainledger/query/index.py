@@ -146,9 +146,7 @@ class LineageIndex:
             try:
                 result = fn(conn)
                 if bump:
-                    conn.execute(
-                        "UPDATE meta SET value = value + 1 WHERE key = 'generation'"
-                    )
+                    conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
                 conn.execute("COMMIT")
                 return result
             except BaseException:
@@ -183,8 +181,9 @@ class LineageIndex:
                 self._listings_loaded = True
             on_disk = self._scanner.scan()
             if self._scanner.changed:
-                self._write(functools.partial(rows.save_listings, changed=self._scanner.changed),
-                            bump=False)
+                self._write(
+                    functools.partial(rows.save_listings, changed=self._scanner.changed), bump=False
+                )
             stats = ScanStats(runs=len(on_disk))
             seen = self._read(self._known_signatures)
             if self._synced_generation != self._known_generation:
@@ -211,7 +210,7 @@ class LineageIndex:
             if gone:
                 self._write(functools.partial(rows.delete_runs, summary_dirs=gone))
             for start in range(0, len(changed), _CHUNK):
-                batch = [(run, self._parse(run)) for run in changed[start:start + _CHUNK]]
+                batch = [(run, self._parse(run)) for run in changed[start : start + _CHUNK]]
                 stats.parsed += len(batch)
                 stats.unreadable += sum(1 for _, rec in batch if rec is None)
                 self._write(functools.partial(rows.store_batch, batch=batch))
@@ -220,14 +219,14 @@ class LineageIndex:
 
     def _known_signatures(self, conn: sqlite3.Connection) -> dict[str, str]:
         """What the index holds per run, re-read only when another write happened."""
-        generation = conn.execute(
-            "SELECT value FROM meta WHERE key = 'generation'"
-        ).fetchone()[0]
+        generation = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
         if generation != self._known_generation:
-            self._known = dict(conn.execute(
-                "SELECT summary_dir, signature FROM runs "
-                "UNION ALL SELECT summary_dir, signature FROM unreadable"
-            ).fetchall())
+            self._known = dict(
+                conn.execute(
+                    "SELECT summary_dir, signature FROM runs "
+                    "UNION ALL SELECT summary_dir, signature FROM unreadable"
+                ).fetchall()
+            )
             self._known_generation = generation
         return self._known
 
@@ -264,9 +263,7 @@ class LineageIndex:
         conn = self._db()
         if not force and mtime == self._annotations_seen:
             return
-        stored = conn.execute(
-            "SELECT value FROM meta WHERE key = 'annotations_mtime'"
-        ).fetchone()
+        stored = conn.execute("SELECT value FROM meta WHERE key = 'annotations_mtime'").fetchone()
         if not force and stored is not None and stored[0] == mtime:
             self._annotations_seen = mtime
             return
@@ -348,8 +345,13 @@ class LineageIndex:
             limit = -1 if stop is None else stop - start
 
             count, records, types = self._read(
-                functools.partial(rows.fetch, where=(where, wparams), order=(order, oparams),
-                                  limit=limit, offset=start)
+                functools.partial(
+                    rows.fetch,
+                    where=(where, wparams),
+                    order=(order, oparams),
+                    limit=limit,
+                    offset=start,
+                )
             )
         parts = lineage_types(cond)
         return {

@@ -33,8 +33,7 @@ def delete_runs(conn: sqlite3.Connection, summary_dirs: Iterable[str]) -> None:
     for d in summary_dirs:
         for table in ("custom", "records"):
             conn.execute(
-                f"DELETE FROM {table} WHERE run_id IN "
-                "(SELECT id FROM runs WHERE summary_dir = ?)",
+                f"DELETE FROM {table} WHERE run_id IN (SELECT id FROM runs WHERE summary_dir = ?)",
                 (d,),
             )
         conn.execute("DELETE FROM runs WHERE summary_dir = ?", (d,))
@@ -144,13 +143,16 @@ def fetch(
         count += n
         for label, vtype in json.loads(combo):
             types.setdefault(label, set()).add(vtype)
-    ids = [row[0] for row in conn.execute(
-        f"SELECT runs.id FROM runs WHERE {wsql} ORDER BY {osql} LIMIT ? OFFSET ?",
-        wparams + oparams + [limit, offset],
-    )]
+    ids = [
+        row[0]
+        for row in conn.execute(
+            f"SELECT runs.id FROM runs WHERE {wsql} ORDER BY {osql} LIMIT ? OFFSET ?",
+            wparams + oparams + [limit, offset],
+        )
+    ]
     by_id: dict[int, semantics.Record] = {}
     for start in range(0, len(ids), _IN_CHUNK):
-        part = ids[start:start + _IN_CHUNK]
+        part = ids[start : start + _IN_CHUNK]
         marks = ", ".join("?" for _ in part)
         for run_id, *row in conn.execute(f"{_RECORD_SELECT} WHERE runs.id IN ({marks})", part):
             by_id[run_id] = _record((row[0], row[1], row[2]))
@@ -180,8 +182,10 @@ def load_listings(conn: sqlite3.Connection) -> dict[str, DirListing]:
 
 def save_listings(conn: sqlite3.Connection, changed: dict[str, DirListing | None]) -> None:
     """Save (or drop, for None) the listings a scan took."""
-    conn.executemany("DELETE FROM listings WHERE path = ?",
-                     [(p,) for p, listing in changed.items() if listing is None])
+    conn.executemany(
+        "DELETE FROM listings WHERE path = ?",
+        [(p,) for p, listing in changed.items() if listing is None],
+    )
     conn.executemany(
         "INSERT OR REPLACE INTO listings (path, data) VALUES (?, ?)",
         [(p, json.dumps(listing.to_json())) for p, listing in changed.items() if listing],

@@ -32,16 +32,21 @@ from trainledger.query.conditions import (
 
 Record = dict[str, Any]
 
-_OPS = {"eq": operator.eq, "lt": operator.lt, "gt": operator.gt, "le": operator.le,
-        "ge": operator.ge}
+_OPS = {
+    "eq": operator.eq,
+    "lt": operator.lt,
+    "gt": operator.gt,
+    "le": operator.le,
+    "ge": operator.ge,
+}
 
 
 def value_of(record: Record, field: str) -> Any:
     """The value a condition or a sort sees for ``field`` (None when absent)."""
     if field.startswith("metric/"):
-        return (record.get("metric") or {}).get(field[len("metric/"):])
+        return (record.get("metric") or {}).get(field[len("metric/") :])
     if field.startswith("user_defined/"):
-        return (record.get("user_defined") or {}).get(field[len("user_defined/"):])
+        return (record.get("user_defined") or {}).get(field[len("user_defined/") :])
     if field == "tag":
         return (record.get("added_info") or {}).get("tag")
     return record.get(field)
@@ -76,8 +81,9 @@ def _equal(a: Any, b: Any) -> bool:
 
 def matches(record: Record, cond: dict[str, Any]) -> bool:
     """Whether a record passes every (field, operator, value) of the condition (AND)."""
-    return all(is_match(op, value, value_of(record, field))
-               for field, op, value in filter_items(cond))
+    return all(
+        is_match(op, value, value_of(record, field)) for field, op, value in filter_items(cond)
+    )
 
 
 def _cmp(a: Any, b: Any) -> int:
@@ -104,6 +110,7 @@ def sort_records(records: list[Record], cond: dict[str, Any]) -> list[Record]:
     if name is None:
         return records
     reverse = cond.get("sorted_type") == "descending"
+
     def compare(x: Record, y: Record) -> int:
         return _cmp(value_of(x, name), value_of(y, name))
 

@@ -126,7 +126,9 @@ def connect(path: str) -> sqlite3.Connection:
 def _connect(path: str) -> sqlite3.Connection:
     for attempt in range(2):
         conn = sqlite3.connect(
-            path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+            path,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
             check_same_thread=False,
         )
         try:

@@ -27,8 +27,18 @@ _WORDS = re.compile(
     r"^\s*(?P<field>[^\s=!<>]+)\s+(?P<op>in|notin|not_in|not\s+in)\s+(?P<value>.*?)\s*$",
     re.IGNORECASE,
 )
-_OPS = {"=": "eq", "==": "eq", "<": "lt", "<=": "le", ">": "gt", ">=": "ge", "!=": "ne",
-        "in": "in", "notin": "not_in", "not_in": "not_in"}
+_OPS = {
+    "=": "eq",
+    "==": "eq",
+    "<": "lt",
+    "<=": "le",
+    ">": "gt",
+    ">=": "ge",
+    "!=": "ne",
+    "in": "in",
+    "notin": "not_in",
+    "not_in": "not_in",
+}
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _HINT = "expected FIELD OP VALUE with OP one of = != < <= > >= in notin"
 

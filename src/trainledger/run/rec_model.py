@@ -104,8 +104,10 @@ class RecModel(Model):
             raise ValueError(
                 f"max_seconds expected a positive number or None, received: {max_seconds!r}"
             )
-        if train_dataset is None or isinstance(train_dataset, (str, bytes)) or not isinstance(
-            train_dataset, Iterable
+        if (
+            train_dataset is None
+            or isinstance(train_dataset, (str, bytes))
+            or not isinstance(train_dataset, Iterable)
         ):
             raise DatasetError(
                 "train_dataset expected an iterable or iterator of batches (a generator, a "

@@ -65,8 +65,9 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if warm:
-            threading.Thread(target=_warm, args=(chosen,), name="trainledger-ui-warm",
-                             daemon=True).start()
+            threading.Thread(
+                target=_warm, args=(chosen,), name="trainledger-ui-warm", daemon=True
+            ).start()
         try:
             yield
         finally:

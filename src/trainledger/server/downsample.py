@@ -22,9 +22,7 @@ _PER_BUCKET = 4  # first, last, min, max
 
 def _check(max_points: int) -> None:
     if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < _PER_BUCKET:
-        raise ValueError(
-            f"max_points expected an int >= {_PER_BUCKET}, received: {max_points!r}"
-        )
+        raise ValueError(f"max_points expected an int >= {_PER_BUCKET}, received: {max_points!r}")
 
 
 def keep_indices(values: np.ndarray, max_points: int = DEFAULT_MAX_POINTS) -> np.ndarray:

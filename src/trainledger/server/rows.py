@@ -17,17 +17,34 @@ from typing import Any
 
 # The standard model_lineage fields, in the order MindInsight's table shows them.
 STANDARD_FIELDS: tuple[str, ...] = (
-    "summary_dir", "loss_function", "train_dataset_path", "train_dataset_count",
-    "test_dataset_path", "test_dataset_count", "network", "optimizer", "learning_rate",
-    "epoch", "batch_size", "device_num", "loss", "model_size", "dataset_mark",
+    "summary_dir",
+    "loss_function",
+    "train_dataset_path",
+    "train_dataset_count",
+    "test_dataset_path",
+    "test_dataset_count",
+    "network",
+    "optimizer",
+    "learning_rate",
+    "epoch",
+    "batch_size",
+    "device_num",
+    "loss",
+    "model_size",
+    "dataset_mark",
 )
 # The column chooser's groups (metric/ and user_defined/ columns are grouped by prefix).
 HYPERPARAMETERS: tuple[str, ...] = ("learning_rate", "batch_size", "epoch", "device_num")
 METRIC_FIELDS: tuple[str, ...] = ("loss",)
 # our ``run`` extension fields, as columns (shown, exported; not sortable in the index)
 RUN_FIELDS: tuple[str, ...] = (
-    "run/status", "run/start_time", "run/end_time", "run/duration", "run/total_steps",
-    "run/hostname", "run/git_commit",
+    "run/status",
+    "run/start_time",
+    "run/end_time",
+    "run/duration",
+    "run/total_steps",
+    "run/hostname",
+    "run/git_commit",
 )
 NESTED_PREFIXES = {"metric": "metric/", "user_defined": "user_defined/"}
 

@@ -89,16 +89,16 @@ def token_middleware(token: str) -> Callable[[Request, Handler], Awaitable[Respo
             rest = [(k, v) for k, v in request.query_params.multi_items() if k != TOKEN_QUERY]
             target = request.url.path + (("?" + urlencode(rest)) if rest else "")
             response: Response = RedirectResponse(target, status_code=303)
-            response.set_cookie(
-                TOKEN_COOKIE, token, httponly=True, samesite="strict", path="/"
-            )
+            response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict", path="/")
             return response
         if token_matches(token, request_token(request)):
             return await call_next(request)
         if request.url.path.startswith("/api/"):
             return JSONResponse(
-                {"detail": "a valid token is required (Authorization: Bearer, "
-                 f"{TOKEN_HEADER} header, or a ?{TOKEN_QUERY}= link)"},
+                {
+                    "detail": "a valid token is required (Authorization: Bearer, "
+                    f"{TOKEN_HEADER} header, or a ?{TOKEN_QUERY}= link)"
+                },
                 status_code=401,
             )
         return PlainTextResponse(

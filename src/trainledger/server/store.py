@@ -108,13 +108,15 @@ def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
             except OSError:
                 continue
             match = _CKPT_STEP.search(entry.name)
-            found.append({
-                "name": entry.relative_to(run_dir).as_posix(),
-                "size": st.st_size,
-                "epoch": int(match.group(1)) if match else None,
-                "step": int(match.group(2)) if match else None,
-                "time": st.st_mtime,
-            })
+            found.append(
+                {
+                    "name": entry.relative_to(run_dir).as_posix(),
+                    "size": st.st_size,
+                    "epoch": int(match.group(1)) if match else None,
+                    "step": int(match.group(2)) if match else None,
+                    "time": st.st_mtime,
+                }
+            )
     found.sort(key=lambda c: (c["time"], c["name"]))
     return found
 
@@ -147,9 +149,11 @@ class _RunScalars:
             if old is None:
                 self.series[tag] = (steps, walls, values)
             else:
-                self.series[tag] = (np.concatenate([old[0], steps]),
-                                    np.concatenate([old[1], walls]),
-                                    np.concatenate([old[2], values]))
+                self.series[tag] = (
+                    np.concatenate([old[0], steps]),
+                    np.concatenate([old[1], walls]),
+                    np.concatenate([old[2], values]),
+                )
 
 
 class _KnownRuns:
@@ -178,9 +182,17 @@ class EngineStore:
     ``background_rescan=False`` (tests) scans inside the request instead.
     """
 
-    def __init__(self, base: Path, *, max_depth: int = 1, rescan_interval: float = 2.0,
-                 stale_after: float = 10.0, background_rescan: bool = True,
-                 scalar_interval: float = 0.5, max_cached_runs: int = 64) -> None:
+    def __init__(
+        self,
+        base: Path,
+        *,
+        max_depth: int = 1,
+        rescan_interval: float = 2.0,
+        stale_after: float = 10.0,
+        background_rescan: bool = True,
+        scalar_interval: float = 0.5,
+        max_cached_runs: int = 64,
+    ) -> None:
         from trainledger.query.index import LineageIndex
 
         self.base = base
@@ -215,8 +227,11 @@ class EngineStore:
         if not self._scanned.is_set():
             with self._scan_lock:
                 if not self._scanned.is_set():
-                    stale_ok = self.background_rescan and self._reader.query(
-                        {"offset": 0, "limit": 1}, refresh=False)["count"] > 0
+                    stale_ok = (
+                        self.background_rescan
+                        and self._reader.query({"offset": 0, "limit": 1}, refresh=False)["count"]
+                        > 0
+                    )
                     if not stale_ok:
                         self._index.refresh()
                         self._checked_at = time.monotonic()
@@ -283,12 +298,12 @@ class EngineStore:
             if hit is not None:
                 self._results.move_to_end(key)
                 return hit
-        result = self._reader.query(None if condition is None else dict(condition),
-                                    refresh=False)
+        result = self._reader.query(None if condition is None else dict(condition), refresh=False)
         for obj in result["object"]:
             obj["run_id"] = run_id_of(str(obj.get("summary_dir", "")))
         if len(result["object"]) <= _RUN_INFO_MAX and (
-                condition is None or "model" in _parts(condition)):
+            condition is None or "model" in _parts(condition)
+        ):
             for obj in result["object"]:
                 obj["run"] = self.run_info(obj["run_id"])
         with self._lock:
@@ -357,13 +372,20 @@ class EngineStore:
             if not name or os.path.realpath(os.path.join(path, name)) in on_disk:
                 continue
             match = _CKPT_STEP.search(name)
-            found.append({"name": name, "size": item.get("size") or 0,
-                          "epoch": int(match.group(1)) if match else None,
-                          "step": int(match.group(2)) if match else None, "time": None})
+            found.append(
+                {
+                    "name": name,
+                    "size": item.get("size") or 0,
+                    "epoch": int(match.group(1)) if match else None,
+                    "step": int(match.group(2)) if match else None,
+                    "time": None,
+                }
+            )
         return found
 
-    def annotate(self, run_id: str, *, tag: int | None = None, remark: str | None = None
-                 ) -> dict[str, Any]:
+    def annotate(
+        self, run_id: str, *, tag: int | None = None, remark: str | None = None
+    ) -> dict[str, Any]:
         from trainledger.query.annotations import UNSET
 
         self._path(run_id)

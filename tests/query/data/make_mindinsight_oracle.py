@@ -23,10 +23,23 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 ORDER = ["momentum_twice", "sgd_noeval", "adam_lr001", "momentum_lr01"]
 
-STR_FIELDS = ["summary_dir", "loss_function", "train_dataset_path", "test_dataset_path",
-              "network", "optimizer", "dataset_mark"]
-INT_FIELDS = ["train_dataset_count", "test_dataset_count", "epoch", "batch_size",
-              "device_num", "model_size"]
+STR_FIELDS = [
+    "summary_dir",
+    "loss_function",
+    "train_dataset_path",
+    "test_dataset_path",
+    "network",
+    "optimizer",
+    "dataset_mark",
+]
+INT_FIELDS = [
+    "train_dataset_count",
+    "test_dataset_count",
+    "epoch",
+    "batch_size",
+    "device_num",
+    "model_size",
+]
 FLOAT_FIELDS = ["learning_rate", "loss"]
 OPS = ["eq", "lt", "gt", "le", "ge", "in", "not_in"]
 
@@ -36,16 +49,29 @@ def corpus() -> list:
     for key in ("limit", "offset"):
         for v in (0, 1, 5, 100, 101, 100000, 100001, -1, True, 2.0, "3", None):
             conds.append({key: v})
-    for v in ("summary_dir", "loss", "metric/Accuracy", "metric/", "user_defined/team",
-              "user_defined/", "tag", "bogus", 5, None, "metric_Accuracy"):
+    for v in (
+        "summary_dir",
+        "loss",
+        "metric/Accuracy",
+        "metric/",
+        "user_defined/team",
+        "user_defined/",
+        "tag",
+        "bogus",
+        5,
+        None,
+        "metric_Accuracy",
+    ):
         conds.append({"sorted_name": v})
         conds.append({"sorted_name": v, "sorted_type": "descending"})
     for v in ("ascending", "descending", None, "up", 1):
         conds.append({"sorted_type": v})
         conds.append({"sorted_name": "batch_size", "sorted_type": v})
-    values = {"str": ["Momentum", "./sgd_noeval", "SoftmaxCrossEntropyWithLogits", "MLP", "2"],
-              "int": [0, 24, 192, 2307, -1, 2**63, True],
-              "float": [0.02, 0.05, 1, 0.6674657, True, "0.1"]}
+    values = {
+        "str": ["Momentum", "./sgd_noeval", "SoftmaxCrossEntropyWithLogits", "MLP", "2"],
+        "int": [0, 24, 192, 2307, -1, 2**63, True],
+        "float": [0.02, 0.05, 1, 0.6674657, True, "0.1"],
+    }
     for field in STR_FIELDS + INT_FIELDS + FLOAT_FIELDS:
         kind = "str" if field in STR_FIELDS else "int" if field in INT_FIELDS else "float"
         for op in OPS:
@@ -57,13 +83,28 @@ def corpus() -> list:
         conds.append({field: "notadict"})
         conds.append({field: {"like": 1}})
         conds.append({field: {"in": ["Momentum", 24, 0.1]}})
-    for field in ("metric/Accuracy", "metric/Loss", "user_defined/team", "user_defined/trial",
-                  "metric/", "metric_Accuracy", "user_defined/missing"):
+    for field in (
+        "metric/Accuracy",
+        "metric/Loss",
+        "user_defined/team",
+        "user_defined/trial",
+        "metric/",
+        "metric_Accuracy",
+        "user_defined/missing",
+    ):
         for op in OPS:
             for v in (0.75, "a", 1):
                 conds.append({field: {op: [v] if op in ("in", "not_in") else v}})
-    for lt in ({"eq": "dataset"}, {"eq": "model"}, {"in": ["model", "dataset"]}, {"in": []},
-               {"eq": "other"}, "dataset", {"gt": "model"}, {"in": "model"}):
+    for lt in (
+        {"eq": "dataset"},
+        {"eq": "model"},
+        {"in": ["model", "dataset"]},
+        {"in": []},
+        {"eq": "other"},
+        "dataset",
+        {"gt": "model"},
+        {"in": "model"},
+    ):
         conds.append({"lineage_type": lt})
     conds += [
         {"batch_size": {"ge": 16, "le": 30}, "sorted_name": "loss"},
@@ -112,14 +153,14 @@ def main() -> None:
     for cond in corpus():
         entry: dict = {"condition": cond}
         try:
-            entry["result"] = filter_summary_lineage(summary_base_dir=str(base),
-                                                     search_condition=cond)
+            entry["result"] = filter_summary_lineage(
+                summary_base_dir=str(base), search_condition=cond
+            )
         except Exception as exc:  # noqa: BLE001 - recording MindInsight's behaviour
             entry["error"] = type(exc).__name__
             entry["message"] = getattr(exc, "message", str(exc))
         out.append(entry)
-    (HERE / "mindinsight_oracle.json").write_text(json.dumps(out, indent=1,
-                                                             default=str) + "\n")
+    (HERE / "mindinsight_oracle.json").write_text(json.dumps(out, indent=1, default=str) + "\n")
     shutil.rmtree(tmp)
     print(f"{len(out)} conditions", file=sys.stderr)
 

@@ -31,8 +31,15 @@ ConditionBody = Annotated[
     dict[str, Any] | None,
     Body(
         description="A search condition, as for filter_summary_lineage.",
-        examples=[{"optimizer": {"in": ["Adam"]}, "sorted_name": "metric/accuracy",
-                   "sorted_type": "descending", "offset": 0, "limit": 10}],
+        examples=[
+            {
+                "optimizer": {"in": ["Adam"]},
+                "sorted_name": "metric/accuracy",
+                "sorted_type": "descending",
+                "offset": 0,
+                "limit": 10,
+            }
+        ],
     ),
 ]
 
@@ -60,14 +67,18 @@ def _unpaged(condition: dict[str, Any] | None) -> dict[str, Any]:
 
 
 @router.post("/runs", response_model=schemas.SearchResult, summary="Filter, sort and page runs")
-def search_runs(store: StoreDep, condition: ConditionBody = None, where: WhereQuery = None
-                ) -> dict[str, Any]:
+def search_runs(
+    store: StoreDep, condition: ConditionBody = None, where: WhereQuery = None
+) -> dict[str, Any]:
     """The body is a search condition; errors in it are 400 with the engine's message."""
     return combined_search(store, condition, where)
 
 
-@router.post("/runs/points", response_model=schemas.PointsResult,
-             summary="Column values of all matching runs (for the chart)")
+@router.post(
+    "/runs/points",
+    response_model=schemas.PointsResult,
+    summary="Column values of all matching runs (for the chart)",
+)
 def run_points(store: StoreDep, request: schemas.PointsRequest) -> dict[str, Any]:
     result = combined_search(store, _unpaged(request.condition), request.where)
     rows = [flatten(obj) for obj in result["object"][: request.max_runs]]
@@ -78,34 +89,50 @@ def run_points(store: StoreDep, request: schemas.PointsRequest) -> dict[str, Any
     }
 
 
-@router.post("/runs/columns", response_model=schemas.ColumnsResult,
-             summary="Columns of the matching runs, grouped for the column chooser")
-def run_columns(store: StoreDep, condition: ConditionBody = None, where: WhereQuery = None
-                ) -> dict[str, Any]:
+@router.post(
+    "/runs/columns",
+    response_model=schemas.ColumnsResult,
+    summary="Columns of the matching runs, grouped for the column chooser",
+)
+def run_columns(
+    store: StoreDep, condition: ConditionBody = None, where: WhereQuery = None
+) -> dict[str, Any]:
     # one row is enough: ``customized`` describes every matching run, not just the page
     result = combined_search(store, {**_unpaged(condition), "offset": 0, "limit": 1}, where)
     names = columns_of([], result.get("customized", {}))
     groups: dict[str, list[str]] = {
-        "Metrics": [], "User defined": [], "Hyperparameters": [], "Other": []}
+        "Metrics": [],
+        "User defined": [],
+        "Hyperparameters": [],
+        "Other": [],
+    }
     for name in names:
         groups[column_group(name)].append(name)
-    sortable = [n for n in names
-                if n in STANDARD_FIELDS or n.startswith(("metric/", "user_defined/"))]
+    sortable = [
+        n for n in names if n in STANDARD_FIELDS or n.startswith(("metric/", "user_defined/"))
+    ]
     return {"groups": groups, "sortable": sortable}
 
 
-@router.post("/runs/export.csv", response_class=Response, summary="CSV of the filtered table",
-             responses={200: {"content": {"text/csv": {}}}})
-def export_csv(store: StoreDep, condition: ConditionBody = None, where: WhereQuery = None,
-               columns: Annotated[list[str] | None, Query()] = None) -> Response:
+@router.post(
+    "/runs/export.csv",
+    response_class=Response,
+    summary="CSV of the filtered table",
+    responses={200: {"content": {"text/csv": {}}}},
+)
+def export_csv(
+    store: StoreDep,
+    condition: ConditionBody = None,
+    where: WhereQuery = None,
+    columns: Annotated[list[str] | None, Query()] = None,
+) -> Response:
     """Every matching run (paging ignored, sort kept), chosen columns or all of them."""
     result = combined_search(store, _unpaged(condition), where)
     objects = result["object"]
     if objects and "run" not in objects[0]:  # large results come without them: add them here
         objects = [{**obj, "run": store.run_info(obj["run_id"])} for obj in objects]
     rows = [flatten(obj) for obj in objects]
-    names = columns or ["run_id", *columns_of(rows, result.get("customized", {})), "tag",
-                        "remark"]
+    names = columns or ["run_id", *columns_of(rows, result.get("customized", {})), "tag", "remark"]
     return Response(
         to_csv(rows, names),
         media_type="text/csv; charset=utf-8",
@@ -113,24 +140,33 @@ def export_csv(store: StoreDep, condition: ConditionBody = None, where: WhereQue
     )
 
 
-@router.post("/where", response_model=schemas.WhereResult,
-             summary="Compile --where expressions to a search condition")
+@router.post(
+    "/where",
+    response_model=schemas.WhereResult,
+    summary="Compile --where expressions to a search condition",
+)
 def compile_where(store: StoreDep, request: schemas.WhereRequest) -> dict[str, Any]:
     return {"condition": store.compile_where(request.where)}
 
 
-@router.get("/datasets", response_model=schemas.DatasetGroups,
-            summary="Dataset graphs, runs grouped by dataset_mark")
+@router.get(
+    "/datasets",
+    response_model=schemas.DatasetGroups,
+    summary="Dataset graphs, runs grouped by dataset_mark",
+)
 def dataset_groups(store: StoreDep) -> dict[str, Any]:
     result = store.search(None)
     groups: dict[Any, dict[str, Any]] = {}
     for obj in result["object"]:
         mark = (obj.get("model_lineage") or {}).get("dataset_mark")
-        group = groups.setdefault(mark, {
-            "dataset_mark": None if mark is None else str(mark),
-            "dataset_graph": obj.get("dataset_graph") or {},
-            "run_ids": [],
-        })
+        group = groups.setdefault(
+            mark,
+            {
+                "dataset_mark": None if mark is None else str(mark),
+                "dataset_graph": obj.get("dataset_graph") or {},
+                "run_ids": [],
+            },
+        )
         group["run_ids"].append(run_id_of(str(obj.get("summary_dir", ""))))
 
     def order(group: dict[str, Any]) -> tuple[int, str]:
@@ -140,16 +176,21 @@ def dataset_groups(store: StoreDep) -> dict[str, Any]:
     return {"groups": sorted(groups.values(), key=order)}
 
 
-@router.put("/runs/{run_id:path}/annotation", response_model=schemas.AnnotationResult,
-            summary="Set a run's tag (0..10) and/or remark (<= 1000 chars)")
+@router.put(
+    "/runs/{run_id:path}/annotation",
+    response_model=schemas.AnnotationResult,
+    summary="Set a run's tag (0..10) and/or remark (<= 1000 chars)",
+)
 def annotate(store: StoreDep, run_id: str, body: schemas.Annotation) -> dict[str, Any]:
     return store.annotate(run_id, tag=body.tag, remark=body.remark)
 
 
-@router.get("/runs/{run_id:path}", response_model=schemas.RunDetail,
-            summary="One run: full lineage, checkpoints, status, annotation")
+@router.get(
+    "/runs/{run_id:path}",
+    response_model=schemas.RunDetail,
+    summary="One run: full lineage, checkpoints, status, annotation",
+)
 def run_detail(store: StoreDep, run_id: str) -> dict[str, Any]:
     detail = store.run_detail(run_id)
     detail["checkpoints"] = store.checkpoints(run_id)
     return detail
-

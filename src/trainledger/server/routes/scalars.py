@@ -26,8 +26,11 @@ def scalar_tags(
     return {"runs": runs, "tags": tags}
 
 
-@router.post("/series", response_model=schemas.SeriesResult,
-             summary="Series for (runs x tags), at most max_points points each")
+@router.post(
+    "/series",
+    response_model=schemas.SeriesResult,
+    summary="Series for (runs x tags), at most max_points points each",
+)
 def scalar_series(store: StoreDep, request: schemas.SeriesRequest) -> dict[str, Any]:
     """Runs without a tag are left out of the answer rather than failing the request."""
     out: list[dict[str, Any]] = []
@@ -38,14 +41,20 @@ def scalar_series(store: StoreDep, request: schemas.SeriesRequest) -> dict[str, 
                 continue
             steps, walls, values = store.scalar_series(run_id, tag)
             kept = keep_indices(values, request.max_points)
-            out.append({
-                "run_id": run_id,
-                "tag": tag,
-                "total": len(values),
-                "points": [
-                    (int(s), float(w), json_number(float(v)))
-                    for s, w, v in zip(steps[kept].tolist(), walls[kept].tolist(),
-                                       values[kept].tolist(), strict=True)
-                ],
-            })
+            out.append(
+                {
+                    "run_id": run_id,
+                    "tag": tag,
+                    "total": len(values),
+                    "points": [
+                        (int(s), float(w), json_number(float(v)))
+                        for s, w, v in zip(
+                            steps[kept].tolist(),
+                            walls[kept].tolist(),
+                            values[kept].tolist(),
+                            strict=True,
+                        )
+                    ],
+                }
+            )
     return {"series": out}
