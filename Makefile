@@ -29,3 +29,4 @@ test: $(STAMP) system-deps
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
