@@ -282,7 +282,7 @@ class SummaryCollector(Callback):
     def _defer_loss(self, outputs: Any) -> Any:
         """The scalar loss tensor, to be read with the rows' batch (``read_deferred``: on a
         GPU, one device sync per batch instead of one per step); its value when it must be
-        read now; None when it is not one number."""
+        read now; None when it is not 0-dimensional (the general path takes the mean)."""
         if outputs.ndim != 0:
             return None
         loss = outputs.detach()
