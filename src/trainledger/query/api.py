@@ -21,23 +21,14 @@ from trainledger.errors import (
     LineageParamValueError,
     LineageQuerySummaryDataError,
 )
+from trainledger.lineage.reader import SUMMARY_KEYS
 from trainledger.query.discovery import validate_base, validate_run_dir
 from trainledger.query.index import LineageIndex
 
 __all__ = ["get_summary_lineage", "filter_summary_lineage", "open_index", "LINEAGE_KEYS"]
 
 # get_summary_lineage's keys: MindInsight's, then trainledger's extensions.
-LINEAGE_KEYS: tuple[str, ...] = (
-    "metric",
-    "hyper_parameters",
-    "algorithm",
-    "train_dataset",
-    "model",
-    "valid_dataset",
-    "dataset_graph",
-    "user_defined",
-    "run",
-)
+LINEAGE_KEYS: tuple[str, ...] = SUMMARY_KEYS
 
 _indexes: dict[tuple[str, int], LineageIndex] = {}
 _indexes_lock = threading.Lock()

@@ -15,24 +15,11 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-# The standard model_lineage fields, in the order MindInsight's table shows them.
-STANDARD_FIELDS: tuple[str, ...] = (
-    "summary_dir",
-    "loss_function",
-    "train_dataset_path",
-    "train_dataset_count",
-    "test_dataset_path",
-    "test_dataset_count",
-    "network",
-    "optimizer",
-    "learning_rate",
-    "epoch",
-    "batch_size",
-    "device_num",
-    "loss",
-    "model_size",
-    "dataset_mark",
-)
+from trainledger.query.conditions import FIELDS
+
+# The standard model_lineage fields, in the order MindInsight's table shows them (the
+# filterable fields of the query engine).
+STANDARD_FIELDS: tuple[str, ...] = FIELDS
 # The column chooser's groups (metric/ and user_defined/ columns are grouped by prefix).
 HYPERPARAMETERS: tuple[str, ...] = ("learning_rate", "batch_size", "epoch", "device_num")
 METRIC_FIELDS: tuple[str, ...] = ("loss",)
