@@ -25,10 +25,9 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from trainledger.callbacks.lineage import EvalLineage, TrainLineage
-from trainledger.lineage.naming import list_lineage_files
 from trainledger.lineage.reader import read_lineage
 from trainledger.run.callback import CallbackParams, RunContext
-from trainledger.summary.framing import read_records
+from trainledger.storage import list_lineage_files, read_records
 
 REPO = Path(__file__).resolve().parents[1]
 

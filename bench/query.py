@@ -35,7 +35,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainledger.lineage.naming import lineage_file_name
 from trainledger.lineage.records import (
     EvalValues,
     TrainValues,
@@ -47,7 +46,7 @@ from trainledger.lineage.records import (
 from trainledger.query.conditions import validate_condition
 from trainledger.query.index import LineageIndex
 from trainledger.query.semantics import evaluate
-from trainledger.summary.framing import frame
+from trainledger.storage import frame, lineage_file_name
 
 QUERIES: dict[str, dict[str, Any] | None] = {
     "filter": {

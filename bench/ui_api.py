@@ -41,7 +41,7 @@ from trainledger.lineage.records import (
 )
 from trainledger.server.app import create_app
 from trainledger.server.store import EngineStore
-from trainledger.summary.framing import frame
+from trainledger.storage import frame
 
 OPTIMIZERS = ("Adam", "SGD", "Momentum", "AdamW")
 

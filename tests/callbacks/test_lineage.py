@@ -18,10 +18,10 @@ from torch.utils.data import DataLoader, TensorDataset
 import trainledger.callbacks.lineage as lineage_mod
 from trainledger.callbacks.lineage import EvalLineage, TrainLineage
 from trainledger.errors import LineageParamTypeError, LineageParamValueError, LineageWriteError
-from trainledger.lineage.naming import list_lineage_files
 from trainledger.lineage.reader import read_lineage, read_record
 from trainledger.lineage.writer import clear_registry
 from trainledger.run.callback import Callback, CallbackParams, RunContext
+from trainledger.storage import list_lineage_files
 
 
 @pytest.fixture(autouse=True)

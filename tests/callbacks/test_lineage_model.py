@@ -20,11 +20,11 @@ from trainledger.callbacks.checkpoint import ModelCheckpoint
 from trainledger.callbacks.lineage import EvalLineage, TrainLineage
 from trainledger.checkpoint.config import CheckpointConfig
 from trainledger.errors import CallbackError
-from trainledger.lineage.naming import list_lineage_files
 from trainledger.lineage.reader import read_lineage
 from trainledger.lineage.writer import clear_registry
 from trainledger.run.callback import Callback, RunContext
 from trainledger.run.model import Model
+from trainledger.storage import list_lineage_files
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -12,10 +12,10 @@ import torch
 
 from trainledger.callbacks.checkpoint import ModelCheckpoint
 from trainledger.checkpoint import checkpoint_info, latest_checkpoint, load_checkpoint
-from trainledger.checkpoint.atomic import TEMP_MARKER
 from trainledger.checkpoint.config import CheckpointConfig
 from trainledger.errors import CheckpointWriteError
 from trainledger.run.callback import Callback, CallbackParams, RunContext
+from trainledger.storage import TEMP_MARKER
 
 
 class Recorder(Callback):

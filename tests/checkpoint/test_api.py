@@ -18,8 +18,8 @@ from trainledger.checkpoint import (
     save_checkpoint,
     wait_async_save,
 )
-from trainledger.checkpoint.atomic import TEMP_MARKER
 from trainledger.errors import CheckpointLoadError
+from trainledger.storage import TEMP_MARKER
 
 
 class Net(torch.nn.Module):

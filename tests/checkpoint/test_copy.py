@@ -1,4 +1,4 @@
-"""The snapshot copy (``torch_adapter.copy_all`` on ``trainledger._parallel``): exact bytes
+"""The snapshot copy (``torch_adapter.copy_all`` on ``trainledger.storage.parallel``): exact bytes
 whatever the split, and a busy helper never holds the caller back."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import time
 import pytest
 import torch
 
-from trainledger import _parallel
 from trainledger.checkpoint import torch_adapter
 from trainledger.checkpoint.torch_adapter import copy_all
+from trainledger.storage import parallel as _parallel
 
 
 def _pairs() -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -18,9 +18,9 @@ import pytest
 
 import trainledger
 from trainledger.checkpoint.api import latest_checkpoint
-from trainledger.checkpoint.atomic import is_temp_name
 from trainledger.checkpoint.crypto import is_encrypted_prefix
 from trainledger.checkpoint.format import raw_to_numpy, read_container
+from trainledger.storage import is_temp_name
 
 CHILD = r"""
 import sys

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from trainledger.checkpoint.atomic import TEMP_MARKER
 from trainledger.checkpoint.manager import CheckpointManager, next_free_prefix
+from trainledger.storage import TEMP_MARKER
 
 
 def touch(d: Path, *names: str) -> None:

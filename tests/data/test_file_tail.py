@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainledger.checkpoint.atomic import TEMP_MARKER
 from trainledger.data import BadRecordWarning, FileTailSource
 from trainledger.errors import StreamError
+from trainledger.storage import TEMP_MARKER
 
 
 def _collate(records: list[dict]) -> list[int]:

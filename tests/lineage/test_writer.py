@@ -11,13 +11,6 @@ import pytest
 
 from tests.lineage.mindinsight_schema import mindinsight_pb2
 from trainledger.errors import LineageWriteError
-from trainledger.lineage.naming import (
-    create_lineage_file,
-    file_timestamp,
-    is_lineage_file_name,
-    lineage_file_name,
-    list_lineage_files,
-)
 from trainledger.lineage.reader import parse_lineage_file, read_lineage, read_record
 from trainledger.lineage.records import (
     EvalValues,
@@ -29,8 +22,20 @@ from trainledger.lineage.records import (
     train_event,
     user_defined_event,
 )
-from trainledger.lineage.writer import LineageWriter, clear_registry, get_writer
-from trainledger.summary.framing import frame, read_records
+from trainledger.lineage.writer import (
+    LineageWriter,
+    clear_registry,
+    create_lineage_file,
+    get_writer,
+)
+from trainledger.storage import (
+    file_timestamp,
+    frame,
+    is_lineage_file_name,
+    lineage_file_name,
+    list_lineage_files,
+    read_records,
+)
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from trainledger.lineage.naming import lineage_file_name
 from trainledger.lineage.records import (
     EvalValues,
     TrainValues,
@@ -15,7 +14,7 @@ from trainledger.lineage.records import (
     train_event,
     user_defined_event,
 )
-from trainledger.summary.framing import frame
+from trainledger.storage import frame, lineage_file_name
 
 GRAPH = {"op_type": "Batch", "batch_size": 16, "children": []}
 

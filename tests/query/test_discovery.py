@@ -157,8 +157,8 @@ def test_files_of_exited_writers_are_not_stat_again(
     import subprocess
     import sys
 
-    from trainledger.lineage.naming import lineage_file_name
     from trainledger.query import discovery
+    from trainledger.storage import lineage_file_name
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     run = tmp_path / "r"
@@ -198,9 +198,9 @@ def test_final_files_are_remembered_by_new_processes(
     import subprocess
     import sys
 
-    from trainledger.lineage.naming import lineage_file_name
     from trainledger.query import discovery
     from trainledger.query.index import LineageIndex
+    from trainledger.storage import lineage_file_name
 
     dead = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
@@ -237,8 +237,8 @@ def test_stable_fast_path_still_sees_new_and_removed_runs(tmp_path: Path) -> Non
     import subprocess
     import sys
 
-    from trainledger.lineage.naming import lineage_file_name
     from trainledger.query.discovery import Scanner
+    from trainledger.storage import lineage_file_name
 
     dead = int(
         subprocess.run(

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+import trainledger.lineage
+import trainledger.query
 from tests.server.conftest import client_for
 from tests.server.runs import write_run
 from trainledger.lineage import reader as lineage_reader
@@ -66,6 +68,10 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         (query_api, "get_summary_lineage"),
         (lineage_reader, "read_lineage"),
         (lineage_reader, "lineage_files"),
+        # the packages re-export them: the server imports them from there
+        (trainledger.query, "get_summary_lineage"),
+        (trainledger.lineage, "read_lineage"),
+        (trainledger.lineage, "lineage_files"),
     ):
         real = getattr(module, name)
 

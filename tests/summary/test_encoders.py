@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from trainledger.summary import encoders, framing, scalar_bytes
+from trainledger.storage import framing
+from trainledger.summary import encoders, scalar_bytes
 from trainledger.summary.proto import summary_pb2 as pb
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trainledger.summary.framing import frame, read_records
+from trainledger.storage import frame, read_records
 from trainledger.summary.reader import RunReader, iter_events, list_event_files, read_scalars
 from trainledger.summary.record import SummaryRecord
 

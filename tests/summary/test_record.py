@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from trainledger.errors import DiskSpaceError, SummaryError, SummaryWriteError
+from trainledger.storage import read_records
 from trainledger.summary import record as record_mod
 from trainledger.summary import writer as writer_mod
-from trainledger.summary.framing import read_records
 from trainledger.summary.proto import summary_pb2 as pb
 from trainledger.summary.reader import iter_events, read_scalars
 from trainledger.summary.record import GRAPH_TAG, SummaryRecord

@@ -11,8 +11,8 @@ from PIL import Image
 from tensorboard.backend.event_processing import event_accumulator as ea
 from tensorboard.compat.proto import event_pb2, summary_pb2
 
+from trainledger.storage import read_records
 from trainledger.summary import writer as writer_mod
-from trainledger.summary.framing import read_records
 from trainledger.summary.record import SummaryRecord
 
 GOLDEN = Path(__file__).parent / "golden" / "small.tfevents.bin"

@@ -1,2 +1,46 @@
 """Thin adapters from RunContext to the stores (summary, lineage, checkpoint) and the built-in
 monitors. One class per module."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trainledger.lazy import lazy_exports
+
+_EXPORTS: dict[str, str] = {
+    "ModelCheckpoint": "trainledger.callbacks.checkpoint",
+    "EarlyStopping": "trainledger.callbacks.early_stopping",
+    "History": "trainledger.callbacks.history",
+    "LambdaCallback": "trainledger.callbacks.lambda_callback",
+    "EvalLineage": "trainledger.callbacks.lineage",
+    "TrainLineage": "trainledger.callbacks.lineage",
+    "LossMonitor": "trainledger.callbacks.monitors",
+    "TimeMonitor": "trainledger.callbacks.monitors",
+    "ProgressBar": "trainledger.callbacks.progress",
+    "SummaryCollector": "trainledger.callbacks.summary_collector",
+}
+
+__all__ = [
+    "EarlyStopping",
+    "EvalLineage",
+    "History",
+    "LambdaCallback",
+    "LossMonitor",
+    "ModelCheckpoint",
+    "ProgressBar",
+    "SummaryCollector",
+    "TimeMonitor",
+    "TrainLineage",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from trainledger.callbacks.checkpoint import ModelCheckpoint
+    from trainledger.callbacks.early_stopping import EarlyStopping
+    from trainledger.callbacks.history import History
+    from trainledger.callbacks.lambda_callback import LambdaCallback
+    from trainledger.callbacks.lineage import EvalLineage, TrainLineage
+    from trainledger.callbacks.monitors import LossMonitor, TimeMonitor
+    from trainledger.callbacks.progress import ProgressBar
+    from trainledger.callbacks.summary_collector import SummaryCollector

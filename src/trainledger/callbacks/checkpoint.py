@@ -23,14 +23,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from trainledger.checkpoint.api import build_payload, latest_checkpoint
-from trainledger.checkpoint.async_save import SyncSaver, make_saver
-from trainledger.checkpoint.atomic import sweep_temp_files
-from trainledger.checkpoint.config import CheckpointConfig
-from trainledger.checkpoint.format import read_container, read_info
-from trainledger.checkpoint.manager import CheckpointManager, next_free_prefix, resume_prefix
-from trainledger.checkpoint.policy import should_save
-from trainledger.run.callback import Callback, RunContext
+from trainledger.checkpoint import (
+    CheckpointConfig,
+    CheckpointManager,
+    SyncSaver,
+    build_payload,
+    latest_checkpoint,
+    make_saver,
+    next_free_prefix,
+    read_container,
+    read_info,
+    resume_prefix,
+    should_save,
+)
+from trainledger.run import Callback, RunContext
+from trainledger.storage import sweep_temp_files
 
 __all__ = ["ModelCheckpoint"]
 

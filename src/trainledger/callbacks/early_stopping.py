@@ -8,7 +8,7 @@ import warnings
 from typing import Any
 
 from trainledger.callbacks._values import loss_value
-from trainledger.run.callback import Callback, RunContext
+from trainledger.run import Callback, RunContext
 
 __all__ = ["EarlyStopping"]
 

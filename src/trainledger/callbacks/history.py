@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainledger.callbacks._values import loss_value
-from trainledger.run.callback import Callback, RunContext
+from trainledger.run import Callback, RunContext
 
 __all__ = ["History"]
 

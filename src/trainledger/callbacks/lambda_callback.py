@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from trainledger.run.callback import HOOKS, TRAIN_TO_OLD, Callback, RunContext
+from trainledger.run import HOOKS, TRAIN_TO_OLD, Callback, RunContext
 
 __all__ = ["LambdaCallback"]
 

@@ -26,34 +26,35 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from trainledger.errors import LineageError, LineageParamTypeError, TrainledgerError
-from trainledger.lineage.analyzers import (
+from trainledger.lineage import (
     DatasetInfo,
-    analyze_dataset,
-    distributed_info,
-    environment_info,
-    initial_learning_rate,
-    loss_function_name,
-    network_name,
-    optimizer_name,
-    scalar_loss,
-    torch_seed,
-)
-from trainledger.lineage.analyzers.environment import EnvironmentInfo
-from trainledger.lineage.proto import lineage_pb2 as pb
-from trainledger.lineage.records import (
+    EnvironmentInfo,
     EvalValues,
     RunValues,
     TrainValues,
+    analyze_dataset,
+    as_int,
     dataset_graph_event,
+    distributed_info,
+    environment_info,
     eval_event,
+    file_size,
+    get_writer,
+    initial_learning_rate,
+    latest_checkpoint,
+    loss_function_name,
+    network_name,
+    optimizer_name,
     run_event,
+    run_status,
+    scalar_loss,
+    torch_seed,
     train_event,
     user_defined_event,
     validate_user_defined_info,
 )
-from trainledger.lineage.run_facts import as_int, file_size, latest_checkpoint, run_status
-from trainledger.lineage.writer import get_writer
-from trainledger.run.callback import Callback, CallbackParams, RunContext
+from trainledger.lineage import lineage_pb2 as pb
+from trainledger.run import Callback, CallbackParams, RunContext
 
 __all__ = ["TrainLineage", "EvalLineage"]
 

@@ -6,7 +6,7 @@ import math
 import time
 
 from trainledger.callbacks._values import loss_value, step_in_epoch
-from trainledger.run.callback import Callback, RunContext
+from trainledger.run import Callback, RunContext
 
 __all__ = ["LossMonitor", "TimeMonitor"]
 

@@ -20,7 +20,7 @@ from rich.progress import (
 )
 
 from trainledger.callbacks._values import loss_value
-from trainledger.run.callback import Callback, RunContext
+from trainledger.run import Callback, RunContext
 
 __all__ = ["ProgressBar"]
 

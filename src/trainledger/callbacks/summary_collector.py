@@ -60,10 +60,8 @@ from trainledger.callbacks._summary_parts import (
     select_parameters,
 )
 from trainledger.callbacks.lineage import EvalLineage
-from trainledger.run.callback import Callback, CallbackParams, RunContext
-from trainledger.summary.encoders import module_tree_text
-from trainledger.summary.export import process_export_options
-from trainledger.summary.record import SummaryRecord
+from trainledger.run import Callback, CallbackParams, RunContext
+from trainledger.summary import SummaryRecord, module_tree_text, process_export_options
 
 __all__ = ["SummaryCollector"]
 

@@ -5,13 +5,13 @@ Public names are re-exported lazily so ``import trainledger.checkpoint`` does no
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
+
+from trainledger.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
-    "CheckpointConfig": "trainledger.checkpoint.config",
-    "CheckpointManager": "trainledger.checkpoint.manager",
     "Checkpoint": "trainledger.checkpoint.api",
+    "build_payload": "trainledger.checkpoint.api",
     "checkpoint_info": "trainledger.checkpoint.api",
     "latest_checkpoint": "trainledger.checkpoint.api",
     "load_checkpoint": "trainledger.checkpoint.api",
@@ -19,19 +19,54 @@ _EXPORTS: dict[str, str] = {
     "read_checkpoint": "trainledger.checkpoint.api",
     "save_checkpoint": "trainledger.checkpoint.api",
     "wait_async_save": "trainledger.checkpoint.api",
+    "SyncSaver": "trainledger.checkpoint.async_save",
+    "make_saver": "trainledger.checkpoint.async_save",
+    "CheckpointConfig": "trainledger.checkpoint.config",
+    "read_container": "trainledger.checkpoint.format",
+    "read_info": "trainledger.checkpoint.format",
+    "CheckpointManager": "trainledger.checkpoint.manager",
+    "next_free_prefix": "trainledger.checkpoint.manager",
+    "resume_prefix": "trainledger.checkpoint.manager",
+    "should_save": "trainledger.checkpoint.policy",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "build_payload",
+    "Checkpoint",
+    "checkpoint_info",
+    "CheckpointConfig",
+    "CheckpointManager",
+    "latest_checkpoint",
+    "load_checkpoint",
+    "load_param_into_net",
+    "make_saver",
+    "next_free_prefix",
+    "read_checkpoint",
+    "read_container",
+    "read_info",
+    "resume_prefix",
+    "save_checkpoint",
+    "should_save",
+    "SyncSaver",
+    "wait_async_save",
+]
 
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
-def __getattr__(name: str) -> Any:
-    module_name = _EXPORTS.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'trainledger.checkpoint' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from trainledger.checkpoint.api import (
+        Checkpoint,
+        build_payload,
+        checkpoint_info,
+        latest_checkpoint,
+        load_checkpoint,
+        load_param_into_net,
+        read_checkpoint,
+        save_checkpoint,
+        wait_async_save,
+    )
+    from trainledger.checkpoint.async_save import SyncSaver, make_saver
+    from trainledger.checkpoint.config import CheckpointConfig
+    from trainledger.checkpoint.format import read_container, read_info
+    from trainledger.checkpoint.manager import CheckpointManager, next_free_prefix, resume_prefix
+    from trainledger.checkpoint.policy import should_save

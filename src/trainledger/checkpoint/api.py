@@ -11,7 +11,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +20,7 @@ from typing import Any
 
 from trainledger.checkpoint.format import is_checkpoint_path, read_container, read_info
 from trainledger.errors import CheckpointLoadError
+from trainledger.storage import parse_checkpoint_name
 
 __all__ = [
     "Checkpoint",
@@ -35,7 +35,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
-_NAME_RE = re.compile(r"^(?P<prefix>.+)-(?P<epoch>\d+)_(?P<step>\d+)(?P<bp>_breakpoint)?\.ckpt$")
 
 
 def check_append_dict(append_dict: Any) -> dict[str, Any]:
@@ -310,18 +309,18 @@ def latest_checkpoint(directory: str | os.PathLike[str], prefix: str | None = No
         path = Path(entry.path)
         if not entry.is_file() or not is_checkpoint_path(path) or path.suffix != ".ckpt":
             continue
-        m = _NAME_RE.match(entry.name)
+        parsed = parse_checkpoint_name(entry.name)
         if prefix is not None:
-            if m is None or m.group("prefix") != prefix:
+            if parsed is None or parsed.family != prefix:
                 continue
             key: tuple[Any, ...] = (
-                int(m.group("epoch")),
-                int(m.group("step")),
-                m.group("bp") is None,
+                parsed.epoch,
+                parsed.step,
+                not parsed.breakpoint,
                 entry.stat().st_mtime_ns,
             )
         else:
-            order = (int(m.group("epoch")), int(m.group("step"))) if m else (0, 0)
+            order = (parsed.epoch, parsed.step) if parsed else (0, 0)
             key = (entry.stat().st_mtime_ns, *order)
         candidates.append((key, path))
     if not candidates:

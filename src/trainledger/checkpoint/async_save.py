@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trainledger._background import BackgroundWorker
 from trainledger.errors import CheckpointWriteError
+from trainledger.storage import BackgroundWorker
 
 __all__ = ["ProcessSaver", "SyncSaver", "ThreadSaver", "make_saver"]
 
@@ -143,10 +143,8 @@ class ProcessSaver:
         import subprocess
         import sys
 
-        import trainledger
-
         env = dict(os.environ)
-        root = str(Path(trainledger.__file__).resolve().parents[1])
+        root = str(Path(__file__).resolve().parents[2])  # the directory holding trainledger/
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "trainledger.checkpoint._writer"],

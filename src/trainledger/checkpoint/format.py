@@ -30,9 +30,8 @@ from typing import Any, BinaryIO
 
 import crc32c as _crc32c
 
-from trainledger._parallel import run_chunks
-from trainledger.checkpoint.atomic import atomic_write
 from trainledger.errors import CheckpointDecryptError, CheckpointFormatError
+from trainledger.storage import atomic_write, is_temp_name, run_chunks
 
 __all__ = [
     "DTYPE_SIZES",
@@ -469,6 +468,4 @@ def read_info(
 
 def is_checkpoint_path(path: Path) -> bool:
     """A final (non-temp) checkpoint file name."""
-    from trainledger.checkpoint.atomic import is_temp_name
-
     return path.suffix in {".ckpt", ".safetensors"} and not is_temp_name(path.name)

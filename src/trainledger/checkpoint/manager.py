@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 
-from trainledger.checkpoint.atomic import fsync_dir, sweep_temp_files
 from trainledger.checkpoint.policy import CkptRecord, qualifies_for_best, select_deletions
+from trainledger.storage import (
+    CheckpointName,
+    checkpoint_file_name,
+    fsync_dir,
+    parse_checkpoint_name,
+    sweep_temp_files,
+)
 
-__all__ = ["CheckpointManager", "checkpoint_name_re", "next_free_prefix", "resume_prefix"]
+__all__ = ["CheckpointManager", "next_free_prefix", "resume_prefix"]
 
 _log = logging.getLogger(__name__)
-
-
-def checkpoint_name_re(prefix: str) -> re.Pattern[str]:
-    """``<prefix>-<epoch>_<step>[_breakpoint].ckpt`` for exactly this prefix."""
-    return re.compile(re.escape(prefix) + r"-(\d+)_(\d+)(_breakpoint)?\.ckpt$")
 
 
 def next_free_prefix(directory: str | os.PathLike[str], prefix: str) -> str:
@@ -33,16 +33,16 @@ def next_free_prefix(directory: str | os.PathLike[str], prefix: str) -> str:
     N is one more than the largest suffix in use (MindSpore's rule), so a new run never mixes
     its files with an earlier run's.
     """
-    pattern = re.compile(re.escape(prefix) + r"(?:_(\d+))?-\d+_\d+(?:_breakpoint)?\.ckpt$")
     suffix = 0
     try:
         names = os.listdir(directory)
     except FileNotFoundError:
         return prefix
     for name in names:
-        m = pattern.match(name)
-        if m:
-            suffix = max(suffix, int(m.group(1) or 0) + 1)
+        parsed = parse_checkpoint_name(name, prefix)
+        if parsed is not None:
+            taken = parsed.family[len(prefix) + 1 :] or "0"
+            suffix = max(suffix, int(taken) + 1)
     return prefix if suffix == 0 else f"{prefix}_{suffix}"
 
 
@@ -57,22 +57,21 @@ def resume_prefix(
     family's most recently written file; else ``prefix``. So resuming a run that was given
     ``CKP`` but wrote ``CKP_1-*`` files continues ``CKP_1``.
     """
-    family = re.compile(re.escape(prefix) + r"(_\d+)?-\d+_\d+(?:_breakpoint)?\.ckpt$")
     root = Path(directory).absolute()
     if resume_from is not None:
         origin = Path(resume_from).absolute()
-        m = family.match(origin.name)
-        if m and origin.parent == root:
-            return prefix + (m.group(1) or "")
+        parsed = parse_checkpoint_name(origin.name, prefix)
+        if parsed is not None and origin.parent == root:
+            return parsed.family
     newest: tuple[int, str] | None = None
     try:
         entries = list(os.scandir(root))
     except FileNotFoundError:
         return prefix
     for entry in entries:
-        m = family.match(entry.name)
-        if m:
-            key = (entry.stat().st_mtime_ns, prefix + (m.group(1) or ""))
+        parsed = parse_checkpoint_name(entry.name, prefix)
+        if parsed is not None:
+            key = (entry.stat().st_mtime_ns, parsed.family)
             newest = key if newest is None or key > newest else newest
     return newest[1] if newest else prefix
 
@@ -97,19 +96,22 @@ class CheckpointManager:
         self.keep_checkpoint_per_n_minutes = keep_checkpoint_per_n_minutes
         self.keep_best_max = keep_best_max
         self.mode = mode
-        self._re = checkpoint_name_re(prefix)
         self._records: dict[str, CkptRecord] = {}
         self._pinned: set[str] = set()
 
     # --- names --------------------------------------------------------------------------
     def file_path(self, epoch: int, step_in_epoch: int, breakpoint: bool = False) -> Path:
         """Where the checkpoint of ``epoch``/``step_in_epoch`` goes."""
-        tail = "_breakpoint" if breakpoint else ""
-        return self.directory / f"{self.prefix}-{epoch}_{step_in_epoch}{tail}.ckpt"
+        return self.directory / checkpoint_file_name(self.prefix, epoch, step_in_epoch, breakpoint)
+
+    def _parse(self, name: str) -> CheckpointName | None:
+        """The parts of ``name`` when it is a file of exactly this prefix (not ``<prefix>_N``)."""
+        parsed = parse_checkpoint_name(name, self.prefix)
+        return parsed if parsed is not None and parsed.family == self.prefix else None
 
     def owns(self, path: str | os.PathLike[str]) -> bool:
         p = Path(path)
-        return p.parent.absolute() == self.directory and bool(self._re.match(p.name))
+        return p.parent.absolute() == self.directory and self._parse(p.name) is not None
 
     # --- tracking -----------------------------------------------------------------------
     @property
@@ -137,10 +139,11 @@ class CheckpointManager:
         except FileNotFoundError:
             names = []
         for name in names:
-            if self._re.match(name):
+            parsed = self._parse(name)
+            if parsed is not None:
                 path = self.directory / name
                 score = None
-                if score_of is not None and not name.endswith("_breakpoint.ckpt"):
+                if score_of is not None and not parsed.breakpoint:
                     try:
                         score = score_of(path)
                     except Exception as exc:  # an unreadable old file: keep it, unscored
@@ -151,8 +154,8 @@ class CheckpointManager:
         return self.records
 
     def _track(self, path: Path, score: float | None) -> CkptRecord | None:
-        m = self._re.match(path.name)
-        if m is None or path.parent.absolute() != self.directory:
+        parsed = self._parse(path.name)
+        if parsed is None or path.parent.absolute() != self.directory:
             return None
         try:
             mtime = path.stat().st_mtime
@@ -160,10 +163,10 @@ class CheckpointManager:
             return None
         record = CkptRecord(
             path.name,
-            int(m.group(1)),
-            int(m.group(2)),
+            parsed.epoch,
+            parsed.step,
             mtime,
-            breakpoint=m.group(3) is not None,
+            breakpoint=parsed.breakpoint,
             score=score,
         )
         self._records[path.name] = record

@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
-from trainledger._parallel import run_chunks
 from trainledger.checkpoint.format import Container, RawTensor
+from trainledger.storage import run_chunks
 
 __all__ = [
     "OPTIM_PREFIX",
@@ -80,7 +80,7 @@ _PARALLEL_MIN_BYTES = 64 << 20
 
 def copy_all(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]], threads: int = 0) -> None:
     """``dst.copy_(src)`` for each same-shape pair, CPU bytes copied in 8 MB chunks by the
-    caller's thread and helper threads together (``trainledger._parallel``; ``threads``: 0
+    caller's thread and helper threads together (``trainledger.storage``; ``threads``: 0
     means one per core, at most 4).
 
     Why: this copy is all that an async save blocks training for, and numpy's copy releases

@@ -64,7 +64,7 @@ def render_table(result: dict[str, Any], console: Any = None, *, title: str | No
     from rich.console import Console
     from rich.table import Table
 
-    from trainledger.query.table import flatten_object
+    from trainledger.query import flatten_object
 
     console = console or Console()
     rows = [flatten_object(obj) for obj in result.get("object", [])]
@@ -108,7 +108,7 @@ def render_table(result: dict[str, Any], console: Any = None, *, title: str | No
 
 
 def _csv(result: dict[str, Any]) -> str:
-    from trainledger.query.table import flatten_result
+    from trainledger.query import flatten_result
 
     columns, rows = flatten_result(result)
     buf = io.StringIO()
@@ -165,9 +165,7 @@ def lineage(
     max_depth: int,
 ) -> None:
     """Filter, sort and page the lineage of the runs under BASE."""
-    from trainledger.query.api import filter_summary_lineage
-    from trainledger.query.conditions import FIELDS
-    from trainledger.query.where import parse_where
+    from trainledger.query import FIELDS, filter_summary_lineage, parse_where
 
     try:
         condition = parse_where(wheres, sort=sort, limit=limit, page=page)
@@ -223,7 +221,7 @@ def _render_show(lineage_info: dict[str, Any]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the lineage as JSON.")
 def show(run_dir: str, as_json: bool) -> None:
     """Show the lineage of one run directory."""
-    from trainledger.query.api import get_summary_lineage
+    from trainledger.query import get_summary_lineage
 
     try:
         info = get_summary_lineage(os.path.abspath(run_dir))

@@ -12,7 +12,7 @@ import importlib.util
 
 import click
 
-from trainledger import __version__
+from trainledger.version import __version__
 
 # subcommand name -> "module:attribute" of its click command
 _COMMANDS: dict[str, str] = {

@@ -58,8 +58,7 @@ def ui(
     try:
         import uvicorn
 
-        from trainledger.server.app import create_app
-        from trainledger.server.store import EngineStore
+        from trainledger.server import EngineStore, create_app
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise click.ClickException(
             f"the web UI needs the [ui] extra: pip install 'trainledger[ui]' ({exc})"

@@ -13,7 +13,7 @@ reads what is left (including a last unterminated line) and stops. Alternatively
 (from any thread) ends it at once.
 
 Offsets: with ``offsets_path``, the byte offset reached in each file is written there
-atomically (``trainledger.checkpoint.atomic``) every ``commit_interval`` seconds, at the end
+atomically (``trainledger.storage``) every ``commit_interval`` seconds, at the end
 of the stream and on ``close()``, so a restarted trainer resumes where the last one stopped.
 The recorded offsets cover every batch already handed out (a batch handed out but not yet
 trained on before a crash is skipped on resume; records of an unfinished batch are re-read).
@@ -32,9 +32,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from trainledger.checkpoint.atomic import atomic_write_bytes, is_temp_name
 from trainledger.data._batching import RecordBatcher
 from trainledger.errors import StreamError
+from trainledger.storage import atomic_write_bytes, is_temp_name
 
 __all__ = ["FileTailSource"]
 

@@ -23,14 +23,15 @@ from rich.console import Console
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from trainledger.callbacks.checkpoint import ModelCheckpoint
-from trainledger.callbacks.early_stopping import EarlyStopping
-from trainledger.callbacks.history import History
-from trainledger.callbacks.lineage import EvalLineage
-from trainledger.callbacks.summary_collector import SummaryCollector
-from trainledger.checkpoint.config import CheckpointConfig
-from trainledger.run.callback import Callback
-from trainledger.run.model import Model
+from trainledger.callbacks import (
+    EarlyStopping,
+    EvalLineage,
+    History,
+    ModelCheckpoint,
+    SummaryCollector,
+)
+from trainledger.checkpoint import CheckpointConfig
+from trainledger.run import Callback, Model
 
 __all__ = [
     "DigitsData",
@@ -276,8 +277,8 @@ def run_demo(out: Path, console: Console | None = None) -> list[dict[str, Any]]:
 
 def print_lineage(out: Path, console: Console) -> None:
     """The lineage table of every run under ``out`` (best accuracy first), then how to browse."""
-    from trainledger.cli.lineage import render_table
-    from trainledger.query.api import filter_summary_lineage
+    from trainledger.cli import render_table
+    from trainledger.query import filter_summary_lineage
 
     result = filter_summary_lineage(
         str(out), {"sorted_name": "metric/accuracy", "sorted_type": "descending"}

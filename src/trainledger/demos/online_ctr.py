@@ -54,15 +54,12 @@ def run(
     import torch
     from torch import nn
 
-    from trainledger.callbacks.checkpoint import ModelCheckpoint
-    from trainledger.callbacks.lineage import TrainLineage
-    from trainledger.callbacks.summary_collector import SummaryCollector
-    from trainledger.checkpoint.config import CheckpointConfig
+    from trainledger.callbacks import ModelCheckpoint, SummaryCollector, TrainLineage
+    from trainledger.checkpoint import CheckpointConfig
     from trainledger.data import BadRecordWarning, FileTailSource
     from trainledger.demos.click_stream import DENSE, FIELDS, collate_clicks, produce
     from trainledger.demos.ctr_model import DeepFM
-    from trainledger.run.callback import Callback, RunContext
-    from trainledger.run.rec_model import RecModel
+    from trainledger.run import Callback, RecModel, RunContext
 
     limit = max_steps if max_steps and max_steps > 0 else None  # 0/None: until Ctrl-C
     out = Path(out)

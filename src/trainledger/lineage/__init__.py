@@ -10,3 +10,105 @@
 The callbacks that use them are ``trainledger.callbacks.lineage.TrainLineage/EvalLineage``.
 Submodules are imported on demand so the reader works without torch.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trainledger.lazy import lazy_exports
+
+_EXPORTS: dict[str, str] = {
+    "DatasetInfo": "trainledger.lineage.analyzers",
+    "analyze_dataset": "trainledger.lineage.analyzers",
+    "distributed_info": "trainledger.lineage.analyzers",
+    "environment_info": "trainledger.lineage.analyzers",
+    "initial_learning_rate": "trainledger.lineage.analyzers",
+    "loss_function_name": "trainledger.lineage.analyzers",
+    "network_name": "trainledger.lineage.analyzers",
+    "optimizer_name": "trainledger.lineage.analyzers",
+    "scalar_loss": "trainledger.lineage.analyzers",
+    "torch_seed": "trainledger.lineage.analyzers",
+    "EnvironmentInfo": "trainledger.lineage.analyzers.environment",
+    "lineage_pb2": "trainledger.lineage.proto",
+    "SUMMARY_KEYS": "trainledger.lineage.reader",
+    "lineage_files": "trainledger.lineage.reader",
+    "read_lineage": "trainledger.lineage.reader",
+    "EvalValues": "trainledger.lineage.records",
+    "RunValues": "trainledger.lineage.records",
+    "TrainValues": "trainledger.lineage.records",
+    "dataset_graph_event": "trainledger.lineage.records",
+    "eval_event": "trainledger.lineage.records",
+    "run_event": "trainledger.lineage.records",
+    "train_event": "trainledger.lineage.records",
+    "user_defined_event": "trainledger.lineage.records",
+    "validate_user_defined_info": "trainledger.lineage.records",
+    "as_int": "trainledger.lineage.run_facts",
+    "file_size": "trainledger.lineage.run_facts",
+    "latest_checkpoint": "trainledger.lineage.run_facts",
+    "run_status": "trainledger.lineage.run_facts",
+    "get_writer": "trainledger.lineage.writer",
+}
+
+__all__ = [
+    "analyze_dataset",
+    "as_int",
+    "dataset_graph_event",
+    "DatasetInfo",
+    "distributed_info",
+    "environment_info",
+    "EnvironmentInfo",
+    "eval_event",
+    "EvalValues",
+    "file_size",
+    "get_writer",
+    "initial_learning_rate",
+    "latest_checkpoint",
+    "lineage_files",
+    "lineage_pb2",
+    "loss_function_name",
+    "network_name",
+    "optimizer_name",
+    "read_lineage",
+    "run_event",
+    "run_status",
+    "RunValues",
+    "scalar_loss",
+    "SUMMARY_KEYS",
+    "torch_seed",
+    "train_event",
+    "TrainValues",
+    "user_defined_event",
+    "validate_user_defined_info",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from trainledger.lineage.analyzers import (
+        DatasetInfo,
+        analyze_dataset,
+        distributed_info,
+        environment_info,
+        initial_learning_rate,
+        loss_function_name,
+        network_name,
+        optimizer_name,
+        scalar_loss,
+        torch_seed,
+    )
+    from trainledger.lineage.analyzers.environment import EnvironmentInfo
+    from trainledger.lineage.proto import lineage_pb2
+    from trainledger.lineage.reader import SUMMARY_KEYS, lineage_files, read_lineage
+    from trainledger.lineage.records import (
+        EvalValues,
+        RunValues,
+        TrainValues,
+        dataset_graph_event,
+        eval_event,
+        run_event,
+        train_event,
+        user_defined_event,
+        validate_user_defined_info,
+    )
+    from trainledger.lineage.run_facts import as_int, file_size, latest_checkpoint, run_status
+    from trainledger.lineage.writer import get_writer

@@ -59,7 +59,6 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from trainledger.lineage.naming import LineageFile, list_lineage_files
 from trainledger.lineage.proto import lineage_pb2 as pb
 from trainledger.lineage.records import (
     RUN_SCALAR_FIELDS,
@@ -68,7 +67,7 @@ from trainledger.lineage.records import (
     organize_user_info,
     shortest_float32,
 )
-from trainledger.summary.framing import read_records
+from trainledger.storage import LineageFile, list_lineage_files, read_records
 
 __all__ = [
     "read_lineage",

@@ -15,17 +15,27 @@ cleaned the directory) is replaced by a new file rather than recreated under its
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
+import time
 from collections.abc import Iterable
 
-from trainledger.checkpoint.atomic import fsync_dir
 from trainledger.errors import LineageWriteError
-from trainledger.lineage.naming import create_lineage_file
 from trainledger.lineage.proto import lineage_pb2 as pb
-from trainledger.summary.framing import frame
+from trainledger.storage import (
+    LINEAGE_SUFFIX,
+    exclusive_lock,
+    file_timestamp,
+    frame,
+    fsync_dir,
+    lineage_file_name,
+    safe_host,
+)
 
-__all__ = ["LineageWriter", "get_writer", "clear_registry"]
+__all__ = ["LineageWriter", "get_writer", "clear_registry", "create_lineage_file"]
+
+_SEQ = itertools.count()
 
 _REGISTRY: dict[tuple[int, str], LineageWriter] = {}
 _REGISTRY_LOCK = threading.Lock()
@@ -90,3 +100,49 @@ def clear_registry() -> None:
     """Forget every shared writer (tests; a new writer then starts a new file)."""
     with _REGISTRY_LOCK:
         _REGISTRY.clear()
+
+
+def create_lineage_file(
+    directory: str | os.PathLike[str],
+    *,
+    rank: int = 0,
+    host: str | None = None,
+    pid: int | None = None,
+    now: float | None = None,
+) -> str:
+    """Create a new empty lineage file in ``directory``; return its path.
+
+    The timestamp is ``max(now, newest timestamp in the directory + 1)`` so it is unique and
+    increasing within the directory; the file is opened with ``O_EXCL`` so an existing file is
+    never truncated (on the unlikely clash the next second is tried).
+    """
+    directory = os.fspath(directory)
+    pid = os.getpid() if pid is None else pid
+    with exclusive_lock(directory):
+        taken = {f for f in (file_timestamp(n) for n in _lineage_names(directory)) if f is not None}
+        ts = int(time.time() if now is None else now)
+        if taken:
+            ts = max(ts, max(taken) + 1)
+        for _ in range(1000):
+            path = os.path.join(
+                directory, lineage_file_name(ts, rank, host or safe_host(), pid, next(_SEQ))
+            )
+            try:
+                fd = os.open(
+                    path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o644
+                )
+            except FileExistsError:
+                ts += 1
+                continue
+            os.close(fd)
+            return path
+    raise FileExistsError(
+        f"could not create a new lineage file in {directory!r}"
+    )  # pragma: no cover
+
+
+def _lineage_names(directory: str) -> list[str]:
+    try:
+        return [n for n in os.listdir(directory) if n.endswith(LINEAGE_SUFFIX)]
+    except FileNotFoundError:
+        return []

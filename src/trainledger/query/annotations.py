@@ -13,10 +13,9 @@ import json
 import os
 from typing import Any
 
-from trainledger.checkpoint.atomic import atomic_write_bytes, exclusive_lock
 from trainledger.errors import LineageParamValueError
+from trainledger.storage import ANNOTATIONS_FILE, atomic_write_bytes, exclusive_lock
 
-ANNOTATIONS_FILE = "annotations.json"
 TAG_RANGE = (0, 10)
 REMARK_MAX = 1000
 UNSET: Any = object()  # "leave unchanged" (None clears)

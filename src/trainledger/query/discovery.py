@@ -10,20 +10,23 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainledger.checkpoint.atomic import is_temp_name
 from trainledger.errors import LineageParamSummaryPathError
+from trainledger.storage import (
+    INDEX_DIRNAME,
+    LINEAGE_SUFFIX,
+    is_lineage_file_name,
+    lineage_writer,
+    pid_alive,
+    safe_host,
+)
 
-LINEAGE_SUFFIX = "_lineage"
-INDEX_DIRNAME = ".trainledger"
 _PATH_ERROR = "The parameter summary path error: {}"
-_TS_RE = re.compile(r"summary\.\d+")  # MindInsight's rule for summary/lineage file names
 
 
 @dataclass(frozen=True)
@@ -96,23 +99,15 @@ def writer_gone(name: str) -> bool:
     and only the creating process appends. Unknown layouts (MindSpore's) and other hosts: False.
     """
     global _OWN_HOST
-    parts = name[: -len(LINEAGE_SUFFIX)].split(".")
-    if len(parts) != 9 or not parts[7].isdigit():
+    writer = lineage_writer(name)
+    if writer is None:
         return False
     if _OWN_HOST is None:
-        from trainledger.lineage.naming import safe_host
-
         _OWN_HOST = safe_host()
-    pid = int(parts[7])
-    if parts[6] != _OWN_HOST or pid == os.getpid() or pid <= 0:
+    host, pid = writer
+    if host != _OWN_HOST or pid == os.getpid() or pid <= 0:
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
+    return not pid_alive(pid)
 
 
 @dataclass(frozen=True)
@@ -209,11 +204,7 @@ class Scanner:
                     name = entry.name
                     try:
                         if name.endswith(LINEAGE_SUFFIX):
-                            if (
-                                not is_temp_name(name)
-                                and _TS_RE.search(name)
-                                and entry.is_file(follow_symlinks=False)
-                            ):
+                            if is_lineage_file_name(name) and entry.is_file(follow_symlinks=False):
                                 lineage.append(name)
                             continue
                         if not entry.is_dir() or name == INDEX_DIRNAME or "\x00" in name:

@@ -41,10 +41,10 @@ from trainledger.query.discovery import (
 from trainledger.query.records import to_record
 from trainledger.query.sql import compile_order, compile_where
 from trainledger.query.store import connect, index_dir, retrying
+from trainledger.storage import INDEX_FILE
 
 __all__ = ["LineageIndex", "ScanStats"]
 log = logging.getLogger(__name__)
-INDEX_FILE = "index.db"
 _CHUNK = 500
 
 
@@ -59,7 +59,7 @@ class ScanStats:
 
 
 def _default_reader(run_dir: str) -> dict[str, Any]:
-    from trainledger.lineage.reader import read_lineage
+    from trainledger.lineage import read_lineage
 
     return read_lineage(run_dir)
 

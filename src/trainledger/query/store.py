@@ -17,9 +17,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from trainledger.checkpoint.atomic import exclusive_lock
 from trainledger.errors import LineageQuerySummaryDataError
-from trainledger.query.discovery import INDEX_DIRNAME
+from trainledger.storage import INDEX_DIRNAME, exclusive_lock
 
 SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 20_000

@@ -1,2 +1,41 @@
 """The training host: callback protocol, Model, RecModel, metrics. Depends on nothing else in
 the package."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trainledger.lazy import lazy_exports
+
+_EXPORTS: dict[str, str] = {
+    "Callback": "trainledger.run.callback",
+    "CallbackParams": "trainledger.run.callback",
+    "HOOKS": "trainledger.run.callback",
+    "RunContext": "trainledger.run.callback",
+    "TRAIN_TO_OLD": "trainledger.run.callback",
+    "CallbackManager": "trainledger.run.manager",
+    "metrics": "trainledger.run.metrics",
+    "Model": "trainledger.run.model",
+    "RecModel": "trainledger.run.rec_model",
+}
+
+__all__ = [
+    "Callback",
+    "CallbackManager",
+    "CallbackParams",
+    "HOOKS",
+    "metrics",
+    "Model",
+    "RecModel",
+    "RunContext",
+    "TRAIN_TO_OLD",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from trainledger.run import metrics
+    from trainledger.run.callback import HOOKS, TRAIN_TO_OLD, Callback, CallbackParams, RunContext
+    from trainledger.run.manager import CallbackManager
+    from trainledger.run.model import Model
+    from trainledger.run.rec_model import RecModel

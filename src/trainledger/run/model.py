@@ -448,7 +448,7 @@ class Model(EvalMixin):
         if progress and self.show_progress and stdout_is_tty():
             # The one reference from run/ to callbacks/: lazy and optional, so run/ imports
             # alone and the default bar costs nothing off a terminal.
-            from trainledger.callbacks.progress import ProgressBar
+            from trainledger.callbacks import ProgressBar
 
             if not any(isinstance(cb, ProgressBar) for cb in cbs):
                 cbs.append(ProgressBar())

@@ -18,7 +18,6 @@ from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from trainledger import __version__
 from trainledger.errors import (
     LineageError,
     LineageFileNotFoundError,
@@ -27,6 +26,7 @@ from trainledger.errors import (
 from trainledger.server.routes import meta, runs, scalars
 from trainledger.server.security import RunNotFound, token_middleware
 from trainledger.server.store import RunStore
+from trainledger.version import __version__
 
 STATIC_DIR = Path(__file__).with_name("static")
 

@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from trainledger.query.conditions import FIELDS
+from trainledger.query import FIELDS
 
 # The standard model_lineage fields, in the order MindInsight's table shows them (the
 # filterable fields of the query engine).

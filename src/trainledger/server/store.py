@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -22,6 +21,7 @@ import numpy as np
 
 from trainledger.server.rows import RUN_FIELDS, run_id_of
 from trainledger.server.security import RunNotFound, check_run_id, resolve_run
+from trainledger.storage import is_temp_name, parse_checkpoint_name
 
 ScalarSeries = tuple[np.ndarray, np.ndarray, np.ndarray]  # steps, wall_times, values
 
@@ -29,7 +29,6 @@ ScalarSeries = tuple[np.ndarray, np.ndarray, np.ndarray]  # steps, wall_times, v
 RUN_COLUMNS = tuple(name.split("/", 1)[1] for name in RUN_FIELDS)
 _RUN_INFO_MAX = 100
 
-_CKPT_STEP = re.compile(r"-(\d+)_(\d+)\.ckpt$")
 _CKPT_SUFFIXES = (".ckpt", ".safetensors")
 _CKPT_MAX_DEPTH = 3
 
@@ -81,11 +80,10 @@ class RunStore(Protocol):
 def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
     """Checkpoint files under a run directory (a few levels deep, links not followed).
 
-    The step and epoch come from the ``<prefix>-<epoch>_<step>.ckpt`` names ModelCheckpoint
-    writes; other names report None. Sorted by modification time, oldest first.
+    The step and epoch come from the ``<prefix>-<epoch>_<step>[_breakpoint].ckpt`` names
+    ModelCheckpoint (and MindSpore) writes; other names report None. Sorted by modification
+    time, oldest first.
     """
-    from trainledger.checkpoint.atomic import is_temp_name
-
     found: list[dict[str, Any]] = []
     stack: list[tuple[Path, int]] = [(run_dir, 0)]
     while stack:
@@ -107,13 +105,13 @@ def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
                 st = entry.stat()
             except OSError:
                 continue
-            match = _CKPT_STEP.search(entry.name)
+            parsed = parse_checkpoint_name(entry.name)
             found.append(
                 {
                     "name": entry.relative_to(run_dir).as_posix(),
                     "size": st.st_size,
-                    "epoch": int(match.group(1)) if match else None,
-                    "step": int(match.group(2)) if match else None,
+                    "epoch": parsed.epoch if parsed else None,
+                    "step": parsed.step if parsed else None,
                     "time": st.st_mtime,
                 }
             )
@@ -123,7 +121,7 @@ def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
 
 def _parts(condition: Mapping[str, Any]) -> list[str]:
     """Which parts the objects of a result carry (only validated conditions get here)."""
-    from trainledger.query.conditions import lineage_types
+    from trainledger.query import lineage_types
 
     spec = condition.get("lineage_type")
     return lineage_types({"lineage_type": spec} if isinstance(spec, dict) else {})
@@ -133,7 +131,7 @@ class _RunScalars:
     """Scalars of one run, grown incrementally by a summary ``RunReader``."""
 
     def __init__(self, run_dir: Path) -> None:
-        from trainledger.summary.reader import RunReader
+        from trainledger.summary import RunReader
 
         self.reader = RunReader(run_dir)
         self.series: dict[str, ScalarSeries] = {}
@@ -193,7 +191,7 @@ class EngineStore:
         scalar_interval: float = 0.5,
         max_cached_runs: int = 64,
     ) -> None:
-        from trainledger.query.index import LineageIndex
+        from trainledger.query import LineageIndex
 
         self.base = base
         self.max_depth = max_depth
@@ -319,7 +317,7 @@ class EngineStore:
         The index does not hold them, so they come from the lineage file, re-read only when
         its size or mtime changed; done for a page of runs only, never for a whole result.
         """
-        from trainledger.lineage.reader import lineage_files, read_lineage
+        from trainledger.lineage import lineage_files, read_lineage
 
         try:
             path = resolve_run(self.base, run_id, {run_id})
@@ -343,7 +341,7 @@ class EngineStore:
         return resolve_run(self.base, run_id, _KnownRuns(self))
 
     def run_detail(self, run_id: str) -> dict[str, Any]:
-        from trainledger.query.api import get_summary_lineage
+        from trainledger.query import get_summary_lineage
 
         path = self._path(run_id)
         run_id = check_run_id(run_id)
@@ -361,7 +359,7 @@ class EngineStore:
     def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
         """Files under the run directory, plus checkpoints the lineage lists elsewhere (from
         the record only: nothing outside BASE is opened)."""
-        from trainledger.lineage.reader import read_lineage
+        from trainledger.lineage import read_lineage
 
         path = self._path(run_id)
         found = list_checkpoints(path)
@@ -371,13 +369,13 @@ class EngineStore:
             name = str(item.get("path", ""))
             if not name or os.path.realpath(os.path.join(path, name)) in on_disk:
                 continue
-            match = _CKPT_STEP.search(name)
+            parsed = parse_checkpoint_name(Path(name).name)
             found.append(
                 {
                     "name": name,
                     "size": item.get("size") or 0,
-                    "epoch": int(match.group(1)) if match else None,
-                    "step": int(match.group(2)) if match else None,
+                    "epoch": parsed.epoch if parsed else None,
+                    "step": parsed.step if parsed else None,
                     "time": None,
                 }
             )
@@ -386,7 +384,7 @@ class EngineStore:
     def annotate(
         self, run_id: str, *, tag: int | None = None, remark: str | None = None
     ) -> dict[str, Any]:
-        from trainledger.query.annotations import UNSET
+        from trainledger.query import UNSET
 
         self._path(run_id)
         run_id = check_run_id(run_id)
@@ -399,7 +397,7 @@ class EngineStore:
         return {"run_id": run_id, "tag": entry.get("tag", 0), "remark": entry.get("remark", "")}
 
     def compile_where(self, expressions: Sequence[str]) -> dict[str, Any]:
-        from trainledger.query.where import parse_where
+        from trainledger.query import parse_where
 
         return parse_where(list(expressions))
 

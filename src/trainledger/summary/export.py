@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import numpy as np
 
-from trainledger.checkpoint.atomic import atomic_write_bytes
+from trainledger.storage import atomic_write_bytes
 
 __all__ = ["EXPORT_FORMATS", "process_export_options", "tensor_export_path", "export_tensor"]
 

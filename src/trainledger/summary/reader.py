@@ -11,15 +11,13 @@ per-record work beyond decoding, which makes it several times faster than Tensor
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from trainledger.checkpoint.atomic import is_temp_name
-from trainledger.summary.framing import RecordReader
+from trainledger.storage import RecordReader, event_file_order, is_event_file_name
 from trainledger.summary.proto import summary_pb2 as pb
 
 __all__ = ["RunReader", "ScalarSeries", "list_event_files", "iter_events", "read_scalars"]
@@ -27,7 +25,6 @@ __all__ = ["RunReader", "ScalarSeries", "list_event_files", "iter_events", "read
 # (steps int64, wall_times float64, values float64)
 ScalarSeries = tuple[np.ndarray, np.ndarray, np.ndarray]
 
-_NAME_RE = re.compile(r"\.tfevents\.(\d+)\.(.*)\.(\d+)\.(\d+)")
 _SCALAR_PLUGINS = frozenset({"scalars"})
 _FLOAT_DTYPES = {
     pb.DT_FLOAT: "<f4",
@@ -36,13 +33,6 @@ _FLOAT_DTYPES = {
     pb.DT_INT32: "<i4",
     pb.DT_INT64: "<i8",
 }
-
-
-def _sort_key(path: Path) -> tuple[int, str, int, int, str]:
-    m = _NAME_RE.search(path.name)
-    if m is None:
-        return (0, "", 0, 0, path.name)
-    return (int(m.group(1)), m.group(2), int(m.group(3)), int(m.group(4)), path.name)
 
 
 def list_event_files(run_dir: str | os.PathLike[str]) -> list[Path]:
@@ -55,12 +45,8 @@ def list_event_files(run_dir: str | os.PathLike[str]) -> list[Path]:
         entries = list(os.scandir(run_dir))
     except (FileNotFoundError, NotADirectoryError):
         return []
-    files = [
-        Path(e.path)
-        for e in entries
-        if "tfevents" in e.name and not is_temp_name(e.name) and e.is_file()
-    ]
-    return sorted(files, key=_sort_key)
+    files = [Path(e.path) for e in entries if is_event_file_name(e.name) and e.is_file()]
+    return sorted(files, key=lambda p: event_file_order(p.name))
 
 
 def _tensor_scalar(tensor: pb.TensorProto) -> float | None:

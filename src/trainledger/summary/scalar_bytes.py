@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from trainledger.storage import FOOTER_SIZE, HEADER_SIZE, frame, frame_equal_length
 from trainledger.summary.encoders import event, scalar
-from trainledger.summary.framing import FOOTER_SIZE, HEADER_SIZE, frame, frame_equal_length
 
 __all__ = ["scalar_event_bytes", "scalars_event_bytes", "scalar_rows_records"]
 

@@ -1,34 +1,29 @@
 """Event files on disk: naming, framing, size rollover, the disk-space guard, fsync.
 
 ``EventFileWriter`` is synchronous and owns the open file; ``AsyncEventWriter`` runs it on the
-one background-writer pattern of the package (``trainledger._background.BackgroundWorker``),
+one background-writer pattern of the package (``trainledger.storage.BackgroundWorker``),
 so encoding and writing happen off the training thread. Payloads arrive already serialised:
 this module never builds messages (DESIGN.md, convention 6).
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import shutil
-import socket
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from trainledger._background import BackgroundWorker
 from trainledger.errors import DiskSpaceError, SummaryError, SummaryWriteError
+from trainledger.storage import BackgroundWorker, event_file_name, frame
 from trainledger.summary.encoders import file_version_event
-from trainledger.summary.framing import frame
 
 __all__ = [
     "DEFAULT_MIN_FREE_BYTES",
     "EventFileWriter",
     "AsyncEventWriter",
-    "event_file_name",
 ]
 
 logger = logging.getLogger(__name__)
@@ -39,23 +34,6 @@ DEFAULT_MIN_FREE_BYTES = 64 * 1024 * 1024
 # Free space is re-checked after this many bytes (statvfs on every small record is wasteful);
 # it is far below the margin, so the guard still fires before the disk is full.
 _CHECK_EVERY_BYTES = 1024 * 1024
-
-_file_counter = itertools.count()
-_counter_lock = threading.Lock()
-
-
-def event_file_name(
-    prefix: str = "events", suffix: str = "", wall_time: float | None = None
-) -> str:
-    """``<prefix>.out.tfevents.<unix_ts>.<host>.<pid>.<n><suffix>``, ``n`` unique per process.
-
-    TensorBoard recognises event files by ``tfevents`` in the name; ``n`` keeps names of several
-    writers (or rollovers) in the same second apart.
-    """
-    with _counter_lock:
-        n = next(_file_counter)
-    ts = int(time.time() if wall_time is None else wall_time)
-    return f"{prefix}.out.tfevents.{ts}.{socket.gethostname()}.{os.getpid()}.{n}{suffix}"
 
 
 class EventFileWriter:

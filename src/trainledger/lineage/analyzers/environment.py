@@ -48,7 +48,7 @@ def environment_info(cwd: str | None = None) -> EnvironmentInfo:
 
 def _trainledger_version() -> str | None:
     try:
-        from trainledger import __version__
+        from trainledger.version import __version__
     except ImportError:  # pragma: no cover
         return None
     return str(__version__)

@@ -6,10 +6,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 
-from trainledger import __version__
 from trainledger.server import schemas
 from trainledger.server.routes import get_store
 from trainledger.server.store import RunStore
+from trainledger.version import __version__
 
 router = APIRouter(prefix="/api/v1", tags=["meta"])
 

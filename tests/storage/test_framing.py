@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainledger.summary.framing import (
+from trainledger.storage import (
     RecordReader,
     frame,
     frame_equal_length,

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["helper_threads", "run_chunks"]
+__all__ = ["executor", "helper_threads", "run_chunks"]
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()

@@ -28,6 +28,7 @@ __all__ = [
     "read_records",
     "HEADER_SIZE",
     "FOOTER_SIZE",
+    "MAX_RECORD_BYTES",
 ]
 
 _MASK_DELTA = 0xA282EAD8

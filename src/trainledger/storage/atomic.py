@@ -10,29 +10,21 @@ the next start.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+from trainledger.storage.naming import temp_name, temp_writer_pid
+
 __all__ = [
-    "TEMP_MARKER",
     "atomic_write",
     "atomic_write_bytes",
     "exclusive_lock",
     "fsync_dir",
-    "is_temp_name",
+    "pid_alive",
     "sweep_temp_files",
 ]
-
-TEMP_MARKER = ".tl-tmp-"
-_TEMP_RE = re.compile(re.escape(TEMP_MARKER) + r"\d+-[0-9a-f]+$")
-
-
-def is_temp_name(name: str) -> bool:
-    """Whether ``name`` is an in-progress temp file of ``atomic_write``."""
-    return bool(_TEMP_RE.search(name))
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:
@@ -51,7 +43,7 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     On an exception the temp file is removed and ``path`` is untouched.
     """
     final = Path(path)
-    tmp = final.with_name(f"{final.name}{TEMP_MARKER}{os.getpid()}-{os.urandom(4).hex()}")
+    tmp = final.with_name(temp_name(final.name, os.getpid(), os.urandom(4).hex()))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -119,10 +111,10 @@ def sweep_temp_files(directory: str | os.PathLike[str], prefix: str = "") -> lis
         return removed
     for entry in entries:
         name = entry.name
-        if not name.startswith(prefix) or not is_temp_name(name):
+        pid = temp_writer_pid(name) if name.startswith(prefix) else None
+        if pid is None:
             continue
-        pid = int(name.rsplit(TEMP_MARKER, 1)[1].split("-", 1)[0])
-        if pid != os.getpid() and _pid_alive(pid):
+        if pid != os.getpid() and pid_alive(pid):
             continue
         try:
             os.unlink(entry.path)
@@ -134,7 +126,8 @@ def sweep_temp_files(directory: str | os.PathLike[str], prefix: str = "") -> lis
     return removed
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (one we may not signal counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

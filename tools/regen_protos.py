@@ -1,4 +1,6 @@
-"""Regenerating the committed ``*_pb2.py`` / ``*_pb2.pyi`` files with grpcio-tools' protoc.
+"""Regenerate the committed ``*_pb2.py`` / ``*_pb2.pyi`` files with grpcio-tools' protoc.
+
+Run ``python -m tools.regen_protos`` from the repository root after editing a .proto.
 
 Why committed code: users need no protoc at install time. Why a regen test: a test regenerates
 each schema into a temporary directory and checks the committed files are byte-identical, so
@@ -7,13 +9,14 @@ a .proto and its code never drift apart. grpcio-tools is a dev dependency only.
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ProtoSpec"]
+__all__ = ["PROTOS", "ProtoSpec", "main"]
 
-_SRC_ROOT = Path(__file__).resolve().parents[1]  # .../src
+_SRC_ROOT = Path(__file__).resolve().parents[1] / "src"
 
 
 @dataclass(frozen=True)
@@ -62,3 +65,20 @@ class ProtoSpec:
             (self.proto_dir / name).write_bytes(data)
             print(f"wrote {self.proto_dir / name} ({len(data)} bytes)")
         return 0
+
+
+#: Every schema of the package.
+PROTOS = (
+    ProtoSpec("trainledger/summary/proto/summary.proto"),
+    ProtoSpec("trainledger/lineage/proto/lineage.proto"),
+)
+
+
+def main() -> int:
+    for spec in PROTOS:
+        spec.main()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from trainledger._background import BackgroundWorker
+from trainledger.storage import BackgroundWorker
 
 
 def test_tasks_run_in_order_on_named_thread() -> None:

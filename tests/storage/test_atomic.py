@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trainledger.checkpoint.atomic import (
+from trainledger.storage import (
     TEMP_MARKER,
     atomic_write,
     atomic_write_bytes,
@@ -83,7 +83,7 @@ def test_exclusive_lock_excludes_a_second_holder(tmp_path: Path, kind: str) -> N
     import threading
     import time
 
-    from trainledger.checkpoint.atomic import exclusive_lock
+    from trainledger.storage import exclusive_lock
 
     target = tmp_path / "x.lock" if kind == "file" else tmp_path / "rundir"
     if kind == "directory":

@@ -1,0 +1,249 @@
+"""Every file name trainledger writes or recognises, in one place.
+
+Why one module: readers, writers, the retention policy, the index and the web UI must agree on
+what a name means (a lineage file, an event file, a checkpoint of a given prefix, a temp file
+of an interrupted write), and each rule here is MindSpore's or TensorBoard's own so files of
+either are recognised:
+
+- temp files: ``<final name>.tl-tmp-<pid>-<hex>`` (``atomic_write``); every reader skips them.
+- event files (TensorBoard): ``<prefix>.out.tfevents.<unix_ts>.<host>.<pid>.<n><suffix>``.
+- lineage files: ``events.out.events.summary.<unix_ts>.<rank>.<host>.<pid>.<seq>_lineage``.
+  MindInsight finds them by ``summary.<digits>`` and the ``_lineage`` suffix, orders a
+  directory's files by that ``<unix_ts>`` and treats it as the file's identity, so it is unique
+  and increasing within a directory. MindSpore names files by the second only, which is how an
+  evaluation started in the same second as its training truncated the training's file (fixture
+  ``adam_lr001``): here a new file is created with ``O_EXCL`` under a directory lock, at the
+  current second or the next free one (``lineage.writer``).
+- checkpoints: ``<prefix>[_<N>]-<epoch>_<step>[_breakpoint].ckpt``; ``_<N>`` keeps a new run's
+  files apart from an earlier run's of the same prefix (MindSpore's rule).
+- the index directory ``<base>/.trainledger`` with ``index.db`` and ``annotations.json``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import socket
+import threading
+import time
+from dataclasses import dataclass
+
+__all__ = [
+    "ANNOTATIONS_FILE",
+    "CheckpointName",
+    "INDEX_DIRNAME",
+    "INDEX_FILE",
+    "LINEAGE_SUFFIX",
+    "LineageFile",
+    "TEMP_MARKER",
+    "checkpoint_file_name",
+    "event_file_name",
+    "event_file_order",
+    "file_timestamp",
+    "is_event_file_name",
+    "is_lineage_file_name",
+    "is_temp_name",
+    "lineage_file_name",
+    "lineage_writer",
+    "list_lineage_files",
+    "parse_checkpoint_name",
+    "safe_host",
+    "temp_name",
+    "temp_writer_pid",
+]
+
+# --- temp files ---------------------------------------------------------------------------
+TEMP_MARKER = ".tl-tmp-"
+_TEMP_RE = re.compile(re.escape(TEMP_MARKER) + r"(\d+)-[0-9a-f]+$")
+
+
+def temp_name(final_name: str, pid: int, token: str) -> str:
+    """The temp name ``atomic_write`` writes ``final_name`` under before the rename."""
+    return f"{final_name}{TEMP_MARKER}{pid}-{token}"
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether ``name`` is an in-progress temp file of ``atomic_write``."""
+    return bool(_TEMP_RE.search(name))
+
+
+def temp_writer_pid(name: str) -> int | None:
+    """The pid that wrote temp file ``name``, or None when it is not a temp name."""
+    match = _TEMP_RE.search(name)
+    return int(match.group(1)) if match else None
+
+
+# --- index ----------------------------------------------------------------------------------
+INDEX_DIRNAME = ".trainledger"
+INDEX_FILE = "index.db"
+ANNOTATIONS_FILE = "annotations.json"
+
+# --- event files (TensorBoard) --------------------------------------------------------------
+_EVENT_RE = re.compile(r"\.tfevents\.(\d+)\.(.*)\.(\d+)\.(\d+)")
+_event_counter = itertools.count()
+_event_counter_lock = threading.Lock()
+
+
+def event_file_name(
+    prefix: str = "events", suffix: str = "", wall_time: float | None = None
+) -> str:
+    """``<prefix>.out.tfevents.<unix_ts>.<host>.<pid>.<n><suffix>``, ``n`` unique per process.
+
+    TensorBoard recognises event files by ``tfevents`` in the name; ``n`` keeps names of several
+    writers (or rollovers) in the same second apart.
+    """
+    with _event_counter_lock:
+        n = next(_event_counter)
+    ts = int(time.time() if wall_time is None else wall_time)
+    return f"{prefix}.out.tfevents.{ts}.{socket.gethostname()}.{os.getpid()}.{n}{suffix}"
+
+
+def is_event_file_name(name: str) -> bool:
+    """Whether TensorBoard would read ``name`` as an event file (and it is not a temp file)."""
+    return "tfevents" in name and not is_temp_name(name)
+
+
+def event_file_order(name: str) -> tuple[int, str, int, int, str]:
+    """Sort key of event files in writing order: the numbers of the name, not its string."""
+    m = _EVENT_RE.search(name)
+    if m is None:
+        return (0, "", 0, 0, name)
+    return (int(m.group(1)), m.group(2), int(m.group(3)), int(m.group(4)), name)
+
+
+# --- lineage files --------------------------------------------------------------------------
+LINEAGE_SUFFIX = "_lineage"
+_LINEAGE_PREFIX = "events.out.events.summary."
+# MindInsight's own rule for the timestamp of a summary/lineage file name.
+_TS_RE = re.compile(r"summary\.(\d+)")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+@dataclass(frozen=True)
+class LineageFile:
+    """One lineage file of a run directory, as listed (cheap: a stat, no parsing)."""
+
+    name: str
+    path: str
+    timestamp: int
+    size: int
+    mtime: float
+
+
+def safe_host(host: str | None = None) -> str:
+    """The host name reduced to characters that cannot break the file-name pattern."""
+    host = socket.gethostname() if host is None else host
+    return _UNSAFE.sub("-", host).strip("-") or "host"
+
+
+def lineage_file_name(timestamp: int, rank: int, host: str, pid: int, seq: int) -> str:
+    """``events.out.events.summary.<ts>.<rank>.<host>.<pid>.<seq>_lineage``."""
+    parts = (int(timestamp), int(rank), safe_host(host), int(pid), int(seq))
+    return _LINEAGE_PREFIX + ".".join(str(p) for p in parts) + LINEAGE_SUFFIX
+
+
+def file_timestamp(name: str) -> int | None:
+    """The ``<unix_ts>`` of a summary/lineage file name (MindInsight's regex), or None."""
+    match = _TS_RE.search(name)
+    return int(match.group(1)) if match else None
+
+
+def is_lineage_file_name(name: str) -> bool:
+    """Whether MindInsight would read ``name`` as a lineage file (and it is not a temp file)."""
+    return (
+        name.endswith(LINEAGE_SUFFIX) and _TS_RE.search(name) is not None and not is_temp_name(name)
+    )
+
+
+def lineage_writer(name: str) -> tuple[str, int] | None:
+    """``(host, pid)`` of the process that created lineage file ``name``, when trainledger
+    named it; None for other layouts (MindSpore's names carry no pid)."""
+    if not name.endswith(LINEAGE_SUFFIX) or not name.startswith(_LINEAGE_PREFIX):
+        return None
+    parts = name[len(_LINEAGE_PREFIX) : -len(LINEAGE_SUFFIX)].split(".")
+    if len(parts) != 5 or not all(parts[i].isdigit() for i in (0, 1, 3, 4)):
+        return None
+    return parts[2], int(parts[3])
+
+
+# --- checkpoints ----------------------------------------------------------------------------
+_CKPT_RE = re.compile(
+    r"^(?P<prefix>.+?)(?:_(?P<n>\d+))?-(?P<epoch>\d+)_(?P<step>\d+)(?P<bp>_breakpoint)?\.ckpt$"
+)
+
+
+@dataclass(frozen=True)
+class CheckpointName:
+    """The parts of ``<prefix>[_<N>]-<epoch>_<step>[_breakpoint].ckpt``.
+
+    ``prefix`` is the family's base name and ``family`` the prefix the file was written under
+    (``prefix`` or ``<prefix>_<N>``).
+    """
+
+    prefix: str
+    family: str
+    epoch: int
+    step: int
+    breakpoint: bool
+
+
+def checkpoint_file_name(prefix: str, epoch: int, step: int, breakpoint: bool = False) -> str:
+    """``<prefix>-<epoch>_<step>[_breakpoint].ckpt``."""
+    return f"{prefix}-{epoch}_{step}{'_breakpoint' if breakpoint else ''}.ckpt"
+
+
+def parse_checkpoint_name(name: str, prefix: str | None = None) -> CheckpointName | None:
+    """The parts of a checkpoint file name, or None when it is not one.
+
+    With ``prefix``, only files of that family count (``prefix`` or ``<prefix>_<N>``); without,
+    a trailing ``_<N>`` of the prefix is read as part of the prefix.
+    """
+    if is_temp_name(name) or not name.endswith(".ckpt"):
+        return None
+    if prefix is None:
+        m = _CKPT_RE.match(name)
+        if m is None:
+            return None
+        family = m.group("prefix") + (f"_{m.group('n')}" if m.group("n") else "")
+        base = family
+    else:
+        if not name.startswith(prefix):
+            return None
+        m = _CKPT_RE.match("x" + name[len(prefix) :])
+        if m is None or m.group("prefix") != "x":
+            return None
+        base = prefix
+        family = prefix + (f"_{m.group('n')}" if m.group("n") else "")
+    return CheckpointName(
+        base, family, int(m.group("epoch")), int(m.group("step")), m.group("bp") is not None
+    )
+
+
+def list_lineage_files(run_dir: str | os.PathLike[str]) -> list[LineageFile]:
+    """The lineage files directly in ``run_dir``, in MindInsight's reading order.
+
+    Oldest first by ``<unix_ts>``; equal timestamps by name, descending (MindInsight's sort).
+    Symlinks are skipped, as MindInsight skips them. A missing directory lists nothing.
+    """
+    out: list[LineageFile] = []
+    try:
+        entries = list(os.scandir(run_dir))
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return out
+    for entry in entries:
+        if not is_lineage_file_name(entry.name):
+            continue
+        try:
+            if entry.is_symlink() or not entry.is_file():
+                continue
+            st = entry.stat()
+        except OSError:
+            continue  # vanished between listing and stat
+        ts = file_timestamp(entry.name)
+        if ts is None:  # pragma: no cover - excluded by is_lineage_file_name
+            continue
+        out.append(LineageFile(entry.name, entry.path, ts, st.st_size, st.st_mtime))
+    out.sort(key=lambda f: f.name, reverse=True)
+    out.sort(key=lambda f: f.timestamp)
+    return out
