@@ -59,3 +59,28 @@ def test_enum_numbers_match_tensorboard():
     tb_classes = {v.name: v.number for v in summary_pb2.DataClass.DESCRIPTOR.values}
     for v in pb.DataClass.DESCRIPTOR.values:
         assert tb_classes[v.name] == v.number
+
+
+@pytest.mark.parametrize(
+    ("name", "module"),
+    [
+        ("GraphDef", "graph_pb2"),
+        ("NodeDef", "node_def_pb2"),
+        ("AttrValue", "attr_value_pb2"),
+        ("NameAttrList", "attr_value_pb2"),
+        ("VersionDef", "versions_pb2"),
+    ],
+)
+def test_graph_messages_have_tensorboards_field_numbers(name: str, module: str) -> None:
+    """Every field we declare has TensorBoard's number and type (theirs may have more)."""
+    import importlib
+
+    theirs = getattr(importlib.import_module(f"tensorboard.compat.proto.{module}"), name)
+    mine = getattr(pb, name)
+    for field in mine.DESCRIPTOR.fields:
+        other = theirs.DESCRIPTOR.fields_by_name[field.name]
+        assert (field.number, field.type) == (other.number, other.type), field.full_name
+    for nested in ("ListValue",) if name == "AttrValue" else ():
+        for field in mine.DESCRIPTOR.nested_types_by_name[nested].fields:
+            other = theirs.DESCRIPTOR.nested_types_by_name[nested].fields_by_name[field.name]
+            assert (field.number, field.type) == (other.number, other.type), field.full_name

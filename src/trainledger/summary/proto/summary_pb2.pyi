@@ -192,6 +192,105 @@ class Summary(_message.Message):
     value: _containers.RepeatedCompositeFieldContainer[Summary.Value]
     def __init__(self, value: _Optional[_Iterable[_Union[Summary.Value, _Mapping]]] = ...) -> None: ...
 
+class NameAttrList(_message.Message):
+    __slots__ = ("name", "attr")
+    class AttrEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: AttrValue
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[AttrValue, _Mapping]] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ATTR_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    attr: _containers.MessageMap[str, AttrValue]
+    def __init__(self, name: _Optional[str] = ..., attr: _Optional[_Mapping[str, AttrValue]] = ...) -> None: ...
+
+class AttrValue(_message.Message):
+    __slots__ = ("s", "i", "f", "b", "type", "shape", "tensor", "list", "func", "placeholder")
+    class ListValue(_message.Message):
+        __slots__ = ("s", "i", "f", "b", "type", "shape", "tensor", "func")
+        S_FIELD_NUMBER: _ClassVar[int]
+        I_FIELD_NUMBER: _ClassVar[int]
+        F_FIELD_NUMBER: _ClassVar[int]
+        B_FIELD_NUMBER: _ClassVar[int]
+        TYPE_FIELD_NUMBER: _ClassVar[int]
+        SHAPE_FIELD_NUMBER: _ClassVar[int]
+        TENSOR_FIELD_NUMBER: _ClassVar[int]
+        FUNC_FIELD_NUMBER: _ClassVar[int]
+        s: _containers.RepeatedScalarFieldContainer[bytes]
+        i: _containers.RepeatedScalarFieldContainer[int]
+        f: _containers.RepeatedScalarFieldContainer[float]
+        b: _containers.RepeatedScalarFieldContainer[bool]
+        type: _containers.RepeatedScalarFieldContainer[DataType]
+        shape: _containers.RepeatedCompositeFieldContainer[TensorShapeProto]
+        tensor: _containers.RepeatedCompositeFieldContainer[TensorProto]
+        func: _containers.RepeatedCompositeFieldContainer[NameAttrList]
+        def __init__(self, s: _Optional[_Iterable[bytes]] = ..., i: _Optional[_Iterable[int]] = ..., f: _Optional[_Iterable[float]] = ..., b: _Optional[_Iterable[bool]] = ..., type: _Optional[_Iterable[_Union[DataType, str]]] = ..., shape: _Optional[_Iterable[_Union[TensorShapeProto, _Mapping]]] = ..., tensor: _Optional[_Iterable[_Union[TensorProto, _Mapping]]] = ..., func: _Optional[_Iterable[_Union[NameAttrList, _Mapping]]] = ...) -> None: ...
+    S_FIELD_NUMBER: _ClassVar[int]
+    I_FIELD_NUMBER: _ClassVar[int]
+    F_FIELD_NUMBER: _ClassVar[int]
+    B_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    SHAPE_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_FIELD_NUMBER: _ClassVar[int]
+    LIST_FIELD_NUMBER: _ClassVar[int]
+    FUNC_FIELD_NUMBER: _ClassVar[int]
+    PLACEHOLDER_FIELD_NUMBER: _ClassVar[int]
+    s: bytes
+    i: int
+    f: float
+    b: bool
+    type: DataType
+    shape: TensorShapeProto
+    tensor: TensorProto
+    list: AttrValue.ListValue
+    func: NameAttrList
+    placeholder: str
+    def __init__(self, s: _Optional[bytes] = ..., i: _Optional[int] = ..., f: _Optional[float] = ..., b: _Optional[bool] = ..., type: _Optional[_Union[DataType, str]] = ..., shape: _Optional[_Union[TensorShapeProto, _Mapping]] = ..., tensor: _Optional[_Union[TensorProto, _Mapping]] = ..., list: _Optional[_Union[AttrValue.ListValue, _Mapping]] = ..., func: _Optional[_Union[NameAttrList, _Mapping]] = ..., placeholder: _Optional[str] = ...) -> None: ...
+
+class NodeDef(_message.Message):
+    __slots__ = ("name", "op", "input", "device", "attr")
+    class AttrEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: AttrValue
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[AttrValue, _Mapping]] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OP_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    ATTR_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    op: str
+    input: _containers.RepeatedScalarFieldContainer[str]
+    device: str
+    attr: _containers.MessageMap[str, AttrValue]
+    def __init__(self, name: _Optional[str] = ..., op: _Optional[str] = ..., input: _Optional[_Iterable[str]] = ..., device: _Optional[str] = ..., attr: _Optional[_Mapping[str, AttrValue]] = ...) -> None: ...
+
+class VersionDef(_message.Message):
+    __slots__ = ("producer", "min_consumer", "bad_consumers")
+    PRODUCER_FIELD_NUMBER: _ClassVar[int]
+    MIN_CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    BAD_CONSUMERS_FIELD_NUMBER: _ClassVar[int]
+    producer: int
+    min_consumer: int
+    bad_consumers: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, producer: _Optional[int] = ..., min_consumer: _Optional[int] = ..., bad_consumers: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class GraphDef(_message.Message):
+    __slots__ = ("node", "versions", "version")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    node: _containers.RepeatedCompositeFieldContainer[NodeDef]
+    versions: VersionDef
+    version: int
+    def __init__(self, node: _Optional[_Iterable[_Union[NodeDef, _Mapping]]] = ..., versions: _Optional[_Union[VersionDef, _Mapping]] = ..., version: _Optional[int] = ...) -> None: ...
+
 class LogMessage(_message.Message):
     __slots__ = ("level", "message")
     class Level(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
