@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import struct
 
-from hypothesis import given, settings
+import numpy as np
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from trainledger.lineage.records import (
@@ -61,3 +63,27 @@ def test_shortest_float32_is_the_same_float32(value: float) -> None:
     shown = shortest_float32(value)
     assert struct.unpack("<f", struct.pack("<f", shown))[0] == value
     assert len(repr(shown)) <= max(len(repr(value)), 12)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.floats(width=32, allow_nan=False, allow_infinity=False))
+@example(1e-45)  # the smallest subnormal: "1e-45", not 1.4013e-45
+@example(3.4028234663852886e38)  # the largest float32
+@example(0.019999999552965164)  # float32(0.02)
+def test_shortest_float32_is_numpys_shortest_repr(value: float) -> None:
+    """numpy prints a float32 as the shortest decimal that reads back as it (Dragon4)."""
+    expected = float(str(np.float32(value)))
+    shown = shortest_float32(value)
+    assert shown == expected
+    assert math.copysign(1.0, shown) == math.copysign(1.0, value)
+
+
+@given(st.floats())
+def test_shortest_float32_leaves_other_doubles_alone(value: float) -> None:
+    try:
+        is_f32 = struct.unpack("<f", struct.pack("<f", value))[0] == value
+    except OverflowError:
+        is_f32 = False
+    if not is_f32 or not math.isfinite(value):
+        shown = shortest_float32(value)
+        assert shown is value or (math.isnan(shown) and math.isnan(value))

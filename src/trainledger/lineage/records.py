@@ -304,16 +304,26 @@ def dataset_graph_event(
 
 
 def shortest_float32(value: float) -> float:
-    """The float32 ``value`` written with the fewest digits (from 6) that round-trip, as
-    protobuf's JSON conversion (used by MindInsight) shows float fields: 0.1f -> 0.1."""
+    """The shortest decimal that reads back as the same float32 (0.1f -> 0.1), as MindInsight
+    showed float fields: a float32 read as a double is e.g. 0.019999999552965164, shown (and
+    compared) as 0.02. Doubles that are not exactly a float32 (and NaN, infinities) are
+    returned unchanged."""
     if not math.isfinite(value):
         return value
-    precision = 6
-    while True:
-        rounded = float(f"{value:.{precision}g}")
-        if _F32.unpack(_F32.pack(rounded))[0] == value or precision >= 17:
-            return rounded
-        precision += 1
+    try:
+        packed = _F32.pack(value)
+    except OverflowError:  # beyond float32's range: not a float32
+        return value
+    if _F32.unpack(packed)[0] != value:
+        return value
+    for digits in range(1, 10):  # 9 significant digits always identify a float32
+        candidate = float(f"{value:.{digits}g}")
+        try:
+            if _F32.pack(candidate) == packed:
+                return candidate
+        except OverflowError:  # rounded up past float32's largest value
+            continue
+    return value  # pragma: no cover - unreachable, see above
 
 
 def json_float(value: float) -> float | str:

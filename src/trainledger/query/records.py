@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import struct
 from typing import Any
 
+from trainledger.lineage import shortest_float32
 from trainledger.query.semantics import Record, clean_value
 
 # flat field -> (section of the reader's dict, key inside it)
@@ -34,27 +33,6 @@ FIELD_SOURCES: dict[str, tuple[str, str]] = {
 _FLOAT32_FIELDS = ("learning_rate", "loss")
 
 
-def shortest_float32(value: Any) -> Any:
-    """The shortest decimal that round-trips a float32 (what MindInsight's JSON showed).
-
-    A float32 field read back as a double is e.g. 0.019999999552965164; MindInsight showed
-    (and compared) 0.02. Values that are not exactly a float32 are returned unchanged.
-    """
-    if not isinstance(value, float) or math.isnan(value) or math.isinf(value):
-        return value
-    try:
-        packed = struct.pack("<f", value)
-    except OverflowError:
-        return value
-    if struct.unpack("<f", packed)[0] != value:
-        return value
-    for digits in range(1, 10):
-        candidate = float(f"{value:.{digits}g}")
-        if struct.pack("<f", candidate) == packed:
-            return candidate
-    return value
-
-
 def graph_hash(graph: Any) -> str:
     """Canonical hash of a dataset graph: equal graphs share a dataset_mark."""
     text = json.dumps(graph or {}, sort_keys=True, separators=(",", ":"), default=str)
@@ -73,7 +51,7 @@ def to_record(lineage: dict[str, Any], summary_dir: str, update_time: float) -> 
     for field, (section, key) in FIELD_SOURCES.items():
         part = lineage.get(section) or {}
         value = clean_value(part.get(key)) if isinstance(part, dict) else None
-        if field in _FLOAT32_FIELDS:
+        if field in _FLOAT32_FIELDS and isinstance(value, float):
             value = shortest_float32(value)
         if field == "model_size" and isinstance(value, str) and value.isdigit():
             value = int(value)
