@@ -40,7 +40,7 @@ from trainledger.lineage.records import (
     user_defined_event,
 )
 from trainledger.server.app import create_app
-from trainledger.server.store import EngineStore
+from trainledger.server.run_store import EngineStore
 from trainledger.storage import frame
 
 OPTIMIZERS = ("Adam", "SGD", "Momentum", "AdamW")

@@ -13,7 +13,7 @@ from rich.console import Console
 from tests.query.conftest import copy_golden
 from trainledger.cli.lineage import render_table
 from trainledger.cli.main import cli
-from trainledger.query.api import filter_summary_lineage
+from trainledger.query.lineage_api import filter_summary_lineage
 
 
 def run(*args: str) -> tuple[int, str]:

@@ -15,7 +15,7 @@ from trainledger.errors import (
     LineageParamTypeError,
     LineageParamValueError,
 )
-from trainledger.query.api import LINEAGE_KEYS, filter_summary_lineage, get_summary_lineage
+from trainledger.query.lineage_api import LINEAGE_KEYS, filter_summary_lineage, get_summary_lineage
 from trainledger.query.table import lineage_table
 
 

@@ -33,8 +33,8 @@ def _writer(base: str, wid: int, errors: mp.Queue) -> None:
 
 def _reader(base: str, done: str, errors: mp.Queue, delete_index: bool) -> None:
     try:
-        from trainledger.query.api import filter_summary_lineage
         from trainledger.query.index import LineageIndex
+        from trainledger.query.lineage_api import filter_summary_lineage
 
         index = LineageIndex(base)
         for n in range(400):  # bounded

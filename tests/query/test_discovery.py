@@ -9,8 +9,8 @@ import pytest
 
 from tests.query.runs import write_run
 from trainledger.errors import LineageParamSummaryPathError
-from trainledger.query.api import filter_summary_lineage
 from trainledger.query.discovery import discover, resolve_summary_dir
+from trainledger.query.lineage_api import filter_summary_lineage
 
 
 def dirs(result: dict) -> list[str]:

@@ -11,7 +11,7 @@ import pytest
 
 import trainledger.errors as errors
 from tests.conftest import GOLDEN
-from trainledger.query.api import filter_summary_lineage
+from trainledger.query.lineage_api import filter_summary_lineage
 
 EXPECTED = json.loads((GOLDEN / "mindinsight-expected.json").read_text())
 CONDITIONS = json.loads((GOLDEN / "mindinsight-conditions.json").read_text())

@@ -11,9 +11,9 @@ import pytest
 
 from tests.query.runs import write_run
 from trainledger.errors import LineageParamValueError
-from trainledger.query import store
-from trainledger.query.api import filter_summary_lineage
+from trainledger.query import database
 from trainledger.query.index import LineageIndex
+from trainledger.query.lineage_api import filter_summary_lineage
 
 
 def dirs(result: dict) -> list[str]:
@@ -187,7 +187,7 @@ def test_read_only_base_uses_user_cache(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     real_access = os.access
     monkeypatch.setattr(
-        store.os,
+        database.os,
         "access",
         lambda p, m: False if str(p).startswith(str(base)) else real_access(p, m),
     )
@@ -199,7 +199,7 @@ def test_read_only_base_uses_user_cache(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def _child_query(base: str, out: object) -> None:
-    from trainledger.query.api import filter_summary_lineage
+    from trainledger.query.lineage_api import filter_summary_lineage
 
     out.put(filter_summary_lineage(base)["count"])  # type: ignore[attr-defined]
 

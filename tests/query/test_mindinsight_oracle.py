@@ -14,7 +14,7 @@ import pytest
 
 import trainledger.errors as errors
 from tests.query.test_golden import _close
-from trainledger.query.api import filter_summary_lineage
+from trainledger.query.lineage_api import filter_summary_lineage
 
 ORACLE = json.loads((Path(__file__).parent / "data" / "mindinsight_oracle.json").read_text())
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.server.runs import make_base
 from trainledger.server.app import create_app
-from trainledger.server.store import EngineStore
+from trainledger.server.run_store import EngineStore
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)

@@ -10,8 +10,8 @@ import numpy as np
 
 from trainledger.query.conditions import validate_condition
 from trainledger.query.semantics import evaluate
+from trainledger.server.run_store import ScalarSeries
 from trainledger.server.security import RunNotFound, check_run_id
-from trainledger.server.store import ScalarSeries
 
 
 def make_record(i: int, **over: Any) -> dict[str, Any]:

@@ -40,7 +40,7 @@ class LiveServer:
         import uvicorn
 
         from trainledger.server.app import create_app
-        from trainledger.server.store import EngineStore
+        from trainledger.server.run_store import EngineStore
 
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))

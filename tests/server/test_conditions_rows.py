@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from trainledger.server.conditions import merge_conditions
-from trainledger.server.rows import column_group, flatten, to_csv
+from trainledger.query import flatten_object
+from trainledger.server.columns import column_group, to_csv
+from trainledger.server.condition_merge import merge_conditions
 
 
 @pytest.mark.parametrize(
@@ -48,7 +49,7 @@ def test_flatten_and_groups() -> None:
         },
         "added_info": {"tag": 2},
     }
-    row = flatten(obj)
+    row = flatten_object(obj, scalar_cells=True)
     assert row == {
         "run_id": "r1",
         "summary_dir": "./r1",
@@ -57,6 +58,26 @@ def test_flatten_and_groups() -> None:
         "user_defined/team": "a",
         "optimizer": "Adam",
         "tag": 2,
+        "remark": "",
+    }
+    # the library's row (lineage_table, the CLI): no run id, missing annotations are None
+    assert flatten_object(obj) == {
+        **{k: v for k, v in row.items() if k != "run_id"},
+        "tag": 2,
+        "remark": None,
+    }
+    listed = {"summary_dir": "./r2", "model_lineage": {"metric": {"curve": [1, 2]}, "x": [3]}}
+    assert flatten_object(listed) == {
+        "summary_dir": "./r2",
+        "metric/curve": [1, 2],
+        "x": [3],
+        "tag": None,
+        "remark": None,
+    }
+    assert flatten_object(listed, scalar_cells=True) == {
+        "run_id": "r2",
+        "summary_dir": "./r2",
+        "tag": 0,
         "remark": "",
     }
     assert [

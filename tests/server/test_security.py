@@ -12,8 +12,8 @@ import trainledger.query
 from tests.server.conftest import client_for
 from tests.server.runs import write_run
 from trainledger.lineage import reader as lineage_reader
-from trainledger.query import api as query_api
-from trainledger.server import store as store_module
+from trainledger.query import lineage_api
+from trainledger.server import run_store as store_module
 from trainledger.server.security import RunNotFound, check_run_id, resolve_run
 
 TRAVERSALS = [
@@ -65,13 +65,17 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(store_module, "list_checkpoints", spy_list)
     monkeypatch.setattr(store_module, "_RunScalars", SpyScalars)
     for module, name in (
-        (query_api, "get_summary_lineage"),
+        (lineage_api, "get_summary_lineage"),
         (lineage_reader, "read_lineage"),
         (lineage_reader, "lineage_files"),
-        # the packages re-export them: the server imports them from there
+        # the packages re-export them (the query engine imports them from there) ...
         (trainledger.query, "get_summary_lineage"),
         (trainledger.lineage, "read_lineage"),
         (trainledger.lineage, "lineage_files"),
+        # ... and the server binds them when it is imported
+        (store_module, "get_summary_lineage"),
+        (store_module, "read_lineage"),
+        (store_module, "lineage_files"),
     ):
         real = getattr(module, name)
 

@@ -1,13 +1,18 @@
-"""EngineStore's scanning: an index on disk answers at once, the re-scan catches up."""
+"""EngineStore over the query package's QueryService: an index on disk answers at once, the
+re-scan catches up, results are cached per data version, a poll reads no run's files."""
 
 from __future__ import annotations
 
 import threading
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.server.runs import make_base, write_run
-from trainledger.server.store import EngineStore
+from trainledger.server import run_store
+from trainledger.server.run_store import EngineStore
 
 
 def wait_for(predicate, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
@@ -27,13 +32,13 @@ def test_index_on_disk_answers_first_then_background_rescan_catches_up(tmp_path:
     write_run(base, "late", 7)
     store = EngineStore(base, rescan_interval=0.05)
     release = threading.Event()
-    real_refresh = store._index.refresh
+    real_refresh = store.service._index.refresh
 
     def slow_refresh():  # type: ignore[no-untyped-def]
         release.wait(20)
         return real_refresh()
 
-    store._index.refresh = slow_refresh  # type: ignore[method-assign]
+    store.service._index.refresh = slow_refresh  # type: ignore[method-assign]
     try:
         assert store.search(None)["count"] == 3  # served from the index left on disk
         release.set()
@@ -51,7 +56,7 @@ def test_without_background_every_request_sees_new_runs(tmp_path: Path) -> None:
         assert store.stamp()["count"] == 2
         write_run(base, "new", 3)
         assert store.stamp()["count"] == 3
-        assert store.is_known("new") and not store.is_known("absent")
+        assert store.service.is_known("./new") and not store.service.is_known("./absent")
     finally:
         store.close()
 
@@ -66,5 +71,24 @@ def test_search_results_are_cached_per_version(tmp_path: Path) -> None:
         b = store.search({"offset": 0, "limit": 10})
         assert b is not a
         assert {o["run_id"]: o["added_info"] for o in b["object"]}["run00"] == {"tag": 1}
+    finally:
+        store.close()
+
+
+def test_status_poll_reads_no_run_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The poll (and the app's start-up warm-up, which calls it in a background thread)
+    counts runs in the index; it used to fetch a one-run page with its run info, a lineage
+    read that could land after a later request had started."""
+    base = make_base(tmp_path / "runs", n=2, scalars=0)
+    reads: list[Any] = []
+    real = run_store.lineage_files
+    monkeypatch.setattr(run_store, "lineage_files", lambda p: reads.append(p) or real(p))
+    store = EngineStore(base, rescan_interval=0.0, stale_after=0.0, background_rescan=False)
+    try:
+        assert store.stamp()["count"] == 2
+        assert store.stamp()["count"] == 2
+        assert reads == []
+        store.search(None)  # a page of the table does show run info
+        assert len(reads) == 2
     finally:
         store.close()

@@ -1,9 +1,12 @@
 """Lineage queries: condition validation, filter/sort/page in SQL and in Python, the index.
 
-Public entry points: ``api.get_summary_lineage``, ``api.filter_summary_lineage``,
-``table.lineage_table``, ``index.LineageIndex`` (a reusable index with ``query``,
-``refresh``, ``set_annotation``, ``get_annotations``) and ``where.parse_where`` (the
-``FIELD OP VALUE`` compiler). Nothing here imports torch.
+Public names (``__all__``): MindInsight's ``get_summary_lineage`` and
+``filter_summary_lineage``; ``LineageIndex`` (a reusable index: ``query``, ``refresh``,
+``set_annotation``, ``get_annotations``); ``QueryService`` (an index with background re-scans,
+data versions and a result cache, for long-lived readers such as the web UI);
+``lineage_table`` and ``flatten_object``/``flatten_result`` (flat rows); ``parse_where``
+(the ``FIELD OP VALUE`` compiler); ``FIELDS``, ``CONTROL_KEYS`` and ``lineage_types`` of
+search conditions. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -14,18 +17,22 @@ from trainledger.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "UNSET": "trainledger.query.annotations",
-    "filter_summary_lineage": "trainledger.query.api",
-    "get_summary_lineage": "trainledger.query.api",
+    "filter_summary_lineage": "trainledger.query.lineage_api",
+    "get_summary_lineage": "trainledger.query.lineage_api",
+    "CONTROL_KEYS": "trainledger.query.conditions",
     "FIELDS": "trainledger.query.conditions",
     "lineage_types": "trainledger.query.conditions",
     "LineageIndex": "trainledger.query.index",
     "flatten_object": "trainledger.query.table",
     "flatten_result": "trainledger.query.table",
     "lineage_table": "trainledger.query.table",
+    "run_id_of": "trainledger.query.table",
+    "QueryService": "trainledger.query.service",
     "parse_where": "trainledger.query.where",
 }
 
 __all__ = [
+    "CONTROL_KEYS",
     "FIELDS",
     "filter_summary_lineage",
     "flatten_object",
@@ -35,6 +42,8 @@ __all__ = [
     "lineage_types",
     "LineageIndex",
     "parse_where",
+    "QueryService",
+    "run_id_of",
     "UNSET",
 ]
 
@@ -42,8 +51,9 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.query.annotations import UNSET
-    from trainledger.query.api import filter_summary_lineage, get_summary_lineage
-    from trainledger.query.conditions import FIELDS, lineage_types
+    from trainledger.query.conditions import CONTROL_KEYS, FIELDS, lineage_types
     from trainledger.query.index import LineageIndex
-    from trainledger.query.table import flatten_object, flatten_result, lineage_table
+    from trainledger.query.lineage_api import filter_summary_lineage, get_summary_lineage
+    from trainledger.query.service import QueryService
+    from trainledger.query.table import flatten_object, flatten_result, lineage_table, run_id_of
     from trainledger.query.where import parse_where

@@ -61,6 +61,7 @@ INT_FIELDS = frozenset(
 )
 FLOAT_FIELDS = frozenset({"learning_rate", "loss"})
 OPERATORS: tuple[str, ...] = ("eq", "lt", "gt", "le", "ge", "in", "not_in")
+# Keys of a search condition that are not field filters.
 CONTROL_KEYS = ("limit", "offset", "sorted_name", "sorted_type", "lineage_type")
 LINEAGE_TYPES = ("dataset", "model")
 PREFIXES = ("metric/", "user_defined/")

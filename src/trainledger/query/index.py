@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from trainledger.query import rows, semantics
+from trainledger.query import index_tables, semantics
 from trainledger.query.annotations import (
     UNSET,
     AnnotationFile,
@@ -31,6 +31,7 @@ from trainledger.query.annotations import (
     check_tag,
 )
 from trainledger.query.conditions import lineage_types, page_bounds, validate_condition
+from trainledger.query.database import connect, index_dir, retrying
 from trainledger.query.discovery import (
     RunFiles,
     Scanner,
@@ -38,9 +39,8 @@ from trainledger.query.discovery import (
     resolve_summary_dir,
     validate_base,
 )
-from trainledger.query.records import to_record
+from trainledger.query.flat_record import to_record
 from trainledger.query.sql import compile_order, compile_where
-from trainledger.query.store import connect, index_dir, retrying
 from trainledger.storage import INDEX_FILE
 
 __all__ = ["LineageIndex", "ScanStats"]
@@ -177,12 +177,13 @@ class LineageIndex:
         with self._lock:
             self._sync_annotations()
             if not self._listings_loaded:
-                self._scanner.load(self._read(rows.load_listings))
+                self._scanner.load(self._read(index_tables.load_listings))
                 self._listings_loaded = True
             on_disk = self._scanner.scan()
             if self._scanner.changed:
                 self._write(
-                    functools.partial(rows.save_listings, changed=self._scanner.changed), bump=False
+                    functools.partial(index_tables.save_listings, changed=self._scanner.changed),
+                    bump=False,
                 )
             stats = ScanStats(runs=len(on_disk))
             seen = self._read(self._known_signatures)
@@ -208,12 +209,12 @@ class LineageIndex:
                 gone = [d for d in seen if d not in present]
             stats.removed = len(gone)
             if gone:
-                self._write(functools.partial(rows.delete_runs, summary_dirs=gone))
+                self._write(functools.partial(index_tables.delete_runs, summary_dirs=gone))
             for start in range(0, len(changed), _CHUNK):
                 batch = [(run, self._parse(run)) for run in changed[start : start + _CHUNK]]
                 stats.parsed += len(batch)
                 stats.unreadable += sum(1 for _, rec in batch if rec is None)
-                self._write(functools.partial(rows.store_batch, batch=batch))
+                self._write(functools.partial(index_tables.store_batch, batch=batch))
             self._checked = None if (changed or gone) else on_disk
             return stats
 
@@ -249,9 +250,9 @@ class LineageIndex:
             items = sorted(records, key=lambda r: (r.get("update_time", 0.0), r["summary_dir"]))
 
             def store(conn: sqlite3.Connection) -> None:
-                rows.delete_runs(conn, [r["summary_dir"] for r in items])
+                index_tables.delete_runs(conn, [r["summary_dir"] for r in items])
                 for rec in items:
-                    rows.insert_record(conn, rec, "added")
+                    index_tables.insert_record(conn, rec, "added")
 
             self._write(store)
 
@@ -346,7 +347,7 @@ class LineageIndex:
 
             count, records, types = self._read(
                 functools.partial(
-                    rows.fetch,
+                    index_tables.fetch,
                     where=(where, wparams),
                     order=(order, oparams),
                     limit=limit,
@@ -367,4 +368,4 @@ class LineageIndex:
                 self.refresh()
             else:
                 self._sync_annotations()
-            return self._read(rows.all_records)  # type: ignore[no-any-return]
+            return self._read(index_tables.all_records)  # type: ignore[no-any-return]

@@ -4,12 +4,13 @@ Why flat columns: analysis code wants ``df["metric/Accuracy"]``, not nested dict
 order: ``summary_dir``, MindInsight's fields, then every ``metric/<name>`` and
 ``user_defined/<name>`` of the result (from ``customized``), then ``tag`` and ``remark``.
 pandas is imported only when ``lineage_table`` is called; ``flatten_result`` (used by the
-CLI's csv output) needs no pandas.
+CLI's csv output) needs no pandas. ``flatten_object`` is also the web UI's row.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from trainledger.query.conditions import FIELDS
@@ -17,23 +18,47 @@ from trainledger.query.conditions import FIELDS
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["lineage_table", "flatten_result", "flatten_object"]
+__all__ = ["lineage_table", "flatten_result", "flatten_object", "run_id_of"]
 
 
-def flatten_object(obj: dict[str, Any]) -> dict[str, Any]:
-    """One result object as a flat row."""
-    row: dict[str, Any] = {"summary_dir": obj.get("summary_dir")}
-    model = obj.get("model_lineage")
-    if model is not None:
-        for key, value in model.items():
-            if key in ("metric", "user_defined"):
-                for name, item in (value or {}).items():
-                    row[f"{key}/{name}"] = item
-            else:
-                row[key] = value
+def run_id_of(summary_dir: str) -> str:
+    """``"./run1"`` (a result's relative summary_dir) -> ``"run1"`` (the web UI's run id)."""
+    return summary_dir[2:] if summary_dir.startswith("./") else summary_dir
+
+
+def flatten_object(obj: Mapping[str, Any], *, scalar_cells: bool = False) -> dict[str, Any]:
+    """One result object as a flat row, named as search conditions name fields.
+
+    ``model_lineage``'s ``metric`` and ``user_defined`` become ``metric/<k>`` and
+    ``user_defined/<k>``, any other nested mapping (the web UI's ``run`` extension fields)
+    ``<name>/<k>``; ``added_info`` becomes ``tag`` and ``remark`` (None when absent).
+    ``scalar_cells=True`` is the web UI's table, chart and CSV row: it starts with ``run_id``,
+    leaves out lists and nested mappings (a cell holds one value) and shows a missing
+    annotation as tag 0 and remark "".
+    """
+    summary_dir = obj.get("summary_dir")
+    row: dict[str, Any] = {"run_id": run_id_of(str(summary_dir or ""))} if scalar_cells else {}
+    row["summary_dir"] = summary_dir
+    for key, value in (obj.get("model_lineage") or {}).items():
+        if isinstance(value, Mapping):
+            prefix = f"{key}/"
+            for sub, subvalue in value.items():
+                if not (scalar_cells and isinstance(subvalue, (Mapping, list))):
+                    row[prefix + str(sub)] = subvalue
+        elif not (scalar_cells and isinstance(value, list)):
+            row[key] = value
+    extra = obj.get("run")
+    if isinstance(extra, Mapping):
+        for sub, subvalue in extra.items():
+            if not isinstance(subvalue, (Mapping, list)):
+                row.setdefault(f"run/{sub}", subvalue)
     added = obj.get("added_info") or {}
-    row["tag"] = added.get("tag")
-    row["remark"] = added.get("remark")
+    if scalar_cells:
+        row["tag"] = added.get("tag", 0) or 0
+        row["remark"] = added.get("remark", "") or ""
+    else:
+        row["tag"] = added.get("tag")
+        row["remark"] = added.get("remark")
     return row
 
 
@@ -58,7 +83,7 @@ def lineage_table(
     """``filter_summary_lineage(...)`` as a DataFrame (one row per run, flattened columns)."""
     import pandas as pd
 
-    from trainledger.query.api import filter_summary_lineage
+    from trainledger.query.lineage_api import filter_summary_lineage
 
     result = filter_summary_lineage(summary_base_dir, search_condition, max_depth=max_depth)
     columns, rows = flatten_result(result)

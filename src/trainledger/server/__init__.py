@@ -8,7 +8,7 @@ from trainledger.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "create_app": "trainledger.server.app",
-    "EngineStore": "trainledger.server.store",
+    "EngineStore": "trainledger.server.run_store",
 }
 
 __all__ = [
@@ -20,4 +20,4 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.server.app import create_app
-    from trainledger.server.store import EngineStore
+    from trainledger.server.run_store import EngineStore

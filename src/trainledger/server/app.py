@@ -24,8 +24,8 @@ from trainledger.errors import (
     LineageParamSummaryPathError,
 )
 from trainledger.server.routes import meta, runs, scalars
+from trainledger.server.run_store import RunStore
 from trainledger.server.security import RunNotFound, token_middleware
-from trainledger.server.store import RunStore
 from trainledger.version import __version__
 
 STATIC_DIR = Path(__file__).with_name("static")
@@ -57,7 +57,7 @@ def create_app(
     if token is not None and (not isinstance(token, str) or not token):
         raise ValueError(f"token expected a non-empty str or None, received: {token!r}")
     if store is None:
-        from trainledger.server.store import EngineStore
+        from trainledger.server.run_store import EngineStore
 
         store = EngineStore(base_path)
     chosen: RunStore = store

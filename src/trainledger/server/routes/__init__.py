@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from trainledger.server.store import RunStore
+from trainledger.server.run_store import RunStore
 
 
 def get_store(request: Request) -> RunStore:

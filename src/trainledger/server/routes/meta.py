@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Request
 
 from trainledger.server import schemas
 from trainledger.server.routes import get_store
-from trainledger.server.store import RunStore
+from trainledger.server.run_store import RunStore
 from trainledger.version import __version__
 
 router = APIRouter(prefix="/api/v1", tags=["meta"])

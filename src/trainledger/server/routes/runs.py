@@ -7,18 +7,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, Query
 from fastapi.responses import Response
 
+from trainledger.query import flatten_object, run_id_of
 from trainledger.server import schemas
-from trainledger.server.conditions import merge_conditions
+from trainledger.server.columns import STANDARD_FIELDS, column_group, columns_of, to_csv
+from trainledger.server.condition_merge import merge_conditions
 from trainledger.server.routes import get_store
-from trainledger.server.rows import (
-    STANDARD_FIELDS,
-    column_group,
-    columns_of,
-    flatten,
-    run_id_of,
-    to_csv,
-)
-from trainledger.server.store import RunStore
+from trainledger.server.run_store import RunStore
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])
 
@@ -81,7 +75,7 @@ def search_runs(
 )
 def run_points(store: StoreDep, request: schemas.PointsRequest) -> dict[str, Any]:
     result = combined_search(store, _unpaged(request.condition), request.where)
-    rows = [flatten(obj) for obj in result["object"][: request.max_runs]]
+    rows = [flatten_object(obj, scalar_cells=True) for obj in result["object"][: request.max_runs]]
     return {
         "run_ids": [row["run_id"] for row in rows],
         "columns": {name: [row.get(name) for row in rows] for name in request.columns},
@@ -131,7 +125,7 @@ def export_csv(
     objects = result["object"]
     if objects and "run" not in objects[0]:  # large results come without them: add them here
         objects = [{**obj, "run": store.run_info(obj["run_id"])} for obj in objects]
-    rows = [flatten(obj) for obj in objects]
+    rows = [flatten_object(obj, scalar_cells=True) for obj in objects]
     names = columns or ["run_id", *columns_of(rows, result.get("customized", {})), "tag", "remark"]
     return Response(
         to_csv(rows, names),

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query
 from trainledger.server import schemas
 from trainledger.server.downsample import json_number, keep_indices
 from trainledger.server.routes import get_store
-from trainledger.server.store import RunStore
+from trainledger.server.run_store import RunStore
 
 router = APIRouter(prefix="/api/v1/scalars", tags=["scalars"])
 

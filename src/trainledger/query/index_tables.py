@@ -15,7 +15,7 @@ from typing import Any
 from trainledger.query import semantics
 from trainledger.query.conditions import FIELDS
 from trainledger.query.discovery import DirListing, RunFiles
-from trainledger.query.records import graph_hash
+from trainledger.query.flat_record import graph_hash
 
 _VALUE_COLUMNS = [f for f in FIELDS if f != "summary_dir"]
 _INSERT_RUN = (

@@ -1,8 +1,7 @@
-"""Flat rows out of lineage objects, for the table, the chart and CSV export.
+"""The web UI's columns: their order, the column chooser's groups, and CSV export.
 
-The query engine answers with MindInsight's nested objects (``model_lineage.metric.Accuracy``);
-a table, a parallel-coordinates axis and a CSV column each want one flat name per value. The
-names are the ones search conditions use (``metric/Accuracy``, ``user_defined/team``), so a
+Rows come from ``trainledger.query.flatten_object(obj, scalar_cells=True)``: one flat name per
+value, the names search conditions use (``metric/Accuracy``, ``user_defined/team``), so a
 column can be sorted and filtered by the name it is shown under.
 """
 
@@ -33,41 +32,6 @@ RUN_FIELDS: tuple[str, ...] = (
     "run/hostname",
     "run/git_commit",
 )
-NESTED_PREFIXES = {"metric": "metric/", "user_defined": "user_defined/"}
-
-
-def run_id_of(summary_dir: str) -> str:
-    """``"./run1"`` (the engine's relative summary_dir) -> ``"run1"`` (the id in URLs)."""
-    return summary_dir[2:] if summary_dir.startswith("./") else summary_dir
-
-
-def flatten(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """One lineage object -> ``{column: scalar}``.
-
-    ``metric`` and ``user_defined`` become ``metric/<k>`` and ``user_defined/<k>``; any other
-    nested mapping (our ``run`` extension fields) becomes ``<name>/<k>``; annotations from
-    ``added_info`` become ``tag`` and ``remark``.
-    """
-    row: dict[str, Any] = {"run_id": run_id_of(str(obj.get("summary_dir", "")))}
-    row["summary_dir"] = obj.get("summary_dir")
-    lineage = obj.get("model_lineage") or {}
-    for key, value in lineage.items():
-        if isinstance(value, Mapping):
-            prefix = NESTED_PREFIXES.get(key, f"{key}/")
-            for sub, subvalue in value.items():
-                if not isinstance(subvalue, (Mapping, list)):
-                    row[prefix + str(sub)] = subvalue
-        elif not isinstance(value, list):
-            row[key] = value
-    extra = obj.get("run")
-    if isinstance(extra, Mapping):
-        for sub, subvalue in extra.items():
-            if not isinstance(subvalue, (Mapping, list)):
-                row.setdefault(f"run/{sub}", subvalue)
-    added = obj.get("added_info") or {}
-    row["tag"] = added.get("tag", 0) or 0
-    row["remark"] = added.get("remark", "") or ""
-    return row
 
 
 def column_group(name: str) -> str:

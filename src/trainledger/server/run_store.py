@@ -7,7 +7,6 @@ small fake and keeps every filesystem access behind :func:`security.resolve_run`
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import threading
@@ -19,9 +18,18 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from trainledger.server.rows import RUN_FIELDS, run_id_of
+from trainledger.lineage import lineage_files, read_lineage
+from trainledger.query import (
+    QueryService,
+    get_summary_lineage,
+    lineage_types,
+    parse_where,
+    run_id_of,
+)
+from trainledger.server.columns import RUN_FIELDS
 from trainledger.server.security import RunNotFound, check_run_id, resolve_run
 from trainledger.storage import is_temp_name, parse_checkpoint_name
+from trainledger.summary import RunReader
 
 ScalarSeries = tuple[np.ndarray, np.ndarray, np.ndarray]  # steps, wall_times, values
 
@@ -77,6 +85,12 @@ class RunStore(Protocol):
         """Release files and connections."""
 
 
+def _parts(condition: Mapping[str, Any]) -> list[str]:
+    """Which parts the objects of a result carry (only validated conditions get here)."""
+    spec = condition.get("lineage_type")
+    return lineage_types({"lineage_type": spec} if isinstance(spec, dict) else {})
+
+
 def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
     """Checkpoint files under a run directory (a few levels deep, links not followed).
 
@@ -119,20 +133,10 @@ def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
     return found
 
 
-def _parts(condition: Mapping[str, Any]) -> list[str]:
-    """Which parts the objects of a result carry (only validated conditions get here)."""
-    from trainledger.query import lineage_types
-
-    spec = condition.get("lineage_type")
-    return lineage_types({"lineage_type": spec} if isinstance(spec, dict) else {})
-
-
 class _RunScalars:
     """Scalars of one run, grown incrementally by a summary ``RunReader``."""
 
     def __init__(self, run_dir: Path) -> None:
-        from trainledger.summary import RunReader
-
         self.reader = RunReader(run_dir)
         self.series: dict[str, ScalarSeries] = {}
         self.read_at = -math.inf
@@ -157,27 +161,20 @@ class _RunScalars:
 class _KnownRuns:
     """``run_id in known``: asks the index (one SQL lookup), never the filesystem."""
 
-    def __init__(self, store: EngineStore) -> None:
-        self.store = store
+    def __init__(self, service: QueryService) -> None:
+        self.service = service
 
     def __contains__(self, run_id: object) -> bool:
-        return isinstance(run_id, str) and self.store.is_known(run_id)
+        return isinstance(run_id, str) and self.service.is_known(f"./{run_id}")
 
 
 class EngineStore:
-    """The real store: the query engine's ``LineageIndex`` plus the lineage and summary readers.
+    """The real store: the query package's ``QueryService`` (index, re-scans, data versions,
+    result cache) plus the lineage, checkpoint-file and summary reads of single runs.
 
-    Why two index objects: the index's re-scan (a stat of every run directory, about 0.2 s
-    for 10,000 runs, more on a busy machine) holds its index object while it works. Queries
-    go through a second object on the same SQLite file (WAL: readers never wait for the
-    writer), and re-scans run in a background thread at most every ``rescan_interval``
-    seconds when the page polls ``stamp()`` (in the poll's own thread; other requests start
-    one in the background only when the data is older than ``stale_after``), so a burst of
-    sorting and paging costs SQL only. At start-up, an index left on disk by an earlier
-    run answers the first page at once while the re-scan catches up (the page's poll then
-    shows what changed); only a base without an index waits for the first build. Answers
-    are cached per data version, so paging back and forth is a dictionary lookup.
-    ``background_rescan=False`` (tests) scans inside the request instead.
+    The options are ``QueryService``'s (``max_depth``, ``rescan_interval``, ``stale_after``,
+    ``background_rescan``); scalars are re-read at most every ``scalar_interval`` seconds per
+    run, for the ``max_cached_runs`` runs read last.
     """
 
     def __init__(
@@ -191,112 +188,35 @@ class EngineStore:
         scalar_interval: float = 0.5,
         max_cached_runs: int = 64,
     ) -> None:
-        from trainledger.query import LineageIndex
-
         self.base = base
-        self.max_depth = max_depth
-        self.rescan_interval = rescan_interval
-        self.stale_after = max(stale_after, rescan_interval)
-        self.background_rescan = background_rescan
         self.scalar_interval = scalar_interval
         self.max_cached_runs = max_cached_runs
-        self._index = LineageIndex(base, max_depth=max_depth)  # re-scans only
-        self._reader = LineageIndex(base, max_depth=max_depth)  # queries and annotations
+        self.service = QueryService(
+            base,
+            max_depth=max_depth,
+            rescan_interval=rescan_interval,
+            stale_after=stale_after,
+            background_rescan=background_rescan,
+            finish=self._finish,
+        )
+        self._known = _KnownRuns(self.service)
         self._lock = threading.RLock()  # guards the caches below
-        self._scan_lock = threading.Lock()  # one scan at a time
-        self._scanned = threading.Event()
-        self._checked_at = -math.inf
-        self._annotations_mtime: int | None = None
-        self._version = 0
-        self._results: OrderedDict[tuple[int, str], dict[str, Any]] = OrderedDict()
-        self._known: dict[str, bool] = {}
         self._run_infos: dict[str, tuple[Any, dict[str, Any]]] = {}
         self._scalars: OrderedDict[str, _RunScalars] = OrderedDict()
 
-    # -- scanning ---------------------------------------------------------------------------
-
-    def _annotations_file_mtime(self) -> int | None:
-        try:
-            return os.stat(os.path.join(self._index.directory, "annotations.json")).st_mtime_ns
-        except OSError:
-            return None
-
-    def _ensure_scanned(self, max_age: float) -> None:
-        if not self._scanned.is_set():
-            with self._scan_lock:
-                if not self._scanned.is_set():
-                    stale_ok = (
-                        self.background_rescan
-                        and self._reader.query({"offset": 0, "limit": 1}, refresh=False)["count"]
-                        > 0
-                    )
-                    if not stale_ok:
-                        self._index.refresh()
-                        self._checked_at = time.monotonic()
-                    self._annotations_mtime = self._annotations_file_mtime()
-                    self._bump()
-                    self._scanned.set()
-        if time.monotonic() - self._checked_at < max_age:
-            return
-        if not self.background_rescan:
-            self._check()
-        elif not self._scan_lock.locked():
-            threading.Thread(target=self._check, name="trainledger-ui-scan", daemon=True).start()
-
-    def _check(self, wait: bool = False) -> None:
-        """Re-scan BASE (the index re-parses only new or changed runs)."""
-        if not self._scan_lock.acquire(blocking=wait or not self.background_rescan):
-            return
-        try:
-            if time.monotonic() - self._checked_at < self.rescan_interval:
-                return
-            stats = self._index.refresh()
-            mtime = self._annotations_file_mtime()
-            changed = bool(stats.parsed or stats.removed) or mtime != self._annotations_mtime
-            self._annotations_mtime = mtime
-            self._checked_at = time.monotonic()
-            if changed:
-                self._bump()
-        finally:
-            self._scan_lock.release()
-
-    def _bump(self) -> None:
-        with self._lock:
-            self._version += 1
-            self._results.clear()
-            self._known.clear()
-
     def stamp(self) -> dict[str, Any]:
         """Re-scans in the caller's thread: the page's poll may wait; its table requests not."""
-        self._ensure_scanned(self.stale_after)
-        if time.monotonic() - self._checked_at >= self.rescan_interval:
-            self._check(wait=True)
-        count = self.search({"offset": 0, "limit": 1})["count"]
-        return {"stamp": f"{self._version}-{count}", "count": count}
-
-    def is_known(self, run_id: str) -> bool:
-        """Whether the index holds a run with this id (a SQL lookup, cached per version)."""
-        self._ensure_scanned(self.stale_after)
-        with self._lock:
-            hit = self._known.get(run_id)
-        if hit is None:
-            cond = {"summary_dir": {"eq": f"./{run_id}"}, "offset": 0, "limit": 1}
-            hit = self._reader.query(cond, refresh=False)["count"] == 1
-            with self._lock:
-                self._known[run_id] = hit
-        return hit
+        version, count = self.service.stamp()
+        return {"stamp": f"{version}-{count}", "count": count}
 
     # -- lineage ----------------------------------------------------------------------------
 
     def search(self, condition: Mapping[str, Any] | None) -> dict[str, Any]:
-        self._ensure_scanned(self.stale_after)
-        key = (self._version, json.dumps(condition, sort_keys=True, default=repr))
-        with self._lock:
-            hit = self._results.get(key)
-            if hit is not None:
-                self._results.move_to_end(key)
-                return hit
-        result = self._reader.query(None if condition is None else dict(condition), refresh=False)
+        return self.service.search(condition)
+
+    def _finish(self, result: dict[str, Any], condition: Mapping[str, Any] | None) -> None:
+        """Each object gets its ``run_id``; a page of objects with model lineage also gets
+        its ``run`` info (never a whole result: that would read every run's lineage)."""
         for obj in result["object"]:
             obj["run_id"] = run_id_of(str(obj.get("summary_dir", "")))
         if len(result["object"]) <= _RUN_INFO_MAX and (
@@ -304,12 +224,6 @@ class EngineStore:
         ):
             for obj in result["object"]:
                 obj["run"] = self.run_info(obj["run_id"])
-        with self._lock:
-            if key[0] == self._version:
-                self._results[key] = result
-                while len(self._results) > 256:
-                    self._results.popitem(last=False)
-        return result
 
     def run_info(self, run_id: str) -> dict[str, Any]:
         """The ``run`` extension fields the table shows (status, times, host, commit).
@@ -317,8 +231,6 @@ class EngineStore:
         The index does not hold them, so they come from the lineage file, re-read only when
         its size or mtime changed; done for a page of runs only, never for a whole result.
         """
-        from trainledger.lineage import lineage_files, read_lineage
-
         try:
             path = resolve_run(self.base, run_id, {run_id})
             key = tuple((f.name, f.size, f.mtime) for f in lineage_files(path))
@@ -338,16 +250,14 @@ class EngineStore:
         return info
 
     def _path(self, run_id: str) -> Path:
-        return resolve_run(self.base, run_id, _KnownRuns(self))
+        return resolve_run(self.base, run_id, self._known)
 
     def run_detail(self, run_id: str) -> dict[str, Any]:
-        from trainledger.query import get_summary_lineage
-
         path = self._path(run_id)
         run_id = check_run_id(run_id)
         lineage = get_summary_lineage(str(path))
         lineage.pop("summary_dir", None)  # an absolute path: the page needs none
-        annotation = self._reader.get_annotations().get(f"./{run_id}", {})
+        annotation = self.service.annotation(f"./{run_id}")
         return {
             "run_id": run_id,
             "summary_dir": f"./{run_id}",
@@ -359,8 +269,6 @@ class EngineStore:
     def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
         """Files under the run directory, plus checkpoints the lineage lists elsewhere (from
         the record only: nothing outside BASE is opened)."""
-        from trainledger.lineage import read_lineage
-
         path = self._path(run_id)
         found = list_checkpoints(path)
         on_disk = {str(path / c["name"]) for c in found}
@@ -384,21 +292,12 @@ class EngineStore:
     def annotate(
         self, run_id: str, *, tag: int | None = None, remark: str | None = None
     ) -> dict[str, Any]:
-        from trainledger.query import UNSET
-
         self._path(run_id)
         run_id = check_run_id(run_id)
-        entry = self._reader.set_annotation(
-            f"./{run_id}",
-            tag=UNSET if tag is None else (tag or None),
-            remark=UNSET if remark is None else (remark or None),
-        )
-        self._bump()
+        entry = self.service.annotate(f"./{run_id}", tag=tag, remark=remark)
         return {"run_id": run_id, "tag": entry.get("tag", 0), "remark": entry.get("remark", "")}
 
     def compile_where(self, expressions: Sequence[str]) -> dict[str, Any]:
-        from trainledger.query import parse_where
-
         return parse_where(list(expressions))
 
     # -- scalars ----------------------------------------------------------------------------
@@ -427,10 +326,4 @@ class EngineStore:
         return series
 
     def close(self) -> None:
-        locked = self._scan_lock.acquire(timeout=30)  # let a background re-scan finish
-        try:
-            self._index.close()
-            self._reader.close()
-        finally:
-            if locked:
-                self._scan_lock.release()
+        self.service.close()

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-# Keys of a search condition that are not field filters.
-CONTROL_KEYS = frozenset({"sorted_name", "sorted_type", "offset", "limit", "lineage_type"})
+from trainledger.query import CONTROL_KEYS
 
 
 def _fold(op: str, old: Any, new: Any) -> Any:
