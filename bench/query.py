@@ -46,7 +46,12 @@ from trainledger.lineage.records import (
 from trainledger.query.conditions import validate_condition
 from trainledger.query.index import LineageIndex
 from trainledger.query.semantics import evaluate
-from trainledger.storage import frame, lineage_file_name
+
+try:
+    from trainledger.storage import frame, lineage_file_name
+except ImportError:  # the code before the storage/ refactor (A/B runs against it)
+    from trainledger.lineage.naming import lineage_file_name  # type: ignore[no-redef]
+    from trainledger.summary.framing import frame  # type: ignore[no-redef]
 
 QUERIES: dict[str, dict[str, Any] | None] = {
     "filter": {

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2 as httpx  # the dev extra's HTTP client (httpx's API)
 import uvicorn
 
 from trainledger.lineage.records import (
@@ -40,8 +40,13 @@ from trainledger.lineage.records import (
     user_defined_event,
 )
 from trainledger.server.app import create_app
-from trainledger.server.run_store import EngineStore
-from trainledger.storage import frame
+
+try:
+    from trainledger.server.run_store import EngineStore
+    from trainledger.storage import frame
+except ImportError:  # the code before the storage/ and query-service refactors (A/B runs)
+    from trainledger.server.store import EngineStore  # type: ignore[no-redef]
+    from trainledger.summary.framing import frame  # type: ignore[no-redef]
 
 OPTIMIZERS = ("Adam", "SGD", "Momentum", "AdamW")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.query.runs import write_run
+from tests.runs import write_run
 from trainledger import filter_summary_lineage as exported_filter
 from trainledger import get_summary_lineage as exported_get
 from trainledger.errors import (

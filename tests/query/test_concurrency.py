@@ -16,7 +16,7 @@ RUNS_PER_WRITER = 20
 
 def _writer(base: str, wid: int, errors: mp.Queue) -> None:
     try:
-        from tests.query.runs import write_run
+        from tests.runs import write_run
 
         for i in range(RUNS_PER_WRITER):
             write_run(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.query.runs import write_run
+from tests.runs import write_run
 from trainledger.errors import LineageParamSummaryPathError
 from trainledger.query.discovery import discover, resolve_summary_dir
 from trainledger.query.lineage_api import filter_summary_lineage

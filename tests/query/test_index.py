@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.query.runs import write_run
+from tests.runs import write_run
 from trainledger.errors import LineageParamValueError
 from trainledger.query import database
 from trainledger.query.index import LineageIndex

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.runs import make_base
+from tests.runs import make_base
 from trainledger.server.app import create_app
 from trainledger.server.run_store import EngineStore
 

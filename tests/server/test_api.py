@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.runs import sample_run
 from tests.server.conftest import client_for
-from tests.server.runs import write_run
 
 
 def ids(response) -> list[str]:  # type: ignore[no-untyped-def]
@@ -177,7 +177,7 @@ def test_datasets_group_runs_by_mark(client) -> None:  # type: ignore[no-untyped
 def test_status_counts_runs_and_new_runs_change_the_stamp(client, base: Path) -> None:  # type: ignore[no-untyped-def]
     first = client.get("/api/v1/status").json()
     assert first["count"] == 6 and first["base"] == "runs" and not first["token_required"]
-    write_run(base, "run99", 9)
+    sample_run(base, "run99", 9)
     second = client.get("/api/v1/status").json()
     assert second["count"] == 7 and second["stamp"] != first["stamp"]
     assert "run99" in ids(client.post("/api/v1/runs", json={}))
@@ -260,7 +260,7 @@ def test_where_compiles_to_a_condition(client) -> None:  # type: ignore[no-untyp
 
 
 def test_objects_carry_run_extension_fields(client, base: Path) -> None:  # type: ignore[no-untyped-def]
-    write_run(base, "crashed", 8, status="failed")
+    sample_run(base, "crashed", 8, status="failed")
     r = client.post("/api/v1/runs", json={"sorted_name": "summary_dir", "limit": 10, "offset": 0})
     runs = {obj["run_id"]: obj["run"] for obj in r.json()["object"]}
     assert runs["crashed"]["status"] == "failed" and runs["run00"]["status"] == "finished"

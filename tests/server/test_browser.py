@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.server.runs import make_base, write_run
+from tests.runs import make_base, sample_run
 
 pytestmark = pytest.mark.browser
 
@@ -271,7 +271,7 @@ def test_new_runs_appear_without_a_reload(browser: Any, tmp_path: Path) -> None:
         page.set_default_timeout(WAIT_MS)
         open_view(page, server.url, "lineage")
         wait_rows(page, 2)
-        write_run(base, "run_new", 5)
+        sample_run(base, "run_new", 5)
         wait_rows(page, 3)  # the page polls the status every few seconds
         assert "run_new" in table_runs(page)
         assert page.locator("#run-count").inner_text() == "3"

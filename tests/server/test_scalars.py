@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.runs import sample_run, write_scalars
 from tests.server.conftest import client_for
-from tests.server.runs import write_run, write_scalars
 
 
 def test_tags_of_runs(client) -> None:  # type: ignore[no-untyped-def]
@@ -44,7 +44,7 @@ def test_series_for_runs_by_tags(client) -> None:  # type: ignore[no-untyped-def
 
 def test_series_are_downsampled_keeping_extremes(tmp_path: Path) -> None:
     base = tmp_path / "base"
-    run = write_run(base, "long", 0, scalars=0)
+    run = sample_run(base, "long", 0, scalars=0)
     write_scalars(run, 0, 3000)
     with client_for(base) as c:
         body = c.post(

@@ -9,8 +9,8 @@ import pytest
 
 import trainledger.lineage
 import trainledger.query
+from tests.runs import sample_run
 from tests.server.conftest import client_for
-from tests.server.runs import write_run
 from trainledger.lineage import reader as lineage_reader
 from trainledger.query import lineage_api
 from trainledger.server import run_store as store_module
@@ -42,8 +42,8 @@ def guarded(tmp_path: Path) -> dict[str, Any]:
     every function that could read a run's files."""
     base = tmp_path / "base"
     for i in range(2):
-        write_run(base, f"run{i:02d}", i, scalars=5)
-    outside = write_run(tmp_path, "outside", 7, scalars=5)
+        sample_run(base, f"run{i:02d}", i, scalars=5)
+    outside = sample_run(tmp_path, "outside", 7, scalars=5)
     (base / "link_out").symlink_to(outside, target_is_directory=True)
     return {"base": base, "outside": outside}
 
@@ -116,7 +116,7 @@ def test_symlink_out_of_base_is_not_a_run(guarded) -> None:  # type: ignore[no-u
 
 def test_symlink_inside_base_resolves(tmp_path: Path) -> None:
     base = tmp_path / "base"
-    write_run(base / "real", "a", 0)
+    sample_run(base / "real", "a", 0)
     (base / "alias").symlink_to(base / "real" / "a", target_is_directory=True)
     with client_for(base) as c:
         assert c.get("/api/v1/runs/alias").status_code == 200
@@ -124,7 +124,7 @@ def test_symlink_inside_base_resolves(tmp_path: Path) -> None:
 
 def test_nested_run_ids_with_slashes(tmp_path: Path) -> None:
     base = tmp_path / "base"
-    write_run(base / "group", "inner", 0)
+    sample_run(base / "group", "inner", 0)
     with client_for(base, max_depth=2) as c:
         listed = [o["run_id"] for o in c.post("/api/v1/runs", json={}).json()["object"]]
         assert listed == ["group/inner"]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.server.runs import make_base, write_run
+from tests.runs import make_base, sample_run
 from trainledger.server import run_store
 from trainledger.server.run_store import EngineStore
 
@@ -29,7 +29,7 @@ def test_index_on_disk_answers_first_then_background_rescan_catches_up(tmp_path:
     first = EngineStore(base)
     assert first.search(None)["count"] == 3  # no index yet: the first search builds it
     first.close()
-    write_run(base, "late", 7)
+    sample_run(base, "late", 7)
     store = EngineStore(base, rescan_interval=0.05)
     release = threading.Event()
     real_refresh = store.service._index.refresh
@@ -54,7 +54,7 @@ def test_without_background_every_request_sees_new_runs(tmp_path: Path) -> None:
     store = EngineStore(base, rescan_interval=0.0, stale_after=0.0, background_rescan=False)
     try:
         assert store.stamp()["count"] == 2
-        write_run(base, "new", 3)
+        sample_run(base, "new", 3)
         assert store.stamp()["count"] == 3
         assert store.service.is_known("./new") and not store.service.is_known("./absent")
     finally:

@@ -2,7 +2,8 @@
 
 Thin layers over ``trainledger.query``: ``--where`` compiles through ``parse_where`` (the
 same compiler the web UI's filter box uses). ``render_table(result, console)`` draws a filter
-result as a rich table and is reused by ``trainledger demo``. No torch is imported.
+result as a rich table and is reused by ``trainledger demo``. No torch is imported; rich and
+the query engine are imported inside the commands, so ``trainledger --help`` starts fast.
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ def render_table(result: dict[str, Any], console: Any = None, *, title: str | No
 
 
 def _csv(result: dict[str, Any]) -> str:
+    """The CLI's csv: ``flatten_result``'s columns, floats exact (repr), None empty."""
     from trainledger.query import flatten_result
 
     columns, rows = flatten_result(result)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import threading
+import webbrowser
+from pathlib import Path
 from typing import Any
 
 import click
@@ -55,7 +57,7 @@ def ui(
     base: str, host: str, port: int, token: str | None, open_browser: bool, max_depth: int
 ) -> None:
     """Browse, compare and export the runs under BASE in a web browser."""
-    try:
+    try:  # the [ui] extra: imported here so the rest of the CLI works without it
         import uvicorn
 
         from trainledger.server import EngineStore, create_app
@@ -63,8 +65,6 @@ def ui(
         raise click.ClickException(
             f"the web UI needs the [ui] extra: pip install 'trainledger[ui]' ({exc})"
         ) from exc
-    from pathlib import Path
-
     if token == "":
         raise click.BadParameter("expected a non-empty token", param_hint="--token")
     if not is_loopback(host) and token is None:
@@ -78,8 +78,6 @@ def ui(
     url = ui_url(host, port, token)
     click.echo(f"trainledger ui: serving {base} at {url}  (Ctrl+C to stop)")
     if open_browser:
-        import webbrowser
-
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
     config: dict[str, Any] = {"host": host, "port": port, "log_level": "warning"}
     uvicorn.run(app, **config)

@@ -256,6 +256,21 @@ class Scanner:
             listing.settled.append(files)
         return files
 
+    def _unchanged(self) -> bool:
+        """The fast path: when every directory of the last scan was settled, one stat per
+        directory (same mtimes) proves nothing changed."""
+        stable = self._stable
+        if stable is None:
+            return False
+        os_stat = os.stat
+        try:
+            for path, mtime_ns in stable:
+                if os_stat(path).st_mtime_ns != mtime_ns:
+                    return False
+        except OSError:
+            return False
+        return True
+
     def scan(self) -> list[RunFiles]:
         """Run directories (directories holding lineage files) under the base.
 
@@ -263,18 +278,9 @@ class Scanner:
         ``max_depth``. Symlinked directories are followed only if they resolve inside the
         base; each real directory is reported once. The index directory is skipped.
         """
-        stable = self._stable
-        if stable is not None:  # fast path: one stat per directory, nothing else
-            os_stat = os.stat
-            try:
-                for path, mtime_ns in stable:
-                    if os_stat(path).st_mtime_ns != mtime_ns:
-                        break
-                else:
-                    self.changed = {}
-                    return self._last
-            except OSError:
-                pass
+        if self._unchanged():
+            self.changed = {}
+            return self._last
         cache: dict[str, DirListing] = {}
         changed: dict[str, DirListing | None] = {}
         stable_now: list[tuple[str, int]] | None = []

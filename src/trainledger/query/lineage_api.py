@@ -21,7 +21,7 @@ from trainledger.errors import (
     LineageParamValueError,
     LineageQuerySummaryDataError,
 )
-from trainledger.lineage import SUMMARY_KEYS
+from trainledger.lineage import SUMMARY_KEYS, read_lineage
 from trainledger.query.discovery import validate_base, validate_run_dir
 from trainledger.query.index import LineageIndex
 
@@ -74,8 +74,6 @@ def get_summary_lineage(
     """
     wanted = _check_keys(keys)
     real = validate_run_dir(summary_dir)
-    from trainledger.lineage import read_lineage
-
     try:
         lineage = read_lineage(real)
     except OSError as exc:

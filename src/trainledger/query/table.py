@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from trainledger.query.conditions import FIELDS
+from trainledger.query.lineage_api import filter_summary_lineage
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -81,9 +82,7 @@ def lineage_table(
     max_depth: int = 1,
 ) -> pd.DataFrame:
     """``filter_summary_lineage(...)`` as a DataFrame (one row per run, flattened columns)."""
-    import pandas as pd
-
-    from trainledger.query.lineage_api import filter_summary_lineage
+    import pandas as pd  # an optional dependency: imported only when a table is asked for
 
     result = filter_summary_lineage(summary_base_dir, search_condition, max_depth=max_depth)
     columns, rows = flatten_result(result)

@@ -24,7 +24,7 @@ from trainledger.errors import (
     LineageParamSummaryPathError,
 )
 from trainledger.server.routes import meta, runs, scalars
-from trainledger.server.run_store import RunStore
+from trainledger.server.run_store import EngineStore, RunStore
 from trainledger.server.security import RunNotFound, token_middleware
 from trainledger.version import __version__
 
@@ -57,8 +57,6 @@ def create_app(
     if token is not None and (not isinstance(token, str) or not token):
         raise ValueError(f"token expected a non-empty str or None, received: {token!r}")
     if store is None:
-        from trainledger.server.run_store import EngineStore
-
         store = EngineStore(base_path)
     chosen: RunStore = store
 
