@@ -1,8 +1,10 @@
 """The server's one door to the data: runs, lineage, annotations, checkpoints, scalars.
 
-Routes talk only to a :class:`RunStore`; this module is the only place that knows the query
-engine, the lineage reader and the summary reader. That keeps the routes testable with a
-small fake and keeps every filesystem access behind :func:`security.resolve_run`.
+Routes talk only to a :class:`RunStore`. The real one, :class:`EngineStore`, asks the query
+package's ``QueryService`` for everything over many runs (search, counts, annotations; it owns
+the re-scans and the caches) and reads single runs itself (lineage, checkpoint files,
+scalars), always through :func:`security.resolve_run`. That keeps the routes testable with a
+small fake and every filesystem access inside BASE.
 """
 
 from __future__ import annotations
