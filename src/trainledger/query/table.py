@@ -40,13 +40,14 @@ def flatten_object(obj: Mapping[str, Any], *, scalar_cells: bool = False) -> dic
     summary_dir = obj.get("summary_dir")
     row: dict[str, Any] = {"run_id": run_id_of(str(summary_dir or ""))} if scalar_cells else {}
     row["summary_dir"] = summary_dir
+    skipped = (Mapping, list) if scalar_cells else ()  # isinstance(x, ()) is always False
     for key, value in (obj.get("model_lineage") or {}).items():
         if isinstance(value, Mapping):
             prefix = f"{key}/"
             for sub, subvalue in value.items():
-                if not (scalar_cells and isinstance(subvalue, (Mapping, list))):
+                if not isinstance(subvalue, skipped):
                     row[prefix + str(sub)] = subvalue
-        elif not (scalar_cells and isinstance(value, list)):
+        elif not isinstance(value, skipped[1:]):
             row[key] = value
     extra = obj.get("run")
     if isinstance(extra, Mapping):
