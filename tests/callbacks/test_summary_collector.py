@@ -18,6 +18,7 @@ from trainledger.callbacks._summary_options import (
 )
 from trainledger.callbacks.summary_collector import SummaryCollector
 from trainledger.run.callback import CallbackParams, RunContext
+from trainledger.summary.graph import parse_graph_def
 from trainledger.summary.reader import iter_events, read_scalars
 
 
@@ -203,19 +204,17 @@ def test_unparsable_loss_is_skipped_with_a_warning(tmp_path, caplog):
     assert any("no loss" in r.getMessage() for r in caplog.records)
 
 
-def test_graph_is_a_text_summary_written_once(tmp_path):
-    net = tiny_net()
-    drive(SummaryCollector(tmp_path, collect_freq=1), net=net)
-    graphs = [
-        v for e in iter_events(tmp_path) for v in e.summary.value if v.tag == "train_network/auto"
-    ]
-    assert len(graphs) == 1 and graphs[0].tensor.string_val[0].decode() == f"```\n{net}\n```"
-    assert graphs[0].metadata.plugin_data.plugin_name == "text"
+def test_graph_is_a_graphdef_written_once(tmp_path):
+    drive(SummaryCollector(tmp_path, collect_freq=1), net=tiny_net())
+    graphs = [e.graph_def for e in iter_events(tmp_path) if e.HasField("graph_def")]
+    assert len(graphs) == 1
+    names = {node.name for node in parse_graph_def(graphs[0])}
+    assert {"Sequential/Linear[0]/linear", "Sequential/ReLU[1]/relu"} <= names
 
 
 def test_graph_switched_off(tmp_path):
     drive(SummaryCollector(tmp_path, collect_specified_data={"collect_graph": False}))
-    assert "train_network/auto" not in tags_of(tmp_path)
+    assert not any(e.HasField("graph_def") for e in iter_events(tmp_path))
 
 
 def test_input_images_are_collected(tmp_path):

@@ -18,7 +18,7 @@ from trainledger.summary import record as record_mod
 from trainledger.summary import writer as writer_mod
 from trainledger.summary.proto import summary_pb2 as pb
 from trainledger.summary.reader import iter_events, read_scalars
-from trainledger.summary.record import GRAPH_TAG, SummaryRecord
+from trainledger.summary.record import SummaryRecord
 
 Usage = namedtuple("Usage", "total used free")
 
@@ -79,17 +79,29 @@ def test_values_are_snapshotted_when_added(tmp_path):
     assert np.frombuffer(event.summary.value[0].tensor.tensor_content, "<f4").tolist() == [0, 0, 0]
 
 
-def test_network_graph_written_once_as_text(tmp_path):
-    net = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU())
+def test_network_structure_written_once_as_a_graph_tensorboard_reads(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    net = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.BatchNorm1d(3))
     with SummaryRecord(tmp_path, network=net) as rec:
         rec.add_value("scalar", "a", 1.0)
         rec.record(1)
         rec.add_value("scalar", "a", 2.0)
         rec.record(2)
-    graph = [v for e in iter_events(tmp_path) for v in e.summary.value if v.tag == GRAPH_TAG]
-    assert len(graph) == 1
-    assert graph[0].metadata.plugin_data.plugin_name == "text"
-    assert graph[0].tensor.string_val[0].decode() == f"```\n{net}\n```"
+    assert sum(e.HasField("graph_def") for e in iter_events(tmp_path)) == 1
+    acc = EventAccumulator(str(tmp_path))
+    acc.Reload()
+    nodes = {n.name: n for n in acc.Graph().node}
+    weight = nodes["Sequential/Linear[0]/weight"]
+    assert weight.op == "Parameter"
+    assert [d.size for d in weight.attr["_output_shapes"].list.shape[0].dim] == [3, 2]
+    assert nodes["Sequential/BatchNorm1d[1]/running_mean"].op == "Buffer"
+    assert "Sequential/Linear[0]/weight" in nodes["Sequential/Linear[0]/Linear"].input
+
+
+def test_graph_value_must_be_graphdef_bytes(tmp_path):
+    with SummaryRecord(tmp_path) as rec, pytest.raises(TypeError, match="serialised GraphDef"):
+        rec.add_value("graph", "g", "a text")
 
 
 @pytest.mark.parametrize(

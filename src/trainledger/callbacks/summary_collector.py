@@ -12,9 +12,8 @@ lineage is written by the one lineage writer, exactly as those callbacks write i
 Differences from MindSpore, on purpose:
 
 * the learning rate is also a scalar curve (MindSpore only puts it in lineage);
-* ``collect_graph`` writes a text summary of the module tree (``str(network)`` as a Markdown
-  code block, TensorBoard's Text tab): a TensorBoard GraphDef needs a traced example input,
-  which a callback cannot choose safely;
+* ``collect_graph`` writes a TensorBoard GraphDef of the network captured on the first batch
+  (``callbacks/graph_capture.py``; the Graphs tab draws it), not a MindSpore graph;
 * ``collect_landscape`` is accepted and validated, but computing the loss landscape is a later
   issue: nothing is saved for it yet;
 * ``num_process`` is accepted and validated; one background thread writes (the work is I/O);
@@ -59,9 +58,10 @@ from trainledger.callbacks._summary_parts import (
     read_deferred,
     select_parameters,
 )
+from trainledger.callbacks.graph_capture import first_batch_graph
 from trainledger.callbacks.lineage import EvalLineage
 from trainledger.run import Callback, CallbackParams, RunContext
-from trainledger.summary import SummaryRecord, module_tree_text, process_export_options
+from trainledger.summary import SummaryRecord, process_export_options
 
 __all__ = ["SummaryCollector"]
 
@@ -307,9 +307,9 @@ class SummaryCollector(Callback):
         if not self._graph_saved:
             self._graph_saved = True
             if self._specified.get("collect_graph"):
-                network = params.get("network") or params.get("train_network")
-                if network is not None:  # written with the first collection, just below
-                    record.add_value("graph", "train_network/auto", module_tree_text(network))
+                graph = first_batch_graph(params)  # callbacks/graph_capture.py
+                if graph is not None:  # written with the first collection, just below
+                    record.add_value("graph", "train_network/auto", graph)
         if step == self._last_step:
             return  # never twice for the same step
         if self._first_step:

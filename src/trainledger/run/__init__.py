@@ -14,6 +14,9 @@ _EXPORTS: dict[str, str] = {
     "RunContext": "trainledger.run.callback",
     "TRAIN_TO_OLD": "trainledger.run.callback",
     "CallbackManager": "trainledger.run.manager",
+    "call_network": "trainledger.run._batches",
+    "extract_loss": "trainledger.run._batches",
+    "split_batch": "trainledger.run._batches",
     "metrics": "trainledger.run.metrics",
     "Model": "trainledger.run.model",
     "RecModel": "trainledger.run.rec_model",
@@ -23,11 +26,14 @@ __all__ = [
     "Callback",
     "CallbackManager",
     "CallbackParams",
+    "call_network",
+    "extract_loss",
     "HOOKS",
     "metrics",
     "Model",
     "RecModel",
     "RunContext",
+    "split_batch",
     "TRAIN_TO_OLD",
 ]
 
@@ -35,6 +41,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.run import metrics
+    from trainledger.run._batches import call_network, extract_loss, split_batch
     from trainledger.run.callback import HOOKS, TRAIN_TO_OLD, Callback, CallbackParams, RunContext
     from trainledger.run.manager import CallbackManager
     from trainledger.run.model import Model

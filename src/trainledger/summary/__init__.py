@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING
 from trainledger.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
-    "module_tree_text": "trainledger.summary.encoders",
+    "GraphNode": "trainledger.summary.graph",
+    "graph_def_bytes": "trainledger.summary.graph",
+    "module_graph_def": "trainledger.summary.graph",
+    "parse_graph_def": "trainledger.summary.graph",
     "process_export_options": "trainledger.summary.export",
     "RunReader": "trainledger.summary.reader",
     "iter_events": "trainledger.summary.reader",
@@ -22,9 +25,12 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "graph_def_bytes",
+    "GraphNode",
     "iter_events",
     "list_event_files",
-    "module_tree_text",
+    "module_graph_def",
+    "parse_graph_def",
     "process_export_options",
     "read_scalars",
     "RunReader",
@@ -34,7 +40,12 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from trainledger.summary.encoders import module_tree_text
     from trainledger.summary.export import process_export_options
+    from trainledger.summary.graph import (
+        GraphNode,
+        graph_def_bytes,
+        module_graph_def,
+        parse_graph_def,
+    )
     from trainledger.summary.reader import RunReader, iter_events, list_event_files, read_scalars
     from trainledger.summary.record import SummaryRecord

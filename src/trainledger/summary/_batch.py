@@ -30,7 +30,6 @@ _ENCODERS: dict[str, Callable[..., Any]] = {
     "histogram": lambda tag, arr, bins: encoders.histogram(tag, arr, bins),
     "tensor": lambda tag, arr, bins: encoders.tensor(tag, arr),
     "text": lambda tag, text, bins: encoders.text(tag, text),
-    "graph": lambda tag, text, bins: encoders.text(tag, text),
 }
 
 
@@ -74,12 +73,18 @@ def encode_entries(entries: list[Entry], bins: int, export_dir: Path | None) -> 
             continue
         protos = []
         for plugin, tag, value in values:
+            if plugin == "graph":  # a serialised GraphDef: an event of its own, as TensorBoard's
+                out.append(
+                    Event(wall_time=wall_time, step=step, graph_def=value).SerializeToString()
+                )
+                continue
             if plugin == "scalar":
                 protos.append(value_cls(tag=tag, simple_value=value))
                 continue
             protos.append(_ENCODERS[plugin](tag, value, bins))
             if plugin == "tensor" and export_dir is not None:
                 export_tensor(export_dir, tag, step, value)
-        event = Event(wall_time=wall_time, step=step, summary=Summary(value=protos))
-        out.append(event.SerializeToString())
+        if protos:
+            event = Event(wall_time=wall_time, step=step, summary=Summary(value=protos))
+            out.append(event.SerializeToString())
     return out

@@ -26,7 +26,6 @@ __all__ = [
     "to_hwc_uint8",
     "encode_png",
     "text",
-    "module_tree_text",
     "tensor",
     "make_tensor_proto",
     "event",
@@ -252,12 +251,6 @@ def make_tensor_proto(value: Any) -> pb.TensorProto:
 def tensor(tag: str, value: Any) -> pb.Summary.Value:
     """A raw tensor summary (shown by TensorBoard's tensor-aware plugins and our reader)."""
     return pb.Summary.Value(tag=tag, tensor=make_tensor_proto(value))
-
-
-def module_tree_text(network: Any) -> str:
-    """``str(network)`` (a torch module prints its tree) as a Markdown code block, because
-    TensorBoard renders text summaries as Markdown and would fold the indentation."""
-    return f"```\n{network}\n```"
 
 
 def text(tag: str, value: str) -> pb.Summary.Value:

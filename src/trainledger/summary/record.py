@@ -8,8 +8,7 @@ Differences from MindSpore, on purpose:
 * ``max_file_size`` rolls over to a new file instead of dropping data;
 * a disk-space guard refuses to write when less than ``min_free_bytes`` would stay free
   (``DiskSpaceError``), instead of filling the disk;
-* ``graph`` is a text summary of the module tree (``str(network)`` in a Markdown code block),
-  not a MindSpore graph.
+* ``graph`` is a serialised TensorBoard ``GraphDef`` (``summary.graph``), not a MindSpore one.
 
 Lineage plugins (``train_lineage``, ``eval_lineage``, ``dataset_graph``,
 ``custom_lineage_data``) are not TensorBoard data: ``add_value`` keeps the latest value per
@@ -37,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from trainledger.errors import SummaryError
-from trainledger.summary import encoders
+from trainledger.summary import encoders, graph
 from trainledger.summary._batch import Entry, close_forgotten, submit_entries
 from trainledger.summary.export import process_export_options
 from trainledger.summary.scalar_bytes import scalar_rows_records
@@ -285,7 +284,9 @@ class SummaryRecord:
                     f"histogram {name!r} expected real numbers, received dtype {arr.dtype}"
                 )
             return arr
-        if not isinstance(value, str):  # text, graph
+        if plugin == "graph":
+            return graph.checked_graph(name, value)
+        if not isinstance(value, str):  # text
             raise TypeError(f"{plugin} {name!r} expected a str, received: {type(value).__name__}")
         return value
 
@@ -302,7 +303,7 @@ class SummaryRecord:
 
         ``plugin_filter(plugin) -> bool`` selects which staged plugins are written; the others
         are discarded with the step (as in MindSpore). The network (``train_network`` or the
-        constructor's ``network``) is written once, as text, with the first record.
+        constructor's ``network``) is written once, as a module-structure GraphDef, first.
         """
         if type(step) is not int:
             step = _check_step(step)
@@ -311,7 +312,7 @@ class SummaryRecord:
         if not self._graph_written:
             network = train_network if train_network is not None else self._network
             if network is not None:
-                self._pending.setdefault(("graph", GRAPH_TAG), encoders.module_tree_text(network))
+                self._pending.setdefault(("graph", GRAPH_TAG), graph.module_graph_def(network))
                 self._graph_written = True
         pending = self._pending
         if plugin_filter is None:
