@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "LambdaCallback": "trainledger.callbacks",
     "History": "trainledger.callbacks",
     "SummaryCollector": "trainledger.callbacks",
+    "SummaryLandscape": "trainledger.callbacks",
     "TrainLineage": "trainledger.callbacks",
     "EvalLineage": "trainledger.callbacks",
     "ModelCheckpoint": "trainledger.callbacks",
@@ -75,6 +76,7 @@ __all__ = [
     "RunContext",
     "save_checkpoint",
     "SummaryCollector",
+    "SummaryLandscape",
     "SummaryRecord",
     "TimeMonitor",
     "TrainLineage",
@@ -92,6 +94,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ModelCheckpoint,
         ProgressBar,
         SummaryCollector,
+        SummaryLandscape,
         TimeMonitor,
         TrainLineage,
     )

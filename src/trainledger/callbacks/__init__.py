@@ -18,6 +18,7 @@ _EXPORTS: dict[str, str] = {
     "TimeMonitor": "trainledger.callbacks.monitors",
     "ProgressBar": "trainledger.callbacks.progress",
     "SummaryCollector": "trainledger.callbacks.summary_collector",
+    "SummaryLandscape": "trainledger.callbacks.landscape",
 }
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "ModelCheckpoint",
     "ProgressBar",
     "SummaryCollector",
+    "SummaryLandscape",
     "TimeMonitor",
     "TrainLineage",
 ]
@@ -40,6 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.callbacks.early_stopping import EarlyStopping
     from trainledger.callbacks.history import History
     from trainledger.callbacks.lambda_callback import LambdaCallback
+    from trainledger.callbacks.landscape import SummaryLandscape
     from trainledger.callbacks.lineage import EvalLineage, TrainLineage
     from trainledger.callbacks.monitors import LossMonitor, TimeMonitor
     from trainledger.callbacks.progress import ProgressBar

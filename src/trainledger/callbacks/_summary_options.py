@@ -34,7 +34,7 @@ TENSOR_STEP_LIMIT = 20
 _DEFAULT_LANDSCAPE: dict[str, Any] = {
     "landscape_size": 40,
     "unit": "step",
-    "num_samples": 2048,
+    "num_samples": 128,
     "create_landscape": {"train": True, "result": True},
     "intervals": [[1, 2, 3, 4, 5, 6, 7, 8, 9], [10, 11, 12, 13, 14, 15, 16, 17, 18, 19]],
 }
@@ -143,7 +143,7 @@ def check_landscape(landscape: Any) -> None:
     unit = landscape.get("unit", "step")
     if unit not in ("step", "epoch"):
         raise ValueError(f"{key}['unit'] expected 'step' or 'epoch', received: {unit!r}")
-    samples = landscape.get("num_samples", 2048)
+    samples = landscape.get("num_samples", 128)
     if isinstance(samples, bool) or not isinstance(samples, int):
         raise TypeError(f"{key}['num_samples'] expected an int, received: {_type_name(samples)}")
     create = landscape.get("create_landscape", {"train": True, "result": True})

@@ -14,8 +14,7 @@ Differences from MindSpore, on purpose:
 * the learning rate is also a scalar curve (MindSpore only puts it in lineage);
 * ``collect_graph`` writes a TensorBoard GraphDef of the network captured on the first batch
   (``callbacks/graph_capture.py``; the Graphs tab draws it), not a MindSpore graph;
-* ``collect_landscape`` is accepted and validated, but computing the loss landscape is a later
-  issue: nothing is saved for it yet;
+* ``collect_landscape`` saves weights as safetensors (``callbacks/landscape_collect.py``);
 * ``num_process`` is accepted and validated; one background thread writes (the work is I/O);
 * after ``fit`` evaluations, the eval metrics are also written as ``eval/<metric>`` scalars at
   the current training step;
@@ -59,6 +58,7 @@ from trainledger.callbacks._summary_parts import (
     select_parameters,
 )
 from trainledger.callbacks.graph_capture import first_batch_graph
+from trainledger.callbacks.landscape_collect import landscape_saver
 from trainledger.callbacks.lineage import EvalLineage
 from trainledger.run import Callback, CallbackParams, RunContext
 from trainledger.summary import SummaryRecord, process_export_options
@@ -127,6 +127,7 @@ class SummaryCollector(Callback):
         self._collect_tensor_freq = collect_tensor_freq
         self._max_file_size = max_file_size
         self._lineage = self._lineage_callbacks()
+        self._landscape = landscape_saver(self._summary_dir, self._specified)  # or None
         self._record: SummaryRecord | None = None
         self._entered = False
         self._training = False
@@ -240,6 +241,8 @@ class SummaryCollector(Callback):
         self._forward("on_train_begin", run_context)
 
     def on_train_step_end(self, run_context: RunContext) -> None:
+        if self._landscape is not None:  # weight snapshots (callbacks/landscape_collect.py)
+            self._landscape.step_end(run_context)
         if run_context is self._fast_context:
             # The common per-step case, inline (it runs between torch ops, with cold caches,
             # where every Python call and torch getter costs): metric-only collection, a step
@@ -392,10 +395,14 @@ class SummaryCollector(Callback):
                 continue  # a non-scalar metric (e.g. a confusion matrix) has no curve
         record.flush(fsync=False)  # readers see the epoch; fsynced at the end of training
         self._forward("on_train_epoch_end", run_context)
+        if self._landscape is not None:
+            self._landscape.epoch_end(run_context)
 
     def on_train_end(self, run_context: RunContext) -> None:
         self._training = False
         self._forward("on_train_end", run_context)
+        if self._landscape is not None:  # train_metadata.json
+            self._landscape.train_end(run_context)
         record = self._record
         if record is None:
             return

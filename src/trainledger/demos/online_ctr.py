@@ -152,6 +152,7 @@ def run(
             "collect_eval_lineage": False,
             "collect_dataset_graph": False,
             "collect_input_data": False,
+            "collect_landscape": None,  # no weight snapshots: a stream has no loss landscape
         },
     )
 

@@ -17,6 +17,7 @@ _EXPORTS: dict[str, str] = {
     "call_network": "trainledger.run._batches",
     "extract_loss": "trainledger.run._batches",
     "split_batch": "trainledger.run._batches",
+    "to_device": "trainledger.run._batches",
     "metrics": "trainledger.run.metrics",
     "Model": "trainledger.run.model",
     "RecModel": "trainledger.run.rec_model",
@@ -34,6 +35,7 @@ __all__ = [
     "RecModel",
     "RunContext",
     "split_batch",
+    "to_device",
     "TRAIN_TO_OLD",
 ]
 
@@ -41,7 +43,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.run import metrics
-    from trainledger.run._batches import call_network, extract_loss, split_batch
+    from trainledger.run._batches import call_network, extract_loss, split_batch, to_device
     from trainledger.run.callback import HOOKS, TRAIN_TO_OLD, Callback, CallbackParams, RunContext
     from trainledger.run.manager import CallbackManager
     from trainledger.run.model import Model

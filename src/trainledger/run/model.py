@@ -165,6 +165,10 @@ class Model(EvalMixin):
         return self._predict_network
 
     @property
+    def loss_fn(self) -> Any:
+        return self._loss_fn
+
+    @property
     def metrics(self) -> dict[str, Metric]:
         return dict(self._metrics)
 

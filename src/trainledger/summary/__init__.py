@@ -17,6 +17,8 @@ _EXPORTS: dict[str, str] = {
     "module_graph_def": "trainledger.summary.graph",
     "parse_graph_def": "trainledger.summary.graph",
     "process_export_options": "trainledger.summary.export",
+    "LANDSCAPE_PLUGIN": "trainledger.summary.landscape",
+    "read_landscapes": "trainledger.summary.landscape",
     "RunReader": "trainledger.summary.reader",
     "iter_events": "trainledger.summary.reader",
     "list_event_files": "trainledger.summary.reader",
@@ -28,10 +30,12 @@ __all__ = [
     "graph_def_bytes",
     "GraphNode",
     "iter_events",
+    "LANDSCAPE_PLUGIN",
     "list_event_files",
     "module_graph_def",
     "parse_graph_def",
     "process_export_options",
+    "read_landscapes",
     "read_scalars",
     "RunReader",
     "SummaryRecord",
@@ -47,5 +51,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         module_graph_def,
         parse_graph_def,
     )
+    from trainledger.summary.landscape import LANDSCAPE_PLUGIN, read_landscapes
     from trainledger.summary.reader import RunReader, iter_events, list_event_files, read_scalars
     from trainledger.summary.record import SummaryRecord

@@ -16,6 +16,7 @@ from typing import Any
 
 from trainledger.summary import encoders
 from trainledger.summary.export import export_tensor
+from trainledger.summary.landscape import landscape_values
 from trainledger.summary.scalar_bytes import scalar_event_bytes, scalars_event_bytes
 from trainledger.summary.writer import AsyncEventWriter
 
@@ -30,6 +31,7 @@ _ENCODERS: dict[str, Callable[..., Any]] = {
     "histogram": lambda tag, arr, bins: encoders.histogram(tag, arr, bins),
     "tensor": lambda tag, arr, bins: encoders.tensor(tag, arr),
     "text": lambda tag, text, bins: encoders.text(tag, text),
+    "landscape": lambda tag, value, bins: landscape_values(tag, value),  # a list of values
 }
 
 
@@ -81,7 +83,8 @@ def encode_entries(entries: list[Entry], bins: int, export_dir: Path | None) -> 
             if plugin == "scalar":
                 protos.append(value_cls(tag=tag, simple_value=value))
                 continue
-            protos.append(_ENCODERS[plugin](tag, value, bins))
+            encoded = _ENCODERS[plugin](tag, value, bins)
+            protos.extend(encoded) if isinstance(encoded, list) else protos.append(encoded)
             if plugin == "tensor" and export_dir is not None:
                 export_tensor(export_dir, tag, step, value)
         if protos:

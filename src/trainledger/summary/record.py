@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from trainledger.errors import SummaryError
-from trainledger.summary import encoders, graph
+from trainledger.summary import encoders, graph, landscape
 from trainledger.summary._batch import Entry, close_forgotten, submit_entries
 from trainledger.summary.export import process_export_options
 from trainledger.summary.scalar_bytes import scalar_rows_records
@@ -53,7 +53,7 @@ logger = logging.getLogger(__name__)
 LINEAGE_PLUGINS = frozenset(
     {"train_lineage", "eval_lineage", "dataset_graph", "custom_lineage_data"}
 )
-SUMMARY_PLUGINS = ("scalar", "image", "histogram", "tensor", "text", "graph")
+SUMMARY_PLUGINS = ("scalar", "image", "histogram", "tensor", "text", "graph", "landscape")
 PLUGINS = SUMMARY_PLUGINS + tuple(sorted(LINEAGE_PLUGINS))
 MODES = ("train", "eval")
 GRAPH_TAG = "graph/network"
@@ -284,8 +284,10 @@ class SummaryRecord:
                     f"histogram {name!r} expected real numbers, received dtype {arr.dtype}"
                 )
             return arr
-        if plugin == "graph":
-            return graph.checked_graph(name, value)
+        if plugin in ("graph", "landscape"):  # a GraphDef; a dict (MindSpore's plugin name)
+            return (graph.checked_graph if plugin == "graph" else landscape.checked_landscape)(
+                name, value
+            )
         if not isinstance(value, str):  # text
             raise TypeError(f"{plugin} {name!r} expected a str, received: {type(value).__name__}")
         return value
