@@ -9,6 +9,7 @@ does not depend on a full MindSpore schema. Records are framed as TensorBoard's.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Iterator
@@ -20,6 +21,8 @@ import numpy as np
 from trainledger.storage.framing import read_records
 
 __all__ = ["MS_SUFFIX", "list_ms_files", "read_ms_landscapes", "decode_loss_landscape"]
+
+logger = logging.getLogger(__name__)
 
 MS_SUFFIX = "_MS"
 Fields = dict[int, list[Any]]
@@ -52,6 +55,8 @@ def _fields(data: bytes) -> Fields:
             value, pos = data[pos : pos + 8], pos + 8
         elif wire == 2:
             length, pos = _varint(data, pos)
+            if pos + length > len(data):
+                raise ValueError("truncated field in a MindSpore summary record")
             value, pos = data[pos : pos + length], pos + length
         elif wire == 5:
             value, pos = data[pos : pos + 4], pos + 4
@@ -147,10 +152,15 @@ def read_ms_landscapes(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Every landscape in the ``_MS`` files of ``run_dir``, in file and record order."""
     found = []
     for path in list_ms_files(run_dir):
-        records, _ = read_records(path)
+        records, _ = read_records(path)  # a torn or corrupt record is skipped by the framing
         for record in records:
-            for value in _values(record):
-                if 10 in value and 1 in value:
-                    tag = value[1][0].decode("utf-8")
-                    found.append(decode_loss_landscape(tag, value[10][0]))
+            try:
+                for value in _values(record):
+                    if 10 in value and 1 in value:
+                        tag = value[1][0].decode("utf-8")
+                        found.append(decode_loss_landscape(tag, value[10][0]))
+            except (ValueError, IndexError, KeyError, UnicodeDecodeError) as exc:
+                logger.warning(
+                    "%s: a record that is not a valid MindSpore event skipped (%s)", path, exc
+                )
     return found
