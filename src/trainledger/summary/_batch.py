@@ -16,11 +16,12 @@ from typing import Any
 
 from trainledger.summary import encoders
 from trainledger.summary.export import export_tensor
-from trainledger.summary.landscape import landscape_values
+from trainledger.summary.graph import checked_graph
+from trainledger.summary.landscape import checked_landscape, landscape_values
 from trainledger.summary.scalar_bytes import scalar_event_bytes, scalars_event_bytes
 from trainledger.summary.writer import AsyncEventWriter
 
-__all__ = ["Entry", "submit_entries", "close_forgotten", "encode_entries"]
+__all__ = ["Entry", "VALUE_CHECKS", "submit_entries", "close_forgotten", "encode_entries"]
 
 logger = logging.getLogger("trainledger.summary.record")
 
@@ -32,6 +33,12 @@ _ENCODERS: dict[str, Callable[..., Any]] = {
     "tensor": lambda tag, arr, bins: encoders.tensor(tag, arr),
     "text": lambda tag, text, bins: encoders.text(tag, text),
     "landscape": lambda tag, value, bins: landscape_values(tag, value),  # a list of values
+}
+
+# add_value's checks of the plugins whose values are not arrays or text (caller's thread)
+VALUE_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    "graph": checked_graph,
+    "landscape": checked_landscape,
 }
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from trainledger.storage.framing import read_records
+from trainledger.storage import read_records
 
 __all__ = ["MS_SUFFIX", "list_ms_files", "read_ms_landscapes", "decode_loss_landscape"]
 

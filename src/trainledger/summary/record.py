@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from trainledger.errors import SummaryError
-from trainledger.summary import encoders, graph, landscape
-from trainledger.summary._batch import Entry, close_forgotten, submit_entries
+from trainledger.summary import encoders, graph
+from trainledger.summary._batch import VALUE_CHECKS, Entry, close_forgotten, submit_entries
 from trainledger.summary.export import process_export_options
 from trainledger.summary.scalar_bytes import scalar_rows_records
 from trainledger.summary.writer import (
@@ -284,10 +284,8 @@ class SummaryRecord:
                     f"histogram {name!r} expected real numbers, received dtype {arr.dtype}"
                 )
             return arr
-        if plugin in ("graph", "landscape"):  # a GraphDef; a dict (MindSpore's plugin name)
-            return (graph.checked_graph if plugin == "graph" else landscape.checked_landscape)(
-                name, value
-            )
+        if plugin in VALUE_CHECKS:  # graph (GraphDef bytes), landscape (a dict)
+            return VALUE_CHECKS[plugin](name, value)
         if not isinstance(value, str):  # text
             raise TypeError(f"{plugin} {name!r} expected a str, received: {type(value).__name__}")
         return value
