@@ -11,7 +11,7 @@ result), for the same MLP and samples.
 Targets: >= 20x faster than MindSpore at 10 x 10; 40 x 40 in <= 30 s.
 
     .venv/bin/python bench/landscape.py [--rounds 3] [--ms-python /work/venvs/mindspore/bin/python]
-        [--ms-mode pynative|graph]
+        [--ms-mode graph|pynative]  (graph: MindSpore's faster mode here)
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ms-python", default="/work/venvs/mindspore/bin/python")
-    parser.add_argument("--ms-mode", choices=("pynative", "graph"), default="pynative")
+    parser.add_argument("--ms-mode", choices=("pynative", "graph"), default="graph")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="bench-landscape-"))
     model, net = make_model()

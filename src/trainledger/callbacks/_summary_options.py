@@ -124,7 +124,7 @@ def process_specified_data(specified: Any, keep_default_action: Any) -> dict[str
 
 
 def check_landscape(landscape: Any) -> None:
-    """Validate ``collect_landscape`` as MindSpore does (the landscape itself is not computed)."""
+    """Validate ``collect_landscape`` as MindSpore does (``SummaryLandscape`` checks it too)."""
     key = "collect_specified_data['collect_landscape']"
     if landscape is None:
         return
