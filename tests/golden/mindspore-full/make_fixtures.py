@@ -1,0 +1,161 @@
+"""Write the ``mindspore-full`` fixtures with real MindSpore 2.10 (CPU). Never run by the tests.
+
+Run from the repository root with the MindSpore side venv::
+
+    /work/venvs/mindspore/bin/python tests/golden/mindspore-full/make_fixtures.py
+
+It trains a tiny conv net for a few seconds with ``SummaryCollector`` (graph, input images,
+``histogram_regular``) and summary ops inside the network (``ScalarSummary``,
+``ImageSummary``, ``HistogramSummary``, ``TensorSummary``), and ``ModelCheckpoint``. Then it
+saves checkpoints of every parameter dtype through ``mindspore.save_checkpoint``, one with
+MindSpore's CRC trailer, and one encrypted with AES-GCM under ``ENC_KEY`` below (a test key,
+public on purpose). Finally it records what ``mindspore.load_checkpoint`` returns for every
+.ckpt under tests/golden as ``checkpoints-expected.json`` (the MindInsight answers for the
+summaries come from ``record_mindinsight.py``, run with the MindInsight venv).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import mindspore as ms
+from mindspore import nn, ops
+from mindspore.dataset import GeneratorDataset
+from mindspore.train import Model, ModelCheckpoint, CheckpointConfig, SummaryCollector
+
+HERE = Path(__file__).resolve().parent
+GOLDEN = HERE.parent
+RUN = HERE / "run"
+EXTRA = HERE / "ckpt-dtypes"
+#: AES-GCM test key of ``encrypted.ckpt`` (16 bytes -> AES-128). Public test data, not a secret.
+ENC_KEY = b"trainledger-test"
+#: Elements listed verbatim per tensor in the expected JSON; larger tensors add a hash.
+FULL_LIMIT = 64
+
+
+class TinyNet(nn.Cell):
+    """Conv -> BatchNorm -> ReLU -> Dense, with one summary op of each kind."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(1, 2, 3, pad_mode="same", weight_init="normal")
+        self.bn = nn.BatchNorm2d(2)
+        self.relu = nn.ReLU()
+        self.flatten = nn.Flatten()
+        self.fc = nn.Dense(2 * 8 * 8, 3)
+        self.scalar_summary = ops.ScalarSummary()
+        self.image_summary = ops.ImageSummary()
+        self.histogram_summary = ops.HistogramSummary()
+        self.tensor_summary = ops.TensorSummary()
+
+    def construct(self, x):
+        self.image_summary("input_image", x)
+        y = self.relu(self.bn(self.conv(x)))
+        self.histogram_summary("conv_out", y)
+        out = self.fc(self.flatten(y))
+        self.tensor_summary("logits", out)
+        self.scalar_summary("logit_mean", out.mean())
+        return out
+
+
+def dataset(n: int = 48, batch: int = 8) -> GeneratorDataset:
+    rng = np.random.default_rng(0)
+    images = rng.random((n, 1, 8, 8), dtype=np.float32)
+    labels = (images.mean(axis=(1, 2, 3)) * 3).astype(np.int32).clip(0, 2)
+    data = GeneratorDataset(list(zip(images, labels)), ["image", "label"], shuffle=False)
+    return data.batch(batch)
+
+
+def train() -> None:
+    ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
+    ms.set_seed(1)
+    net = TinyNet()
+    loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    opt = nn.Momentum(net.trainable_params(), learning_rate=0.05, momentum=0.9)
+    model = Model(net, loss_fn=loss, optimizer=opt, metrics={"acc"})
+    summary = SummaryCollector(
+        str(RUN),
+        collect_specified_data={
+            "collect_graph": True,
+            "collect_input_data": True,
+            "histogram_regular": "^(conv|fc).*",
+            "collect_landscape": None,
+        },
+        collect_freq=1,
+        keep_default_action=True,
+    )
+    ckpt = ModelCheckpoint(
+        prefix="tiny",
+        directory=str(RUN / "ckpt"),
+        config=CheckpointConfig(save_checkpoint_steps=6, keep_checkpoint_max=2),
+    )
+    model.train(2, dataset(), callbacks=[summary, ckpt], dataset_sink_mode=False)
+
+
+def save_dtype_checkpoints() -> None:
+    EXTRA.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(2)
+    params = [
+        {"name": "f32.weight", "data": ms.Tensor(rng.standard_normal((3, 4)).astype(np.float32))},
+        {"name": "f16.weight", "data": ms.Tensor(rng.standard_normal((2, 5)).astype(np.float16))},
+        {"name": "f64.scalar", "data": ms.Tensor(np.float64(3.25))},
+        {"name": "i32.steps", "data": ms.Tensor(np.arange(6, dtype=np.int32).reshape(2, 3) - 2)},
+        {"name": "i64.global_step", "data": ms.Tensor(np.array([2**40 + 7], dtype=np.int64))},
+        {"name": "u8.mask", "data": ms.Tensor(np.array([0, 1, 255, 7], dtype=np.uint8))},
+        {"name": "bool.flags", "data": ms.Tensor(np.array([True, False, True]))},
+        {"name": "i8.q", "data": ms.Tensor(np.array([-128, 0, 127], dtype=np.int8))},
+        {"name": "i16.q", "data": ms.Tensor(np.array([-300, 5], dtype=np.int16))},
+        {
+            "name": "bf16.weight",
+            "data": ms.Tensor(rng.standard_normal((2, 3)).astype(np.float32), ms.bfloat16),
+        },
+    ]
+    ms.save_checkpoint(params, str(EXTRA / "dtypes.ckpt"))
+    ms.save_checkpoint(params[:4], str(EXTRA / "crc.ckpt"), crc_check=True)
+    ms.save_checkpoint(params[:4], str(EXTRA / "encrypted.ckpt"), enc_key=ENC_KEY, enc_mode="AES-GCM")
+
+
+def _tensor_record(tensor: ms.Tensor) -> dict:
+    dtype = str(tensor.dtype)
+    arr = tensor.float().asnumpy() if dtype == "BFloat16" else tensor.asnumpy()
+    flat = arr.reshape(-1)
+    out = {"dtype": dtype, "shape": list(arr.shape), "size": int(flat.size)}
+    as_list = [bool(v) if arr.dtype == np.bool_ else (int(v) if arr.dtype.kind in "iu" else float(v)) for v in flat]
+    if flat.size <= FULL_LIMIT:
+        out["values"] = as_list
+    else:
+        out["first"] = as_list[:8]
+        out["sha256_float64"] = hashlib.sha256(flat.astype(np.float64).tobytes()).hexdigest()
+    return out
+
+
+def record_checkpoints() -> None:
+    expected = {}
+    for path in sorted(GOLDEN.rglob("*.ckpt")):
+        rel = path.relative_to(GOLDEN).as_posix()
+        kwargs = {"dec_key": ENC_KEY, "dec_mode": "AES-GCM"} if path.name == "encrypted.ckpt" else {}
+        loaded = ms.load_checkpoint(str(path), **kwargs)
+        expected[rel] = {name: _tensor_record(p) for name, p in loaded.items()}
+    (HERE / "checkpoints-expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
+
+
+def main() -> int:
+    if "--record-only" not in sys.argv:
+        for d in (RUN, EXTRA):
+            if d.exists():
+                shutil.rmtree(d)
+        train()
+        save_dtype_checkpoints()
+    record_checkpoints()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
