@@ -1,8 +1,10 @@
-"""TensorBoard-format summaries: framing, protobuf schema, pure encoders, writer, reader.
+"""Summaries: TensorBoard-format framing, schema, pure encoders, writer; readers of TensorBoard
+and MindSpore (``_MS``) summary files.
 
-``read_scalars(run_dir)``, ``iter_events(run_dir)``, ``RunReader`` (incremental) and
-``SummaryRecord`` are re-exported lazily, so importing ``trainledger.storage`` (as the
-lineage files do) loads nothing else. Nothing here imports torch.
+``read_scalars`` / ``read_images`` / ``read_histograms`` / ``read_tensors`` (both formats),
+``iter_events(run_dir)``, ``RunReader`` (incremental) and ``SummaryRecord`` are re-exported
+lazily, so importing ``trainledger.storage`` (as the lineage files do) loads nothing else.
+Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -14,21 +16,37 @@ from trainledger.lazy import lazy_exports
 _EXPORTS: dict[str, str] = {
     "module_tree_text": "trainledger.summary.encoders",
     "process_export_options": "trainledger.summary.export",
+    "HistogramEvent": "trainledger.summary.media",
+    "ImageEvent": "trainledger.summary.media",
+    "TensorEvent": "trainledger.summary.media",
+    "is_mindspore_summary_name": "trainledger.summary.mindspore",
+    "list_mindspore_files": "trainledger.summary.mindspore",
     "RunReader": "trainledger.summary.reader",
     "iter_events": "trainledger.summary.reader",
     "list_event_files": "trainledger.summary.reader",
+    "read_histograms": "trainledger.summary.reader",
+    "read_images": "trainledger.summary.reader",
     "read_scalars": "trainledger.summary.reader",
+    "read_tensors": "trainledger.summary.reader",
     "SummaryRecord": "trainledger.summary.record",
 }
 
 __all__ = [
+    "HistogramEvent",
+    "ImageEvent",
+    "is_mindspore_summary_name",
     "iter_events",
     "list_event_files",
+    "list_mindspore_files",
     "module_tree_text",
     "process_export_options",
+    "read_histograms",
+    "read_images",
     "read_scalars",
+    "read_tensors",
     "RunReader",
     "SummaryRecord",
+    "TensorEvent",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
@@ -36,5 +54,15 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.summary.encoders import module_tree_text
     from trainledger.summary.export import process_export_options
-    from trainledger.summary.reader import RunReader, iter_events, list_event_files, read_scalars
+    from trainledger.summary.media import HistogramEvent, ImageEvent, TensorEvent
+    from trainledger.summary.mindspore import is_mindspore_summary_name, list_mindspore_files
+    from trainledger.summary.reader import (
+        RunReader,
+        iter_events,
+        list_event_files,
+        read_histograms,
+        read_images,
+        read_scalars,
+        read_tensors,
+    )
     from trainledger.summary.record import SummaryRecord

@@ -1,4 +1,11 @@
-"""Reading TensorBoard event files of a run: all events, or scalars as numpy arrays, incrementally.
+"""Reading a run's summaries incrementally: TensorBoard event files and MindSpore ``_MS`` files.
+
+A run directory may hold both kinds: ``read_scalars`` / ``read_images`` / ``read_histograms``
+/ ``read_tensors`` return the points of both under the tags their writers used (MindSpore's
+``loss/auto``, not MindInsight's ``loss/auto/scalar``), every point as written (MindSpore
+writes an epoch's last step twice; MindInsight shows only the last value of a repeated step).
+Files are read TensorBoard files first, then ``_MS`` files, each kind in writing order;
+symlinked files are ignored.
 
 Built for live views and for damaged files: a ``RunReader`` keeps one ``RecordReader`` per
 file, so each call reads only bytes appended since the previous call; a truncated tail is
@@ -18,14 +25,34 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from trainledger.storage import RecordReader, event_file_order, is_event_file_name
+from trainledger.summary import mindspore as msr
+from trainledger.summary.media import (
+    HistogramEvent,
+    ImageEvent,
+    TensorEvent,
+    tb_histogram,
+    tb_tensor,
+)
+from trainledger.summary.proto import mindspore_summary_pb2 as ms
 from trainledger.summary.proto import summary_pb2 as pb
 
-__all__ = ["RunReader", "ScalarSeries", "list_event_files", "iter_events", "read_scalars"]
+__all__ = [
+    "RunReader",
+    "ScalarSeries",
+    "iter_events",
+    "list_event_files",
+    "read_histograms",
+    "read_images",
+    "read_scalars",
+    "read_tensors",
+]
 
 # (steps int64, wall_times float64, values float64)
 ScalarSeries = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 _SCALAR_PLUGINS = frozenset({"scalars"})
+# TensorBoard tensors without a plugin (or the generic "tensor" one) are raw tensors.
+_RAW_TENSOR_PLUGINS = frozenset({"", "tensor", "tensors"})
 _FLOAT_DTYPES = {
     pb.DT_FLOAT: "<f4",
     pb.DT_DOUBLE: "<f8",
@@ -39,13 +66,18 @@ def list_event_files(run_dir: str | os.PathLike[str]) -> list[Path]:
     """Event files directly in ``run_dir`` (names with ``tfevents``), in writing order.
 
     Files are ordered by the numbers in their names (timestamp, host, pid, counter), not as
-    strings, so ``.10`` comes after ``.9``. Temp files, lineage files and others are ignored.
+    strings, so ``.10`` comes after ``.9``. Temp files, lineage files, symlinks and others are
+    ignored.
     """
     try:
         entries = list(os.scandir(run_dir))
-    except (FileNotFoundError, NotADirectoryError):
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
         return []
-    files = [Path(e.path) for e in entries if is_event_file_name(e.name) and e.is_file()]
+    files = [
+        Path(e.path)
+        for e in entries
+        if is_event_file_name(e.name) and e.is_file(follow_symlinks=False)
+    ]
     return sorted(files, key=lambda p: event_file_order(p.name))
 
 
@@ -67,17 +99,19 @@ def _tensor_scalar(tensor: pb.TensorProto) -> float | None:
 
 
 class RunReader:
-    """Incremental reader of the event files of one run directory.
+    """Incremental reader of the summary files (TensorBoard and MindSpore) of one run directory.
 
-    Each ``read_events()`` / ``read_scalars()`` call returns only data written since the
-    previous call (new files are picked up; a file that shrank is read again from the start).
-    Use one method per reader: both consume the same bytes.
+    Each ``read_*()`` call returns only data written since the previous call (new files are
+    picked up; a file that shrank is read again from the start). Use one method per reader:
+    all consume the same bytes. Damage never raises: records with a bad checksum and payloads
+    that do not decode are skipped and counted in ``corrupt``.
     """
 
     def __init__(self, run_dir: str | os.PathLike[str]) -> None:
         self.run_dir = Path(run_dir)
         self._readers: dict[Path, RecordReader] = {}
         self._scalar_tags: set[str] = set()  # tags whose metadata named the scalars plugin
+        self._tag_plugins: dict[str, str] = {}  # TensorBoard tag -> plugin of its metadata
         self._undecodable = 0
 
     @property
@@ -89,8 +123,8 @@ class RunReader:
     def files(self) -> list[Path]:
         return list(self._readers)
 
-    def _new_payloads(self) -> Iterator[bytes]:
-        for path in list_event_files(self.run_dir):
+    def _file_payloads(self, paths: list[Path]) -> Iterator[bytes]:
+        for path in paths:
             reader = self._readers.get(path)
             if reader is None:
                 reader = self._readers[path] = RecordReader(path)
@@ -100,34 +134,43 @@ class RunReader:
                 continue
             yield from payloads
 
-    def read_events(self) -> list[pb.Event]:
-        """Every new event (including each file's ``file_version`` event), in file order."""
-        out: list[pb.Event] = []
+    def _new_payloads(self) -> Iterator[bytes]:
+        """New TensorBoard payloads."""
+        return self._file_payloads(list_event_files(self.run_dir))
+
+    def _tb_events(self) -> Iterator[pb.Event]:
         from_string = pb.Event.FromString
         for payload in self._new_payloads():
             try:
-                out.append(from_string(payload))
+                yield from_string(payload)
             except DecodeError:
                 self._undecodable += 1
-        return out
+
+    def _ms_events(self) -> Iterator[ms.Event]:
+        from_string = ms.Event.FromString
+        for payload in self._file_payloads(msr.list_mindspore_files(self.run_dir)):
+            try:
+                yield from_string(payload)
+            except DecodeError:
+                self._undecodable += 1
+
+    def read_events(self) -> list[pb.Event]:
+        """Every new TensorBoard event (including each file's ``file_version`` event), in file
+        order. MindSpore files are not read here (their events have another schema)."""
+        return list(self._tb_events())
 
     def read_scalars(self) -> dict[str, ScalarSeries]:
         """New scalar points per tag: ``{tag: (steps, wall_times, values)}`` as numpy arrays.
 
-        Scalars are ``simple_value`` values, and scalar tensors tagged with TensorBoard's
-        ``scalars`` plugin (as TensorFlow 2 writes them).
+        Scalars are ``simple_value`` values, scalar tensors tagged with TensorBoard's
+        ``scalars`` plugin (as TensorFlow 2 writes them), and MindSpore's ``scalar_value``s.
         """
         steps: dict[str, list[int]] = {}
         times: dict[str, list[float]] = {}
         values: dict[str, list[float]] = {}
+
         scalar_tags = self._scalar_tags
-        from_string = pb.Event.FromString
-        for payload in self._new_payloads():
-            try:
-                event = from_string(payload)
-            except DecodeError:
-                self._undecodable += 1
-                continue
+        for event in self._tb_events():  # the hot loop: kept inline (no call per value)
             summary_values = event.summary.value  # empty unless the event is a summary
             if not summary_values:
                 continue
@@ -157,6 +200,16 @@ class RunReader:
                     series.append(step)
                     times[tag].append(wall_time)
                     values[tag].append(number)
+        for ms_event in self._ms_events():
+            for ms_value in ms_event.summary.value:
+                if ms_value.HasField("scalar_value"):
+                    tag = ms_value.tag
+                    series = steps.get(tag)
+                    if series is None:
+                        steps[tag], times[tag], values[tag] = [], [], []
+                    steps[tag].append(ms_event.step)
+                    times[tag].append(ms_event.wall_time)
+                    values[tag].append(ms_value.scalar_value)
         return {
             tag: (
                 np.asarray(steps[tag], dtype=np.int64),
@@ -165,6 +218,70 @@ class RunReader:
             )
             for tag in steps
         }
+
+    def read_images(self) -> dict[str, list[ImageEvent]]:
+        """New images per tag (``ImageEvent``: step, wall time, size, encoded bytes; its
+        ``array()`` decodes a PNG to ``H x W x C`` uint8)."""
+        out: dict[str, list[ImageEvent]] = {}
+        for event in self._tb_events():
+            for value in event.summary.value:
+                if value.HasField("image"):
+                    img = value.image
+                    out.setdefault(value.tag, []).append(
+                        ImageEvent(event.step, event.wall_time, img.height, img.width,
+                                   img.colorspace, img.encoded_image_string)
+                    )  # fmt: skip
+        for ms_event in self._ms_events():
+            for ms_value in ms_event.summary.value:
+                if ms_value.HasField("image"):
+                    item = msr.ms_image(ms_event.step, ms_event.wall_time, ms_value.image)
+                    out.setdefault(ms_value.tag, []).append(item)
+        return out
+
+    def read_histograms(self) -> dict[str, list[HistogramEvent]]:
+        """New histograms per tag (``HistogramEvent``: step, wall time, bucket edges and
+        counts as float64 arrays, min/max/count/sum)."""
+        out: dict[str, list[HistogramEvent]] = {}
+        for event in self._tb_events():
+            for value in event.summary.value:
+                if value.HasField("histo"):
+                    item = tb_histogram(event.step, event.wall_time, value.histo)
+                    out.setdefault(value.tag, []).append(item)
+        for ms_event in self._ms_events():
+            for ms_value in ms_event.summary.value:
+                if ms_value.HasField("histogram"):
+                    hist = msr.ms_histogram(ms_event.step, ms_event.wall_time, ms_value.histogram)
+                    out.setdefault(ms_value.tag, []).append(hist)
+        return out
+
+    def read_tensors(self) -> dict[str, list[TensorEvent]]:
+        """New raw tensors per tag (``TensorEvent``: step, wall time, numpy array). TensorBoard
+        tensors that another plugin owns (scalars, histograms, images, text...) are left out;
+        a tensor whose dtype we cannot decode is skipped and counted in ``corrupt``."""
+        out: dict[str, list[TensorEvent]] = {}
+        plugins = self._tag_plugins
+        for event in self._tb_events():
+            for value in event.summary.value:
+                if not value.HasField("tensor"):
+                    continue
+                if value.HasField("metadata"):
+                    plugins[value.tag] = value.metadata.plugin_data.plugin_name
+                if plugins.get(value.tag, "") not in _RAW_TENSOR_PLUGINS:
+                    continue
+                arr = tb_tensor(value.tensor)
+                if arr is None:
+                    self._undecodable += 1
+                    continue
+                out.setdefault(value.tag, []).append(TensorEvent(event.step, event.wall_time, arr))
+        for ms_event in self._ms_events():
+            for ms_value in ms_event.summary.value:
+                if ms_value.HasField("tensor"):
+                    item = msr.ms_tensor(ms_event.step, ms_event.wall_time, ms_value.tensor)
+                    if item is None:
+                        self._undecodable += 1
+                        continue
+                    out.setdefault(ms_value.tag, []).append(item)
+        return out
 
 
 def iter_events(run_dir: str | os.PathLike[str]) -> Iterator[pb.Event]:
@@ -183,5 +300,21 @@ def iter_events(run_dir: str | os.PathLike[str]) -> Iterator[pb.Event]:
 
 
 def read_scalars(run_dir: str | os.PathLike[str]) -> dict[str, ScalarSeries]:
-    """All scalars of a run: ``{tag: (steps, wall_times, values)}`` (numpy arrays)."""
+    """All scalars of a run, TensorBoard and MindSpore files alike: ``{tag: (steps, wall_times,
+    values)}`` (int64, float64, float64 numpy arrays, in writing order)."""
     return RunReader(run_dir).read_scalars()
+
+
+def read_images(run_dir: str | os.PathLike[str]) -> dict[str, list[ImageEvent]]:
+    """All images of a run (both formats): ``{tag: [ImageEvent, ...]}`` in writing order."""
+    return RunReader(run_dir).read_images()
+
+
+def read_histograms(run_dir: str | os.PathLike[str]) -> dict[str, list[HistogramEvent]]:
+    """All histograms of a run (both formats): ``{tag: [HistogramEvent, ...]}``."""
+    return RunReader(run_dir).read_histograms()
+
+
+def read_tensors(run_dir: str | os.PathLike[str]) -> dict[str, list[TensorEvent]]:
+    """All raw tensors of a run (both formats): ``{tag: [TensorEvent, ...]}``."""
+    return RunReader(run_dir).read_tensors()

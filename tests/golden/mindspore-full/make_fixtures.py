@@ -10,7 +10,8 @@ It trains a tiny conv net for a few seconds with ``SummaryCollector`` (graph, in
 saves checkpoints of every parameter dtype through ``mindspore.save_checkpoint``, one with
 MindSpore's CRC trailer, and one encrypted with AES-GCM under ``ENC_KEY`` below (a test key,
 public on purpose). Finally it records what ``mindspore.load_checkpoint`` returns for every
-.ckpt under tests/golden as ``checkpoints-expected.json`` (the MindInsight answers for the
+.ckpt under tests/golden as ``checkpoints-expected.json``, and MindSpore's own schema descriptors as
+``mindspore-schema.json`` (the MindInsight answers for the
 summaries come from ``record_mindinsight.py``, run with the MindInsight venv).
 """
 
@@ -18,17 +19,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
 
-import numpy as np
-
 import mindspore as ms
+import numpy as np
 from mindspore import nn, ops
 from mindspore.dataset import GeneratorDataset
-from mindspore.train import Model, ModelCheckpoint, CheckpointConfig, SummaryCollector
+from mindspore.train import CheckpointConfig, Model, ModelCheckpoint, SummaryCollector
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE.parent
@@ -69,7 +68,9 @@ def dataset(n: int = 48, batch: int = 8) -> GeneratorDataset:
     rng = np.random.default_rng(0)
     images = rng.random((n, 1, 8, 8), dtype=np.float32)
     labels = (images.mean(axis=(1, 2, 3)) * 3).astype(np.int32).clip(0, 2)
-    data = GeneratorDataset(list(zip(images, labels)), ["image", "label"], shuffle=False)
+    data = GeneratorDataset(
+        list(zip(images, labels, strict=True)), ["image", "label"], shuffle=False
+    )
     return data.batch(batch)
 
 
@@ -119,7 +120,9 @@ def save_dtype_checkpoints() -> None:
     ]
     ms.save_checkpoint(params, str(EXTRA / "dtypes.ckpt"))
     ms.save_checkpoint(params[:4], str(EXTRA / "crc.ckpt"), crc_check=True)
-    ms.save_checkpoint(params[:4], str(EXTRA / "encrypted.ckpt"), enc_key=ENC_KEY, enc_mode="AES-GCM")
+    ms.save_checkpoint(
+        params[:4], str(EXTRA / "encrypted.ckpt"), enc_key=ENC_KEY, enc_mode="AES-GCM"
+    )
 
 
 def _tensor_record(tensor: ms.Tensor) -> dict:
@@ -127,7 +130,10 @@ def _tensor_record(tensor: ms.Tensor) -> dict:
     arr = tensor.float().asnumpy() if dtype == "BFloat16" else tensor.asnumpy()
     flat = arr.reshape(-1)
     out = {"dtype": dtype, "shape": list(arr.shape), "size": int(flat.size)}
-    as_list = [bool(v) if arr.dtype == np.bool_ else (int(v) if arr.dtype.kind in "iu" else float(v)) for v in flat]
+    as_list = [
+        bool(v) if arr.dtype == np.bool_ else (int(v) if arr.dtype.kind in "iu" else float(v))
+        for v in flat
+    ]
     if flat.size <= FULL_LIMIT:
         out["values"] = as_list
     else:
@@ -140,10 +146,40 @@ def record_checkpoints() -> None:
     expected = {}
     for path in sorted(GOLDEN.rglob("*.ckpt")):
         rel = path.relative_to(GOLDEN).as_posix()
-        kwargs = {"dec_key": ENC_KEY, "dec_mode": "AES-GCM"} if path.name == "encrypted.ckpt" else {}
+        kwargs = (
+            {"dec_key": ENC_KEY, "dec_mode": "AES-GCM"} if path.name == "encrypted.ckpt" else {}
+        )
         loaded = ms.load_checkpoint(str(path), **kwargs)
         expected[rel] = {name: _tensor_record(p) for name, p in loaded.items()}
-    (HERE / "checkpoints-expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
+    (HERE / "checkpoints-expected.json").write_text(
+        json.dumps(expected, indent=1, sort_keys=True) + "\n"
+    )
+
+
+def _messages(descriptor, prefix: str = ""):
+    for msg in (
+        descriptor.message_types_by_name.values() if prefix == "" else descriptor.nested_types
+    ):
+        name = prefix + msg.name
+        yield name, msg
+        yield from _messages(msg, name + ".")
+
+
+def record_schema() -> None:
+    """MindSpore's own descriptors (number, type, repeated, in a oneof) for the schema test."""
+    from mindspore.train import anf_ir_pb2, checkpoint_pb2, summary_pb2
+
+    schema: dict = {}
+    for module in (summary_pb2, anf_ir_pb2, checkpoint_pb2):
+        file_schema = schema[module.DESCRIPTOR.name] = {"messages": {}, "enums": {}}
+        for name, msg in _messages(module.DESCRIPTOR):
+            file_schema["messages"][name] = {
+                f.name: [f.number, f.type, f.is_repeated, f.containing_oneof is not None]
+                for f in msg.fields
+            }
+        for enum in module.DESCRIPTOR.enum_types_by_name.values():
+            file_schema["enums"][enum.name] = {v.name: v.number for v in enum.values}
+    (HERE / "mindspore-schema.json").write_text(json.dumps(schema, indent=1, sort_keys=True) + "\n")
 
 
 def main() -> int:
@@ -154,6 +190,7 @@ def main() -> int:
         train()
         save_dtype_checkpoints()
     record_checkpoints()
+    record_schema()
     return 0
 
 

@@ -88,7 +88,9 @@ def main() -> int:
             result["by_file"][path.relative_to(GOLDEN).as_posix()] = load(Path(tmp))
     for run_dir in sorted({p.parent for p in files}):
         result["by_dir"][run_dir.relative_to(GOLDEN).as_posix()] = load(run_dir)
-    (HERE / "mindinsight-summaries.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    (HERE / "mindinsight-summaries.json").write_text(
+        json.dumps(result, indent=1, sort_keys=True) + "\n"
+    )
     return 0
 
 
