@@ -8,7 +8,7 @@ It trains a tiny conv net for a few seconds with ``SummaryCollector`` (graph, in
 ``histogram_regular``) and summary ops inside the network (``ScalarSummary``,
 ``ImageSummary``, ``HistogramSummary``, ``TensorSummary``), and ``ModelCheckpoint``. Then it
 saves checkpoints of every parameter dtype through ``mindspore.save_checkpoint``, one with
-MindSpore's CRC trailer, and one encrypted with AES-GCM under ``ENC_KEY`` below (a test key,
+MindSpore's CRC trailer, and two encrypted (AES-GCM, AES-CBC) under ``ENC_KEY`` below (a test key,
 public on purpose). Finally it records what ``mindspore.load_checkpoint`` returns for every
 .ckpt under tests/golden as ``checkpoints-expected.json``, and MindSpore's own schema descriptors as
 ``mindspore-schema.json`` (the MindInsight answers for the
@@ -33,8 +33,9 @@ HERE = Path(__file__).resolve().parent
 GOLDEN = HERE.parent
 RUN = HERE / "run"
 EXTRA = HERE / "ckpt-dtypes"
-#: AES-GCM test key of ``encrypted.ckpt`` (16 bytes -> AES-128). Public test data, not a secret.
+#: Test key of the encrypted checkpoints (16 bytes -> AES-128). Public test data, not a secret.
 ENC_KEY = b"trainledger-test"
+ENCRYPTED = {"AES-GCM": "encrypted.ckpt", "AES-CBC": "encrypted-cbc.ckpt"}
 #: Elements listed verbatim per tensor in the expected JSON; larger tensors add a hash.
 FULL_LIMIT = 64
 
@@ -120,9 +121,8 @@ def save_dtype_checkpoints() -> None:
     ]
     ms.save_checkpoint(params, str(EXTRA / "dtypes.ckpt"))
     ms.save_checkpoint(params[:4], str(EXTRA / "crc.ckpt"), crc_check=True)
-    ms.save_checkpoint(
-        params[:4], str(EXTRA / "encrypted.ckpt"), enc_key=ENC_KEY, enc_mode="AES-GCM"
-    )
+    for mode, name in ENCRYPTED.items():
+        ms.save_checkpoint(params[:4], str(EXTRA / name), enc_key=ENC_KEY, enc_mode=mode)
 
 
 def _tensor_record(tensor: ms.Tensor) -> dict:
@@ -146,9 +146,8 @@ def record_checkpoints() -> None:
     expected = {}
     for path in sorted(GOLDEN.rglob("*.ckpt")):
         rel = path.relative_to(GOLDEN).as_posix()
-        kwargs = (
-            {"dec_key": ENC_KEY, "dec_mode": "AES-GCM"} if path.name == "encrypted.ckpt" else {}
-        )
+        modes = {name: mode for mode, name in ENCRYPTED.items()}
+        kwargs = {"dec_key": ENC_KEY, "dec_mode": modes[path.name]} if path.name in modes else {}
         loaded = ms.load_checkpoint(str(path), **kwargs)
         expected[rel] = {name: _tensor_record(p) for name, p in loaded.items()}
     (HERE / "checkpoints-expected.json").write_text(
