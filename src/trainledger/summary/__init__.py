@@ -29,9 +29,17 @@ _EXPORTS: dict[str, str] = {
     "read_scalars": "trainledger.summary.reader",
     "read_tensors": "trainledger.summary.reader",
     "SummaryRecord": "trainledger.summary.record",
+    "graph_def_from_mindspore": "trainledger.summary.ms_graph",
+    "ConvertCounts": "trainledger.summary.tb_export",
+    "convert_mindspore_run": "trainledger.summary.tb_export",
+    "find_mindspore_runs": "trainledger.summary.tb_export",
 }
 
 __all__ = [
+    "convert_mindspore_run",
+    "ConvertCounts",
+    "find_mindspore_runs",
+    "graph_def_from_mindspore",
     "HistogramEvent",
     "ImageEvent",
     "is_mindspore_summary_name",
@@ -56,6 +64,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.summary.export import process_export_options
     from trainledger.summary.media import HistogramEvent, ImageEvent, TensorEvent
     from trainledger.summary.mindspore import is_mindspore_summary_name, list_mindspore_files
+    from trainledger.summary.ms_graph import graph_def_from_mindspore
     from trainledger.summary.reader import (
         RunReader,
         iter_events,
@@ -66,3 +75,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         read_tensors,
     )
     from trainledger.summary.record import SummaryRecord
+    from trainledger.summary.tb_export import (
+        ConvertCounts,
+        convert_mindspore_run,
+        find_mindspore_runs,
+    )

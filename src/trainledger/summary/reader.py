@@ -159,6 +159,11 @@ class RunReader:
         order. MindSpore files are not read here (their events have another schema)."""
         return list(self._tb_events())
 
+    def read_mindspore_events(self) -> list[ms.Event]:
+        """Every new MindSpore event (``mindspore_summary_pb2.Event``: scalars, images,
+        histograms, tensors, the graph), in file order; TensorBoard files are not read here."""
+        return list(self._ms_events())
+
     def read_scalars(self) -> dict[str, ScalarSeries]:
         """New scalar points per tag: ``{tag: (steps, wall_times, values)}`` as numpy arrays.
 
