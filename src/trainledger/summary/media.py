@@ -17,6 +17,7 @@ import numpy as np
 from trainledger.summary.proto import summary_pb2 as pb
 
 __all__ = [
+    "TB_NUMPY_DTYPES",
     "HistogramEvent",
     "ImageEvent",
     "TensorEvent",
@@ -74,7 +75,8 @@ class TensorEvent:
 
 # --- TensorBoard schema ---------------------------------------------------------------------
 
-_TB_DTYPES = {
+#: TensorBoard ``DataType`` -> little-endian numpy dtype of ``tensor_content``.
+TB_NUMPY_DTYPES = {
     pb.DT_FLOAT: "<f4",
     pb.DT_DOUBLE: "<f8",
     pb.DT_HALF: "<f2",
@@ -110,7 +112,7 @@ def tb_tensor(tensor: pb.TensorProto) -> np.ndarray | None:
     shape = tuple(int(d.size) for d in tensor.tensor_shape.dim)
     if tensor.dtype == pb.DT_STRING:
         return np.array(list(tensor.string_val), dtype=object).reshape(shape or (-1,))
-    dtype = _TB_DTYPES.get(tensor.dtype)
+    dtype = TB_NUMPY_DTYPES.get(tensor.dtype)
     if dtype is None:
         return None
     if tensor.tensor_content:

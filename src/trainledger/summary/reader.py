@@ -18,8 +18,9 @@ per-record work beyond decoding, which makes it several times faster than Tensor
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -27,6 +28,7 @@ from google.protobuf.message import DecodeError
 from trainledger.storage import RecordReader, event_file_order, is_event_file_name
 from trainledger.summary import mindspore as msr
 from trainledger.summary.media import (
+    TB_NUMPY_DTYPES,
     HistogramEvent,
     ImageEvent,
     TensorEvent,
@@ -47,19 +49,14 @@ __all__ = [
     "read_tensors",
 ]
 
+_T = TypeVar("_T")
+
 # (steps int64, wall_times float64, values float64)
 ScalarSeries = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 _SCALAR_PLUGINS = frozenset({"scalars"})
 # TensorBoard tensors without a plugin (or the generic "tensor" one) are raw tensors.
 _RAW_TENSOR_PLUGINS = frozenset({"", "tensor", "tensors"})
-_FLOAT_DTYPES = {
-    pb.DT_FLOAT: "<f4",
-    pb.DT_DOUBLE: "<f8",
-    pb.DT_HALF: "<f2",
-    pb.DT_INT32: "<i4",
-    pb.DT_INT64: "<i8",
-}
 
 
 def list_event_files(run_dir: str | os.PathLike[str]) -> list[Path]:
@@ -87,7 +84,7 @@ def _tensor_scalar(tensor: pb.TensorProto) -> float | None:
         return float(tensor.float_val[0])
     if tensor.double_val:
         return float(tensor.double_val[0])
-    dtype = _FLOAT_DTYPES.get(tensor.dtype)
+    dtype = TB_NUMPY_DTYPES.get(tensor.dtype)
     if dtype is not None and tensor.tensor_content:
         arr = np.frombuffer(tensor.tensor_content, dtype=dtype)
         return float(arr[0]) if arr.size == 1 else None
@@ -224,69 +221,83 @@ class RunReader:
             for tag in steps
         }
 
+    def _collect(self, tb_item: Callable[..., _T | None], ms_item: Callable[..., _T | None]
+                 ) -> dict[str, list[_T]]:  # fmt: skip
+        """``{tag: [item, ...]}`` of both formats; each function gets ``(event, value)`` and
+        returns the value's item, or None when the value is of another kind."""
+        out: dict[str, list[_T]] = {}
+        for event in self._tb_events():
+            for value in event.summary.value:
+                if (item := tb_item(event, value)) is not None:
+                    out.setdefault(value.tag, []).append(item)
+        for ms_event in self._ms_events():
+            for ms_value in ms_event.summary.value:
+                if (item := ms_item(ms_event, ms_value)) is not None:
+                    out.setdefault(ms_value.tag, []).append(item)
+        return out
+
     def read_images(self) -> dict[str, list[ImageEvent]]:
         """New images per tag (``ImageEvent``: step, wall time, size, encoded bytes; its
         ``array()`` decodes a PNG to ``H x W x C`` uint8)."""
-        out: dict[str, list[ImageEvent]] = {}
-        for event in self._tb_events():
-            for value in event.summary.value:
-                if value.HasField("image"):
-                    img = value.image
-                    out.setdefault(value.tag, []).append(
-                        ImageEvent(event.step, event.wall_time, img.height, img.width,
-                                   img.colorspace, img.encoded_image_string)
-                    )  # fmt: skip
-        for ms_event in self._ms_events():
-            for ms_value in ms_event.summary.value:
-                if ms_value.HasField("image"):
-                    item = msr.ms_image(ms_event.step, ms_event.wall_time, ms_value.image)
-                    out.setdefault(ms_value.tag, []).append(item)
-        return out
+
+        def tb_item(event: pb.Event, value: pb.Summary.Value) -> ImageEvent | None:
+            if not value.HasField("image"):
+                return None
+            img = value.image
+            return ImageEvent(event.step, event.wall_time, img.height, img.width,
+                              img.colorspace, img.encoded_image_string)  # fmt: skip
+
+        def ms_item(event: ms.Event, value: ms.Summary.Value) -> ImageEvent | None:
+            if not value.HasField("image"):
+                return None
+            return msr.ms_image(event.step, event.wall_time, value.image)
+
+        return self._collect(tb_item, ms_item)
 
     def read_histograms(self) -> dict[str, list[HistogramEvent]]:
         """New histograms per tag (``HistogramEvent``: step, wall time, bucket edges and
         counts as float64 arrays, min/max/count/sum)."""
-        out: dict[str, list[HistogramEvent]] = {}
-        for event in self._tb_events():
-            for value in event.summary.value:
-                if value.HasField("histo"):
-                    item = tb_histogram(event.step, event.wall_time, value.histo)
-                    out.setdefault(value.tag, []).append(item)
-        for ms_event in self._ms_events():
-            for ms_value in ms_event.summary.value:
-                if ms_value.HasField("histogram"):
-                    hist = msr.ms_histogram(ms_event.step, ms_event.wall_time, ms_value.histogram)
-                    out.setdefault(ms_value.tag, []).append(hist)
-        return out
+
+        def tb_item(event: pb.Event, value: pb.Summary.Value) -> HistogramEvent | None:
+            if not value.HasField("histo"):
+                return None
+            return tb_histogram(event.step, event.wall_time, value.histo)
+
+        def ms_item(event: ms.Event, value: ms.Summary.Value) -> HistogramEvent | None:
+            if not value.HasField("histogram"):
+                return None
+            return msr.ms_histogram(event.step, event.wall_time, value.histogram)
+
+        return self._collect(tb_item, ms_item)
 
     def read_tensors(self) -> dict[str, list[TensorEvent]]:
         """New raw tensors per tag (``TensorEvent``: step, wall time, numpy array). TensorBoard
         tensors that another plugin owns (scalars, histograms, images, text...) are left out;
         a tensor whose dtype we cannot decode is skipped and counted in ``corrupt``."""
-        out: dict[str, list[TensorEvent]] = {}
         plugins = self._tag_plugins
-        for event in self._tb_events():
-            for value in event.summary.value:
-                if not value.HasField("tensor"):
-                    continue
-                if value.HasField("metadata"):
-                    plugins[value.tag] = value.metadata.plugin_data.plugin_name
-                if plugins.get(value.tag, "") not in _RAW_TENSOR_PLUGINS:
-                    continue
-                arr = tb_tensor(value.tensor)
-                if arr is None:
-                    self._undecodable += 1
-                    continue
-                out.setdefault(value.tag, []).append(TensorEvent(event.step, event.wall_time, arr))
-        for ms_event in self._ms_events():
-            for ms_value in ms_event.summary.value:
-                if ms_value.HasField("tensor"):
-                    item = msr.ms_tensor(ms_event.step, ms_event.wall_time, ms_value.tensor)
-                    if item is None:
-                        self._undecodable += 1
-                        continue
-                    out.setdefault(ms_value.tag, []).append(item)
-        return out
+
+        def tb_item(event: pb.Event, value: pb.Summary.Value) -> TensorEvent | None:
+            if not value.HasField("tensor"):
+                return None
+            if value.HasField("metadata"):
+                plugins[value.tag] = value.metadata.plugin_data.plugin_name
+            if plugins.get(value.tag, "") not in _RAW_TENSOR_PLUGINS:
+                return None
+            arr = tb_tensor(value.tensor)
+            if arr is None:
+                self._undecodable += 1
+                return None
+            return TensorEvent(event.step, event.wall_time, arr)
+
+        def ms_item(event: ms.Event, value: ms.Summary.Value) -> TensorEvent | None:
+            if not value.HasField("tensor"):
+                return None
+            item = msr.ms_tensor(event.step, event.wall_time, value.tensor)
+            if item is None:
+                self._undecodable += 1
+            return item
+
+        return self._collect(tb_item, ms_item)
 
 
 def iter_events(run_dir: str | os.PathLike[str]) -> Iterator[pb.Event]:
