@@ -172,7 +172,13 @@ class RunReader:
         values: dict[str, list[float]] = {}
 
         scalar_tags = self._scalar_tags
-        for event in self._tb_events():  # the hot loop: kept inline (no call per value)
+        from_string = pb.Event.FromString
+        for payload in self._new_payloads():  # the hot loop: inline, no call per event
+            try:
+                event = from_string(payload)
+            except DecodeError:
+                self._undecodable += 1
+                continue
             summary_values = event.summary.value  # empty unless the event is a summary
             if not summary_values:
                 continue
