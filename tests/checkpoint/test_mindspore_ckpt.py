@@ -88,6 +88,12 @@ def test_crc_trailer_is_verified(tmp_path: Path) -> None:
     (tmp_path / "x.ckpt").write_bytes(bytes(data))
     with pytest.raises(CheckpointFormatError, match="CRC-32 mismatch"):
         load_checkpoint(tmp_path / "x.ckpt")
+    assert len(load_checkpoint(DTYPES / "crc.ckpt", crc_check=True)) == 4
+
+
+def test_crc_check_refuses_a_file_without_crc() -> None:
+    with pytest.raises(CheckpointFormatError, match="has none"):
+        load_checkpoint(DTYPES / "dtypes.ckpt", crc_check=True)
 
 
 def _record_ends(data: bytes) -> set[int]:

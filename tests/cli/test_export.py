@@ -145,3 +145,21 @@ def test_safetensors_errors(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "exists" in result.output
     assert dst.read_bytes() == b"keep me"
     assert _run("export", "safetensors", str(plain), str(dst), "--overwrite").exit_code == 0
+
+
+def test_safetensors_export_of_our_own_checkpoint(tmp_path: Path) -> None:
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    from trainledger.checkpoint import save_checkpoint
+
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+    src, dst = tmp_path / "own.ckpt", tmp_path / "own.safetensors"
+    save_checkpoint(net, str(src), append_dict={"epoch": 3, "note": "hi"})
+    assert _run("export", "safetensors", str(src), str(dst)).exit_code == 0
+    exported = load_file(dst)
+    for name, tensor in net.state_dict().items():
+        assert torch.equal(exported[name], tensor)
+    with safe_open(str(dst), "pt") as fh:
+        metadata = fh.metadata()
+    assert metadata["note"] == "hi" and metadata["epoch"] == "3"

@@ -167,7 +167,7 @@ def read_checkpoint(
     if _is_mindspore(ckpt_file_name):
         from trainledger.checkpoint.mindspore_ckpt import read_mindspore_checkpoint
 
-        values = read_mindspore_checkpoint(ckpt_file_name, dec_key)
+        values = read_mindspore_checkpoint(ckpt_file_name, dec_key, crc_check)
         plain = {k: v for k, v in values.items() if not isinstance(v, torch.Tensor)}
         tensors = {k: v for k, v in values.items() if isinstance(v, torch.Tensor)}
         return Checkpoint(tensors, None, {"format": "mindspore", "append_info": plain})

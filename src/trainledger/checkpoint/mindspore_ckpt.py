@@ -132,8 +132,8 @@ def _gcm_decrypt(aead: Any, iv: bytes, sealed: bytes, invalid: type[Exception]) 
         return bytes(aead.decrypt(iv, sealed, None))
 
 
-def _check_crc(data: bytes, where: str) -> bytes:
-    """Strip and verify MindSpore's optional CRC trailer."""
+def _check_crc(data: bytes, where: str, required: bool) -> bytes:
+    """Strip and verify MindSpore's optional CRC trailer (``required``: refuse a file without)."""
     if len(data) >= _TRAILER and data[-_TRAILER:-10] == _CRC_MARK:
         body = data[:-_TRAILER]
         if zlib.crc32(body) != int.from_bytes(data[-10:], "big"):
@@ -142,18 +142,23 @@ def _check_crc(data: bytes, where: str) -> bytes:
                 f"{int.from_bytes(data[-10:], 'big')}, computed {zlib.crc32(body)}): damaged file"
             )
         return body
+    if required:
+        raise CheckpointFormatError(
+            f"{where}: crc_check=True expected MindSpore's CRC trailer, but the file has none "
+            "(saved without crc_check=True), so it cannot be verified"
+        )
     return data
 
 
 def read_mindspore_checkpoint(
-    path: str | os.PathLike[str], dec_key: bytes | None = None
+    path: str | os.PathLike[str], dec_key: bytes | None = None, crc_check: bool = False
 ) -> dict[str, Any]:
     """``{name: torch.Tensor}`` (strings as ``str``) of a MindSpore checkpoint, with MindSpore's
     names, dtypes (bfloat16 and ints included) and shapes.
 
     Raises ``CheckpointFormatError`` for a truncated or structurally corrupt file (or a CRC
-    mismatch when MindSpore wrote one), ``CheckpointDecryptError`` for an encrypted file
-    without ``dec_key`` or with the wrong one.
+    mismatch when MindSpore wrote one; with ``crc_check``, also when it wrote none),
+    ``CheckpointDecryptError`` for an encrypted file without ``dec_key`` or with the wrong one.
     """
     from trainledger.checkpoint.proto import mindspore_checkpoint_pb2 as ckpt_pb
 
@@ -171,7 +176,7 @@ def read_mindspore_checkpoint(
         raise CheckpointDecryptError(
             f"{where} is not encrypted, but dec_key was given; load it without dec_key"
         )
-    data = _check_crc(data, where)
+    data = _check_crc(data, where, crc_check)
     try:
         message = ckpt_pb.Checkpoint.FromString(data)
     except DecodeError:
@@ -222,14 +227,14 @@ def _tensor(name: str, proto: Any, content: bytes, where: str) -> Any:
         )
     dtype = getattr(torch, dtype_name)
     dims = [int(d) for d in proto.dims]
+    if any(d < 0 for d in dims):
+        raise CheckpointFormatError(f"{where}: {name!r} has negative dims {dims}")
     itemsize = torch.empty(0, dtype=dtype).element_size()
     if dims == [0] and len(content) == itemsize:  # MindSpore writes a scalar's dims as [0]
         dims = []
     count = 1
     for d in dims:
         count *= d
-    if d_bad := [d for d in dims if d < 0]:
-        raise CheckpointFormatError(f"{where}: {name!r} has negative dims {d_bad}")
     if len(content) != count * itemsize:
         raise CheckpointFormatError(
             f"{where}: {name!r} expected {count * itemsize} bytes for {kind}{dims}, "
