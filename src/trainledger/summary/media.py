@@ -48,9 +48,10 @@ class ImageEvent:
 
 @dataclass(frozen=True)
 class HistogramEvent:
-    """One histogram of a tag at a step, as buckets ``[lefts[i], rights[i])`` with ``counts[i]``
-    values each (float64 arrays of equal length), plus the statistics the file recorded
-    (``count`` values in ``[min, max]`` summing to ``sum``; NaN where the format has none)."""
+    """One histogram of a tag at a step, as buckets from ``lefts[i]`` to ``rights[i]`` with
+    ``counts[i]`` values each (float64 arrays of equal length; MindSpore's buckets include their
+    left edge, TensorBoard's their right one), plus the statistics the file recorded (``count``
+    values in ``[min, max]`` summing to ``sum``; NaN where the format has none)."""
 
     step: int
     wall_time: float
