@@ -181,3 +181,22 @@ def test_our_own_checkpoints_are_not_taken_for_mindspore(tmp_path: Path) -> None
         save_checkpoint({f"w{i}": torch.ones(2) for i in range(n)}, str(path))
         assert not is_mindspore_checkpoint(path.read_bytes()[:16])
         assert len(load_checkpoint(path)) == n
+
+
+def test_random_damage_raises_only_checkpoint_errors(tmp_path: Path) -> None:
+    """Flipped bytes anywhere: the file loads (MindSpore wrote no checksum, so a flipped value
+    goes unnoticed, as documented) or is refused with ``CheckpointFormatError``; nothing
+    else escapes. With the CRC trailer, every flip is refused."""
+    rng = np.random.default_rng(14)
+    target = tmp_path / "x.ckpt"
+    for source in ("dtypes.ckpt", "crc.ckpt"):
+        data = (DTYPES / source).read_bytes()
+        for _ in range(150):
+            damaged = bytearray(data)
+            damaged[int(rng.integers(0, len(data)))] ^= int(rng.integers(1, 256))
+            target.write_bytes(bytes(damaged))
+            try:
+                load_checkpoint(target)
+            except CheckpointFormatError:
+                continue
+            assert source == "dtypes.ckpt", "a flip in a CRC-protected file went unnoticed"

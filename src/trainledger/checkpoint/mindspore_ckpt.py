@@ -218,8 +218,11 @@ def _tensor(name: str, proto: Any, content: bytes, where: str) -> Any:
     import torch
 
     kind = proto.tensor_type
-    if kind == "str":
-        return content.decode("utf-32-le").rstrip("\x00")
+    if kind == "str":  # numpy's "U" strings: UTF-32 LE, NUL-padded
+        try:
+            return content.decode("utf-32-le").rstrip("\x00")
+        except UnicodeDecodeError:
+            raise CheckpointFormatError(f"{where}: {name!r} is not a valid string") from None
     dtype_name = MS_DTYPES.get(kind)
     if dtype_name is None:
         raise CheckpointFormatError(
