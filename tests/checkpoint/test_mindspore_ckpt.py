@@ -39,6 +39,9 @@ def test_names_shapes_dtypes_values_equal_mindspore(rel: str) -> None:
     expected = EXPECTED[rel]
     assert sorted(got) == sorted(expected)
     for name, want in expected.items():
+        if want["dtype"] == "str":  # MindSpore's string values come back as str
+            assert got[name] == want["value"]
+            continue
         tensor = got[name]
         assert tensor.dtype == getattr(torch, MS_DTYPES[want["dtype"]]), name
         assert list(tensor.shape) == want["shape"], name
@@ -55,7 +58,7 @@ def test_names_shapes_dtypes_values_equal_mindspore(rel: str) -> None:
 
 def test_every_dtype_mindspore_writes_is_in_the_fixtures() -> None:
     seen = {t["dtype"] for tensors in EXPECTED.values() for t in tensors.values()}
-    assert {"BFloat16", "Float16", "Float32", "Float64", "Int8", "Int16", "Int32", "Int64",
+    assert {"str", "BFloat16", "Float16", "Float32", "Float64", "Int8", "Int16", "Int32", "Int64",
             "UInt8", "Bool"} <= seen  # fmt: skip
 
 
@@ -126,7 +129,10 @@ def test_truncation_is_refused_unless_at_a_record_boundary(tmp_path: Path) -> No
         target.write_bytes(data[:cut])
         if cut in ends:
             got = load_checkpoint(target)
-            assert list(got) == list(full)[: len(got)]
+            assert set(got) < set(full)
+            for key, value in got.items():
+                same = value == full[key] if isinstance(value, str) else value.equal(full[key])
+                assert same, key
             continue
         with pytest.raises(CheckpointFormatError):
             load_checkpoint(target)

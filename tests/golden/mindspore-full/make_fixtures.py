@@ -119,7 +119,9 @@ def save_dtype_checkpoints() -> None:
             "data": ms.Tensor(rng.standard_normal((2, 3)).astype(np.float32), ms.bfloat16),
         },
     ]
-    ms.save_checkpoint(params, str(EXTRA / "dtypes.ckpt"))
+    # append_dict values are saved too: a string (MindSpore's "str" type) and an int
+    extra = {"note": "trainledger \u2713 test", "epoch_num": 7}
+    ms.save_checkpoint(params, str(EXTRA / "dtypes.ckpt"), append_dict=extra)
     ms.save_checkpoint(params[:4], str(EXTRA / "crc.ckpt"), crc_check=True)
     for mode, name in ENCRYPTED.items():
         ms.save_checkpoint(params[:4], str(EXTRA / name), enc_key=ENC_KEY, enc_mode=mode)
@@ -149,7 +151,10 @@ def record_checkpoints() -> None:
         modes = {name: mode for mode, name in ENCRYPTED.items()}
         kwargs = {"dec_key": ENC_KEY, "dec_mode": modes[path.name]} if path.name in modes else {}
         loaded = ms.load_checkpoint(str(path), **kwargs)
-        expected[rel] = {name: _tensor_record(p) for name, p in loaded.items()}
+        expected[rel] = {
+            name: {"dtype": "str", "value": p} if isinstance(p, str) else _tensor_record(p)
+            for name, p in loaded.items()
+        }
     (HERE / "checkpoints-expected.json").write_text(
         json.dumps(expected, indent=1, sort_keys=True) + "\n"
     )
