@@ -70,6 +70,8 @@ class ProtoSpec:
 #: Every schema of the package.
 PROTOS = (
     ProtoSpec("trainledger/summary/proto/summary.proto"),
+    ProtoSpec("trainledger/summary/proto/mindspore_summary.proto"),
+    ProtoSpec("trainledger/checkpoint/proto/mindspore_checkpoint.proto"),
     ProtoSpec("trainledger/lineage/proto/lineage.proto"),
 )
 

@@ -307,3 +307,23 @@ def test_selected_runs_can_be_hidden_and_compared(page: Any, live: LiveServer) -
         "#scalar-runs input:checked", "boxes => boxes.map(b => b.dataset.run)"
     )
     assert checked == ["run01", "run03"]
+
+
+def test_mindspore_runs_loss_curves_in_compare_scalars(page: Any, tmp_path: Path) -> None:
+    """Runs MindSpore wrote (``_MS`` summaries, no TensorBoard files) draw their ``loss/auto``."""
+    base = tmp_path / "ms"
+    shutil.copytree(Path(__file__).parents[1] / "golden" / "mindspore-runs", base)
+    server = LiveServer(base).start()
+    try:
+        open_view(page, server.url, "scalars")
+        page.wait_for_function("document.querySelectorAll('.chart-scalar').length === 1")
+        page.wait_for_selector('#scalar-tags input[data-tag="loss/auto"]')
+        for run in ("adam_lr001", "momentum_lr01", "momentum_twice", "sgd_noeval"):
+            page.check(f'#scalar-runs input[data-run="{run}"]')
+        page.wait_for_function(
+            f"document.querySelector('.chart-scalar').querySelectorAll({SCALAR_LINES!r})"
+            ".length === 4"
+        )
+        shot(page, "mindspore-scalars")
+    finally:
+        server.stop()

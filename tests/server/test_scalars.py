@@ -90,3 +90,25 @@ def test_unknown_run_is_404(client) -> None:  # type: ignore[no-untyped-def]
     assert client.get("/api/v1/scalars/tags", params={"run": "nope"}).status_code == 404
     r = client.post("/api/v1/scalars/series", json={"runs": ["nope"], "tags": ["loss"]})
     assert r.status_code == 404
+
+
+def test_mindspore_runs_show_their_scalars(tmp_path: Path) -> None:
+    """MindSpore's own runs (``_MS`` summary files, found through their lineage files) give
+    their ``loss/auto`` curve to Compare scalars, every point as MindSpore wrote it."""
+    import shutil
+
+    from trainledger.summary import read_scalars
+
+    golden = Path(__file__).parents[1] / "golden" / "mindspore-runs"
+    base = tmp_path / "base"
+    shutil.copytree(golden, base)
+    with client_for(base) as c:
+        runs = ["momentum_lr01", "sgd_noeval"]
+        tags = c.get("/api/v1/scalars/tags", params=[("run", r) for r in runs]).json()
+        assert tags["tags"] == ["loss/auto"]
+        body = c.post("/api/v1/scalars/series", json={"runs": runs, "tags": ["loss/auto"]})
+    for series in body.json()["series"]:
+        steps, walls, values = read_scalars(golden / series["run_id"])["loss/auto"]
+        assert series["total"] == len(steps)
+        assert [p[0] for p in series["points"]] == steps.tolist()
+        assert [p[2] for p in series["points"]] == pytest.approx(values.tolist())

@@ -22,6 +22,7 @@ _EXPORTS: dict[str, str] = {
     "SyncSaver": "trainledger.checkpoint.async_save",
     "make_saver": "trainledger.checkpoint.async_save",
     "CheckpointConfig": "trainledger.checkpoint.config",
+    "export_safetensors": "trainledger.checkpoint.export",
     "read_container": "trainledger.checkpoint.format",
     "read_info": "trainledger.checkpoint.format",
     "CheckpointManager": "trainledger.checkpoint.manager",
@@ -36,6 +37,7 @@ __all__ = [
     "checkpoint_info",
     "CheckpointConfig",
     "CheckpointManager",
+    "export_safetensors",
     "latest_checkpoint",
     "load_checkpoint",
     "load_param_into_net",
@@ -67,6 +69,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from trainledger.checkpoint.async_save import SyncSaver, make_saver
     from trainledger.checkpoint.config import CheckpointConfig
+    from trainledger.checkpoint.export import export_safetensors
     from trainledger.checkpoint.format import read_container, read_info
     from trainledger.checkpoint.manager import CheckpointManager, next_free_prefix, resume_prefix
     from trainledger.checkpoint.policy import should_save

@@ -155,10 +155,22 @@ def read_checkpoint(
     dec_mode: str = "AES-GCM",
     crc_check: bool = False,
 ) -> Checkpoint:
-    """Read every part of a checkpoint (no network needed)."""
+    """Read every part of a checkpoint (no network needed).
+
+    A MindSpore protobuf ``.ckpt`` is recognised by its first bytes and read by
+    ``mindspore_ckpt`` (tensors only; its string values become ``append_info``).
+    """
     import torch
 
     from trainledger.checkpoint.torch_adapter import OPTIM_PREFIX, container_tensors, decode_tree
+
+    if _is_mindspore(ckpt_file_name):
+        from trainledger.checkpoint.mindspore_ckpt import read_mindspore_checkpoint
+
+        values = read_mindspore_checkpoint(ckpt_file_name, dec_key, crc_check)
+        plain = {k: v for k, v in values.items() if not isinstance(v, torch.Tensor)}
+        tensors = {k: v for k, v in values.items() if isinstance(v, torch.Tensor)}
+        return Checkpoint(tensors, None, {"format": "mindspore", "append_info": plain})
 
     def allocate(n: int) -> Any:  # uninitialised memory: no zero-fill pass before the read
         return torch.empty(n, dtype=torch.uint8).numpy()
@@ -172,6 +184,13 @@ def read_checkpoint(
         opt_tensors = {k: v.clone() for k, v in all_tensors.items() if k.startswith(OPTIM_PREFIX)}
         opt = decode_tree(container.info["optimizer"], opt_tensors)
     return Checkpoint(tensors, opt, container.info)
+
+
+def _is_mindspore(path: str | os.PathLike[str]) -> bool:
+    from trainledger.checkpoint.mindspore_ckpt import is_mindspore_checkpoint
+
+    with open(path, "rb") as fh:
+        return is_mindspore_checkpoint(fh.read(16))
 
 
 def _check_filter_prefix(filter_prefix: Any) -> tuple[str, ...]:
@@ -197,12 +216,15 @@ def load_checkpoint(
     crc_check: bool = False,
     *,
     optimizer: Any = None,
+    name_map: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Load a checkpoint -> ``{name: tensor}`` plus its append_info values (plain Python values).
 
-    Parameters whose name starts with a ``filter_prefix`` are dropped; with ``choice_func``,
-    only names for which it returns True are kept. With ``net``, the result is loaded into it
-    (``load_param_into_net``); with ``optimizer``, the stored optimizer state is restored.
+    Reads trainledger's container and MindSpore's protobuf ``.ckpt`` alike (MindSpore's names
+    kept). Parameters whose name starts with a ``filter_prefix`` are dropped; with
+    ``choice_func``, only names for which it returns True are kept. With ``net``, the result is
+    loaded into it (``load_param_into_net``, renaming through ``name_map``); with
+    ``optimizer``, the stored optimizer state is restored.
     """
     prefixes = _check_filter_prefix(filter_prefix)
     if choice_func is not None and not callable(choice_func):
@@ -217,7 +239,7 @@ def load_checkpoint(
     params: dict[str, Any] = {k: v for k, v in ckpt.tensors.items() if keep(k)}
     params.update({k: v for k, v in ckpt.append_info.items() if keep(k) and k not in params})
     if net is not None:
-        load_param_into_net(net, params, strict_load)
+        load_param_into_net(net, params, strict_load, name_map=name_map)
     if optimizer is not None:
         if ckpt.optimizer_state is None:
             raise CheckpointLoadError(f"{ckpt_file_name} holds no optimizer state")
@@ -226,14 +248,25 @@ def load_checkpoint(
 
 
 def load_param_into_net(
-    net: Any, parameter_dict: Mapping[str, Any], strict_load: bool = False
+    net: Any,
+    parameter_dict: Mapping[str, Any],
+    strict_load: bool = False,
+    *,
+    name_map: Mapping[str, str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Copy matching tensors into ``net``; returns ``(param_not_load, ckpt_not_load)``.
 
+    ``name_map`` renames checkpoint names to the net's (``{"conv.gamma": "bn.weight"}``), for
+    checkpoints written by another framework such as MindSpore; unmapped names are kept.
     Non-strict: names missing on either side and shape mismatches are skipped (and returned).
     Strict: any of those is a ``CheckpointLoadError`` listing the names and shapes.
     """
     import torch
+
+    if name_map is not None:
+        if not isinstance(name_map, Mapping):
+            raise TypeError(f"name_map expected a dict, received: {type(name_map).__name__}")
+        parameter_dict = {name_map.get(k, k): v for k, v in parameter_dict.items()}
 
     if not isinstance(net, torch.nn.Module):
         raise TypeError(f"net expected a torch.nn.Module, received: {type(net).__name__}")

@@ -17,6 +17,7 @@ from trainledger.version import __version__
 # subcommand name -> "module:attribute" of its click command
 _COMMANDS: dict[str, str] = {
     "demo": "trainledger.cli.demo:demo",
+    "export": "trainledger.cli.export:export",
     "lineage": "trainledger.cli.lineage:lineage",
     "show": "trainledger.cli.lineage:show",
     "ui": "trainledger.cli.ui:ui",

@@ -12,45 +12,68 @@ from typing import TYPE_CHECKING
 from trainledger.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "process_export_options": "trainledger.summary.export",
     "GraphNode": "trainledger.summary.graph",
     "graph_def_bytes": "trainledger.summary.graph",
     "module_graph_def": "trainledger.summary.graph",
     "parse_graph_def": "trainledger.summary.graph",
-    "process_export_options": "trainledger.summary.export",
     "LANDSCAPE_PLUGIN": "trainledger.summary.landscape",
     "read_landscapes": "trainledger.summary.landscape",
+    "HistogramEvent": "trainledger.summary.media",
+    "ImageEvent": "trainledger.summary.media",
+    "TensorEvent": "trainledger.summary.media",
+    "is_mindspore_summary_name": "trainledger.summary.mindspore",
+    "list_mindspore_files": "trainledger.summary.mindspore",
+    "graph_def_from_mindspore": "trainledger.summary.ms_graph",
     "RunReader": "trainledger.summary.reader",
     "iter_events": "trainledger.summary.reader",
     "list_event_files": "trainledger.summary.reader",
+    "read_histograms": "trainledger.summary.reader",
+    "read_images": "trainledger.summary.reader",
     "read_scalars": "trainledger.summary.reader",
+    "read_tensors": "trainledger.summary.reader",
     "SummaryRecord": "trainledger.summary.record",
+    "ConvertCounts": "trainledger.summary.tb_export",
+    "convert_mindspore_run": "trainledger.summary.tb_export",
+    "find_mindspore_runs": "trainledger.summary.tb_export",
 }
 
 __all__ = [
+    "convert_mindspore_run",
+    "ConvertCounts",
+    "find_mindspore_runs",
     "graph_def_bytes",
+    "graph_def_from_mindspore",
     "GraphNode",
+    "HistogramEvent",
+    "ImageEvent",
+    "is_mindspore_summary_name",
     "iter_events",
     "LANDSCAPE_PLUGIN",
     "list_event_files",
+    "list_mindspore_files",
     "module_graph_def",
     "parse_graph_def",
     "process_export_options",
+    "read_histograms",
+    "read_images",
     "read_landscapes",
     "read_scalars",
+    "read_tensors",
     "RunReader",
     "SummaryRecord",
+    "TensorEvent",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.summary.export import process_export_options
-    from trainledger.summary.graph import (
-        GraphNode,
-        graph_def_bytes,
-        module_graph_def,
-        parse_graph_def,
-    )
+    from trainledger.summary.graph import GraphNode, graph_def_bytes, module_graph_def, parse_graph_def
     from trainledger.summary.landscape import LANDSCAPE_PLUGIN, read_landscapes
-    from trainledger.summary.reader import RunReader, iter_events, list_event_files, read_scalars
+    from trainledger.summary.media import HistogramEvent, ImageEvent, TensorEvent
+    from trainledger.summary.mindspore import is_mindspore_summary_name, list_mindspore_files
+    from trainledger.summary.ms_graph import graph_def_from_mindspore
+    from trainledger.summary.reader import RunReader, iter_events, list_event_files, read_histograms, read_images, read_scalars, read_tensors
     from trainledger.summary.record import SummaryRecord
+    from trainledger.summary.tb_export import ConvertCounts, convert_mindspore_run, find_mindspore_runs

@@ -1,4 +1,11 @@
-"""Reading TensorBoard event files of a run: all events, or scalars as numpy arrays, incrementally.
+"""Reading a run's summaries incrementally: TensorBoard event files and MindSpore ``_MS`` files.
+
+A run directory may hold both kinds: ``read_scalars`` / ``read_images`` / ``read_histograms``
+/ ``read_tensors`` return the points of both under the tags their writers used (MindSpore's
+``loss/auto``, not MindInsight's ``loss/auto/scalar``), every point as written (MindSpore
+writes an epoch's last step twice; MindInsight shows only the last value of a repeated step).
+Files are read TensorBoard files first, then ``_MS`` files, each kind in writing order;
+symlinked files are ignored.
 
 Built for live views and for damaged files: a ``RunReader`` keeps one ``RecordReader`` per
 file, so each call reads only bytes appended since the previous call; a truncated tail is
@@ -11,41 +18,63 @@ per-record work beyond decoding, which makes it several times faster than Tensor
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
 from trainledger.storage import RecordReader, event_file_order, is_event_file_name
+from trainledger.summary import mindspore as msr
+from trainledger.summary.media import (
+    TB_NUMPY_DTYPES,
+    HistogramEvent,
+    ImageEvent,
+    TensorEvent,
+    tb_histogram,
+    tb_tensor,
+)
+from trainledger.summary.proto import mindspore_summary_pb2 as ms
 from trainledger.summary.proto import summary_pb2 as pb
 
-__all__ = ["RunReader", "ScalarSeries", "list_event_files", "iter_events", "read_scalars"]
+__all__ = [
+    "RunReader",
+    "ScalarSeries",
+    "iter_events",
+    "list_event_files",
+    "read_histograms",
+    "read_images",
+    "read_scalars",
+    "read_tensors",
+]
+
+_T = TypeVar("_T")
 
 # (steps int64, wall_times float64, values float64)
 ScalarSeries = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 _SCALAR_PLUGINS = frozenset({"scalars"})
-_FLOAT_DTYPES = {
-    pb.DT_FLOAT: "<f4",
-    pb.DT_DOUBLE: "<f8",
-    pb.DT_HALF: "<f2",
-    pb.DT_INT32: "<i4",
-    pb.DT_INT64: "<i8",
-}
+# TensorBoard tensors without a plugin (or the generic "tensor" one) are raw tensors.
+_RAW_TENSOR_PLUGINS = frozenset({"", "tensor", "tensors"})
 
 
 def list_event_files(run_dir: str | os.PathLike[str]) -> list[Path]:
     """Event files directly in ``run_dir`` (names with ``tfevents``), in writing order.
 
     Files are ordered by the numbers in their names (timestamp, host, pid, counter), not as
-    strings, so ``.10`` comes after ``.9``. Temp files, lineage files and others are ignored.
+    strings, so ``.10`` comes after ``.9``. Temp files, lineage files, symlinks and others are
+    ignored.
     """
     try:
         entries = list(os.scandir(run_dir))
-    except (FileNotFoundError, NotADirectoryError):
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
         return []
-    files = [Path(e.path) for e in entries if is_event_file_name(e.name) and e.is_file()]
+    files = [
+        Path(e.path)
+        for e in entries
+        if is_event_file_name(e.name) and e.is_file(follow_symlinks=False)
+    ]
     return sorted(files, key=lambda p: event_file_order(p.name))
 
 
@@ -55,7 +84,7 @@ def _tensor_scalar(tensor: pb.TensorProto) -> float | None:
         return float(tensor.float_val[0])
     if tensor.double_val:
         return float(tensor.double_val[0])
-    dtype = _FLOAT_DTYPES.get(tensor.dtype)
+    dtype = TB_NUMPY_DTYPES.get(tensor.dtype)
     if dtype is not None and tensor.tensor_content:
         arr = np.frombuffer(tensor.tensor_content, dtype=dtype)
         return float(arr[0]) if arr.size == 1 else None
@@ -67,17 +96,19 @@ def _tensor_scalar(tensor: pb.TensorProto) -> float | None:
 
 
 class RunReader:
-    """Incremental reader of the event files of one run directory.
+    """Incremental reader of the summary files (TensorBoard and MindSpore) of one run directory.
 
-    Each ``read_events()`` / ``read_scalars()`` call returns only data written since the
-    previous call (new files are picked up; a file that shrank is read again from the start).
-    Use one method per reader: both consume the same bytes.
+    Each ``read_*()`` call returns only data written since the previous call (new files are
+    picked up; a file that shrank is read again from the start). Use one method per reader:
+    all consume the same bytes. Damage never raises: records with a bad checksum and payloads
+    that do not decode are skipped and counted in ``corrupt``.
     """
 
     def __init__(self, run_dir: str | os.PathLike[str]) -> None:
         self.run_dir = Path(run_dir)
         self._readers: dict[Path, RecordReader] = {}
         self._scalar_tags: set[str] = set()  # tags whose metadata named the scalars plugin
+        self._tag_plugins: dict[str, str] = {}  # TensorBoard tag -> plugin of its metadata
         self._undecodable = 0
 
     @property
@@ -89,8 +120,8 @@ class RunReader:
     def files(self) -> list[Path]:
         return list(self._readers)
 
-    def _new_payloads(self) -> Iterator[bytes]:
-        for path in list_event_files(self.run_dir):
+    def _file_payloads(self, paths: list[Path]) -> Iterator[bytes]:
+        for path in paths:
             reader = self._readers.get(path)
             if reader is None:
                 reader = self._readers[path] = RecordReader(path)
@@ -100,29 +131,49 @@ class RunReader:
                 continue
             yield from payloads
 
-    def read_events(self) -> list[pb.Event]:
-        """Every new event (including each file's ``file_version`` event), in file order."""
-        out: list[pb.Event] = []
+    def _new_payloads(self) -> Iterator[bytes]:
+        """New TensorBoard payloads."""
+        return self._file_payloads(list_event_files(self.run_dir))
+
+    def _tb_events(self) -> Iterator[pb.Event]:
         from_string = pb.Event.FromString
         for payload in self._new_payloads():
             try:
-                out.append(from_string(payload))
+                yield from_string(payload)
             except DecodeError:
                 self._undecodable += 1
-        return out
+
+    def _ms_events(self) -> Iterator[ms.Event]:
+        from_string = ms.Event.FromString
+        for payload in self._file_payloads(msr.list_mindspore_files(self.run_dir)):
+            try:
+                yield from_string(payload)
+            except DecodeError:
+                self._undecodable += 1
+
+    def read_events(self) -> list[pb.Event]:
+        """Every new TensorBoard event (including each file's ``file_version`` event), in file
+        order. MindSpore files are not read here (their events have another schema)."""
+        return list(self._tb_events())
+
+    def read_mindspore_events(self) -> list[ms.Event]:
+        """Every new MindSpore event (``mindspore_summary_pb2.Event``: scalars, images,
+        histograms, tensors, the graph), in file order; TensorBoard files are not read here."""
+        return list(self._ms_events())
 
     def read_scalars(self) -> dict[str, ScalarSeries]:
         """New scalar points per tag: ``{tag: (steps, wall_times, values)}`` as numpy arrays.
 
-        Scalars are ``simple_value`` values, and scalar tensors tagged with TensorBoard's
-        ``scalars`` plugin (as TensorFlow 2 writes them).
+        Scalars are ``simple_value`` values, scalar tensors tagged with TensorBoard's
+        ``scalars`` plugin (as TensorFlow 2 writes them), and MindSpore's ``scalar_value``s.
         """
         steps: dict[str, list[int]] = {}
         times: dict[str, list[float]] = {}
         values: dict[str, list[float]] = {}
+
         scalar_tags = self._scalar_tags
         from_string = pb.Event.FromString
-        for payload in self._new_payloads():
+        for payload in self._new_payloads():  # the hot loop: inline, no call per event
             try:
                 event = from_string(payload)
             except DecodeError:
@@ -157,6 +208,16 @@ class RunReader:
                     series.append(step)
                     times[tag].append(wall_time)
                     values[tag].append(number)
+        for ms_event in self._ms_events():
+            for ms_value in ms_event.summary.value:
+                if ms_value.HasField("scalar_value"):
+                    tag = ms_value.tag
+                    series = steps.get(tag)
+                    if series is None:
+                        steps[tag], times[tag], values[tag] = [], [], []
+                    steps[tag].append(ms_event.step)
+                    times[tag].append(ms_event.wall_time)
+                    values[tag].append(ms_value.scalar_value)
         return {
             tag: (
                 np.asarray(steps[tag], dtype=np.int64),
@@ -165,6 +226,84 @@ class RunReader:
             )
             for tag in steps
         }
+
+    def _collect(self, tb_item: Callable[..., _T | None], ms_item: Callable[..., _T | None]
+                 ) -> dict[str, list[_T]]:  # fmt: skip
+        """``{tag: [item, ...]}`` of both formats; each function gets ``(event, value)`` and
+        returns the value's item, or None when the value is of another kind."""
+        out: dict[str, list[_T]] = {}
+        for event in self._tb_events():
+            for value in event.summary.value:
+                if (item := tb_item(event, value)) is not None:
+                    out.setdefault(value.tag, []).append(item)
+        for ms_event in self._ms_events():
+            for ms_value in ms_event.summary.value:
+                if (item := ms_item(ms_event, ms_value)) is not None:
+                    out.setdefault(ms_value.tag, []).append(item)
+        return out
+
+    def read_images(self) -> dict[str, list[ImageEvent]]:
+        """New images per tag (``ImageEvent``: step, wall time, size, encoded bytes; its
+        ``array()`` decodes a PNG to ``H x W x C`` uint8)."""
+
+        def tb_item(event: pb.Event, value: pb.Summary.Value) -> ImageEvent | None:
+            if not value.HasField("image"):
+                return None
+            img = value.image
+            return ImageEvent(event.step, event.wall_time, img.height, img.width,
+                              img.colorspace, img.encoded_image_string)  # fmt: skip
+
+        def ms_item(event: ms.Event, value: ms.Summary.Value) -> ImageEvent | None:
+            if not value.HasField("image"):
+                return None
+            return msr.ms_image(event.step, event.wall_time, value.image)
+
+        return self._collect(tb_item, ms_item)
+
+    def read_histograms(self) -> dict[str, list[HistogramEvent]]:
+        """New histograms per tag (``HistogramEvent``: step, wall time, bucket edges and
+        counts as float64 arrays, min/max/count/sum)."""
+
+        def tb_item(event: pb.Event, value: pb.Summary.Value) -> HistogramEvent | None:
+            if not value.HasField("histo"):
+                return None
+            return tb_histogram(event.step, event.wall_time, value.histo)
+
+        def ms_item(event: ms.Event, value: ms.Summary.Value) -> HistogramEvent | None:
+            if not value.HasField("histogram"):
+                return None
+            return msr.ms_histogram(event.step, event.wall_time, value.histogram)
+
+        return self._collect(tb_item, ms_item)
+
+    def read_tensors(self) -> dict[str, list[TensorEvent]]:
+        """New raw tensors per tag (``TensorEvent``: step, wall time, numpy array). TensorBoard
+        tensors that another plugin owns (scalars, histograms, images, text...) are left out;
+        a tensor whose dtype we cannot decode is skipped and counted in ``corrupt``."""
+        plugins = self._tag_plugins
+
+        def tb_item(event: pb.Event, value: pb.Summary.Value) -> TensorEvent | None:
+            if not value.HasField("tensor"):
+                return None
+            if value.HasField("metadata"):
+                plugins[value.tag] = value.metadata.plugin_data.plugin_name
+            if plugins.get(value.tag, "") not in _RAW_TENSOR_PLUGINS:
+                return None
+            arr = tb_tensor(value.tensor)
+            if arr is None:
+                self._undecodable += 1
+                return None
+            return TensorEvent(event.step, event.wall_time, arr)
+
+        def ms_item(event: ms.Event, value: ms.Summary.Value) -> TensorEvent | None:
+            if not value.HasField("tensor"):
+                return None
+            item = msr.ms_tensor(event.step, event.wall_time, value.tensor)
+            if item is None:
+                self._undecodable += 1
+            return item
+
+        return self._collect(tb_item, ms_item)
 
 
 def iter_events(run_dir: str | os.PathLike[str]) -> Iterator[pb.Event]:
@@ -183,5 +322,21 @@ def iter_events(run_dir: str | os.PathLike[str]) -> Iterator[pb.Event]:
 
 
 def read_scalars(run_dir: str | os.PathLike[str]) -> dict[str, ScalarSeries]:
-    """All scalars of a run: ``{tag: (steps, wall_times, values)}`` (numpy arrays)."""
+    """All scalars of a run, TensorBoard and MindSpore files alike: ``{tag: (steps, wall_times,
+    values)}`` (int64, float64, float64 numpy arrays, in writing order)."""
     return RunReader(run_dir).read_scalars()
+
+
+def read_images(run_dir: str | os.PathLike[str]) -> dict[str, list[ImageEvent]]:
+    """All images of a run (both formats): ``{tag: [ImageEvent, ...]}`` in writing order."""
+    return RunReader(run_dir).read_images()
+
+
+def read_histograms(run_dir: str | os.PathLike[str]) -> dict[str, list[HistogramEvent]]:
+    """All histograms of a run (both formats): ``{tag: [HistogramEvent, ...]}``."""
+    return RunReader(run_dir).read_histograms()
+
+
+def read_tensors(run_dir: str | os.PathLike[str]) -> dict[str, list[TensorEvent]]:
+    """All raw tensors of a run (both formats): ``{tag: [TensorEvent, ...]}``."""
+    return RunReader(run_dir).read_tensors()

@@ -1,0 +1,248 @@
+"""MindSpore's protobuf checkpoints (``.ckpt``, from ``save_checkpoint`` and ``ModelCheckpoint``).
+
+Layout (MindSpore 1.x-2.x): serialised ``Checkpoint`` messages back to back, one per tensor
+slice (a tensor over MindSpore's slice size is split along its bytes into consecutive values of
+the same tag), optionally followed by ``b"crc_num"`` + a 10-byte big-endian CRC-32 of all the
+bytes before it (``save_checkpoint(..., crc_check=True)``). By default MindSpore writes no
+checksum, so a flipped value cannot be detected; only structural damage can.
+
+Encrypted files (``enc_key``) are a sequence of blocks, each ``magic u32 LE`` then, for AES-GCM,
+the 16-byte tag, then ``block_len i32 LE`` and ``iv_len i32 | iv | cipher_len i32 | cipher``
+(little-endian); MindSpore 2.x seals GCM blocks with the IV's first 12 bytes. AES-GCM and
+AES-CBC blocks are decrypted here (``cryptography``; both tested on files MindSpore 2.10
+encrypted); SM4-CBC is refused. Keys are never logged or put in messages. The schema is our own
+.proto with MindSpore's field numbers (``proto/mindspore_checkpoint.proto``).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from typing import Any
+
+from google.protobuf.message import DecodeError
+
+from trainledger.errors import CheckpointDecryptError, CheckpointFormatError
+
+__all__ = [
+    "MS_DTYPES",
+    "decrypt_mindspore",
+    "is_mindspore_checkpoint",
+    "read_mindspore_checkpoint",
+]
+
+#: MindSpore's ``tensor_type`` names -> torch dtype names (``str`` values become Python str).
+MS_DTYPES = {
+    "Bool": "bool",
+    "Int8": "int8",
+    "UInt8": "uint8",
+    "Int16": "int16",
+    "UInt16": "uint16",
+    "Int32": "int32",
+    "UInt32": "uint32",
+    "Int64": "int64",
+    "UInt64": "uint64",
+    "Float16": "float16",
+    "BFloat16": "bfloat16",
+    "Float32": "float32",
+    "Float64": "float64",
+}
+_MAGICS = {0x7F3A5ED8: "AES-GCM", 0x7F3A5ED9: "AES-CBC", 0x7F3A5EDA: "SM4-CBC"}
+_CRC_MARK = b"crc_num"
+_TRAILER = len(_CRC_MARK) + 10
+
+
+def _encryption_mode(prefix: bytes) -> str | None:
+    if len(prefix) < 4:
+        return None
+    return _MAGICS.get(struct.unpack_from("<I", prefix)[0])
+
+
+def is_mindspore_checkpoint(prefix: bytes) -> bool:
+    """Whether a file starting with ``prefix`` (at least 16 bytes when the file has them) is a
+    MindSpore checkpoint: an encryption magic, or a protobuf ``Checkpoint.value`` (``0x0A``,
+    a length, then the value's ``tag`` field ``0x0A``). Our own container starts with an 8-byte
+    header length followed by ``{``, which this never matches."""
+    if _encryption_mode(prefix) is not None:
+        return True
+    if len(prefix) < 3 or prefix[0] != 0x0A or prefix[8:9] == b"{":
+        return False
+    pos = 1
+    while pos < len(prefix) and prefix[pos] & 0x80:  # the value's length (a varint)
+        pos += 1
+    return pos + 1 < len(prefix) and prefix[pos + 1] == 0x0A
+
+
+def decrypt_mindspore(data: bytes, key: bytes, where: str) -> bytes:
+    """Plain bytes of a checkpoint MindSpore encrypted (``enc_key``); the mode is read from the
+    blocks' magic. Wrong key or damaged blocks -> ``CheckpointDecryptError``."""
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives import padding
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    if not isinstance(key, (bytes, bytearray)) or len(key) not in (16, 24, 32):
+        raise CheckpointDecryptError(
+            f"{where}: dec_key expected 16, 24 or 32 bytes (AES), received "
+            + (f"{len(key)} bytes" if isinstance(key, (bytes, bytearray)) else type(key).__name__)
+        )
+    out, pos = [], 0
+    try:
+        while pos < len(data):
+            mode = _encryption_mode(data[pos : pos + 4])
+            if mode is None or mode == "SM4-CBC":
+                found = "SM4-CBC, which trainledger cannot decrypt" if mode else "no block magic"
+                raise CheckpointDecryptError(
+                    f"{where}: expected an AES-GCM or AES-CBC block at byte {pos}, found {found}"
+                )
+            pos += 4
+            tag = b""
+            if mode == "AES-GCM":
+                tag, pos = data[pos : pos + 16], pos + 16
+            (block_len,) = struct.unpack_from("<i", data, pos)
+            block, pos = data[pos + 4 : pos + 4 + block_len], pos + 4 + block_len
+            (iv_len,) = struct.unpack_from("<i", block, 0)
+            iv = block[4 : 4 + iv_len]
+            (cipher_len,) = struct.unpack_from("<i", block, 4 + iv_len)
+            cipher = block[8 + iv_len : 8 + iv_len + cipher_len]
+            if len(tag) != (16 if mode == "AES-GCM" else 0) or len(cipher) != cipher_len:
+                raise CheckpointFormatError(f"{where}: encrypted block at byte {pos} is truncated")
+            if mode == "AES-GCM":
+                out.append(_gcm_decrypt(AESGCM(bytes(key)), iv, cipher + tag, InvalidTag))
+            else:
+                dec = Cipher(algorithms.AES(bytes(key)), modes.CBC(iv)).decryptor()
+                unpad = padding.PKCS7(128).unpadder()
+                out.append(unpad.update(dec.update(cipher) + dec.finalize()) + unpad.finalize())
+    except (InvalidTag, ValueError, struct.error) as exc:
+        if isinstance(exc, (CheckpointDecryptError, CheckpointFormatError)):
+            raise
+        raise CheckpointDecryptError(
+            f"{where}: could not decrypt with the given dec_key (wrong key, or a damaged file)"
+        ) from None
+    return b"".join(out)
+
+
+def _gcm_decrypt(aead: Any, iv: bytes, sealed: bytes, invalid: type[Exception]) -> bytes:
+    """MindSpore stores a 16-byte IV but (2.x builds, OpenSSL's default IV length) seals with
+    its first 12 bytes; builds that set the IV length use all 16. The tag tells which."""
+    try:
+        return bytes(aead.decrypt(iv[:12], sealed, None))
+    except invalid:
+        return bytes(aead.decrypt(iv, sealed, None))
+
+
+def _check_crc(data: bytes, where: str, required: bool) -> bytes:
+    """Strip and verify MindSpore's optional CRC trailer (``required``: refuse a file without)."""
+    if len(data) >= _TRAILER and data[-_TRAILER:-10] == _CRC_MARK:
+        body = data[:-_TRAILER]
+        if zlib.crc32(body) != int.from_bytes(data[-10:], "big"):
+            raise CheckpointFormatError(
+                f"{where}: MindSpore CRC-32 mismatch (expected "
+                f"{int.from_bytes(data[-10:], 'big')}, computed {zlib.crc32(body)}): damaged file"
+            )
+        return body
+    if required:
+        raise CheckpointFormatError(
+            f"{where}: crc_check=True expected MindSpore's CRC trailer, but the file has none "
+            "(saved without crc_check=True), so it cannot be verified"
+        )
+    return data
+
+
+def read_mindspore_checkpoint(
+    path: str | os.PathLike[str], dec_key: bytes | None = None, crc_check: bool = False
+) -> dict[str, Any]:
+    """``{name: torch.Tensor}`` (strings as ``str``) of a MindSpore checkpoint, with MindSpore's
+    names, dtypes (bfloat16 and ints included) and shapes.
+
+    Raises ``CheckpointFormatError`` for a truncated or structurally corrupt file (or a CRC
+    mismatch when MindSpore wrote one; with ``crc_check``, also when it wrote none),
+    ``CheckpointDecryptError`` for an encrypted file without ``dec_key`` or with the wrong one.
+    """
+    from trainledger.checkpoint.proto import mindspore_checkpoint_pb2 as ckpt_pb
+
+    where = str(path)
+    with open(path, "rb") as fh:
+        data = fh.read()
+    mode = _encryption_mode(data[:4])
+    if mode is not None:
+        if dec_key is None:
+            raise CheckpointDecryptError(
+                f"{where} is a MindSpore checkpoint encrypted with {mode}; pass dec_key to load it"
+            )
+        data = decrypt_mindspore(data, dec_key, where)
+    elif dec_key is not None:
+        raise CheckpointDecryptError(
+            f"{where} is not encrypted, but dec_key was given; load it without dec_key"
+        )
+    data = _check_crc(data, where, crc_check)
+    try:
+        message = ckpt_pb.Checkpoint.FromString(data)
+    except DecodeError:
+        raise CheckpointFormatError(
+            f"{where}: expected MindSpore Checkpoint protobuf records, found undecodable bytes "
+            "(truncated or corrupt file)"
+        ) from None
+    return _tensors(message, where)
+
+
+def _tensors(message: Any, where: str) -> dict[str, Any]:
+    """Join each tag's consecutive slices and turn them into tensors."""
+    out: dict[str, Any] = {}
+    values = list(message.value)
+    if not values:
+        raise CheckpointFormatError(f"{where}: expected MindSpore checkpoint values, found none")
+    i = 0
+    while i < len(values):
+        value = values[i]
+        if not value.tag:
+            raise CheckpointFormatError(f"{where}: value {i} has no name (corrupt file)")
+        if value.HasField("maptensor"):
+            raise CheckpointFormatError(
+                f"{where}: {value.tag!r} is a MindSpore MapParameter, which trainledger cannot load"
+            )
+        if not value.HasField("tensor"):
+            raise CheckpointFormatError(f"{where}: {value.tag!r} holds no tensor (corrupt file)")
+        parts = [value.tensor.tensor_content]
+        j = i + 1
+        while j < len(values) and values[j].tag == value.tag:
+            parts.append(values[j].tensor.tensor_content)
+            j += 1
+        out[value.tag] = _tensor(value.tag, value.tensor, b"".join(parts), where)
+        i = j
+    return out
+
+
+def _tensor(name: str, proto: Any, content: bytes, where: str) -> Any:
+    import torch
+
+    kind = proto.tensor_type
+    if kind == "str":  # numpy's "U" strings: UTF-32 LE, NUL-padded
+        try:
+            return content.decode("utf-32-le").rstrip("\x00")
+        except UnicodeDecodeError:
+            raise CheckpointFormatError(f"{where}: {name!r} is not a valid string") from None
+    dtype_name = MS_DTYPES.get(kind)
+    if dtype_name is None:
+        raise CheckpointFormatError(
+            f"{where}: {name!r} has dtype {kind!r}; expected one of {', '.join(MS_DTYPES)}"
+        )
+    dtype = getattr(torch, dtype_name)
+    dims = [int(d) for d in proto.dims]
+    if any(d < 0 for d in dims):
+        raise CheckpointFormatError(f"{where}: {name!r} has negative dims {dims}")
+    itemsize = torch.empty(0, dtype=dtype).element_size()
+    if dims == [0] and len(content) == itemsize:  # MindSpore writes a scalar's dims as [0]
+        dims = []
+    count = 1
+    for d in dims:
+        count *= d
+    if len(content) != count * itemsize:
+        raise CheckpointFormatError(
+            f"{where}: {name!r} expected {count * itemsize} bytes for {kind}{dims}, "
+            f"found {len(content)} (truncated or corrupt file)"
+        )
+    if not content:
+        return torch.empty(dims, dtype=dtype)
+    return torch.frombuffer(bytearray(content), dtype=dtype).reshape(dims)

@@ -1,0 +1,97 @@
+"""``trainledger export``: convert what MindSpore wrote into formats today's tools read.
+
+- ``export safetensors SRC.ckpt DST.safetensors``: one checkpoint (MindSpore's or ours).
+- ``export tensorboard SRC DST``: the ``_MS`` summaries of a run (or of every run below a base
+  directory) as TensorBoard event files, one sub-directory of DST per run.
+Both only read their source; errors say what was expected and exit with status 1.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import click
+
+
+@click.group("export")
+def export() -> None:
+    """Convert MindSpore checkpoints and summaries (safetensors, TensorBoard)."""
+
+
+@export.command("safetensors")
+@click.argument("src", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("dst", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--dec-key-env",
+    metavar="VAR",
+    default=None,
+    help="Name of an environment variable holding the decryption key (hex) of an encrypted "
+    "checkpoint. The key is never printed.",
+)
+@click.option("--overwrite", is_flag=True, help="Replace DST if it exists.")
+def safetensors_cmd(src: Path, dst: Path, dec_key_env: str | None, overwrite: bool) -> None:
+    """Write checkpoint SRC (MindSpore .ckpt or trainledger) as DST.safetensors."""
+    from trainledger.checkpoint import export_safetensors
+    from trainledger.errors import CheckpointDecryptError, TrainledgerError
+
+    key = None
+    if dec_key_env is not None:
+        raw = os.environ.get(dec_key_env)
+        if not raw:
+            raise click.ClickException(f"environment variable {dec_key_env} is not set")
+        try:
+            key = bytes.fromhex(raw)
+        except ValueError:
+            raise click.ClickException(f"{dec_key_env} expected a hex key") from None
+    try:
+        n = export_safetensors(src, dst, dec_key=key, overwrite=overwrite)
+    except CheckpointDecryptError as exc:
+        hint = "" if key else " (give the key with --dec-key-env VAR)"
+        raise click.ClickException(f"{exc}{hint}") from None
+    except (TrainledgerError, FileExistsError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"wrote {n} tensors to {dst}")
+
+
+def _inside(path: Path, parent: Path) -> bool:
+    path, parent = path.resolve(), parent.resolve()
+    return path == parent or parent in path.parents
+
+
+@export.command("tensorboard")
+@click.argument("src", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("dst", type=click.Path(file_okay=False, path_type=Path))
+def tensorboard_cmd(src: Path, dst: Path) -> None:
+    """Convert the MindSpore summaries (_MS files) of run SRC, or of every run below SRC, into
+    TensorBoard event files under DST (one sub-directory per run): scalars, images,
+    histograms, tensors and the graph. Then: tensorboard --logdir DST."""
+    from trainledger.summary import convert_mindspore_run, find_mindspore_runs
+
+    if _inside(dst, src):
+        raise click.ClickException(f"DST {dst} is inside SRC {src}; the source is never written")
+    runs = find_mindspore_runs(src)
+    if not runs:
+        raise click.ClickException(
+            f"nothing to convert: no MindSpore summary files (events.out.events.summary.*_MS) "
+            f"in {src} or below it"
+        )
+    single = runs == [src]
+    targets = [(run, dst / (src.name if single else run.relative_to(src))) for run in runs]
+    for _, target in targets:
+        if target.exists() and any(p.name.count("tfevents") for p in target.iterdir()):
+            raise click.ClickException(f"{target} already holds TensorBoard event files")
+    items: Iterable[tuple[Path, Path]] = targets
+    if len(targets) > 1:
+        from rich.console import Console
+        from rich.progress import track
+
+        items = track(targets, description="converting", console=Console(stderr=True))
+    totals: dict[str, int] = {}
+    for run, target in items:
+        counts = convert_mindspore_run(run, target)
+        for key, value in vars(counts).items():
+            totals[key] = totals.get(key, 0) + value
+    summary = ", ".join(f"{v} {k}" for k, v in totals.items() if v)
+    click.echo(f"converted {len(runs)} run(s) into {dst}: {summary}")

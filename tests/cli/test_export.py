@@ -1,0 +1,173 @@
+"""``trainledger export tensorboard`` / ``export safetensors`` against the real other side:
+TensorBoard's own ``EventAccumulator`` reads the converted runs, ``safetensors`` reads the
+exported checkpoints."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner, Result
+
+from trainledger.checkpoint import load_checkpoint
+from trainledger.cli.main import cli
+from trainledger.summary import read_histograms, read_images, read_scalars, read_tensors
+from trainledger.summary.proto import mindspore_summary_pb2 as ms
+from trainledger.summary.reader import RunReader
+
+GOLDEN = Path(__file__).parents[1] / "golden"
+RUNS = sorted(p.parent.relative_to(GOLDEN).as_posix() for p in GOLDEN.rglob("*_MS"))
+KEY = b"trainledger-test"  # the public test key of make_fixtures.py
+
+
+def _run(*args: str, **env: str) -> Result:
+    return CliRunner().invoke(cli, list(args), env=env or None)
+
+
+def _tree_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        h.update(path.relative_to(root).as_posix().encode())
+        if path.is_file():
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    dst = tmp_path_factory.mktemp("tb")
+    before = _tree_digest(GOLDEN)
+    result = _run("export", "tensorboard", str(GOLDEN), str(dst))
+    assert result.exit_code == 0, result.output
+    assert f"converted {len(set(RUNS))} run(s)" in result.output
+    assert _tree_digest(GOLDEN) == before  # the source is only read
+    return dst
+
+
+def _accumulator(path: Path):  # type: ignore[no-untyped-def]
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    # keep every event (the defaults sample) and do not purge when a later file restarts steps
+    size = {"scalars": 0, "images": 0, "histograms": 0, "tensors": 0}
+    acc = EventAccumulator(str(path), size_guidance=size, purge_orphaned_data=False)
+    acc.Reload()
+    return acc
+
+
+@pytest.mark.parametrize("rel", sorted(set(RUNS)))
+def test_tensorboard_reads_as_many_events_as_the_source(converted: Path, rel: str) -> None:
+    src, acc = GOLDEN / rel, _accumulator(converted / rel)
+    tags = acc.Tags()
+    for kind, read, get in (
+        ("scalars", read_scalars, acc.Scalars),
+        ("images", read_images, acc.Images),
+        ("histograms", read_histograms, acc.Histograms),
+        ("tensors", read_tensors, acc.Tensors),
+    ):
+        source = read(src)
+        assert sorted(tags[kind]) == sorted(source), kind
+        for tag, series in source.items():
+            n = len(series[0]) if kind == "scalars" else len(series)
+            assert len(get(tag)) == n, (kind, tag)
+    steps, _, values = read_scalars(src)["loss/auto"]
+    events = acc.Scalars("loss/auto")
+    assert [e.step for e in events] == steps.tolist()
+    assert [e.value for e in events] == values.tolist()
+
+
+def test_graph_keeps_mindspore_names_and_scopes(converted: Path) -> None:
+    source = next(
+        e.graph_def
+        for e in RunReader(GOLDEN / "mindspore-full" / "run").read_mindspore_events()
+        if e.HasField("graph_def")
+    )
+    graph = _accumulator(converted / "mindspore-full" / "run").Graph()
+    names = {n.name for n in graph.node}
+    assert {op.full_name for op in source.node} <= names
+    assert {p.name for p in source.parameters} <= names
+    assert any(n.startswith("Default/network-WithLossCell/_backbone-TinyNet/") for n in names)
+    for node in graph.node:  # every edge ends at a node of the graph
+        assert all(i.lstrip("^") in names for i in node.input), node.name
+    by_name = {n.name: n for n in graph.node}
+    relu = next(op for op in source.node if op.op_type == "ReLU")
+    assert by_name[relu.full_name].op == "ReLU"
+    kinds = {e.type for op in source.node for e in op.input}
+    assert kinds <= {ms.InputProto.DATA_EDGE, ms.InputProto.CONTROL_EDGE}
+
+
+def test_tensorboard_errors(tmp_path: Path, converted: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = _run("export", "tensorboard", str(empty), str(tmp_path / "out"))
+    assert result.exit_code == 1 and "nothing to convert" in result.output
+    run = tmp_path / "run"
+    shutil.copytree(GOLDEN / "mindspore-runs" / "sgd_noeval", run)
+    result = _run("export", "tensorboard", str(run), str(run / "tb"))
+    assert result.exit_code == 1 and "inside SRC" in result.output
+    assert not (run / "tb").exists()
+    out = tmp_path / "out"
+    assert _run("export", "tensorboard", str(run), str(out)).exit_code == 0
+    assert len(list((out / "run").iterdir())) == 1  # one run -> DST/<run name>
+    again = _run("export", "tensorboard", str(run), str(out))
+    assert again.exit_code == 1 and "already holds TensorBoard event files" in again.output
+
+
+@pytest.mark.parametrize(
+    "rel", sorted(p.relative_to(GOLDEN).as_posix() for p in GOLDEN.rglob("*.ckpt"))
+)
+def test_safetensors_export_equals_the_checkpoint(tmp_path: Path, rel: str) -> None:
+    from safetensors.torch import load_file
+
+    dst = tmp_path / "out.safetensors"
+    env = {"TL_KEY": KEY.hex()} if "encrypted" in rel else {}
+    args = ["export", "safetensors", str(GOLDEN / rel), str(dst)]
+    result = _run(*args, *(["--dec-key-env", "TL_KEY"] if env else []), **env)
+    assert result.exit_code == 0, result.output
+    assert KEY.hex() not in result.output
+    exported = load_file(dst)
+    original = load_checkpoint(GOLDEN / rel, dec_key=KEY if env else None)
+    tensors = {k: v for k, v in original.items() if isinstance(v, torch.Tensor)}
+    assert sorted(exported) == sorted(tensors)
+    for name, tensor in tensors.items():
+        assert exported[name].dtype == tensor.dtype and torch.equal(exported[name], tensor)
+    from safetensors import safe_open
+
+    with safe_open(str(dst), "pt") as fh:  # string values travel in the metadata
+        metadata = fh.metadata()
+    for name, value in original.items():
+        if isinstance(value, str):
+            assert metadata[name] == value
+
+
+def test_safetensors_errors(tmp_path: Path) -> None:
+    src = GOLDEN / "mindspore-full" / "ckpt-dtypes" / "encrypted.ckpt"
+    result = _run("export", "safetensors", str(src), str(tmp_path / "a.safetensors"))
+    assert result.exit_code == 1 and "--dec-key-env" in result.output
+    dst = tmp_path / "b.safetensors"
+    dst.write_bytes(b"keep me")
+    plain = GOLDEN / "mindspore-full" / "ckpt-dtypes" / "dtypes.ckpt"
+    result = _run("export", "safetensors", str(plain), str(dst))
+    assert result.exit_code == 1 and "exists" in result.output
+    assert dst.read_bytes() == b"keep me"
+    assert _run("export", "safetensors", str(plain), str(dst), "--overwrite").exit_code == 0
+
+
+def test_safetensors_export_of_our_own_checkpoint(tmp_path: Path) -> None:
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    from trainledger.checkpoint import save_checkpoint
+
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+    src, dst = tmp_path / "own.ckpt", tmp_path / "own.safetensors"
+    save_checkpoint(net, str(src), append_dict={"epoch": 3, "note": "hi"})
+    assert _run("export", "safetensors", str(src), str(dst)).exit_code == 0
+    exported = load_file(dst)
+    for name, tensor in net.state_dict().items():
+        assert torch.equal(exported[name], tensor)
+    with safe_open(str(dst), "pt") as fh:
+        metadata = fh.metadata()
+    assert metadata["note"] == "hi" and metadata["epoch"] == "3"
