@@ -69,11 +69,28 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.summary.export import process_export_options
-    from trainledger.summary.graph import GraphNode, graph_def_bytes, module_graph_def, parse_graph_def
+    from trainledger.summary.graph import (
+        GraphNode,
+        graph_def_bytes,
+        module_graph_def,
+        parse_graph_def,
+    )
     from trainledger.summary.landscape import LANDSCAPE_PLUGIN, read_landscapes
     from trainledger.summary.media import HistogramEvent, ImageEvent, TensorEvent
     from trainledger.summary.mindspore import is_mindspore_summary_name, list_mindspore_files
     from trainledger.summary.ms_graph import graph_def_from_mindspore
-    from trainledger.summary.reader import RunReader, iter_events, list_event_files, read_histograms, read_images, read_scalars, read_tensors
+    from trainledger.summary.reader import (
+        RunReader,
+        iter_events,
+        list_event_files,
+        read_histograms,
+        read_images,
+        read_scalars,
+        read_tensors,
+    )
     from trainledger.summary.record import SummaryRecord
-    from trainledger.summary.tb_export import ConvertCounts, convert_mindspore_run, find_mindspore_runs
+    from trainledger.summary.tb_export import (
+        ConvertCounts,
+        convert_mindspore_run,
+        find_mindspore_runs,
+    )
