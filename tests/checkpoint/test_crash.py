@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import trainledger
-from trainledger.checkpoint.api import latest_checkpoint
+from trainledger.checkpoint import latest_checkpoint
 from trainledger.checkpoint.crypto import is_encrypted_prefix
 from trainledger.checkpoint.format import raw_to_numpy, read_container
 from trainledger.storage import is_temp_name
@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from trainledger.checkpoint.format import numpy_to_raw, save_container
-from trainledger.checkpoint.manager import CheckpointManager
+from trainledger.checkpoint import CheckpointManager
 
 directory = Path(sys.argv[1])
 KEY = bytes(range(16))

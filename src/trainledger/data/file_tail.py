@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from trainledger.data._batching import RecordBatcher
+from trainledger.data.batcher import RecordBatcher
 from trainledger.errors import StreamError
 from trainledger.storage import atomic_write_bytes, is_temp_name
 

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from trainledger.data._batching import RecordBatcher
+from trainledger.data.batcher import RecordBatcher
 from trainledger.errors import StreamError
 
 __all__ = ["QueueProducer", "QueueStream"]

@@ -1,4 +1,4 @@
-"""Entry point of the checkpoint writer process (``python -m trainledger.checkpoint._writer``).
+"""The checkpoint writer process (``python -m trainledger.checkpoint.writer_process``).
 
 Reads length-prefixed JSON requests on stdin, writes each checkpoint from shared memory with the
 byte-level format (no torch import), answers ``{"ok": true}`` or ``{"ok": false, "error": ...}``

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from trainledger.checkpoint.manager import CheckpointManager, next_free_prefix
+from trainledger.checkpoint import CheckpointManager, next_free_prefix
 from trainledger.storage import TEMP_MARKER
 
 
@@ -127,7 +127,7 @@ def test_remove_ckpoint_file(tmp_path: Path) -> None:
 def test_resume_prefix(tmp_path: Path) -> None:
     import os
 
-    from trainledger.checkpoint.manager import resume_prefix
+    from trainledger.checkpoint import resume_prefix
 
     assert resume_prefix(tmp_path, "CKP") == "CKP"
     touch(tmp_path, "CKP-1_1.ckpt", "CKP_1-1_5.ckpt", "CKPX-9_9.ckpt")
