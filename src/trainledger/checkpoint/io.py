@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainledger.checkpoint.config import check_append_values
 from trainledger.checkpoint.format import is_checkpoint_path, read_container, read_info
 from trainledger.errors import CheckpointLoadError
 from trainledger.storage import parse_checkpoint_name
@@ -43,15 +44,7 @@ def check_append_dict(append_dict: Any) -> dict[str, Any]:
         return {}
     if not isinstance(append_dict, Mapping):
         raise TypeError(f"append_dict expected a dict, received: {type(append_dict).__name__}")
-    for key, value in append_dict.items():
-        if not isinstance(key, str):
-            raise TypeError(f"append_dict keys expected str, received: {key!r}")
-        if not isinstance(value, (bool, int, float, str)):
-            raise TypeError(
-                f"append_dict[{key!r}] expected int, float, bool or str, received: "
-                f"{type(value).__name__}"
-            )
-    return dict(append_dict)
+    return check_append_values(append_dict, "append_dict", "append_dict keys")
 
 
 def build_payload(
