@@ -1,4 +1,7 @@
-"""CheckpointManager: naming, adoption, deleting only its own files after commit, sweeping."""
+"""CheckpointManager: naming, adoption, deleting only its own files after commit.
+
+(Sweeping temp files of a crashed writer is ``storage.sweep_temp_files``, tested there.)
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from trainledger.checkpoint import CheckpointManager, next_free_prefix
-from trainledger.storage import TEMP_MARKER
 
 
 def touch(d: Path, *names: str) -> None:
@@ -100,18 +102,6 @@ def test_adopt_reads_scores(tmp_path: Path) -> None:
     }
     assert m.would_be_best(0.05) and not m.would_be_best(0.5)
     assert [p.name for p in m.to_delete()] == ["P-1_2.ckpt"]
-
-
-def test_sweep_removes_only_dead_temp_files_of_prefix(tmp_path: Path) -> None:
-    dead = f"P-1_1.ckpt{TEMP_MARKER}999999-abcd"
-    other = f"Q-1_1.ckpt{TEMP_MARKER}999999-abcd"
-    import os
-
-    alive = f"P-1_2.ckpt{TEMP_MARKER}{os.getppid()}-abcd"
-    touch(tmp_path, dead, other, alive, "P-1_3.ckpt")
-    m = CheckpointManager(tmp_path, "P")
-    assert [p.name for p in m.sweep()] == [dead]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([other, alive, "P-1_3.ckpt"])
 
 
 def test_remove_ckpoint_file(tmp_path: Path) -> None:

@@ -19,7 +19,6 @@ from trainledger.storage import (
     checkpoint_file_name,
     fsync_dir,
     parse_checkpoint_name,
-    sweep_temp_files,
 )
 
 __all__ = ["CheckpointManager", "next_free_prefix", "resume_prefix"]
@@ -123,10 +122,6 @@ class CheckpointManager:
     def ckpoint_num(self) -> int:
         """Number of tracked files (MindSpore's name)."""
         return len(self._records)
-
-    def sweep(self) -> list[Path]:
-        """Remove temp files a crashed writer of this prefix left behind."""
-        return sweep_temp_files(self.directory, self.prefix)
 
     def adopt_existing(
         self,

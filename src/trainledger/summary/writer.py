@@ -207,10 +207,6 @@ class AsyncEventWriter:
         writer = self.file_writer
         self._worker.submit(self._guarded(lambda: writer.write_framed(produce())))
 
-    def submit_task(self, task: Callable[[], None]) -> None:
-        """Queue any other work that must run in order with the writes (e.g. exports)."""
-        self._worker.submit(self._guarded(task))
-
     def pending_error(self) -> BaseException | None:
         return self._worker.pending_error()
 
