@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainledger.checkpoint.async_save import SyncSaver, ThreadSaver
 from trainledger.checkpoint.config import check_append_values
+from trainledger.checkpoint.crypto import check_key
 from trainledger.checkpoint.format import is_checkpoint_path, read_container, read_info
 from trainledger.errors import CheckpointLoadError
 from trainledger.storage import parse_checkpoint_name
@@ -54,6 +56,7 @@ def build_payload(
     info: Mapping[str, Any] | None = None,
 ) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
     """(named tensors, header info) for a network/state dict plus an optional optimizer."""
+    # torch_adapter imports torch: here, so latest_checkpoint and checkpoint_info need none
     from trainledger.checkpoint.torch_adapter import collect_tensors, optimizer_payload
 
     named = collect_tensors(save_obj)
@@ -109,9 +112,6 @@ def save_checkpoint(
     fields to the JSON header. ``integrated_save`` is accepted for compatibility.
     """
     global _ASYNC
-    from trainledger.checkpoint.async_save import SyncSaver, ThreadSaver
-    from trainledger.checkpoint.crypto import check_key
-
     path = Path(ckpt_file_name)
     if not path.suffix:
         path = path.with_name(path.name + ".ckpt")
@@ -254,7 +254,7 @@ def load_param_into_net(
     Non-strict: names missing on either side and shape mismatches are skipped (and returned).
     Strict: any of those is a ``CheckpointLoadError`` listing the names and shapes.
     """
-    import torch
+    import torch  # torch only where tensors are handled (see the module docstring)
 
     if name_map is not None:
         if not isinstance(name_map, Mapping):

@@ -25,7 +25,7 @@ class BadRecordWarning(RuntimeWarning):
 
 def default_collate(samples: Sequence[Any]) -> Any:
     """torch's ``default_collate`` (dicts of numbers -> dict of tensors), imported lazily."""
-    from torch.utils.data import default_collate as torch_default_collate
+    from torch.utils.data import default_collate as torch_default_collate  # only if used
 
     return torch_default_collate(list(samples))
 

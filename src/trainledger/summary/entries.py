@@ -16,6 +16,7 @@ from typing import Any
 
 from trainledger.summary import encoders
 from trainledger.summary.export import export_tensor
+from trainledger.summary.proto.summary_pb2 import Event, Summary
 from trainledger.summary.scalar_bytes import scalar_event_bytes, scalars_event_bytes
 from trainledger.summary.writer import AsyncEventWriter
 
@@ -58,8 +59,6 @@ def close_forgotten(
 
 def encode_entries(entries: list[Entry], bins: int, export_dir: Path | None) -> list[bytes]:
     """Serialised events of ``entries`` (runs on the writer thread); exports tensors if asked."""
-    from trainledger.summary.proto.summary_pb2 import Event, Summary
-
     out: list[bytes] = []
     value_cls = Summary.Value
     for step, wall_time, values in entries:
