@@ -1,6 +1,18 @@
-"""Checkpoints: safetensors container, atomic writes, retention, async writer, crypto, load.
+"""Checkpoints: the safetensors container, save and load, retention, async writers, crypto.
 
-Public names are re-exported lazily so ``import trainledger.checkpoint`` does not import torch.
+* ``format``          the container (safetensors + our JSON header, crc32c), bytes only, no torch
+* ``torch_adapter``   torch tensors and optimizer state <-> the container's raw tensors
+* ``io``              MindSpore's ``save_checkpoint``, ``load_checkpoint``... for torch objects
+* ``config``          ``CheckpointConfig``: when to save, what to keep, how to write
+* ``policy``          pure decisions: save now? which files to delete?
+* ``retention``       ``CheckpointManager``: applies the policy to the files of one prefix
+* ``async_save``      synchronous, thread and process savers (training waits for a copy only)
+* ``writer_process``  the process saver's child (``python -m``; no torch)
+* ``crypto``          AES-GCM, or AES-CBC + HMAC, over the container bytes
+
+Atomic writes and checkpoint file names come from ``trainledger.storage``; ``ModelCheckpoint``
+lives in ``trainledger.callbacks``. Public names are re-exported lazily so
+``import trainledger.checkpoint`` does not import torch.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The one place where checkpoint code touches torch objects.
+"""torch objects <-> the container's raw tensors: the one place that converts between them.
 
 Tensors become byte views (``RawTensor``) without a copy when they are contiguous CPU tensors,
 and loaded bytes become tensors that share one buffer (``torch.frombuffer``), so neither

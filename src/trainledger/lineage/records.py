@@ -1,9 +1,10 @@
 """Lineage records: plain values -> ``LineageEvent`` messages, and the dict forms back.
 
 Pure functions (no torch, no I/O), shared by the writer side (callbacks build plain values, this
-module packs them) and the reader (which unpacks to the dicts MindInsight returns). Packing the
-dataset graph and user info follows MindInsight's own packing rules, so a graph dict we write
-reads back equal, and a MindSpore-written graph reads back as MindInsight shows it.
+module packs them) and the reader (which unpacks to the dicts MindInsight returns). User info
+is packed by MindInsight's own rules, as the dataset graph is (``graph.py``, whose two functions
+are re-exported here for the reader), so what we write reads back equal, and what MindSpore
+wrote reads back as MindInsight shows it.
 """
 
 from __future__ import annotations

@@ -1,10 +1,22 @@
-"""Summaries: TensorBoard-format framing, schema, pure encoders, writer; readers of TensorBoard
-and MindSpore (``_MS``) summary files.
+"""Summaries: TensorBoard-format files written and read, and MindSpore (``_MS``) files read.
 
-``read_scalars`` / ``read_images`` / ``read_histograms`` / ``read_tensors`` (both formats),
-``iter_events(run_dir)``, ``RunReader`` (incremental) and ``SummaryRecord`` are re-exported
-lazily, so importing ``trainledger.storage`` (as the lineage files do) loads nothing else.
-Nothing here imports torch.
+* ``proto/``        TensorBoard's ``Event``/``Summary`` schema and MindSpore's summary schema
+                    (each with its original field numbers)
+* ``encoders``      values -> ``Summary.Value`` messages (pure; tensors by duck typing)
+* ``scalar_bytes``  scalar events straight to bytes, the hot path
+* ``entries``       staged values -> serialised events, run on the writer thread
+* ``writer``        event files on disk: rollover, the disk-space guard, the background writer
+* ``record``        ``SummaryRecord``, MindSpore's summary writer API
+* ``export``        tensor summaries also written as ``.npy`` files
+* ``reader``        ``read_scalars``, ``read_images``, ``read_histograms``, ``read_tensors`` (both
+                    formats), ``iter_events``, ``RunReader`` (incremental)
+* ``media``         what the readers return for images, histograms and tensors
+* ``mindspore``, ``ms_graph``, ``tb_export``  MindSpore's files, its graph as a ``GraphDef``,
+                    and the conversion of ``_MS`` runs into TensorBoard event files
+
+Record framing and file names come from ``trainledger.storage``. Public names are re-exported
+lazily, so ``import trainledger.summary`` loads none of these modules. Nothing here imports
+torch; ``SummaryCollector`` lives in ``trainledger.callbacks``.
 """
 
 from __future__ import annotations
