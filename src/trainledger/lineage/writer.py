@@ -97,7 +97,11 @@ def get_writer(log_dir: str | os.PathLike[str], rank: int = 0) -> LineageWriter:
 
 
 def clear_registry() -> None:
-    """Forget every shared writer (tests; a new writer then starts a new file)."""
+    """Forget every shared writer: the next write starts a new file, as a new process would.
+
+    Only tests call it (to play a second process inside one); kept public for them because the
+    registry is this module's private state.
+    """
     with _REGISTRY_LOCK:
         _REGISTRY.clear()
 
