@@ -23,7 +23,7 @@ from trainledger.checkpoint.config import check_append_values
 from trainledger.checkpoint.crypto import check_key
 from trainledger.checkpoint.format import is_checkpoint_path, read_container, read_info
 from trainledger.errors import CheckpointLoadError
-from trainledger.storage import parse_checkpoint_name
+from trainledger.storage import parse_checkpoint_name, scan_dir
 
 __all__ = [
     "Checkpoint",
@@ -327,11 +327,7 @@ def latest_checkpoint(directory: str | os.PathLike[str], prefix: str | None = No
     interrupted write are never returned.
     """
     candidates: list[tuple[tuple[Any, ...], Path]] = []
-    try:
-        entries = list(os.scandir(directory))
-    except FileNotFoundError:
-        return None
-    for entry in entries:
+    for entry in scan_dir(directory):
         path = Path(entry.path)
         if not entry.is_file() or not is_checkpoint_path(path) or path.suffix != ".ckpt":
             continue

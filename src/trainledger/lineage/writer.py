@@ -31,6 +31,7 @@ from trainledger.storage import (
     fsync_dir,
     lineage_file_name,
     safe_host,
+    scan_dir,
 )
 
 __all__ = ["LineageWriter", "get_writer", "clear_registry", "create_lineage_file"]
@@ -146,7 +147,4 @@ def create_lineage_file(
 
 
 def _lineage_names(directory: str) -> list[str]:
-    try:
-        return [n for n in os.listdir(directory) if n.endswith(LINEAGE_SUFFIX)]
-    except FileNotFoundError:
-        return []
+    return [e.name for e in scan_dir(directory) if e.name.endswith(LINEAGE_SUFFIX)]
