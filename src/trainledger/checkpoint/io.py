@@ -56,7 +56,6 @@ def build_payload(
     info: Mapping[str, Any] | None = None,
 ) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
     """(named tensors, header info) for a network/state dict plus an optional optimizer."""
-    # torch_adapter imports torch: here, so latest_checkpoint and checkpoint_info need none
     from trainledger.checkpoint.torch_adapter import collect_tensors, optimizer_payload
 
     named = collect_tensors(save_obj)
@@ -254,7 +253,7 @@ def load_param_into_net(
     Non-strict: names missing on either side and shape mismatches are skipped (and returned).
     Strict: any of those is a ``CheckpointLoadError`` listing the names and shapes.
     """
-    import torch  # torch only where tensors are handled (see the module docstring)
+    import torch
 
     if name_map is not None:
         if not isinstance(name_map, Mapping):
