@@ -9,6 +9,8 @@
 * ``async_save``      synchronous, thread and process savers (training waits for a copy only)
 * ``writer_process``  the process saver's child (``python -m``; no torch)
 * ``crypto``          AES-GCM, or AES-CBC + HMAC, over the container bytes
+* ``mindspore_ckpt``  MindSpore's protobuf ``.ckpt`` files, read (schema in ``proto/``)
+* ``export``          one checkpoint (ours or MindSpore's) as a plain ``.safetensors`` file
 
 Atomic writes and checkpoint file names come from ``trainledger.storage``; ``ModelCheckpoint``
 lives in ``trainledger.callbacks``. Public names are re-exported lazily so
