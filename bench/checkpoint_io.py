@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from trainledger.checkpoint.api import load_checkpoint, save_checkpoint
+from trainledger.checkpoint import load_checkpoint, save_checkpoint
 from trainledger.checkpoint.async_save import ProcessSaver, ThreadSaver
 
 

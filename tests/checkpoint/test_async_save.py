@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainledger.checkpoint.api import load_checkpoint
+from trainledger.checkpoint import load_checkpoint
 from trainledger.checkpoint.async_save import ProcessSaver, SyncSaver, ThreadSaver, make_saver
 from trainledger.errors import CheckpointWriteError
 

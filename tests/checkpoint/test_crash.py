@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import trainledger
-from trainledger.checkpoint.api import latest_checkpoint
+from trainledger.checkpoint import latest_checkpoint
 from trainledger.checkpoint.crypto import is_encrypted_prefix
 from trainledger.checkpoint.format import raw_to_numpy, read_container
 from trainledger.storage import is_temp_name
@@ -29,12 +29,13 @@ from pathlib import Path
 import numpy as np
 
 from trainledger.checkpoint.format import numpy_to_raw, save_container
-from trainledger.checkpoint.manager import CheckpointManager
+from trainledger.checkpoint import CheckpointManager
+from trainledger.storage import sweep_temp_files
 
 directory = Path(sys.argv[1])
 KEY = bytes(range(16))
 manager = CheckpointManager(directory, "crash", keep_checkpoint_max=3)
-manager.sweep()
+sweep_temp_files(directory, "crash")
 records = manager.adopt_existing()
 manager.apply()  # a kill between commit and retention left one extra file
 step = max((r.step for r in records), default=0)

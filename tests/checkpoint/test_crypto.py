@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainledger.checkpoint import crypto
-from trainledger.checkpoint.api import load_checkpoint, save_checkpoint
+from trainledger.checkpoint import crypto, load_checkpoint, save_checkpoint
 from trainledger.checkpoint.crypto import EncryptingWriter, decrypt_file
 from trainledger.errors import CheckpointDecryptError
 

@@ -13,7 +13,7 @@ from safetensors import safe_open
 from safetensors.numpy import save_file as np_save_file
 from safetensors.torch import load_file, save_file
 
-from trainledger.checkpoint.api import load_checkpoint, read_checkpoint, save_checkpoint
+from trainledger.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from trainledger.checkpoint.format import (
     numpy_to_raw,
     raw_to_numpy,

@@ -21,7 +21,7 @@ from torch import nn
 from trainledger.callbacks import checkpoint as checkpoint_module
 from trainledger.callbacks.checkpoint import ModelCheckpoint
 from trainledger.callbacks.lineage import TrainLineage
-from trainledger.checkpoint.api import checkpoint_info, latest_checkpoint, load_checkpoint
+from trainledger.checkpoint import checkpoint_info, latest_checkpoint, load_checkpoint
 from trainledger.checkpoint.config import CheckpointConfig
 from trainledger.lineage.reader import read_lineage
 from trainledger.run.callback import Callback, RunContext

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from trainledger.checkpoint.api import load_checkpoint
+from trainledger.checkpoint import load_checkpoint
 from trainledger.data import FileTailSource
 from trainledger.demos.click_stream import ClickStream, collate_clicks, produce
 from trainledger.demos.ctr_model import DeepFM, HashedEmbedding

@@ -14,6 +14,7 @@ from trainledger.storage import (
     atomic_write,
     atomic_write_bytes,
     is_temp_name,
+    scan_dir,
     sweep_temp_files,
 )
 
@@ -107,3 +108,11 @@ def test_exclusive_lock_excludes_a_second_holder(tmp_path: Path, kind: str) -> N
     assert events == ["first in", "first out", "second in"]
     if kind == "directory":
         assert list(target.iterdir()) == []  # a directory lock leaves nothing behind
+
+
+def test_scan_dir_missing_is_empty_other_errors_raise(tmp_path: Path) -> None:
+    assert scan_dir(tmp_path / "not-yet") == []
+    (tmp_path / "a.bin").write_bytes(b"x")
+    assert [e.name for e in scan_dir(tmp_path)] == ["a.bin"]
+    with pytest.raises(NotADirectoryError):
+        scan_dir(tmp_path / "a.bin")

@@ -1,6 +1,20 @@
-"""Checkpoints: safetensors container, atomic writes, retention, async writer, crypto, load.
+"""Checkpoints: the safetensors container, save and load, retention, async writers, crypto.
 
-Public names are re-exported lazily so ``import trainledger.checkpoint`` does not import torch.
+* ``format``          the container (safetensors + our JSON header, crc32c), bytes only, no torch
+* ``torch_adapter``   torch tensors and optimizer state <-> the container's raw tensors
+* ``io``              MindSpore's ``save_checkpoint``, ``load_checkpoint``... for torch objects
+* ``config``          ``CheckpointConfig``: when to save, what to keep, how to write
+* ``policy``          pure decisions: save now? which files to delete?
+* ``retention``       ``CheckpointManager``: applies the policy to the files of one prefix
+* ``async_save``      synchronous, thread and process savers (training waits for a copy only)
+* ``writer_process``  the process saver's child (``python -m``; no torch)
+* ``crypto``          AES-GCM, or AES-CBC + HMAC, over the container bytes
+* ``mindspore_ckpt``  MindSpore's protobuf ``.ckpt`` files, read (schema in ``proto/``)
+* ``export``          one checkpoint (ours or MindSpore's) as a plain ``.safetensors`` file
+
+Atomic writes and checkpoint file names come from ``trainledger.storage``; ``ModelCheckpoint``
+lives in ``trainledger.callbacks``. Public names are re-exported lazily so
+``import trainledger.checkpoint`` does not import torch.
 """
 
 from __future__ import annotations
@@ -10,24 +24,24 @@ from typing import TYPE_CHECKING
 from trainledger.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
-    "Checkpoint": "trainledger.checkpoint.api",
-    "build_payload": "trainledger.checkpoint.api",
-    "checkpoint_info": "trainledger.checkpoint.api",
-    "latest_checkpoint": "trainledger.checkpoint.api",
-    "load_checkpoint": "trainledger.checkpoint.api",
-    "load_param_into_net": "trainledger.checkpoint.api",
-    "read_checkpoint": "trainledger.checkpoint.api",
-    "save_checkpoint": "trainledger.checkpoint.api",
-    "wait_async_save": "trainledger.checkpoint.api",
+    "Checkpoint": "trainledger.checkpoint.io",
+    "build_payload": "trainledger.checkpoint.io",
+    "checkpoint_info": "trainledger.checkpoint.io",
+    "latest_checkpoint": "trainledger.checkpoint.io",
+    "load_checkpoint": "trainledger.checkpoint.io",
+    "load_param_into_net": "trainledger.checkpoint.io",
+    "read_checkpoint": "trainledger.checkpoint.io",
+    "save_checkpoint": "trainledger.checkpoint.io",
+    "wait_async_save": "trainledger.checkpoint.io",
     "SyncSaver": "trainledger.checkpoint.async_save",
     "make_saver": "trainledger.checkpoint.async_save",
     "CheckpointConfig": "trainledger.checkpoint.config",
     "export_safetensors": "trainledger.checkpoint.export",
     "read_container": "trainledger.checkpoint.format",
     "read_info": "trainledger.checkpoint.format",
-    "CheckpointManager": "trainledger.checkpoint.manager",
-    "next_free_prefix": "trainledger.checkpoint.manager",
-    "resume_prefix": "trainledger.checkpoint.manager",
+    "CheckpointManager": "trainledger.checkpoint.retention",
+    "next_free_prefix": "trainledger.checkpoint.retention",
+    "resume_prefix": "trainledger.checkpoint.retention",
     "should_save": "trainledger.checkpoint.policy",
 }
 
@@ -56,7 +70,11 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from trainledger.checkpoint.api import (
+    from trainledger.checkpoint.async_save import SyncSaver, make_saver
+    from trainledger.checkpoint.config import CheckpointConfig
+    from trainledger.checkpoint.export import export_safetensors
+    from trainledger.checkpoint.format import read_container, read_info
+    from trainledger.checkpoint.io import (
         Checkpoint,
         build_payload,
         checkpoint_info,
@@ -67,9 +85,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         save_checkpoint,
         wait_async_save,
     )
-    from trainledger.checkpoint.async_save import SyncSaver, make_saver
-    from trainledger.checkpoint.config import CheckpointConfig
-    from trainledger.checkpoint.export import export_safetensors
-    from trainledger.checkpoint.format import read_container, read_info
-    from trainledger.checkpoint.manager import CheckpointManager, next_free_prefix, resume_prefix
     from trainledger.checkpoint.policy import should_save
+    from trainledger.checkpoint.retention import CheckpointManager, next_free_prefix, resume_prefix

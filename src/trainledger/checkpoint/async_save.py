@@ -8,8 +8,8 @@ The snapshot buffers are reused between saves (same shapes every time), so after
 the copy does not pay for fresh page faults.
 
 Process mode: the writer is a freshly spawned interpreter (``python -m
-trainledger.checkpoint._writer``; never ``fork``: torch's thread pools do not survive it) that
-imports only the byte-level format (no torch). Tensor bytes cross in shared memory; every
+trainledger.checkpoint.writer_process``; never ``fork``: torch's thread pools do not survive
+it) that imports only the byte-level format (no torch). Tensor bytes cross in shared memory; every
 message is length-prefixed JSON over the child's stdin/stdout (names, dtypes, shapes, offsets,
 the path, the header, the key as hex), so nothing is pickled or unpickled, and unlike
 ``multiprocessing`` the user's ``__main__`` is not re-imported (no ``if __name__`` guard
@@ -147,7 +147,7 @@ class ProcessSaver:
         root = str(Path(__file__).resolve().parents[2])  # the directory holding trainledger/
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "trainledger.checkpoint._writer"],
+            [sys.executable, "-m", "trainledger.checkpoint.writer_process"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,

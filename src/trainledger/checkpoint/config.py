@@ -11,11 +11,12 @@ explicitly, the documented precedence applies.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from trainledger.checkpoint.crypto import check_key
 
-__all__ = ["CheckpointConfig"]
+__all__ = ["CheckpointConfig", "check_append_values"]
 
 
 class _Unset:
@@ -42,6 +43,19 @@ def _check_bool(name: str, value: Any) -> bool:
     return value
 
 
+def check_append_values(values: Mapping[Any, Any], name: str, keys_name: str) -> dict[str, Any]:
+    """``values`` must map str -> int/float/bool/str (stored in the JSON header); a copy."""
+    for key, value in values.items():
+        if not isinstance(key, str):
+            raise TypeError(f"{keys_name} expected str, received: {key!r}")
+        if not isinstance(value, (bool, int, float, str)):
+            raise TypeError(
+                f"{name}[{key!r}] expected int, float, bool or str, received: "
+                f"{type(value).__name__}"
+            )
+    return dict(values)
+
+
 def _check_append_info(append_info: Any) -> list[Any]:
     if append_info is None:
         return []
@@ -61,21 +75,91 @@ def _check_append_info(append_info: Any) -> list[Any]:
             if seen_dict:
                 raise ValueError("append_info expected at most one dict, received: a second dict")
             seen_dict = True
-            for key, value in element.items():
-                if not isinstance(key, str):
-                    raise TypeError(f"append_info dict keys expected str, received: {key!r}")
-                if not isinstance(value, (bool, int, float, str)):
-                    raise TypeError(
-                        f"append_info[{key!r}] expected int, float, bool or str, received: "
-                        f"{type(value).__name__}"
-                    )
-            out.append(dict(element))
+            out.append(check_append_values(element, "append_info", "append_info dict keys"))
         else:
             raise TypeError(
                 "append_info elements expected 'epoch_num', 'step_num' or a dict, "
                 f"received: {element!r} ({type(element).__name__})"
             )
     return out
+
+
+def _save_and_keep_rules(
+    steps: Any, seconds: Any, keep_max: Any, minutes: Any
+) -> tuple[int, int, int, int]:
+    """The effective (steps, seconds, keep_max, per_n_minutes) after defaults and precedence.
+
+    An argument left at ``_UNSET`` takes MindSpore's default only when the user did not choose
+    the other rule of its pair (see the module docstring).
+    """
+    steps_set, max_set = steps is not _UNSET, keep_max is not _UNSET
+    steps = _non_negative_int("save_checkpoint_steps", steps if steps_set else 1)
+    seconds = _non_negative_int("save_checkpoint_seconds", 0 if seconds is _UNSET else seconds)
+    keep_max = _non_negative_int("keep_checkpoint_max", keep_max if max_set else 5)
+    minutes = _non_negative_int(
+        "keep_checkpoint_per_n_minutes", 0 if minutes is _UNSET else minutes
+    )
+    if seconds and not steps_set:
+        steps = 0  # the fix: only seconds passed -> seconds are used
+    if minutes and not max_set:
+        keep_max = 0  # only per-minutes passed -> per-minutes is used
+    if not steps and not seconds and not keep_max and not minutes:
+        raise ValueError(
+            "save_checkpoint_steps, save_checkpoint_seconds, keep_checkpoint_max and "
+            "keep_checkpoint_per_n_minutes expected at least one positive value, received: "
+            "all None or 0"
+        )
+    if steps:
+        seconds = 0  # documented precedence: steps over seconds
+    if keep_max:
+        minutes = 0  # documented precedence: max over per-minutes
+    return steps, seconds, keep_max, minutes
+
+
+def _check_async_save(async_save: Any) -> str | bool:
+    if async_save is True:
+        return "thread"
+    if async_save is not False and async_save not in ("thread", "process"):
+        raise ValueError(
+            f"async_save expected a bool, 'thread' or 'process', received: {async_save!r}"
+        )
+    return async_save
+
+
+def _check_saved_network(saved_network: Any) -> Any:
+    if saved_network is not None:
+        import torch  # only when a network is given: a config alone must not need torch
+
+        if not isinstance(saved_network, torch.nn.Module):
+            raise TypeError(
+                "saved_network expected a torch.nn.Module or None, received: "
+                f"{type(saved_network).__name__}"
+            )
+    return saved_network
+
+
+def _check_encryption(enc_key: Any, enc_mode: Any) -> bytes | None:
+    """The key as bytes (None: no encryption); the mode is checked either way."""
+    if enc_key is not None:
+        check_key(enc_key, enc_mode)
+        return bytes(enc_key)
+    if enc_mode not in ("AES-GCM", "AES-CBC"):
+        raise ValueError(f"enc_mode expected 'AES-GCM' or 'AES-CBC', received: {enc_mode!r}")
+    return None
+
+
+def _check_best(monitor: Any, mode: Any, keep_best_max: Any) -> int:
+    """How many best files to keep: ``keep_best_max``, or 1 when only ``monitor`` was given."""
+    if monitor is not None and not isinstance(monitor, str):
+        raise TypeError(f"monitor expected a str or None, received: {monitor!r}")
+    if mode not in ("min", "max"):
+        raise ValueError(f"mode expected 'min' or 'max', received: {mode!r}")
+    best = _non_negative_int("keep_best_max", keep_best_max)
+    if best and monitor is None:
+        raise ValueError("keep_best_max > 0 expected a monitor, received: monitor=None")
+    if monitor is not None and not best:
+        best = 1
+    return best
 
 
 class CheckpointConfig:
@@ -127,80 +211,31 @@ class CheckpointConfig:
         mode: str = "min",
         keep_best_max: int = 0,
     ) -> None:
-        steps_set = save_checkpoint_steps is not _UNSET
-        seconds_set = save_checkpoint_seconds is not _UNSET
-        max_set = keep_checkpoint_max is not _UNSET
-        minutes_set = keep_checkpoint_per_n_minutes is not _UNSET
-        steps = _non_negative_int(
-            "save_checkpoint_steps", 1 if not steps_set else save_checkpoint_steps
+        (
+            self._save_checkpoint_steps,
+            self._save_checkpoint_seconds,
+            self._keep_checkpoint_max,
+            self._keep_checkpoint_per_n_minutes,
+        ) = _save_and_keep_rules(
+            save_checkpoint_steps,
+            save_checkpoint_seconds,
+            keep_checkpoint_max,
+            keep_checkpoint_per_n_minutes,
         )
-        seconds = _non_negative_int(
-            "save_checkpoint_seconds", save_checkpoint_seconds if seconds_set else 0
-        )
-        keep_max = _non_negative_int("keep_checkpoint_max", keep_checkpoint_max if max_set else 5)
-        minutes = _non_negative_int(
-            "keep_checkpoint_per_n_minutes", keep_checkpoint_per_n_minutes if minutes_set else 0
-        )
-        if seconds and not steps_set:
-            steps = 0  # the fix: only seconds passed -> seconds are used
-        if minutes and not max_set:
-            keep_max = 0  # only per-minutes passed -> per-minutes is used
-        if not steps and not seconds and not keep_max and not minutes:
-            raise ValueError(
-                "save_checkpoint_steps, save_checkpoint_seconds, keep_checkpoint_max and "
-                "keep_checkpoint_per_n_minutes expected at least one positive value, received: "
-                "all None or 0"
-            )
-        if steps:
-            seconds = 0  # documented precedence: steps over seconds
-        if keep_max:
-            minutes = 0  # documented precedence: max over per-minutes
-        self._save_checkpoint_steps = steps
-        self._save_checkpoint_seconds = seconds
-        self._keep_checkpoint_max = keep_max
-        self._keep_checkpoint_per_n_minutes = minutes
-
         self._integrated_save = _check_bool("integrated_save", integrated_save)
-        if async_save is True:
-            async_save = "thread"
-        if async_save is not False and async_save not in ("thread", "process"):
-            raise ValueError(
-                f"async_save expected a bool, 'thread' or 'process', received: {async_save!r}"
-            )
-        self._async_save: str | bool = async_save
-        if saved_network is not None:
-            import torch
-
-            if not isinstance(saved_network, torch.nn.Module):
-                raise TypeError(
-                    "saved_network expected a torch.nn.Module or None, received: "
-                    f"{type(saved_network).__name__}"
-                )
-        self._saved_network = saved_network
+        self._async_save = _check_async_save(async_save)
+        self._saved_network = _check_saved_network(saved_network)
         self._append_info = _check_append_info(append_info)
-        if enc_key is not None:
-            check_key(enc_key, enc_mode)
-        elif enc_mode not in ("AES-GCM", "AES-CBC"):
-            raise ValueError(f"enc_mode expected 'AES-GCM' or 'AES-CBC', received: {enc_mode!r}")
-        self._enc_key = bytes(enc_key) if enc_key is not None else None
+        self._enc_key = _check_encryption(enc_key, enc_mode)
         self._enc_mode = enc_mode
         self._exception_save = _check_bool("exception_save", exception_save)
         self._crc_check = _check_bool("crc_check", crc_check)
         if format != "safetensors":
             raise ValueError(f"format expected 'safetensors', received: {format!r}")
         self._format = format
-        if monitor is not None and not isinstance(monitor, str):
-            raise TypeError(f"monitor expected a str or None, received: {monitor!r}")
-        if mode not in ("min", "max"):
-            raise ValueError(f"mode expected 'min' or 'max', received: {mode!r}")
-        best = _non_negative_int("keep_best_max", keep_best_max)
-        if best and monitor is None:
-            raise ValueError("keep_best_max > 0 expected a monitor, received: monitor=None")
-        if monitor is not None and not best:
-            best = 1
+        self._keep_best_max = _check_best(monitor, mode, keep_best_max)
         self._monitor = monitor
         self._mode = mode
-        self._keep_best_max = best
 
     def __repr__(self) -> str:
         return (

@@ -16,6 +16,9 @@ File layout::
 
 AES-CBC is encrypt-then-MAC: the HMAC is verified over the whole ciphertext before anything is
 decrypted. Keys are never logged or put in messages.
+
+``cryptography`` is an optional dependency (the ``torch`` extra): it is imported inside the
+functions that encrypt or decrypt, so plain checkpoints and ``check_key`` never need it.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ def export_safetensors(
     import torch
     from safetensors.torch import save
 
-    from trainledger.checkpoint.api import read_checkpoint
+    from trainledger.checkpoint.io import read_checkpoint
 
     src_path, dst_path = Path(src), Path(dst)
     if dst_path.resolve() == src_path.resolve():

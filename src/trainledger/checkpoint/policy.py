@@ -1,7 +1,7 @@
 """Pure checkpoint decisions: save now? which files to keep? (DESIGN.md, convention 3).
 
 Nothing here touches the disk or a clock; callers pass plain records and times, so every rule is
-a table test. The deleter lives in ``manager.py``.
+a table test. The deleter lives in ``retention.py``.
 
 Retention rules, applied only after a new file is safely on disk:
 

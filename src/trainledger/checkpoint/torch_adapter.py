@@ -1,4 +1,4 @@
-"""The one place where checkpoint code touches torch objects.
+"""torch objects <-> the container's raw tensors: the one place that converts between them.
 
 Tensors become byte views (``RawTensor``) without a copy when they are contiguous CPU tensors,
 and loaded bytes become tensors that share one buffer (``torch.frombuffer``), so neither
@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from trainledger.checkpoint.format import Container, RawTensor
@@ -86,8 +87,6 @@ def copy_all(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]], threads: int = 
     Why: this copy is all that an async save blocks training for, and numpy's copy releases
     the GIL. Non-contiguous and non-CPU sources go through torch on the caller's thread.
     """
-    import numpy as np
-
     chunks: list[tuple[Any, Any]] = []
     for dst, src in pairs:
         src = src.detach()

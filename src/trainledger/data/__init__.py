@@ -9,7 +9,7 @@ Both batch records with a user-given ``collate_fn`` and count bad records in ``b
 instead of crashing the trainer. This package never imports ``trainledger.run``.
 """
 
-from trainledger.data._batching import BadRecordWarning, default_collate
+from trainledger.data.batcher import BadRecordWarning, default_collate
 from trainledger.data.file_tail import FileTailSource
 from trainledger.data.queue_stream import QueueProducer, QueueStream
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from trainledger.data._batching import RecordBatcher
+from trainledger.data.batcher import BatchedSource, RecordBatcher
 from trainledger.errors import StreamError
 from trainledger.storage import atomic_write_bytes, is_temp_name
 
@@ -42,7 +42,7 @@ OFFSETS_VERSION = 1
 _CHUNK = 1 << 20
 
 
-class FileTailSource:
+class FileTailSource(BatchedSource):
     """A one-shot iterator of batches read from the new lines of files in ``directory``.
 
     Args:
@@ -63,10 +63,6 @@ class FileTailSource:
     ``BadRecordWarning``. CSV values that look like numbers become ints or floats; a CSV row
     must fit on one line.
     """
-
-    # RecModel.online_train closes an interruptible source on SIGINT/SIGTERM, so a trainer
-    # blocked waiting for data still stops; close() is thread- and signal-safe here.
-    interruptible = True
 
     def __init__(
         self,
@@ -129,16 +125,6 @@ class FileTailSource:
     def root(self) -> str:
         """The tailed directory (lineage records it as the dataset path)."""
         return str(self.directory)
-
-    @property
-    def batch_size(self) -> int:
-        """Records per batch (lineage records it as the run's batch size)."""
-        return self._batcher.batch_size
-
-    @property
-    def bad_records(self) -> int:
-        """Lines skipped as malformed (this session)."""
-        return self._batcher.bad_records
 
     @property
     def offsets(self) -> dict[str, int]:

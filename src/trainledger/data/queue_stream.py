@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from trainledger.data._batching import RecordBatcher
+from trainledger.data.batcher import BatchedSource, RecordBatcher
 from trainledger.errors import StreamError
 
 __all__ = ["QueueProducer", "QueueStream"]
@@ -87,7 +87,7 @@ class QueueProducer:
                 continue
 
 
-class QueueStream:
+class QueueStream(BatchedSource):
     """An unbounded stream of batches fed through a bounded queue.
 
     Args:
@@ -103,10 +103,6 @@ class QueueStream:
     ``close()`` on the consumer side stops iteration and makes blocked producers raise
     ``StreamError`` (call it when training stopped early, so producers do not hang).
     """
-
-    # RecModel.online_train closes an interruptible source on SIGINT/SIGTERM, so a trainer
-    # blocked waiting for data still stops; close() is thread- and signal-safe here.
-    interruptible = True
 
     def __init__(
         self,
@@ -154,16 +150,6 @@ class QueueStream:
         self._producer.close(timeout)
 
     # --- consumer side -------------------------------------------------------------------
-    @property
-    def batch_size(self) -> int:
-        """Records per batch (lineage records it as the run's batch size)."""
-        return self._batcher.batch_size
-
-    @property
-    def bad_records(self) -> int:
-        """Records skipped because ``parse`` or ``collate_fn`` raised on them."""
-        return self._batcher.bad_records
-
     def close(self) -> None:
         """Consumer side: stop reading; producers blocked in ``put`` raise ``StreamError``."""
         self._cancelled.set()

@@ -1,14 +1,16 @@
 """Lineage records, torch analyzers, the lineage file writer and reader.
 
 * ``proto/``      the schema: MindInsight's ``LineageEvent`` field numbers + extensions >= 100
-* ``naming``      file names; creating a file with a unique, increasing ``<unix_ts>``
+* ``graph``       dataset graph dicts <-> ``DatasetGraph`` messages, by MindInsight's rules
 * ``records``     plain values -> events, and events -> MindInsight's dicts (pure)
-* ``writer``      the process's append-only, fsynced writer per run directory
+* ``run_facts``   small pure decisions over a run's cb_params (final status, latest checkpoint)
+* ``writer``      the process's append-only, fsynced writer per run directory; it creates each
+  file with a unique, increasing ``<unix_ts>`` (the names themselves: ``trainledger.storage``)
 * ``reader``      ``read_lineage(run_dir)``: ``get_summary_lineage``'s dict (no torch needed)
 * ``analyzers``   torch objects -> plain values (dataset walk, backbone, optimizer, env)
 
 The callbacks that use them are ``trainledger.callbacks.lineage.TrainLineage/EvalLineage``.
-Submodules are imported on demand so the reader works without torch.
+Public names are re-exported lazily, so the reader works without torch.
 """
 
 from __future__ import annotations

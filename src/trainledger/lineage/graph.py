@@ -14,9 +14,12 @@ from typing import Any
 from trainledger.errors import LineageParamTypeError
 from trainledger.lineage.proto import lineage_pb2 as pb
 
-__all__ = ["package_graph", "organize_graph"]
+__all__ = ["fits_int32", "package_graph", "organize_graph"]
 
-_INT32 = (-(2**31), 2**31 - 1)
+
+def fits_int32(value: int) -> bool:
+    """Whether MindInsight's int32 fields can hold ``value``."""
+    return -(2**31) <= value <= 2**31 - 1
 
 
 def package_graph(graph: Mapping[str, Any], message: pb.DatasetGraph) -> None:
@@ -60,7 +63,7 @@ def _package_parameter(key: str, value: Any, message: pb.OperationParameter) -> 
     elif isinstance(value, bool):
         message.mapBool[key] = value
     elif isinstance(value, int):
-        if _INT32[0] <= value <= _INT32[1]:
+        if fits_int32(value):
             message.mapInt[key] = value
         else:
             message.mapStr[key] = str(value)

@@ -1,9 +1,10 @@
 """Lineage records: plain values -> ``LineageEvent`` messages, and the dict forms back.
 
 Pure functions (no torch, no I/O), shared by the writer side (callbacks build plain values, this
-module packs them) and the reader (which unpacks to the dicts MindInsight returns). Packing the
-dataset graph and user info follows MindInsight's own packing rules, so a graph dict we write
-reads back equal, and a MindSpore-written graph reads back as MindInsight shows it.
+module packs them) and the reader (which unpacks to the dicts MindInsight returns). User info
+is packed by MindInsight's own rules, as the dataset graph is (``graph.py``, whose two functions
+are re-exported here for the reader), so what we write reads back equal, and what MindSpore
+wrote reads back as MindInsight shows it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainledger.errors import LineageParamTypeError, LineageParamValueError
-from trainledger.lineage.graph import organize_graph, package_graph
+from trainledger.lineage.graph import fits_int32, organize_graph, package_graph
 from trainledger.lineage.proto import lineage_pb2 as pb
 
 __all__ = [
@@ -40,7 +41,6 @@ __all__ = [
 ]
 
 RUN_STATUSES = ("running", "finished", "failed", "stopped")
-_INT32 = (-(2**31), 2**31 - 1)
 _F32 = struct.Struct("<f")
 
 
@@ -141,7 +141,7 @@ def _int32(value: int | None, name: str) -> int | None:
     if value is None:
         return None
     value = int(value)
-    return value if _INT32[0] <= value <= _INT32[1] else None
+    return value if fits_int32(value) else None
 
 
 def train_event(values: TrainValues, wall_time: float | None = None) -> pb.LineageEvent:
@@ -240,7 +240,7 @@ def validate_user_defined_info(info: Any) -> dict[str, int | float | str]:
         if isinstance(value, bool):
             value = int(value)
         if isinstance(value, int):
-            if not _INT32[0] <= value <= _INT32[1]:
+            if not fits_int32(value):
                 raise LineageParamValueError(
                     f"user_defined_info[{key!r}] expected an int within int32 range, received: "
                     f"{value} (store it as a float or a str)"

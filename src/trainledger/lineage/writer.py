@@ -31,6 +31,7 @@ from trainledger.storage import (
     fsync_dir,
     lineage_file_name,
     safe_host,
+    scan_dir,
 )
 
 __all__ = ["LineageWriter", "get_writer", "clear_registry", "create_lineage_file"]
@@ -97,7 +98,11 @@ def get_writer(log_dir: str | os.PathLike[str], rank: int = 0) -> LineageWriter:
 
 
 def clear_registry() -> None:
-    """Forget every shared writer (tests; a new writer then starts a new file)."""
+    """Forget every shared writer: the next write starts a new file, as a new process would.
+
+    Only tests call it (to play a second process inside one); kept public for them because the
+    registry is this module's private state.
+    """
     with _REGISTRY_LOCK:
         _REGISTRY.clear()
 
@@ -142,7 +147,4 @@ def create_lineage_file(
 
 
 def _lineage_names(directory: str) -> list[str]:
-    try:
-        return [n for n in os.listdir(directory) if n.endswith(LINEAGE_SUFFIX)]
-    except FileNotFoundError:
-        return []
+    return [e.name for e in scan_dir(directory) if e.name.endswith(LINEAGE_SUFFIX)]

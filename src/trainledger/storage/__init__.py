@@ -11,6 +11,7 @@ from trainledger.storage.atomic import (
     exclusive_lock,
     fsync_dir,
     pid_alive,
+    scan_dir,
     sweep_temp_files,
 )
 from trainledger.storage.background import BackgroundWorker
@@ -86,6 +87,7 @@ __all__ = [
     "read_records",
     "run_chunks",
     "safe_host",
+    "scan_dir",
     "sweep_temp_files",
     "temp_name",
     "temp_writer_pid",

@@ -23,8 +23,21 @@ __all__ = [
     "exclusive_lock",
     "fsync_dir",
     "pid_alive",
+    "scan_dir",
     "sweep_temp_files",
 ]
+
+
+def scan_dir(directory: str | os.PathLike[str]) -> list[os.DirEntry[str]]:
+    """The entries of ``directory``; none when it does not exist (yet), as before a first write.
+
+    Any other error (not a directory, no permission) is raised.
+    """
+    try:
+        with os.scandir(directory) as it:
+            return list(it)
+    except FileNotFoundError:
+        return []
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:
@@ -105,11 +118,7 @@ def sweep_temp_files(directory: str | os.PathLike[str], prefix: str = "") -> lis
     that process still exists.
     """
     removed: list[Path] = []
-    try:
-        entries = list(os.scandir(directory))
-    except FileNotFoundError:
-        return removed
-    for entry in entries:
+    for entry in scan_dir(directory):
         name = entry.name
         pid = temp_writer_pid(name) if name.startswith(prefix) else None
         if pid is None:

@@ -37,7 +37,7 @@ import numpy as np
 
 from trainledger.errors import SummaryError
 from trainledger.summary import encoders, graph
-from trainledger.summary._batch import VALUE_CHECKS, Entry, close_forgotten, submit_entries
+from trainledger.summary.entries import VALUE_CHECKS, Entry, close_forgotten, submit_entries
 from trainledger.summary.export import process_export_options
 from trainledger.summary.scalar_bytes import scalar_rows_records
 from trainledger.summary.writer import (

@@ -1,9 +1,10 @@
-"""Event files on disk: naming, framing, size rollover, the disk-space guard, fsync.
+"""Event files on disk: opening them, size rollover, the disk-space guard, fsync.
 
 ``EventFileWriter`` is synchronous and owns the open file; ``AsyncEventWriter`` runs it on the
 one background-writer pattern of the package (``trainledger.storage.BackgroundWorker``),
 so encoding and writing happen off the training thread. Payloads arrive already serialised:
-this module never builds messages (DESIGN.md, convention 6).
+this module never builds messages (DESIGN.md, convention 6); file names and record framing are
+``trainledger.storage``'s.
 """
 
 from __future__ import annotations
@@ -206,10 +207,6 @@ class AsyncEventWriter:
         """Queue ``produce``; it returns framed chunks (see ``EventFileWriter.write_framed``)."""
         writer = self.file_writer
         self._worker.submit(self._guarded(lambda: writer.write_framed(produce())))
-
-    def submit_task(self, task: Callable[[], None]) -> None:
-        """Queue any other work that must run in order with the writes (e.g. exports)."""
-        self._worker.submit(self._guarded(task))
 
     def pending_error(self) -> BaseException | None:
         return self._worker.pending_error()

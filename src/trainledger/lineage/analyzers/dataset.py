@@ -361,7 +361,7 @@ def _subset_tensors(subset: Any, child: Any, depth: int) -> list[Any]:
     base = _find_tensors(child, depth + 1)
     if not base:
         return []
-    import torch
+    import torch  # torch objects only: lineage itself imports without torch
 
     try:
         idx = torch.as_tensor(list(subset.indices), dtype=torch.long)
@@ -371,7 +371,7 @@ def _subset_tensors(subset: Any, child: Any, depth: int) -> list[Any]:
 
 
 def _uint8() -> Any:
-    import torch
+    import torch  # torch objects only: lineage itself imports without torch
 
     return torch.uint8
 
@@ -381,7 +381,7 @@ def _uint8() -> Any:
 
 def _torch_data() -> Any:
     try:
-        import torch.utils.data as data
+        import torch.utils.data as data  # lineage itself imports without torch
     except ImportError:  # pragma: no cover - torch is a dependency of the callbacks
         return None
     return data

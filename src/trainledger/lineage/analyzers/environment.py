@@ -13,6 +13,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainledger.version import __version__
+
 __all__ = ["EnvironmentInfo", "environment_info", "git_info", "torch_seed", "distributed_info"]
 
 _GIT_TIMEOUT = 5.0
@@ -40,18 +42,10 @@ def environment_info(cwd: str | None = None) -> EnvironmentInfo:
         command=[sys.executable, *sys.argv],
         python_version=platform.python_version(),
         torch_version=getattr(torch, "__version__", None) if torch is not None else None,
-        trainledger_version=_trainledger_version(),
+        trainledger_version=__version__,
         git_commit=commit,
         git_dirty=dirty,
     )
-
-
-def _trainledger_version() -> str | None:
-    try:
-        from trainledger.version import __version__
-    except ImportError:  # pragma: no cover
-        return None
-    return str(__version__)
 
 
 @functools.lru_cache(maxsize=64)

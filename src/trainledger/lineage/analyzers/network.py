@@ -11,7 +11,6 @@ __all__ = [
     "loss_function_name",
     "optimizer_name",
     "initial_learning_rate",
-    "current_learning_rate",
     "scalar_loss",
 ]
 
@@ -106,11 +105,6 @@ def initial_learning_rate(optimizer: Any, scheduler: Any = None) -> float | None
     if group is None:
         return None
     return _to_float(group.get("initial_lr", group.get("lr")))
-
-
-def current_learning_rate(optimizer: Any) -> float | None:
-    group = _first_group(optimizer)
-    return None if group is None else _to_float(group.get("lr"))
 
 
 def scalar_loss(net_outputs: Any) -> float | None:

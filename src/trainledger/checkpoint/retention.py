@@ -19,7 +19,7 @@ from trainledger.storage import (
     checkpoint_file_name,
     fsync_dir,
     parse_checkpoint_name,
-    sweep_temp_files,
+    scan_dir,
 )
 
 __all__ = ["CheckpointManager", "next_free_prefix", "resume_prefix"]
@@ -34,12 +34,8 @@ def next_free_prefix(directory: str | os.PathLike[str], prefix: str) -> str:
     its files with an earlier run's.
     """
     suffix = 0
-    try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
-        return prefix
-    for name in names:
-        parsed = parse_checkpoint_name(name, prefix)
+    for entry in scan_dir(directory):
+        parsed = parse_checkpoint_name(entry.name, prefix)
         if parsed is not None:
             taken = parsed.family[len(prefix) + 1 :] or "0"
             suffix = max(suffix, int(taken) + 1)
@@ -64,11 +60,7 @@ def resume_prefix(
         if parsed is not None and origin.parent == root:
             return parsed.family
     newest: tuple[int, str] | None = None
-    try:
-        entries = list(os.scandir(root))
-    except FileNotFoundError:
-        return prefix
-    for entry in entries:
+    for entry in scan_dir(root):
         parsed = parse_checkpoint_name(entry.name, prefix)
         if parsed is not None:
             key = (entry.stat().st_mtime_ns, parsed.family)
@@ -124,24 +116,16 @@ class CheckpointManager:
         """Number of tracked files (MindSpore's name)."""
         return len(self._records)
 
-    def sweep(self) -> list[Path]:
-        """Remove temp files a crashed writer of this prefix left behind."""
-        return sweep_temp_files(self.directory, self.prefix)
-
     def adopt_existing(
         self,
         score_of: Callable[[Path], float | None] | None = None,
         pinned: str | os.PathLike[str] | None = None,
     ) -> list[CkptRecord]:
         """Track the files of this prefix already on disk (a resumed run continues them)."""
-        try:
-            names = os.listdir(self.directory)
-        except FileNotFoundError:
-            names = []
-        for name in names:
-            parsed = self._parse(name)
+        for entry in scan_dir(self.directory):
+            parsed = self._parse(entry.name)
             if parsed is not None:
-                path = self.directory / name
+                path = self.directory / entry.name
                 score = None
                 if score_of is not None and not parsed.breakpoint:
                     try:

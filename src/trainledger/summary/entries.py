@@ -18,6 +18,7 @@ from trainledger.summary import encoders
 from trainledger.summary.export import export_tensor
 from trainledger.summary.graph import checked_graph
 from trainledger.summary.landscape import checked_landscape, landscape_values
+from trainledger.summary.proto.summary_pb2 import Event, Summary
 from trainledger.summary.scalar_bytes import scalar_event_bytes, scalars_event_bytes
 from trainledger.summary.writer import AsyncEventWriter
 
@@ -66,8 +67,6 @@ def close_forgotten(
 
 def encode_entries(entries: list[Entry], bins: int, export_dir: Path | None) -> list[bytes]:
     """Serialised events of ``entries`` (runs on the writer thread); exports tensors if asked."""
-    from trainledger.summary.proto.summary_pb2 import Event, Summary
-
     out: list[bytes] = []
     value_cls = Summary.Value
     for step, wall_time, values in entries:

@@ -7,7 +7,7 @@ import warnings
 import pytest
 import torch
 
-from trainledger.data._batching import BadRecordWarning, RecordBatcher
+from trainledger.data.batcher import BadRecordWarning, RecordBatcher
 
 
 def _batcher(batch_size: int) -> RecordBatcher:

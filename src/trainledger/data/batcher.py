@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["BadRecordWarning", "RecordBatcher", "default_collate"]
+__all__ = ["BadRecordWarning", "BatchedSource", "RecordBatcher", "default_collate"]
 
 # After this many individual warnings, further bad records are only counted.
 MAX_WARNINGS = 10
@@ -25,7 +25,7 @@ class BadRecordWarning(RuntimeWarning):
 
 def default_collate(samples: Sequence[Any]) -> Any:
     """torch's ``default_collate`` (dicts of numbers -> dict of tensors), imported lazily."""
-    from torch.utils.data import default_collate as torch_default_collate
+    from torch.utils.data import default_collate as torch_default_collate  # only if used
 
     return torch_default_collate(list(samples))
 
@@ -122,6 +122,29 @@ class RecordBatcher:
                 for _, where in group:
                     self.bad(where, "its shape does not match the other records of the batch")
         return keep
+
+
+class BatchedSource:
+    """What every streaming source shares: the batching it was given and its bad-record count.
+
+    A source sets ``_batcher`` in its constructor. ``RecModel.online_train`` closes an
+    ``interruptible`` source on SIGINT/SIGTERM, so a trainer blocked waiting for data still
+    stops; each source's ``close()`` is thread- and signal-safe for that.
+    """
+
+    interruptible = True
+    _batcher: RecordBatcher
+
+    @property
+    def batch_size(self) -> int:
+        """Records per batch (lineage records it as the run's batch size)."""
+        return self._batcher.batch_size
+
+    @property
+    def bad_records(self) -> int:
+        """Records skipped as bad in this session (unreadable, or ``parse``/``collate_fn``
+        raised on them)."""
+        return self._batcher.bad_records
 
 
 def _signature(batch: Any) -> Any:

@@ -18,9 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainledger.checkpoint.async_save import SyncSaver, ThreadSaver
+from trainledger.checkpoint.config import check_append_values
+from trainledger.checkpoint.crypto import check_key
 from trainledger.checkpoint.format import is_checkpoint_path, read_container, read_info
 from trainledger.errors import CheckpointLoadError
-from trainledger.storage import parse_checkpoint_name
+from trainledger.storage import parse_checkpoint_name, scan_dir
 
 __all__ = [
     "Checkpoint",
@@ -43,15 +46,7 @@ def check_append_dict(append_dict: Any) -> dict[str, Any]:
         return {}
     if not isinstance(append_dict, Mapping):
         raise TypeError(f"append_dict expected a dict, received: {type(append_dict).__name__}")
-    for key, value in append_dict.items():
-        if not isinstance(key, str):
-            raise TypeError(f"append_dict keys expected str, received: {key!r}")
-        if not isinstance(value, (bool, int, float, str)):
-            raise TypeError(
-                f"append_dict[{key!r}] expected int, float, bool or str, received: "
-                f"{type(value).__name__}"
-            )
-    return dict(append_dict)
+    return check_append_values(append_dict, "append_dict", "append_dict keys")
 
 
 def build_payload(
@@ -116,9 +111,6 @@ def save_checkpoint(
     fields to the JSON header. ``integrated_save`` is accepted for compatibility.
     """
     global _ASYNC
-    from trainledger.checkpoint.async_save import SyncSaver, ThreadSaver
-    from trainledger.checkpoint.crypto import check_key
-
     path = Path(ckpt_file_name)
     if not path.suffix:
         path = path.with_name(path.name + ".ckpt")
@@ -334,11 +326,7 @@ def latest_checkpoint(directory: str | os.PathLike[str], prefix: str | None = No
     interrupted write are never returned.
     """
     candidates: list[tuple[tuple[Any, ...], Path]] = []
-    try:
-        entries = list(os.scandir(directory))
-    except FileNotFoundError:
-        return None
-    for entry in entries:
+    for entry in scan_dir(directory):
         path = Path(entry.path)
         if not entry.is_file() or not is_checkpoint_path(path) or path.suffix != ".ckpt":
             continue

@@ -1,4 +1,4 @@
-"""Entry point of the checkpoint writer process (``python -m trainledger.checkpoint._writer``).
+"""The checkpoint writer process (``python -m trainledger.checkpoint.writer_process``).
 
 Reads length-prefixed JSON requests on stdin, writes each checkpoint from shared memory with the
 byte-level format (no torch import), answers ``{"ok": true}`` or ``{"ok": false, "error": ...}``
@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import os
 import sys
+from multiprocessing import resource_tracker, shared_memory
 from typing import Any
 
 
 def _attach(name: str) -> Any:
-    from multiprocessing import resource_tracker, shared_memory
-
     shm = shared_memory.SharedMemory(name=name)
     try:  # the parent owns the block; our tracker must not unlink it when we exit
         resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
@@ -38,6 +37,7 @@ def main() -> int:
     sys.stdout = sys.stderr
     stdin = sys.stdin.buffer
 
+    # imported after the redirect: nothing printed while importing can reach the parent's reader
     from trainledger.checkpoint.async_save import recv_message, send_message
     from trainledger.checkpoint.format import RawTensor, save_container
 

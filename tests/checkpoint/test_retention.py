@@ -1,4 +1,7 @@
-"""CheckpointManager: naming, adoption, deleting only its own files after commit, sweeping."""
+"""CheckpointManager: naming, adoption, deleting only its own files after commit.
+
+(Sweeping temp files of a crashed writer is ``storage.sweep_temp_files``, tested there.)
+"""
 
 from __future__ import annotations
 
@@ -6,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trainledger.checkpoint.manager import CheckpointManager, next_free_prefix
-from trainledger.storage import TEMP_MARKER
+from trainledger.checkpoint import CheckpointManager, next_free_prefix
 
 
 def touch(d: Path, *names: str) -> None:
@@ -102,18 +104,6 @@ def test_adopt_reads_scores(tmp_path: Path) -> None:
     assert [p.name for p in m.to_delete()] == ["P-1_2.ckpt"]
 
 
-def test_sweep_removes_only_dead_temp_files_of_prefix(tmp_path: Path) -> None:
-    dead = f"P-1_1.ckpt{TEMP_MARKER}999999-abcd"
-    other = f"Q-1_1.ckpt{TEMP_MARKER}999999-abcd"
-    import os
-
-    alive = f"P-1_2.ckpt{TEMP_MARKER}{os.getppid()}-abcd"
-    touch(tmp_path, dead, other, alive, "P-1_3.ckpt")
-    m = CheckpointManager(tmp_path, "P")
-    assert [p.name for p in m.sweep()] == [dead]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([other, alive, "P-1_3.ckpt"])
-
-
 def test_remove_ckpoint_file(tmp_path: Path) -> None:
     touch(tmp_path, "P-1_1.ckpt", "Q-1_1.ckpt")
     m = CheckpointManager(tmp_path, "P")
@@ -127,7 +117,7 @@ def test_remove_ckpoint_file(tmp_path: Path) -> None:
 def test_resume_prefix(tmp_path: Path) -> None:
     import os
 
-    from trainledger.checkpoint.manager import resume_prefix
+    from trainledger.checkpoint import resume_prefix
 
     assert resume_prefix(tmp_path, "CKP") == "CKP"
     touch(tmp_path, "CKP-1_1.ckpt", "CKP_1-1_5.ckpt", "CKPX-9_9.ckpt")
