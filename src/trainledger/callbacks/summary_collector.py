@@ -45,22 +45,21 @@ import os
 import time
 from typing import Any
 
-from trainledger.callbacks._summary_options import (
+from trainledger.callbacks.lineage import EvalLineage
+from trainledger.callbacks.summary_options import (
     TENSOR_STEP_LIMIT,
     check_positive_int,
     process_custom_lineage_data,
     process_specified_data,
     tensor_collect_steps,
 )
-from trainledger.callbacks._summary_parts import (
+from trainledger.callbacks.summary_parts import (
     CollectorTrainLineage,
     learning_rate,
-    mean_of_first_output,
     read_deferred,
     select_parameters,
 )
-from trainledger.callbacks.lineage import EvalLineage
-from trainledger.run import Callback, CallbackParams, RunContext
+from trainledger.run import Callback, CallbackParams, RunContext, loss_value
 from trainledger.summary import SummaryRecord, module_tree_text, process_export_options
 
 __all__ = ["SummaryCollector"]
@@ -462,7 +461,7 @@ class SummaryCollector(Callback):
 
     def _collect_metric(self, params: CallbackParams, record: SummaryRecord) -> None:
         if self._metric_ok:
-            loss = mean_of_first_output(params.get("net_outputs"))
+            loss = loss_value(params.get("net_outputs"))
             if loss is None:
                 logger.warning("SummaryCollector found no loss in net_outputs; loss not collected")
                 self._metric_ok = False

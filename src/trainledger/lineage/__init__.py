@@ -26,7 +26,6 @@ _EXPORTS: dict[str, str] = {
     "loss_function_name": "trainledger.lineage.analyzers",
     "network_name": "trainledger.lineage.analyzers",
     "optimizer_name": "trainledger.lineage.analyzers",
-    "scalar_loss": "trainledger.lineage.analyzers",
     "torch_seed": "trainledger.lineage.analyzers",
     "EnvironmentInfo": "trainledger.lineage.analyzers.environment",
     "lineage_pb2": "trainledger.lineage.proto",
@@ -72,7 +71,6 @@ __all__ = [
     "run_event",
     "run_status",
     "RunValues",
-    "scalar_loss",
     "SUMMARY_KEYS",
     "torch_seed",
     "train_event",
@@ -93,7 +91,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         loss_function_name,
         network_name,
         optimizer_name,
-        scalar_loss,
         torch_seed,
     )
     from trainledger.lineage.analyzers.environment import EnvironmentInfo

@@ -1,5 +1,5 @@
-"""Pieces of ``SummaryCollector`` that need no collector state: reading the loss and the
-learning rate from a step's cb_params, choosing the parameters for histograms, and the
+"""Pieces of ``SummaryCollector`` that need no collector state: reading deferred losses and
+the learning rate from a step's cb_params, choosing the parameters for histograms, and the
 ``TrainLineage`` variant whose records follow the collector's lineage switches."""
 
 from __future__ import annotations
@@ -8,40 +8,14 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import numpy as np
-
 from trainledger.callbacks.lineage import TrainLineage
 
 __all__ = [
-    "mean_of_first_output",
     "learning_rate",
     "read_deferred",
     "select_parameters",
     "CollectorTrainLineage",
 ]
-
-
-def mean_of_first_output(outputs: Any) -> float | None:
-    """MindSpore's loss rule: the mean of the first output (a dict's "loss"); None when the
-    outputs hold no number."""
-    if getattr(outputs, "ndim", None) == 0 and hasattr(outputs, "item"):
-        return float(outputs.item())  # the usual case, a scalar loss tensor: one cheap call
-    if isinstance(outputs, (list, tuple)):
-        if not outputs:
-            return None
-        outputs = outputs[0]
-    elif isinstance(outputs, dict):
-        outputs = outputs.get("loss")
-    if outputs is None:
-        return None
-    if hasattr(outputs, "detach"):
-        if outputs.ndim == 0 or outputs.numel() == 1:
-            return float(outputs.item())  # the usual scalar loss: one cheap call
-        return float(outputs.detach().float().mean())
-    try:
-        return float(np.mean(np.asarray(outputs, dtype=np.float64)))
-    except (TypeError, ValueError):
-        return None
 
 
 def read_deferred(rows: list[tuple[Any, ...]], column: int) -> list[tuple[Any, ...]]:
