@@ -237,7 +237,6 @@ def test_loss_and_optimizer_names_and_lr() -> None:
     assert initial_learning_rate(tensor_lr) == pytest.approx(0.003)
 
 
-
 def test_environment(tmp_path: Path) -> None:
     env = environment_info()
     assert env.pid == os.getpid() and env.hostname and env.command

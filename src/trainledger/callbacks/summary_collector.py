@@ -375,7 +375,7 @@ class SummaryCollector(Callback):
                 self._deferred = False
                 rows = read_deferred(rows, 2)
             # built here with checked types (read_deferred returns floats), so unchecked
-            record._write_scalar_rows(_ROW_TAGS, rows)
+            record.hand_over_scalar_rows(_ROW_TAGS, rows)
 
     def on_train_epoch_end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
