@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from tests.callbacks.summary_helpers import drive, steps_of, tags_of, tiny_net
+from trainledger.callbacks.summary_collector import SummaryCollector
 from trainledger.callbacks.summary_options import (
     DEFAULT_SPECIFIED_DATA,
     process_custom_lineage_data,
     process_specified_data,
     tensor_collect_steps,
 )
-from trainledger.callbacks.summary_collector import SummaryCollector
 from trainledger.run.callback import CallbackParams, RunContext
 from trainledger.summary.reader import iter_events, read_scalars
 

@@ -11,8 +11,14 @@ import torch
 
 from tests.run.helpers import make_data, make_net
 from trainledger.errors import CallbackError
-from trainledger.run import Callback, CallbackManager, CallbackParams, RunContext, StepLoop
-from trainledger.run import defaults
+from trainledger.run import (
+    Callback,
+    CallbackManager,
+    CallbackParams,
+    RunContext,
+    StepLoop,
+    defaults,
+)
 
 
 def _loop(callbacks: list[Callback], inline: bool = False) -> tuple[StepLoop, list[str]]:
