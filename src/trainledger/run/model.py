@@ -30,8 +30,8 @@ from typing import Any
 import torch
 
 from trainledger.errors import DatasetError, TrainledgerError
-from trainledger.run.amp import BOOST_LEVELS, AmpPolicy
-from trainledger.run.arguments import check_frequency, check_int
+from trainledger.run.amp import AmpPolicy
+from trainledger.run.arguments import check_frequency, check_int, check_model_args
 from trainledger.run.batches import (
     call_network,
     check_dataset,
@@ -87,43 +87,7 @@ class Model(EvalMixin):
         amp_level: str = "O0",
         boost_level: str = "O0",
     ) -> None:
-        if not isinstance(network, torch.nn.Module):
-            raise TypeError(
-                f"Model network expected a torch.nn.Module, received: {type(network).__name__}"
-            )
-        if loss_fn is not None and not callable(loss_fn):
-            raise TypeError(
-                f"Model loss_fn expected a callable, received: {type(loss_fn).__name__}"
-            )
-        if optimizer is not None and not (
-            hasattr(optimizer, "step") and hasattr(optimizer, "zero_grad")
-        ):
-            raise TypeError(
-                "Model optimizer expected a torch.optim.Optimizer, "
-                f"received: {type(optimizer).__name__}"
-            )
-        if eval_network is not None and not isinstance(eval_network, torch.nn.Module):
-            raise TypeError(
-                "Model eval_network expected a torch.nn.Module, "
-                f"received: {type(eval_network).__name__}"
-            )
-        if eval_indexes is not None:
-            if eval_network is None:
-                raise ValueError("Model eval_indexes expected an eval_network, received: None")
-            if (
-                not isinstance(eval_indexes, (list, tuple))
-                or len(eval_indexes) != 3
-                or not all(isinstance(i, int) for i in eval_indexes)
-            ):
-                raise ValueError(
-                    "Model eval_indexes expected 3 ints (loss, predictions, label positions), "
-                    f"received: {eval_indexes!r}"
-                )
-        if boost_level not in BOOST_LEVELS:
-            raise ValueError(
-                f"Model boost_level expected one of {', '.join(BOOST_LEVELS)}, "
-                f"received: {boost_level!r}"
-            )
+        check_model_args(network, loss_fn, optimizer, eval_network, eval_indexes, boost_level)
         self._network = network
         self._train_network = network
         self._eval_network = eval_network if eval_network is not None else network

@@ -97,11 +97,7 @@ class RecModel(Model):
         give the (loss, predictions, label) positions in the train network's output tuple.
         """
         self._check_online_args(train_dataset, sink_size, max_steps, max_seconds)
-        window = (
-            WindowedMetrics(self._metrics, metric_window, metric_every) if self._metrics else None
-        )
-        if window is not None:
-            self._check_window_inputs(window)
+        window = self._make_window(metric_window, metric_every)
         sink = bool(dataset_sink_mode)
         manager = self._make_manager(callbacks)
         cb_params = self._build_train_params(
@@ -113,12 +109,7 @@ class RecModel(Model):
             sink_size=sink_size,
         )
         cb_params.update(
-            max_steps=max_steps,
-            max_seconds=max_seconds,
-            metric_window=metric_window if window is not None else None,
-            window_metrics={},
-            eval_results={},
-            bad_records=_bad_records(train_dataset),
+            _online_fields(train_dataset, max_steps, max_seconds, window, metric_window)
         )
         run_context = _OnlineRunContext(cb_params, train_dataset)
         self._prepare_run()
@@ -183,9 +174,14 @@ class RecModel(Model):
             )
         self._check_can_train()
 
-    def _check_window_inputs(self, window: WindowedMetrics) -> None:
+    def _make_window(self, metric_window: int, metric_every: int) -> WindowedMetrics | None:
+        """The windowed metrics of ``online_train`` (None without metrics), after checking
+        that the steps will give them the predictions and labels they need."""
+        if not self._metrics:
+            return None
+        window = WindowedMetrics(self._metrics, metric_window, metric_every)
         if not window.needs_predictions or self._loss_fn is not None:
-            return
+            return window
         if self._eval_indexes is None:
             names = [n for n, m in self._metrics.items() if not m.needs_loss]
             raise ValueError(
@@ -193,6 +189,7 @@ class RecModel(Model):
                 "a loss_fn, or eval_indexes (loss, predictions, label positions in the train "
                 "network's outputs), received: neither"
             )
+        return window
 
 
 class _OnlineRunContext(RunContext):
@@ -319,6 +316,24 @@ class _OnlineLoop:
         if results:
             self.cb_params.window_metrics = dict(results)
             self.cb_params.eval_results = dict(results)
+
+
+def _online_fields(
+    source: Any,
+    max_steps: int | None,
+    max_seconds: float | None,
+    window: WindowedMetrics | None,
+    metric_window: int,
+) -> dict[str, Any]:
+    """The cb_params fields ``online_train`` adds to those of ``Model.train``."""
+    return {
+        "max_steps": max_steps,
+        "max_seconds": max_seconds,
+        "metric_window": metric_window if window is not None else None,
+        "window_metrics": {},
+        "eval_results": {},
+        "bad_records": _bad_records(source),
+    }
 
 
 def _bad_records(source: Any) -> int | None:
