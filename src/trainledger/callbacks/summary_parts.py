@@ -4,13 +4,19 @@ the learning rate from a step's cb_params, choosing the parameters for histogram
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from trainledger.callbacks.lineage import TrainLineage
+from trainledger.summary import SummaryRecord
+
+logger = logging.getLogger("trainledger.summary")
 
 __all__ = [
+    "add_histograms",
+    "add_input_images",
     "learning_rate",
     "read_deferred",
     "select_parameters",
@@ -97,3 +103,42 @@ class CollectorTrainLineage(TrainLineage):
     def _write(self, events: list[Any]) -> str:
         kept = [e for e in events if self._keeps(e)]
         return super()._write(kept) if kept else ""
+
+
+_HISTOGRAM_DEFAULT_COUNT = 5
+_MAX_INPUT_IMAGES = 16
+
+
+def add_histograms(params: Any, record: SummaryRecord, regular: str | None) -> None:
+    """Stage ``<param>/auto`` histograms of the network's parameters (see
+    ``select_parameters``)."""
+    network = params.get("network") or params.get("train_network")
+    named = getattr(network, "named_parameters", None)
+    if named is None:
+        return
+    for name, param in select_parameters(named(), regular, _HISTOGRAM_DEFAULT_COUNT):
+        record.add_value("histogram", f"{name}/auto", param)
+
+
+def add_input_images(params: Any, record: SummaryRecord) -> bool:
+    """Stage the step's input images as ``input_data/auto``; False (with a warning) when the
+    batch holds no images, so the collector stops trying."""
+    batch = params.get("train_dataset_element")
+    if isinstance(batch, (list, tuple)):
+        batch = batch[0] if batch else None
+    elif isinstance(batch, dict):
+        batch = next(iter(batch.values()), None)
+    shape = tuple(getattr(batch, "shape", ()))
+    if batch is None or len(shape) != 4 or not (shape[1] in (1, 3) or shape[3] in (1, 3)):
+        logger.warning(
+            "SummaryCollector collects input data only for image batches (NCHW or NHWC with "
+            "1 or 3 channels); received shape %s: input data will not be collected",
+            shape,
+        )
+        return False
+    try:
+        record.add_value("image", "input_data/auto", batch[:_MAX_INPUT_IMAGES])
+    except (TypeError, ValueError) as exc:
+        logger.warning("SummaryCollector could not record input images (%s); disabled", exc)
+        return False
+    return True
