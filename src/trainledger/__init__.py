@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trainledger.lazy import lazy_exports
+from trainledger.run import Callback, add_default_callback
 from trainledger.version import __version__
 
 # public name -> the package that exports it
@@ -84,6 +85,21 @@ __all__ = [
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
+
+def _progress_bar(given: list[Callback]) -> Callback | None:
+    """The default ``ProgressBar`` of a run watched on a terminal, unless one was given.
+
+    Registered here, in the package every ``trainledger.*`` import loads first, so that both
+    ``from trainledger import Model`` and ``from trainledger.run import Model`` show it; the
+    import is inside because callbacks load torch, which ``import trainledger`` must not.
+    """
+    from trainledger.callbacks import ProgressBar
+
+    return None if any(isinstance(cb, ProgressBar) for cb in given) else ProgressBar()
+
+
+add_default_callback(_progress_bar)
+
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.callbacks import (
         EarlyStopping,
@@ -107,5 +123,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from trainledger.data import FileTailSource, QueueStream
     from trainledger.query import filter_summary_lineage, get_summary_lineage, lineage_table
-    from trainledger.run import Callback, CallbackManager, Model, RecModel, RunContext, metrics
+    from trainledger.run import CallbackManager, Model, RecModel, RunContext, metrics
     from trainledger.summary import SummaryRecord

@@ -1,22 +1,19 @@
-"""A tiny model and data for the built-in callback tests."""
+"""The callback tests' model: the shared toy network and data (tests/run/helpers.py)."""
 
 from __future__ import annotations
 
 import torch
 
-from trainledger.run.model import Model
+from tests.run.helpers import make_data, make_net
+from trainledger.run import Model
 
 
 def data(n: int = 32, batch: int = 8, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(n, 4, generator=gen)
-    y = (x[:, 0] > 0).long()
-    return [(x[i : i + batch], y[i : i + batch]) for i in range(0, n, batch)]
+    return make_data(n, batch, seed, label_features=1)
 
 
 def model(lr: float = 0.1, metrics: object = None, loss_fn: object = None) -> Model:
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    net = make_net(0)
     return Model(
         net,
         loss_fn or torch.nn.CrossEntropyLoss(),

@@ -6,7 +6,7 @@ import pytest
 
 from trainledger.callbacks.history import History
 from trainledger.callbacks.lambda_callback import LambdaCallback
-from trainledger.run.manager import CallbackManager
+from trainledger.run.callback_manager import CallbackManager
 
 from ._train import data, model
 

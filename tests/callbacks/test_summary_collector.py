@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from tests.callbacks.summary_helpers import drive, steps_of, tags_of, tiny_net
-from trainledger.callbacks._summary_options import (
+from trainledger.callbacks.summary_collector import SummaryCollector
+from trainledger.callbacks.summary_options import (
     DEFAULT_SPECIFIED_DATA,
     process_custom_lineage_data,
     process_specified_data,
     tensor_collect_steps,
 )
-from trainledger.callbacks.summary_collector import SummaryCollector
 from trainledger.run.callback import CallbackParams, RunContext
 from trainledger.summary.graph import parse_graph_def
 from trainledger.summary.reader import iter_events, read_scalars
@@ -561,7 +561,7 @@ def test_loss_that_is_not_a_scalar_tensor_is_collected_at_every_step(tmp_path, s
 
 
 def test_read_deferred_reads_tensors_of_any_dtype_and_keeps_other_columns():
-    from trainledger.callbacks._summary_parts import read_deferred
+    from trainledger.callbacks.summary_parts import read_deferred
 
     assert read_deferred([], 2) == []
     rows = [

@@ -21,7 +21,6 @@ from trainledger.lineage.analyzers import (
     loss_function_name,
     network_name,
     optimizer_name,
-    scalar_loss,
     torch_seed,
 )
 from trainledger.lineage.records import dataset_graph_event, organize_graph
@@ -236,14 +235,6 @@ def test_loss_and_optimizer_names_and_lr() -> None:
     assert initial_learning_rate(opt, sched) == 0.12
     tensor_lr = torch.optim.Adam(net.parameters(), lr=torch.tensor(0.003))
     assert initial_learning_rate(tensor_lr) == pytest.approx(0.003)
-
-
-def test_scalar_loss_shapes() -> None:
-    assert scalar_loss(torch.tensor(0.5)) == 0.5
-    assert scalar_loss((torch.tensor([1.0, 3.0]), "pred")) == 2.0
-    assert scalar_loss({"loss": 0.25, "x": 1}) == 0.25
-    assert scalar_loss(0.75) == 0.75
-    assert scalar_loss(None) is None
 
 
 def test_environment(tmp_path: Path) -> None:

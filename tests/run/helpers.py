@@ -1,4 +1,4 @@
-"""Small networks, datasets and a recording callback shared by the run tests."""
+"""The toy network, datasets and a recording callback shared by the run and callback tests."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ from trainledger.run.callback import HOOKS, Callback, RunContext
 
 
 def make_data(
-    n: int = 48, batch: int = 8, seed: int = 0
+    n: int = 48, batch: int = 8, seed: int = 0, label_features: int = 2
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Batches ``(x, y)`` of 4 features; ``y`` is whether the first ``label_features``
+    features sum above 0."""
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(n, 4, generator=gen)
-    y = (x[:, 0] + x[:, 1] > 0).long()
+    y = (x[:, :label_features].sum(dim=1) > 0).long()
     return [(x[i : i + batch], y[i : i + batch]) for i in range(0, n, batch)]
 
 

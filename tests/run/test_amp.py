@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainledger.run._amp import AmpPolicy
+from trainledger.run.amp import AmpPolicy
 from trainledger.run.model import Model
 
 from .helpers import make_data, make_net

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from trainledger.errors import DatasetError
-from trainledger.run._batches import describe, extract_loss, split_batch, to_device
+from trainledger.run.batches import describe, split_batch, to_device
+from trainledger.run.outputs import extract_loss
 
 CPU = torch.device("cpu")
 

@@ -9,7 +9,7 @@ import torch
 
 from trainledger.errors import CallbackError
 from trainledger.run.callback import Callback, CallbackParams, RunContext
-from trainledger.run.manager import CallbackManager, hook_function
+from trainledger.run.callback_manager import CallbackManager, hook_function
 from trainledger.run.model import Model
 
 from .helpers import OldStyle, Recorder, make_data, make_net

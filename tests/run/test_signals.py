@@ -9,9 +9,9 @@ import threading
 import pytest
 import torch
 
-from trainledger.run._signals import stop_on_signals
 from trainledger.run.callback import RunContext
 from trainledger.run.model import Model
+from trainledger.run.signals import stop_on_signals
 
 from .helpers import Recorder, make_data, make_net
 

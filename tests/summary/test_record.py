@@ -442,3 +442,16 @@ def test_record_scalars(tmp_path):
         (5, "b", "simple_value"),
         (6, "t", "tensor"),
     ]
+
+
+def test_hand_over_scalar_rows_writes_prebuilt_rows_in_order(tmp_path):
+    with SummaryRecord(tmp_path) as rec:
+        rec.add_scalar("loss", 9.0, 0, wall_time=1.0)
+        rec.hand_over_scalar_rows(("loss", "lr"), [(1, 2.0, 0.5, 0.1), (2, 3.0, 0.25, 0.05)])
+        rec.add_scalar("loss", 0.125, 3, wall_time=4.0)
+    steps, times, values = read_scalars(tmp_path)["loss"]
+    assert steps.tolist() == [0, 1, 2, 3] and times.tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert values.tolist() == [9.0, 0.5, 0.25, 0.125]
+    assert read_scalars(tmp_path)["lr"][2].tolist() == pytest.approx([0.1, 0.05])
+    with pytest.raises(SummaryError):
+        rec.hand_over_scalar_rows(("loss",), [(4, 5.0, 1.0)])  # closed: still refused

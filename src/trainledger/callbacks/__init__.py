@@ -1,5 +1,7 @@
 """Thin adapters from RunContext to the stores (summary, lineage, checkpoint) and the built-in
-monitors. One class per module."""
+monitors: one module per concern (``monitors`` holds LossMonitor and TimeMonitor, ``lineage``
+TrainLineage and EvalLineage; ``summary_options``/``summary_parts`` are SummaryCollector's
+argument rules and stateless pieces)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ import math
 import warnings
 from typing import Any
 
-from trainledger.callbacks._values import loss_value
-from trainledger.run import Callback, RunContext
+from trainledger.run import Callback, RunContext, loss_value
 
 __all__ = ["EarlyStopping"]
 

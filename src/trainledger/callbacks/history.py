@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainledger.callbacks._values import loss_value
-from trainledger.run import Callback, RunContext
+from trainledger.run import Callback, RunContext, loss_value
 
 __all__ = ["History"]
 

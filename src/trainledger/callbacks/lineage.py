@@ -47,14 +47,13 @@ from trainledger.lineage import (
     optimizer_name,
     run_event,
     run_status,
-    scalar_loss,
     torch_seed,
     train_event,
     user_defined_event,
     validate_user_defined_info,
 )
 from trainledger.lineage import lineage_pb2 as pb
-from trainledger.run import Callback, CallbackParams, RunContext
+from trainledger.run import Callback, CallbackParams, RunContext, loss_value
 
 __all__ = ["TrainLineage", "EvalLineage"]
 
@@ -312,7 +311,7 @@ class TrainLineage(_LineageCallback):
             train_dataset_size=ds.size,
             train_dataset_fingerprint=ds.fingerprint,
             network=network_name(network),
-            loss=scalar_loss(params.get("net_outputs")),
+            loss=loss_value(params.get("net_outputs")),
             model_path=model_path,
             model_size=model_size,
             step=as_int(params.get("cur_step_num")),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
-from trainledger.callbacks._values import loss_value, step_in_epoch
-from trainledger.run import Callback, RunContext
+from trainledger.run import Callback, RunContext, loss_value
 
 __all__ = ["LossMonitor", "TimeMonitor"]
 
@@ -100,3 +100,13 @@ class TimeMonitor(Callback):
             f"epoch time: {elapsed * 1000:.3f} ms, per step time: {per_step * 1000:.3f} ms",
             flush=True,
         )
+
+
+def step_in_epoch(cb_params: Any, counted: int) -> int:
+    """1-based step within the epoch: from the global step when the epoch length is known,
+    else the caller's own count (streams, first pass over an unsized dataset)."""
+    batch_num = cb_params.get("batch_num")
+    cur = cb_params.get("cur_step_num")
+    if batch_num and cur:
+        return int((cur - 1) % batch_num + 1)
+    return counted

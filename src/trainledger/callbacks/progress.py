@@ -19,8 +19,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from trainledger.callbacks._values import loss_value
-from trainledger.run import Callback, RunContext
+from trainledger.run import Callback, RunContext, loss_value
 
 __all__ = ["ProgressBar"]
 

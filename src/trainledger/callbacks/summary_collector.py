@@ -9,27 +9,8 @@ Lineage never goes into the TensorBoard files: the lineage switches (``collect_t
 ``TrainLineage`` / ``EvalLineage`` (``trainledger.callbacks.lineage``) on ``summary_dir``, so
 lineage is written by the one lineage writer, exactly as those callbacks write it.
 
-Differences from MindSpore, on purpose:
-
-* the learning rate is also a scalar curve (MindSpore only puts it in lineage);
-* ``collect_graph`` writes a TensorBoard GraphDef of the network captured on the first batch
-  (``callbacks/graph_capture.py``; the Graphs tab draws it), not a MindSpore graph;
-* ``collect_landscape`` saves weights as safetensors (``callbacks/landscape_collect.py``);
-* ``num_process`` is accepted and validated; one background thread writes (the work is I/O);
-* after ``fit`` evaluations, the eval metrics are also written as ``eval/<metric>`` scalars at
-  the current training step;
-* ``max_file_size`` rolls over to a new file instead of dropping data.
-
-Per-step cost: with metric-only collection (the common ``collect_freq=1`` case) a step adds a
-row ``(step, wall time, loss, lr)`` to a buffer; every 4096 rows or 1 s the rows go to the
-writer thread, which encodes them as numpy arrays. A CPU float loss is read at once (a plain
-load). Any other loss (on a GPU, where ``.item()`` would sync the device every step) is kept as
-a tensor and the batch is read in one torch call. A network that returns the same loss buffer
-every step (a CUDA-graph replay) is detected, since the previous step's tensor is kept alive
-and so its memory cannot be reused: such a loss is read at once. One edge is not handled: a
-device loss buffer reused only from some step on (a graph captured after warm-up steps) gives
-the step before the first reuse the value of the step after it. A device loss tensor changed
-in place after its step is read with the change.
+Its differences from MindSpore and its per-step cost are described in
+``docs/summary_collector.md``.
 
 Values staged with ``collector.add_value(plugin, name, value)`` (MindSpore's summary
 operators) are written at the next collected step; ``tensor`` values only at the steps of the
@@ -43,46 +24,38 @@ import os
 import time
 from typing import Any
 
-from trainledger.callbacks._summary_options import (
-    TENSOR_STEP_LIMIT,
-    check_positive_int,
-    process_custom_lineage_data,
-    process_specified_data,
-    tensor_collect_steps,
-)
-from trainledger.callbacks._summary_parts import (
-    CollectorTrainLineage,
-    learning_rate,
-    mean_of_first_output,
-    read_deferred,
-    select_parameters,
-)
 from trainledger.callbacks.graph_capture import first_batch_graph
 from trainledger.callbacks.landscape_collect import landscape_saver
 from trainledger.callbacks.lineage import EvalLineage
-from trainledger.run import Callback, CallbackParams, RunContext
+from trainledger.callbacks.summary_options import (
+    TENSOR_STEP_LIMIT,
+    check_positive_int,
+    is_not_tensor_plugin,
+    is_tensor_plugin,
+    process_custom_lineage_data,
+    process_specified_data,
+    tensor_range,
+)
+from trainledger.callbacks.summary_parts import (
+    CollectorTrainLineage,
+    add_histograms,
+    add_input_images,
+    learning_rate,
+    read_deferred,
+)
+from trainledger.run import Callback, CallbackParams, RunContext, loss_value
 from trainledger.summary import SummaryRecord, process_export_options
 
 __all__ = ["SummaryCollector"]
 
 logger = logging.getLogger("trainledger.summary")
 
-_HISTOGRAM_DEFAULT_COUNT = 5
 # The per-step fast path buffers (step, time, loss, lr) rows and hands them over in batches.
 _ROW_TAGS = ("loss/auto", "learning_rate/auto")
 # Each batch costs the writer thread about half a millisecond of cold-cache start-up on top
 # of its rows, so batches are large; live views still see new points within a second.
 _ROWS_PER_BATCH = 4096
 _ROWS_MAX_AGE = 1.0  # seconds
-_MAX_INPUT_IMAGES = 16
-
-
-def _is_tensor(plugin: str) -> bool:
-    return plugin == "tensor"
-
-
-def _is_not_tensor(plugin: str) -> bool:
-    return plugin != "tensor"
 
 
 class SummaryCollector(Callback):
@@ -325,7 +298,9 @@ class SummaryCollector(Callback):
                 self._read_now = outputs.is_cpu and outputs.is_floating_point()
                 self._held_loss = outputs.detach()
                 self._held_ptr = self._held_loss.data_ptr()
-            self._tensor_steps = self._tensor_range(params)
+            self._tensor_steps = tensor_range(
+                params, self._sink, self._collect_freq, self._collect_tensor_freq
+            )
             self._collect(params, record, step, plugin_filter=None)
             self._tensor_count += 1
             record.flush(fsync=False)  # visible at once; durability comes at epoch/train end
@@ -351,10 +326,10 @@ class SummaryCollector(Callback):
         if regular and tensor:
             self._collect(params, record, step, plugin_filter=None)
         elif tensor:
-            record.record(step, plugin_filter=_is_tensor)
+            record.record(step, plugin_filter=is_tensor_plugin)
             self._last_step = step
         elif regular:
-            self._collect(params, record, step, plugin_filter=_is_not_tensor)
+            self._collect(params, record, step, plugin_filter=is_not_tensor_plugin)
         if tensor:
             self._tensor_count += 1
         self._use_fast_path(run_context, params, record)
@@ -379,7 +354,7 @@ class SummaryCollector(Callback):
                 self._deferred = False
                 rows = read_deferred(rows, 2)
             # built here with checked types (read_deferred returns floats), so unchecked
-            record._write_scalar_rows(_ROW_TAGS, rows)
+            record.hand_over_scalar_rows(_ROW_TAGS, rows)
 
     def on_train_epoch_end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
@@ -436,17 +411,6 @@ class SummaryCollector(Callback):
                 f"expected at most one SummaryCollector in the callback list, received: {count}"
             )
 
-    def _tensor_range(self, params: CallbackParams) -> range | None:
-        epochs = params.get("epoch_num")
-        batches = params.get("batch_num")
-        if epochs is None:
-            total = None
-        elif self._sink:
-            total = int(epochs)
-        else:
-            total = int(epochs) * int(batches) if batches else None
-        return tensor_collect_steps(total, self._collect_freq, self._collect_tensor_freq)
-
     def _is_tensor_step(self, current: int) -> bool:
         if self._tensor_steps is not None:
             return current in self._tensor_steps
@@ -459,17 +423,17 @@ class SummaryCollector(Callback):
     ) -> None:
         specified = self._specified
         if specified.get("collect_input_data"):
-            self._collect_input_data(params, record)
+            specified["collect_input_data"] = add_input_images(params, record)
         if specified.get("collect_metric"):
             self._collect_metric(params, record)
         if "histogram_regular" in specified:
-            self._collect_histograms(params, record)
+            add_histograms(params, record, specified.get("histogram_regular"))
         record.record(step, plugin_filter=plugin_filter)
         self._last_step = step
 
     def _collect_metric(self, params: CallbackParams, record: SummaryRecord) -> None:
         if self._metric_ok:
-            loss = mean_of_first_output(params.get("net_outputs"))
+            loss = loss_value(params.get("net_outputs"))
             if loss is None:
                 logger.warning("SummaryCollector found no loss in net_outputs; loss not collected")
                 self._metric_ok = False
@@ -488,36 +452,6 @@ class SummaryCollector(Callback):
         for name, value in (params.get("window_metrics") or {}).items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 record.add_value("scalar", f"window/{name}", float(value))
-
-    def _collect_histograms(self, params: CallbackParams, record: SummaryRecord) -> None:
-        network = params.get("network") or params.get("train_network")
-        named = getattr(network, "named_parameters", None)
-        if named is None:
-            return
-        regular = self._specified.get("histogram_regular")
-        for name, param in select_parameters(named(), regular, _HISTOGRAM_DEFAULT_COUNT):
-            record.add_value("histogram", f"{name}/auto", param)
-
-    def _collect_input_data(self, params: CallbackParams, record: SummaryRecord) -> None:
-        batch = params.get("train_dataset_element")
-        if isinstance(batch, (list, tuple)):
-            batch = batch[0] if batch else None
-        elif isinstance(batch, dict):
-            batch = next(iter(batch.values()), None)
-        shape = tuple(getattr(batch, "shape", ()))
-        if batch is None or len(shape) != 4 or not (shape[1] in (1, 3) or shape[3] in (1, 3)):
-            logger.warning(
-                "SummaryCollector collects input data only for image batches (NCHW or NHWC with "
-                "1 or 3 channels); received shape %s: input data will not be collected",
-                shape,
-            )
-            self._specified["collect_input_data"] = False
-            return
-        try:
-            record.add_value("image", "input_data/auto", batch[:_MAX_INPUT_IMAGES])
-        except (TypeError, ValueError) as exc:
-            logger.warning("SummaryCollector could not record input images (%s); disabled", exc)
-            self._specified["collect_input_data"] = False
 
     # --- lineage ------------------------------------------------------------------------
     def _forward(self, hook: str, run_context: RunContext) -> None:

@@ -28,7 +28,6 @@ _EXPORTS: dict[str, str] = {
     "loss_function_name": "trainledger.lineage.analyzers",
     "network_name": "trainledger.lineage.analyzers",
     "optimizer_name": "trainledger.lineage.analyzers",
-    "scalar_loss": "trainledger.lineage.analyzers",
     "torch_seed": "trainledger.lineage.analyzers",
     "EnvironmentInfo": "trainledger.lineage.analyzers.environment",
     "lineage_pb2": "trainledger.lineage.proto",
@@ -76,7 +75,6 @@ __all__ = [
     "shortest_float32",
     "run_status",
     "RunValues",
-    "scalar_loss",
     "SUMMARY_KEYS",
     "torch_seed",
     "train_event",
@@ -97,7 +95,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         loss_function_name,
         network_name,
         optimizer_name,
-        scalar_loss,
         torch_seed,
     )
     from trainledger.lineage.analyzers.environment import EnvironmentInfo

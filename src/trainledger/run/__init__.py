@@ -8,33 +8,39 @@ from typing import TYPE_CHECKING
 from trainledger.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "call_network": "trainledger.run._batches",
+    "extract_loss": "trainledger.run._batches",
+    "split_batch": "trainledger.run._batches",
+    "to_device": "trainledger.run._batches",
     "Callback": "trainledger.run.callback",
     "CallbackParams": "trainledger.run.callback",
     "HOOKS": "trainledger.run.callback",
     "RunContext": "trainledger.run.callback",
     "TRAIN_TO_OLD": "trainledger.run.callback",
-    "CallbackManager": "trainledger.run.manager",
-    "call_network": "trainledger.run._batches",
-    "extract_loss": "trainledger.run._batches",
-    "split_batch": "trainledger.run._batches",
-    "to_device": "trainledger.run._batches",
+    "CallbackManager": "trainledger.run.callback_manager",
+    "add_default_callback": "trainledger.run.defaults",
     "metrics": "trainledger.run.metrics",
     "Model": "trainledger.run.model",
+    "loss_value": "trainledger.run.outputs",
     "RecModel": "trainledger.run.rec_model",
+    "StepLoop": "trainledger.run.steploop",
 }
 
 __all__ = [
+    "add_default_callback",
+    "call_network",
     "Callback",
     "CallbackManager",
     "CallbackParams",
-    "call_network",
     "extract_loss",
     "HOOKS",
+    "loss_value",
     "metrics",
     "Model",
     "RecModel",
     "RunContext",
     "split_batch",
+    "StepLoop",
     "to_device",
     "TRAIN_TO_OLD",
 ]
@@ -45,6 +51,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.run import metrics
     from trainledger.run._batches import call_network, extract_loss, split_batch, to_device
     from trainledger.run.callback import HOOKS, TRAIN_TO_OLD, Callback, CallbackParams, RunContext
-    from trainledger.run.manager import CallbackManager
+    from trainledger.run.callback_manager import CallbackManager
+    from trainledger.run.defaults import add_default_callback
     from trainledger.run.model import Model
+    from trainledger.run.outputs import loss_value
     from trainledger.run.rec_model import RecModel
+    from trainledger.run.steploop import StepLoop

@@ -1,16 +1,17 @@
 """``Model``: MindSpore's high-level training host, for ``torch.nn.Module`` networks.
 
 The loop is short on purpose: every run- and epoch-level phase goes through
-``CallbackManager.phase`` (which guarantees the matching ``*_end`` hook); the epoch loop runs
-a CPU ``(x, y)`` step inline, as a hand-written loop would, fans out step hooks only when a
-callback has them, and otherwise writes the step fields of cb_params when the epoch ends. The
-per-step work lives in protected methods that ``RecModel`` (online training) reuses:
+``CallbackManager.phase`` (which guarantees the matching ``*_end`` hook), and the steps of an
+epoch are ``StepLoop``'s (``run/steploop.py``: the inline CPU step, step hooks, stop requests),
+given this model's step as callables. ``RecModel`` (online training) reuses these protected
+building blocks:
 
 * ``_build_train_params(...) -> CallbackParams``: every cb_params field of a training run.
-* ``_make_manager(callbacks) -> CallbackManager``: validated callbacks + default progress bar.
+* ``_make_manager(callbacks) -> CallbackManager``: validated callbacks + registered defaults.
+* ``_step_loop(manager, run_context) -> StepLoop``: the run's step loop.
 * ``_phase(manager, run_context, begin, end)``: the phase wrapper.
 * ``_stop_signals(run_context)``: SIGINT/SIGTERM -> ``request_stop("signal")`` (main thread).
-* ``_move_to_device(batch)``, ``_train_step(batch) -> net_outputs``, ``_eval_step(batch)``.
+* ``_loss(y_pred, label)``: the loss of a step not run inline (RecModel keeps its inputs).
 * ``_finish_train(cb_params, run_context)``: sets ``stop_reason`` before ``on_train_end``.
 
 Sink mode: this host has no device-side data sink. ``dataset_sink_mode=True`` keeps
@@ -29,30 +30,25 @@ from typing import Any
 import torch
 
 from trainledger.errors import DatasetError, TrainledgerError
-from trainledger.run._amp import BOOST_LEVELS, AmpPolicy
-from trainledger.run._batches import (
+from trainledger.run.amp import AmpPolicy
+from trainledger.run.arguments import check_frequency, check_int, check_model_args
+from trainledger.run.batches import (
     call_network,
     check_dataset,
     dataset_len,
     describe,
-    extract_loss,
     split_batch,
     to_device,
 )
-from trainledger.run._eval import EvalMixin
-from trainledger.run._helpers import (
-    Cycle,
-    check_frequency,
-    check_int,
-    device_of,
-    parallel_info,
-    should_eval,
-    stdout_is_tty,
-)
-from trainledger.run._signals import stop_on_signals
 from trainledger.run.callback import Callback, CallbackParams, RunContext
-from trainledger.run.manager import CallbackManager, _as_list
+from trainledger.run.callback_manager import CallbackManager, as_callback_list
+from trainledger.run.defaults import default_callbacks
+from trainledger.run.device import device_of, parallel_info
+from trainledger.run.evaluation import EvalMixin
 from trainledger.run.metrics import Metric, get_metrics
+from trainledger.run.outputs import extract_loss
+from trainledger.run.signals import stop_on_signals
+from trainledger.run.steploop import Cycle, InlineParts, StepLoop
 
 __all__ = ["Model"]
 
@@ -71,7 +67,7 @@ class Model(EvalMixin):
             "recall", "f1", "mae", "mse", "auc", case-insensitive); results use the same keys.
         eval_network, eval_indexes: a network whose output tuple holds (loss, predictions,
             label) at these three positions, as in MindSpore.
-        amp_level: "O0" (off), "O1"/"O2"/"O3"/"auto": ``torch.autocast`` (see ``run/_amp.py``).
+        amp_level: "O0" (off), "O1"/"O2"/"O3"/"auto": ``torch.autocast`` (see ``run/amp.py``).
         boost_level: accepted for MindSpore compatibility; a no-op on this host.
 
     ``train``/``fit`` add a ``ProgressBar`` when stdout is a terminal and no ProgressBar was
@@ -91,43 +87,7 @@ class Model(EvalMixin):
         amp_level: str = "O0",
         boost_level: str = "O0",
     ) -> None:
-        if not isinstance(network, torch.nn.Module):
-            raise TypeError(
-                f"Model network expected a torch.nn.Module, received: {type(network).__name__}"
-            )
-        if loss_fn is not None and not callable(loss_fn):
-            raise TypeError(
-                f"Model loss_fn expected a callable, received: {type(loss_fn).__name__}"
-            )
-        if optimizer is not None and not (
-            hasattr(optimizer, "step") and hasattr(optimizer, "zero_grad")
-        ):
-            raise TypeError(
-                "Model optimizer expected a torch.optim.Optimizer, "
-                f"received: {type(optimizer).__name__}"
-            )
-        if eval_network is not None and not isinstance(eval_network, torch.nn.Module):
-            raise TypeError(
-                "Model eval_network expected a torch.nn.Module, "
-                f"received: {type(eval_network).__name__}"
-            )
-        if eval_indexes is not None:
-            if eval_network is None:
-                raise ValueError("Model eval_indexes expected an eval_network, received: None")
-            if (
-                not isinstance(eval_indexes, (list, tuple))
-                or len(eval_indexes) != 3
-                or not all(isinstance(i, int) for i in eval_indexes)
-            ):
-                raise ValueError(
-                    "Model eval_indexes expected 3 ints (loss, predictions, label positions), "
-                    f"received: {eval_indexes!r}"
-                )
-        if boost_level not in BOOST_LEVELS:
-            raise ValueError(
-                f"Model boost_level expected one of {', '.join(BOOST_LEVELS)}, "
-                f"received: {boost_level!r}"
-            )
+        check_model_args(network, loss_fn, optimizer, eval_network, eval_indexes, boost_level)
         self._network = network
         self._train_network = network
         self._eval_network = eval_network if eval_network is not None else network
@@ -268,6 +228,7 @@ class Model(EvalMixin):
         self._prepare_run()
         self._train_network.train()
         source = Cycle(train_dataset) if sink and sink_size > 0 else None
+        loop = self._step_loop(manager, run_context)
         with self._stop_signals(run_context), manager:
             with self._phase(manager, run_context, "on_train_begin", "on_train_end"):
                 for ep in range(initial_epoch, epoch):
@@ -276,127 +237,16 @@ class Model(EvalMixin):
                         manager, run_context, "on_train_epoch_begin", "on_train_epoch_end"
                     ):
                         if sink:
-                            self._train_sink_unit(manager, run_context, source or train_dataset)
+                            loop.run_sink_unit(source or train_dataset)
                         else:
-                            self._train_epoch(manager, run_context, train_dataset)
-                        if valid is not None and should_eval(ep + 1, valid[1], run_context):
+                            loop.run_epoch(train_dataset)
+                        if valid is not None and _should_eval(ep + 1, valid[1], run_context):
                             self._eval_in_fit(valid[0], valid[2], manager, run_context)
                     if valid is not None:
                         cb_params.eval_results = {}
                     if run_context.get_stop_requested():
                         break
                 self._finish_train(cb_params, run_context)
-
-    def _train_epoch(
-        self, manager: CallbackManager, run_context: RunContext, dataset: Iterable[Any]
-    ) -> None:
-        """One pass over ``dataset``, as close to a hand-written loop as Python allows (the
-        3% overhead target; Python code between torch ops runs with cold caches, so every
-        call counts). A CPU ``(x, y)`` batch of a plain ``loss_fn(network(x), y)`` step runs
-        inline; anything else goes through ``_move_to_device`` and ``_train_step``.
-
-        With step hooks, cb_params' step fields are current at each hook. Without them nobody
-        reads cb_params between steps, so those fields are written once, when the loop ends
-        (also when a step raises, before the error-path hooks).
-        """
-        cb_params = run_context.original_args()
-        begin = manager.has("on_train_step_begin")
-        end = manager.has("on_train_step_end")
-        hooked = begin or end
-        call = manager.call
-        end_fns = manager.functions("on_train_step_end")
-        move, train_step = self._move_to_device, self._train_step
-        inline = (
-            self._on_cpu
-            and self._loss_fn is not None
-            and self._optimizer is not None
-            and not self._amp.enabled
-        )
-        network, loss_fn, optimizer = self._network, self._loss_fn, self._optimizer
-        tensor = torch.Tensor
-        fast = inline and not self._check_next_batch  # a run's first batch is checked
-        steps = 0
-        in_step = False
-        batch: Any = None
-        outputs: Any = cb_params["net_outputs"]
-        try:
-            for batch in dataset:
-                plain = (
-                    fast
-                    and type(batch) is tuple
-                    and len(batch) == 2
-                    and type(batch[0]) is tensor
-                    and type(batch[1]) is tensor
-                    and batch[0].is_cpu
-                    and batch[1].is_cpu
-                )
-                if not plain:
-                    batch = move(batch)
-                if hooked:
-                    # item access, not attributes: CallbackParams.__getattr__ is Python-level
-                    cb_params["train_dataset_element"] = batch
-                    cb_params["cur_step_num"] += 1
-                    if begin:
-                        call("on_train_step_begin", run_context)
-                in_step = True
-                if plain:
-                    optimizer.zero_grad(set_to_none=True)
-                    outputs = loss_fn(network(batch[0]), batch[1])
-                    outputs.backward()
-                    optimizer.step()
-                else:
-                    outputs = train_step(batch)
-                    fast = inline and not self._check_next_batch
-                in_step = False
-                steps += 1
-                if hooked:
-                    cb_params["net_outputs"] = outputs
-                    if end:
-                        for fn in end_fns:  # manager.call_all, one frame less
-                            try:
-                                fn(run_context)
-                            except Exception as exc:
-                                manager.failed_in("on_train_step_end", fn, exc, run_context)
-                if run_context._stop_requested:  # get_stop_requested() without its frame
-                    break
-            else:
-                if cb_params.batch_num is None:
-                    cb_params.batch_num = steps  # learnt from the first full pass
-        finally:
-            if not hooked:  # as the hooked loop leaves them: a failed step counts
-                cb_params["cur_step_num"] += steps + in_step
-                if steps or in_step:
-                    cb_params["train_dataset_element"] = batch
-                    cb_params["net_outputs"] = outputs
-        if steps == 0:
-            raise DatasetError(
-                f"train_dataset yielded no batches in epoch {cb_params.cur_epoch_num}"
-            )
-
-    def _train_sink_unit(
-        self, manager: CallbackManager, run_context: RunContext, source: Iterable[Any] | Cycle
-    ) -> None:
-        """One sink "epoch": many steps between one pair of step hooks."""
-        cb_params = run_context.original_args()
-        manager.call("on_train_step_begin", run_context)
-        steps = 0
-        limit = cb_params.sink_size if cb_params.sink_size > 0 else None
-        batches = source.take(limit) if isinstance(source, Cycle) else iter(source)
-        for batch in batches:
-            batch = self._move_to_device(batch)
-            cb_params.train_dataset_element = batch
-            cb_params.net_outputs = self._train_step(batch)
-            steps += 1
-            if run_context.stop_reason == "signal":
-                break
-        if steps == 0:
-            raise DatasetError(
-                f"train_dataset yielded no batches in epoch {cb_params.cur_epoch_num}"
-            )
-        if cb_params.batch_num is None:
-            cb_params.batch_num = steps
-        cb_params.cur_step_num += steps
-        manager.call_all("on_train_step_end", run_context)
 
     def _finish_train(self, cb_params: CallbackParams, run_context: RunContext) -> None:
         """Record why training ended, before ``on_train_end`` runs."""
@@ -447,16 +297,31 @@ class Model(EvalMixin):
     def _make_manager(
         self, callbacks: Callback | Iterable[Callback] | None, progress: bool = True
     ) -> CallbackManager:
-        """Validated callbacks; on a TTY a ProgressBar is appended unless one was given."""
-        cbs = _as_list(callbacks)
-        if progress and self.show_progress and stdout_is_tty():
-            # The one reference from run/ to callbacks/: lazy and optional, so run/ imports
-            # alone and the default bar costs nothing off a terminal.
-            from trainledger.callbacks import ProgressBar
-
-            if not any(isinstance(cb, ProgressBar) for cb in cbs):
-                cbs.append(ProgressBar())
+        """Validated callbacks, plus the registered defaults (``run.defaults``: a
+        ``ProgressBar`` on a terminal) unless ``progress`` or ``show_progress`` is False."""
+        cbs = as_callback_list(callbacks)
+        if progress and self.show_progress:
+            cbs.extend(default_callbacks(cbs))
         return CallbackManager(cbs)
+
+    def _step_loop(self, manager: CallbackManager, run_context: RunContext) -> StepLoop:
+        """The run's step loop, given this model's step as callables."""
+        return StepLoop(
+            manager, run_context, self._move_to_device, self._train_step, self._inline_parts
+        )
+
+    def _inline_parts(self) -> InlineParts | None:
+        """What a plain CPU step needs, when ``StepLoop`` may run it inline: a loss_fn and an
+        optimizer, no amp, and the run's first batch already checked by ``_train_step``."""
+        if (
+            self._on_cpu
+            and self._loss_fn is not None
+            and self._optimizer is not None
+            and not self._amp.enabled
+            and not self._check_next_batch
+        ):
+            return self._network, self._loss_fn, self._optimizer
+        return None
 
     def _phase(
         self, manager: CallbackManager, run_context: RunContext, begin: str, end: str
@@ -531,11 +396,16 @@ class Model(EvalMixin):
         if self._loss_fn is None:
             return extract_loss(call_network(self._network, batch))
         if type(batch) is tuple and len(batch) == 2:  # the common (x, y): no splitting
-            loss = self._loss_fn(self._network(batch[0]), batch[1])
+            loss = self._loss(self._network(batch[0]), batch[1])
             return loss, loss
         args, kwargs, label = split_batch(batch)
-        loss = self._loss_fn(self._network(*args, **kwargs), label)
+        loss = self._loss(self._network(*args, **kwargs), label)
         return loss, loss
+
+    def _loss(self, y_pred: Any, label: Any) -> Any:
+        """``loss_fn(y_pred, label)`` of a training step that is not run inline (RecModel
+        overrides it to keep the predictions and labels for its windowed metrics)."""
+        return self._loss_fn(y_pred, label)
 
     @staticmethod
     def _checked(fn: Any, batch: Any) -> Any:
@@ -549,3 +419,9 @@ class Model(EvalMixin):
             raise DatasetError(
                 f"the network or loss_fn could not take the batch {describe(batch)}: {exc}"
             ) from exc
+
+
+def _should_eval(epoch: int, freq: int | list[int], run_context: RunContext) -> bool:
+    if run_context.stop_reason == "signal":
+        return False  # the user asked to stop now; evaluation could take long
+    return epoch in freq if isinstance(freq, list) else epoch % freq == 0

@@ -1,9 +1,10 @@
 """``RecModel``: a ``Model`` that also trains online, over a stream that never ends.
 
 MindSpore's ``RecModel.online_train`` loops forever, never looks at ``request_stop`` and leaves
-most cb_params unset, so SummaryCollector fails inside it. This one reuses ``Model``'s loop
-parts (cb_params builder, phase wrapper, signal handling, device move, train step), so every
-callback that works in ``Model.train`` works here, and it stops cleanly:
+most cb_params unset, so SummaryCollector fails inside it. This one reuses ``Model``'s parts
+(cb_params builder, phase wrapper, signal handling) and its ``StepLoop`` (device move, train
+step, step hooks), so every callback that works in ``Model.train`` works here, and it stops
+cleanly:
 
 * ``run_context.request_stop()`` from a callback or another thread (checked every step);
 * SIGINT/SIGTERM (main thread): the current step finishes, end hooks run (final checkpoint,
@@ -21,13 +22,15 @@ callback that works in ``Model.train`` works here, and it stops cleanly:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from trainledger.errors import DatasetError
+from trainledger.run.arguments import check_positive_int
 from trainledger.run.callback import Callback, CallbackParams, RunContext
-from trainledger.run.manager import CallbackManager
 from trainledger.run.model import Model
+from trainledger.run.outputs import loss_of
+from trainledger.run.steploop import StepLoop
 from trainledger.run.windowed import WindowedMetrics
 
 __all__ = ["RecModel"]
@@ -93,9 +96,64 @@ class RecModel(Model):
         two arguments; without ``loss_fn`` only loss metrics work, unless ``eval_indexes``
         give the (loss, predictions, label) positions in the train network's output tuple.
         """
-        _check_positive_int(sink_size, "sink_size")
+        self._check_online_args(train_dataset, sink_size, max_steps, max_seconds)
+        window = self._make_window(metric_window, metric_every)
+        sink = bool(dataset_sink_mode)
+        manager = self._make_manager(callbacks)
+        cb_params = self._build_train_params(
+            train_dataset=train_dataset,
+            epoch_num=None,
+            batch_num=None,
+            list_callback=manager.callbacks,
+            dataset_sink_mode=sink,
+            sink_size=sink_size,
+        )
+        cb_params.update(
+            _online_fields(train_dataset, max_steps, max_seconds, window, metric_window)
+        )
+        run_context = _OnlineRunContext(cb_params, train_dataset)
+        self._prepare_run()
+        self._train_network.train()
+        steps = self._step_loop(manager, run_context)
+        inputs = self._window_inputs if window is not None else None
+        loop = _OnlineLoop(steps, inputs, window, sink_size if sink else 1, sink)
+        self._capturing = window is not None and self._loss_fn is not None
+        try:
+            with self._stop_signals(run_context), manager:
+                with self._phase(manager, run_context, "on_train_begin", "on_train_end"):
+                    loop.run(train_dataset, max_steps, max_seconds)
+                    self._finish_train(cb_params, run_context)
+        finally:
+            self._capturing, self._captured = False, (None, None)
+
+    _capturing: bool = False
+    _captured: tuple[Any, Any] = (None, None)
+
+    def _loss(self, y_pred: Any, label: Any) -> Any:
+        """``Model._loss`` that also keeps (predictions, label) for the windowed metrics."""
+        if self._capturing:
+            self._captured = (y_pred, label)
+        return self._loss_fn(y_pred, label)
+
+    def _window_inputs(self, net_outputs: Any) -> tuple[Any, Any, Any]:
+        """``(loss, predictions, label)`` of the last step, for the windowed metrics."""
+        if self._loss_fn is not None:
+            return loss_of(net_outputs), *self._captured
+        if self._eval_indexes is not None and isinstance(net_outputs, (tuple, list)):
+            i_loss, i_pred, i_label = self._eval_indexes
+            return net_outputs[i_loss], net_outputs[i_pred], net_outputs[i_label]
+        return loss_of(net_outputs), None, None
+
+    def _check_online_args(
+        self,
+        train_dataset: Any,
+        sink_size: Any,
+        max_steps: Any,
+        max_seconds: Any,
+    ) -> None:
+        check_positive_int(sink_size, "sink_size")
         if max_steps is not None:
-            _check_positive_int(max_steps, "max_steps")
+            check_positive_int(max_steps, "max_steps")
         if max_seconds is not None and (
             isinstance(max_seconds, bool)
             or not isinstance(max_seconds, (int, float))
@@ -115,48 +173,15 @@ class RecModel(Model):
                 f"{type(train_dataset).__name__}"
             )
         self._check_can_train()
-        window = (
-            WindowedMetrics(self._metrics, metric_window, metric_every) if self._metrics else None
-        )
-        if window is not None:
-            self._check_window_inputs(window)
-        sink = bool(dataset_sink_mode)
-        manager = self._make_manager(callbacks)
-        cb_params = self._build_train_params(
-            train_dataset=train_dataset,
-            epoch_num=None,
-            batch_num=None,
-            list_callback=manager.callbacks,
-            dataset_sink_mode=sink,
-            sink_size=sink_size,
-        )
-        cb_params.update(
-            max_steps=max_steps,
-            max_seconds=max_seconds,
-            metric_window=metric_window if window is not None else None,
-            window_metrics={},
-            eval_results={},
-            bad_records=_bad_records(train_dataset),
-        )
-        run_context = _OnlineRunContext(cb_params, train_dataset)
-        self._prepare_run()
-        self._train_network.train()
-        loop = _OnlineLoop(self, manager, run_context, window, sink_size if sink else 1, sink)
-        capture = window is not None and self._loss_fn is not None
-        user_loss_fn = self._loss_fn
-        if capture:
-            self._loss_fn = loop.capturing_loss(user_loss_fn)
-        try:
-            with self._stop_signals(run_context), manager:
-                with self._phase(manager, run_context, "on_train_begin", "on_train_end"):
-                    loop.run(train_dataset, max_steps, max_seconds)
-                    self._finish_train(cb_params, run_context)
-        finally:
-            self._loss_fn = user_loss_fn
 
-    def _check_window_inputs(self, window: WindowedMetrics) -> None:
+    def _make_window(self, metric_window: int, metric_every: int) -> WindowedMetrics | None:
+        """The windowed metrics of ``online_train`` (None without metrics), after checking
+        that the steps will give them the predictions and labels they need."""
+        if not self._metrics:
+            return None
+        window = WindowedMetrics(self._metrics, metric_window, metric_every)
         if not window.needs_predictions or self._loss_fn is not None:
-            return
+            return window
         if self._eval_indexes is None:
             names = [n for n, m in self._metrics.items() if not m.needs_loss]
             raise ValueError(
@@ -164,6 +189,7 @@ class RecModel(Model):
                 "a loss_fn, or eval_indexes (loss, predictions, label positions in the train "
                 "network's outputs), received: neither"
             )
+        return window
 
 
 class _OnlineRunContext(RunContext):
@@ -184,35 +210,24 @@ class _OnlineRunContext(RunContext):
 
 
 class _OnlineLoop:
-    """The passes/units/steps of one ``online_train`` call."""
+    """The passes/units of one ``online_train`` call, around its ``StepLoop``."""
 
     def __init__(
         self,
-        model: RecModel,
-        manager: CallbackManager,
-        run_context: RunContext,
+        steps: StepLoop,
+        window_inputs: Callable[[Any], tuple[Any, Any, Any]] | None,
         window: WindowedMetrics | None,
         unit: int,
         sink: bool,
     ) -> None:
-        self.model = model
-        self.manager = manager
-        self.run_context = run_context
-        self.cb_params = run_context.original_args()
+        self.steps = steps
+        self.manager = steps.manager
+        self.run_context = steps.run_context
+        self.cb_params = steps.cb_params
+        self.window_inputs = window_inputs
         self.window = window
         self.unit = unit
         self.sink = sink
-        self._pred: Any = None
-        self._label: Any = None
-
-    def capturing_loss(self, loss_fn: Any) -> Any:
-        """``loss_fn`` that also keeps its (predictions, label) for the window."""
-
-        def capture(y_pred: Any, label: Any) -> Any:
-            self._pred, self._label = y_pred, label
-            return loss_fn(y_pred, label)
-
-        return capture
 
     def run(self, dataset: Iterable[Any], max_steps: int | None, max_seconds: float | None) -> None:
         cb_params, run_context = self.cb_params, self.run_context
@@ -228,9 +243,7 @@ class _OnlineLoop:
                 cb_params.bad_records = _bad_records(dataset)
                 return  # an empty pass: the stream (or the data) has ended
             cb_params.cur_epoch_num += 1
-            with self.model._phase(
-                self.manager, run_context, "on_train_epoch_begin", "on_train_epoch_end"
-            ):
+            with self.manager.phase(run_context, "on_train_epoch_begin", "on_train_epoch_end"):
                 ended = self._epoch(first, it)
                 self._refresh_window(force=True)
                 cb_params.bad_records = _bad_records(dataset)
@@ -239,14 +252,10 @@ class _OnlineLoop:
 
     def _epoch(self, first: Any, it: Iterator[Any]) -> bool:
         """Units until the pass ends (True) or a stop condition holds (False)."""
-        cb_params, run_context, manager = self.cb_params, self.run_context, self.manager
-        step_begin = manager.has("on_train_step_begin")
-        step_end = manager.has("on_train_step_end")
-        call = manager.call
-        end_fns = manager.functions("on_train_step_end")  # called as Model's loop calls them
-        move, train_step = self.model._move_to_device, self.model._train_step
-        stop_requested = run_context.get_stop_requested
-        window, sink, source = self.window, self.sink, cb_params["train_dataset"]
+        cb_params, loop = self.cb_params, self.steps
+        step, stop_requested = loop.step, loop.stop_requested
+        window, window_inputs, sink = self.window, self.window_inputs, self.sink
+        source = cb_params["train_dataset"]
         counts_bad = _bad_records(source) is not None
         max_steps, unit = self.max_steps, self.unit
         limited = max_steps is not None or self.deadline is not None
@@ -259,16 +268,13 @@ class _OnlineLoop:
                 limit = min(unit, max_steps - cb_params["cur_step_num"])
             if not sink:
                 cb_params["cur_step_num"] += 1
-            if step_begin:
-                call("on_train_step_begin", run_context)
+            loop.step_begin()
             steps = 0
             while True:
-                batch = move(batch)
-                cb_params["train_dataset_element"] = batch
-                cb_params["net_outputs"] = out = train_step(batch)
+                out = step(batch)
                 steps += 1
-                if window is not None:
-                    self._add_to_window(out)
+                if window is not None and window_inputs is not None:
+                    window.add(*window_inputs(out))
                 if steps >= limit or stop_requested():
                     batch = None
                     break
@@ -281,12 +287,7 @@ class _OnlineLoop:
                 self._refresh_window(force=False)
             if counts_bad:
                 cb_params["bad_records"] = _bad_records(source)
-            if step_end:
-                for fn in end_fns:  # manager.call_all, one frame less
-                    try:
-                        fn(run_context)
-                    except Exception as exc:
-                        manager.failed_in("on_train_step_end", fn, exc, run_context)
+            loop.step_end()
             if batch is _END:
                 return True
             if stop_requested() or (limited and self._should_stop()):
@@ -307,19 +308,6 @@ class _OnlineLoop:
             return True
         return False
 
-    def _add_to_window(self, net_outputs: Any) -> None:
-        window = self.window
-        if window is None:
-            return
-        if self.model._loss_fn is not None:
-            loss, y_pred, label = _first(net_outputs), self._pred, self._label
-        elif self.model._eval_indexes is not None and isinstance(net_outputs, (tuple, list)):
-            i_loss, i_pred, i_label = self.model._eval_indexes
-            loss, y_pred, label = net_outputs[i_loss], net_outputs[i_pred], net_outputs[i_label]
-        else:
-            loss, y_pred, label = _first(net_outputs), None, None
-        window.add(loss, y_pred, label)
-
     def _refresh_window(self, force: bool) -> None:
         window = self.window
         if window is None or not (force or window.due(self.cb_params.cur_step_num)):
@@ -330,16 +318,25 @@ class _OnlineLoop:
             self.cb_params.eval_results = dict(results)
 
 
-def _first(outputs: Any) -> Any:
-    return outputs[0] if isinstance(outputs, (tuple, list)) else outputs
+def _online_fields(
+    source: Any,
+    max_steps: int | None,
+    max_seconds: float | None,
+    window: WindowedMetrics | None,
+    metric_window: int,
+) -> dict[str, Any]:
+    """The cb_params fields ``online_train`` adds to those of ``Model.train``."""
+    return {
+        "max_steps": max_steps,
+        "max_seconds": max_seconds,
+        "metric_window": metric_window if window is not None else None,
+        "window_metrics": {},
+        "eval_results": {},
+        "bad_records": _bad_records(source),
+    }
 
 
 def _bad_records(source: Any) -> int | None:
     """The source's count of skipped bad records, when it keeps one (trainledger.data)."""
     value = getattr(source, "bad_records", None)
     return value if isinstance(value, int) else None
-
-
-def _check_positive_int(value: Any, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} expected a positive int, received: {value!r}")

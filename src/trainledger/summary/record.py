@@ -33,10 +33,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from trainledger.errors import SummaryError
 from trainledger.summary import encoders, graph
+from trainledger.summary.checks import check_rows as _check_rows
+from trainledger.summary.checks import check_step as _check_step
+from trainledger.summary.checks import check_tag as _check_tag
 from trainledger.summary.entries import VALUE_CHECKS, Entry, close_forgotten, submit_entries
 from trainledger.summary.export import process_export_options
 from trainledger.summary.scalar_bytes import scalar_rows_records
@@ -67,51 +68,6 @@ _BATCH_SECONDS = 0.2
 _record_ids = itertools.count()
 
 LineageHandler = Callable[[str, str, Any], None]
-
-
-def _check_step(step: Any) -> int:
-    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
-        raise TypeError(f"step expected an int, received: {type(step).__name__}")
-    return int(step)
-
-
-def _check_tag(name: Any) -> str:
-    if not isinstance(name, str):
-        raise TypeError(f"summary name expected a str, received: {type(name).__name__}")
-    if not name:
-        raise ValueError("summary name expected a non-empty str, received: ''")
-    return name
-
-
-def _check_rows(tags: tuple[str, ...], rows: list[Any]) -> None:
-    """Rows ``(step:int, wall_time, *values)`` of real numbers, one value per tag. The common
-    all-int/all-float case is checked column by column at C speed; anything else row by row,
-    to name the row at fault."""
-    width = len(tags) + 2
-    try:
-        columns = list(zip(*rows, strict=True)) if set(map(len, rows)) == {width} else None
-    except TypeError:  # a row without len()
-        columns = None
-    if (
-        columns is not None
-        and set(map(type, columns[0])) == {int}
-        and all(set(map(type, col)) <= _PLAIN_NUMBERS for col in columns[1:])
-    ):
-        return
-    for row in rows:
-        if not isinstance(row, tuple | list) or len(row) != width or type(row[0]) is not int:
-            raise ValueError(
-                f"record_scalar_rows expected rows (step, wall_time, {len(tags)} values), "
-                f"received: {row!r}"
-            )
-        for value in row[1:]:
-            if isinstance(value, bool) or not isinstance(value, int | float | np.number):
-                raise TypeError(
-                    f"record_scalar_rows expected real numbers, received: {value!r} in {row!r}"
-                )
-
-
-_PLAIN_NUMBERS = {int, float}
 
 
 class SummaryRecord:
@@ -358,12 +314,13 @@ class SummaryRecord:
             return
         tags, rows = tuple(tags), list(rows)
         _check_rows(tags, rows)
-        self._write_scalar_rows(tags, rows)
+        self.hand_over_scalar_rows(tags, rows)
 
-    def _write_scalar_rows(self, tags: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
-        """``record_scalar_rows`` without its checks, for rows built by trainledger itself
-        (SummaryCollector's per-step rows: int steps, float times and values, valid tags),
-        handed over and not touched again: checking them again costs per row, in the loop."""
+    def hand_over_scalar_rows(self, tags: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
+        """``record_scalar_rows`` without its checks, for rows the caller built itself and
+        guarantees: non-empty str tags, rows ``(int step, float wall_time, float values...)``
+        (SummaryCollector's per-step rows). The rows are handed over: the caller must not
+        touch them again. Why: checking them again costs per row, in the training loop."""
         if self._closed or self._raise:
             self._check_open()
         self._submit_batch()  # keep file order: earlier events first

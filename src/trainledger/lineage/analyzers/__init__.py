@@ -17,7 +17,6 @@ from trainledger.lineage.analyzers.network import (
     loss_function_name,
     network_name,
     optimizer_name,
-    scalar_loss,
 )
 
 __all__ = [
@@ -32,5 +31,4 @@ __all__ = [
     "loss_function_name",
     "network_name",
     "optimizer_name",
-    "scalar_loss",
 ]

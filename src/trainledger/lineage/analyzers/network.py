@@ -1,5 +1,5 @@
 """Names and numbers from the model side: network (backbone rule), loss function, optimizer,
-learning rate, and the scalar loss from the step's outputs."""
+learning rate. (The loss of a step's outputs is ``trainledger.run.loss_value``.)"""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ __all__ = [
     "loss_function_name",
     "optimizer_name",
     "initial_learning_rate",
-    "scalar_loss",
 ]
 
 _BACKBONE_ATTRS = ("_backbone", "backbone")
@@ -107,30 +106,12 @@ def initial_learning_rate(optimizer: Any, scheduler: Any = None) -> float | None
     return _to_float(group.get("initial_lr", group.get("lr")))
 
 
-def scalar_loss(net_outputs: Any) -> float | None:
-    """The loss from a step's outputs: the first element of a tuple/list/dict, averaged when
-    it is not a scalar (MindInsight takes the mean too)."""
-    value = net_outputs
-    for _ in range(4):
-        if isinstance(value, dict):
-            value = value.get("loss", next(iter(value.values()), None))
-        elif isinstance(value, (tuple, list)):
-            value = value[0] if value else None
-        else:
-            break
-    return _to_float(value, mean=True)
-
-
-def _to_float(value: Any, mean: bool = False) -> float | None:
+def _to_float(value: Any) -> float | None:
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
         return float(value)
     try:
-        if mean and hasattr(value, "detach"):
-            value = value.detach().float().mean()
-        elif mean and hasattr(value, "mean") and int(getattr(value, "ndim", 0) or 0) > 0:
-            value = value.mean()
         result = float(value.item() if hasattr(value, "item") else value)
     except (TypeError, ValueError, RuntimeError):
         return None

@@ -32,7 +32,7 @@ from typing import Any, NoReturn
 from trainledger.errors import CallbackError
 from trainledger.run.callback import HOOKS, TRAIN_TO_OLD, Callback, RunContext
 
-__all__ = ["CallbackManager", "hook_function"]
+__all__ = ["CallbackManager", "as_callback_list", "hook_function"]
 
 _log = logging.getLogger("trainledger.run")
 
@@ -66,7 +66,7 @@ class CallbackManager:
     """
 
     def __init__(self, callbacks: Callback | Iterable[Callback] | None = None) -> None:
-        self._callbacks: list[Callback] = _as_list(callbacks)
+        self._callbacks: list[Callback] = as_callback_list(callbacks)
         self._active: dict[str, list[tuple[Callback, HookFn]]] = {}
         for hook in HOOKS:
             pairs = []
@@ -232,7 +232,7 @@ def _note(error: BaseException, message: str) -> None:
         add_note(message)
 
 
-def _as_list(callbacks: Callback | Iterable[Callback] | None) -> list[Callback]:
+def as_callback_list(callbacks: Callback | Iterable[Callback] | None) -> list[Callback]:
     if callbacks is None:
         return []
     if isinstance(callbacks, Callback):

@@ -15,6 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "is_not_tensor_plugin",
+    "is_tensor_plugin",
+    "tensor_range",
     "DEFAULT_SPECIFIED_DATA",
     "HYPER_CONFIG_ENV",
     "TENSOR_STEP_LIMIT",
@@ -250,3 +253,29 @@ def tensor_collect_steps(
     if tensor_freq > 1:
         return range(0, total_steps + 1, tensor_freq)[:TENSOR_STEP_LIMIT]
     return range(0, total_steps + 1)[: TENSOR_STEP_LIMIT + 1]
+
+
+def tensor_range(
+    params: Any, sink: bool, collect_freq: int, collect_tensor_freq: int | None
+) -> range | None:
+    """The steps of a run at which tensors are collected (``tensor_collect_steps``), from
+    cb_params' ``epoch_num``/``batch_num``; None when the run's length is unknown."""
+    epochs = params.get("epoch_num")
+    batches = params.get("batch_num")
+    if epochs is None:
+        total = None
+    elif sink:
+        total = int(epochs)
+    else:
+        total = int(epochs) * int(batches) if batches else None
+    return tensor_collect_steps(total, collect_freq, collect_tensor_freq)
+
+
+def is_tensor_plugin(plugin: str) -> bool:
+    """The plugin filter of a tensor step (``SummaryRecord.record(plugin_filter=...)``)."""
+    return plugin == "tensor"
+
+
+def is_not_tensor_plugin(plugin: str) -> bool:
+    """The plugin filter of a step that is not a tensor step."""
+    return plugin != "tensor"

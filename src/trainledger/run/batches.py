@@ -20,7 +20,6 @@ __all__ = [
     "check_dataset",
     "dataset_len",
     "describe",
-    "extract_loss",
     "split_batch",
     "to_device",
 ]
@@ -107,27 +106,6 @@ def call_network(network: Any, batch: Any) -> Any:
     if isinstance(batch, dict):
         return network(**batch)
     return network(batch)
-
-
-def extract_loss(outputs: Any) -> tuple[Any, Any]:
-    """``(loss, net_outputs)`` of a network that returns its loss.
-
-    A tensor is the loss; a tuple/list has the loss first (net_outputs stays the tuple, as in
-    MindSpore); a dict or an object with ``loss`` (Hugging Face outputs) gives that loss.
-    """
-    if isinstance(outputs, torch.Tensor):
-        return outputs, outputs
-    if isinstance(outputs, (tuple, list)) and outputs:
-        return outputs[0], tuple(outputs)
-    if isinstance(outputs, dict) and "loss" in outputs:
-        return outputs["loss"], outputs["loss"]
-    loss = getattr(outputs, "loss", None)
-    if loss is not None:
-        return loss, loss
-    raise DatasetError(
-        "without loss_fn, the network expected to return its loss (a scalar tensor, a tuple "
-        f"with the loss first, or a dict with 'loss'), received: {describe(outputs)}"
-    )
 
 
 def describe(obj: Any) -> str:

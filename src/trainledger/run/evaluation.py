@@ -13,10 +13,10 @@ from typing import Any
 import torch
 
 from trainledger.errors import DatasetError
-from trainledger.run._amp import AmpPolicy
-from trainledger.run._batches import call_network, check_dataset, dataset_len, split_batch
+from trainledger.run.amp import AmpPolicy
+from trainledger.run.batches import call_network, check_dataset, dataset_len, split_batch
 from trainledger.run.callback import Callback, CallbackParams, RunContext
-from trainledger.run.manager import CallbackManager
+from trainledger.run.callback_manager import CallbackManager
 from trainledger.run.metrics import Metric
 
 __all__ = ["EvalMixin"]

@@ -1,47 +1,27 @@
-"""Pieces of ``SummaryCollector`` that need no collector state: reading the loss and the
-learning rate from a step's cb_params, choosing the parameters for histograms, and the
+"""Pieces of ``SummaryCollector`` that need no collector state: reading deferred losses and
+the learning rate from a step's cb_params, choosing the parameters for histograms, and the
 ``TrainLineage`` variant whose records follow the collector's lineage switches."""
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import numpy as np
-
 from trainledger.callbacks.lineage import TrainLineage
+from trainledger.summary import SummaryRecord
+
+logger = logging.getLogger("trainledger.summary")
 
 __all__ = [
-    "mean_of_first_output",
+    "add_histograms",
+    "add_input_images",
     "learning_rate",
     "read_deferred",
     "select_parameters",
     "CollectorTrainLineage",
 ]
-
-
-def mean_of_first_output(outputs: Any) -> float | None:
-    """MindSpore's loss rule: the mean of the first output (a dict's "loss"); None when the
-    outputs hold no number."""
-    if getattr(outputs, "ndim", None) == 0 and hasattr(outputs, "item"):
-        return float(outputs.item())  # the usual case, a scalar loss tensor: one cheap call
-    if isinstance(outputs, (list, tuple)):
-        if not outputs:
-            return None
-        outputs = outputs[0]
-    elif isinstance(outputs, dict):
-        outputs = outputs.get("loss")
-    if outputs is None:
-        return None
-    if hasattr(outputs, "detach"):
-        if outputs.ndim == 0 or outputs.numel() == 1:
-            return float(outputs.item())  # the usual scalar loss: one cheap call
-        return float(outputs.detach().float().mean())
-    try:
-        return float(np.mean(np.asarray(outputs, dtype=np.float64)))
-    except (TypeError, ValueError):
-        return None
 
 
 def read_deferred(rows: list[tuple[Any, ...]], column: int) -> list[tuple[Any, ...]]:
@@ -123,3 +103,42 @@ class CollectorTrainLineage(TrainLineage):
     def _write(self, events: list[Any]) -> str:
         kept = [e for e in events if self._keeps(e)]
         return super()._write(kept) if kept else ""
+
+
+_HISTOGRAM_DEFAULT_COUNT = 5
+_MAX_INPUT_IMAGES = 16
+
+
+def add_histograms(params: Any, record: SummaryRecord, regular: str | None) -> None:
+    """Stage ``<param>/auto`` histograms of the network's parameters (see
+    ``select_parameters``)."""
+    network = params.get("network") or params.get("train_network")
+    named = getattr(network, "named_parameters", None)
+    if named is None:
+        return
+    for name, param in select_parameters(named(), regular, _HISTOGRAM_DEFAULT_COUNT):
+        record.add_value("histogram", f"{name}/auto", param)
+
+
+def add_input_images(params: Any, record: SummaryRecord) -> bool:
+    """Stage the step's input images as ``input_data/auto``; False (with a warning) when the
+    batch holds no images, so the collector stops trying."""
+    batch = params.get("train_dataset_element")
+    if isinstance(batch, (list, tuple)):
+        batch = batch[0] if batch else None
+    elif isinstance(batch, dict):
+        batch = next(iter(batch.values()), None)
+    shape = tuple(getattr(batch, "shape", ()))
+    if batch is None or len(shape) != 4 or not (shape[1] in (1, 3) or shape[3] in (1, 3)):
+        logger.warning(
+            "SummaryCollector collects input data only for image batches (NCHW or NHWC with "
+            "1 or 3 channels); received shape %s: input data will not be collected",
+            shape,
+        )
+        return False
+    try:
+        record.add_value("image", "input_data/auto", batch[:_MAX_INPUT_IMAGES])
+    except (TypeError, ValueError) as exc:
+        logger.warning("SummaryCollector could not record input images (%s); disabled", exc)
+        return False
+    return True

@@ -1,0 +1,77 @@
+"""Checks of the host's arguments: a clear ``ValueError`` saying what was expected."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from trainledger.run.amp import BOOST_LEVELS
+
+__all__ = ["check_frequency", "check_int", "check_model_args", "check_positive_int"]
+
+
+def check_int(value: Any, name: str, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} expected an int >= {minimum}, received: {value!r}")
+
+
+def check_positive_int(value: Any, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} expected a positive int, received: {value!r}")
+
+
+def check_frequency(freq: Any) -> None:
+    if isinstance(freq, list) and all(isinstance(f, int) and f >= 1 for f in freq):
+        return
+    if isinstance(freq, int) and not isinstance(freq, bool) and freq >= 1:
+        return
+    raise ValueError(
+        f"valid_frequency expected an int >= 1 or a list of epoch numbers, received: {freq!r}"
+    )
+
+
+def check_model_args(
+    network: Any,
+    loss_fn: Any,
+    optimizer: Any,
+    eval_network: Any,
+    eval_indexes: Any,
+    boost_level: Any,
+) -> None:
+    """``Model``'s constructor arguments: a TypeError/ValueError naming the one at fault."""
+    if not isinstance(network, torch.nn.Module):
+        raise TypeError(
+            f"Model network expected a torch.nn.Module, received: {type(network).__name__}"
+        )
+    if loss_fn is not None and not callable(loss_fn):
+        raise TypeError(f"Model loss_fn expected a callable, received: {type(loss_fn).__name__}")
+    if optimizer is not None and not (
+        hasattr(optimizer, "step") and hasattr(optimizer, "zero_grad")
+    ):
+        raise TypeError(
+            "Model optimizer expected a torch.optim.Optimizer, "
+            f"received: {type(optimizer).__name__}"
+        )
+    if eval_network is not None and not isinstance(eval_network, torch.nn.Module):
+        raise TypeError(
+            "Model eval_network expected a torch.nn.Module, "
+            f"received: {type(eval_network).__name__}"
+        )
+    if eval_indexes is not None:
+        if eval_network is None:
+            raise ValueError("Model eval_indexes expected an eval_network, received: None")
+        if (
+            not isinstance(eval_indexes, (list, tuple))
+            or len(eval_indexes) != 3
+            or not all(isinstance(i, int) for i in eval_indexes)
+        ):
+            raise ValueError(
+                "Model eval_indexes expected 3 ints (loss, predictions, label positions), "
+                f"received: {eval_indexes!r}"
+            )
+    if boost_level not in BOOST_LEVELS:
+        raise ValueError(
+            f"Model boost_level expected one of {', '.join(BOOST_LEVELS)}, "
+            f"received: {boost_level!r}"
+        )

@@ -1,0 +1,202 @@
+"""``StepLoop``: the training steps of one run, shared by ``Model`` and ``RecModel``.
+
+The host builds one per run and hands it what a step needs, as plain callables: ``move``
+(a batch onto the network's device), ``train_step`` (one optimisation step, returning
+``net_outputs``) and ``inline_parts`` (the network, loss_fn and optimizer of a plain step the
+loop may run inline, or None when it may not: amp, a GPU, a first batch not yet checked).
+The loop owns what happens around the step: the step hooks, cb_params' step fields and the
+stop requests.
+
+Speed: ``run_epoch`` runs a CPU ``(x, y)`` batch of a plain ``loss_fn(network(x), y)`` step
+inline, as a hand-written loop would (the 3% overhead target; Python code between torch ops
+runs with cold caches, so every call counts), and calls the ``on_train_step_end`` functions
+itself (``CallbackManager.functions``/``failed_in``), one frame less than ``call_all``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import torch
+
+from trainledger.errors import DatasetError
+from trainledger.run.callback import RunContext
+from trainledger.run.callback_manager import CallbackManager
+
+__all__ = ["Cycle", "InlineParts", "StepLoop"]
+
+InlineParts = tuple[torch.nn.Module, Callable[[Any, Any], Any], Any]
+
+
+class StepLoop:
+    """Step hooks, step fields and stop handling around ``train_step`` for one run."""
+
+    def __init__(
+        self,
+        manager: CallbackManager,
+        run_context: RunContext,
+        move: Callable[[Any], Any],
+        train_step: Callable[[Any], Any],
+        inline_parts: Callable[[], InlineParts | None],
+    ) -> None:
+        self.manager = manager
+        self.run_context = run_context
+        self.cb_params = run_context.original_args()
+        self.move = move
+        self.train_step = train_step
+        self.inline_parts = inline_parts
+        self.hooks_begin = manager.has("on_train_step_begin")
+        self.hooks_end = manager.has("on_train_step_end")
+        # a failing hook ends the run, so the list of functions to call never shrinks during it
+        self._end_fns = manager.functions("on_train_step_end")
+
+    # --- the pieces RecModel's online loop composes ----------------------------------------
+    def step_begin(self) -> None:
+        """``on_train_step_begin`` on every callback that has it."""
+        if self.hooks_begin:
+            self.manager.call("on_train_step_begin", self.run_context)
+
+    def step_end(self) -> None:
+        """``on_train_step_end`` on every callback (not yet failed) that has it; a failure
+        still lets the later callbacks have the hook, then raises ``CallbackError``."""
+        if not self.hooks_end:
+            return
+        manager, run_context = self.manager, self.run_context
+        for fn in self._end_fns:
+            try:
+                fn(run_context)
+            except Exception as exc:
+                manager.failed_in("on_train_step_end", fn, exc, run_context)
+
+    def step(self, batch: Any) -> Any:
+        """Move ``batch``, record it as ``train_dataset_element``, train on it, record and
+        return ``net_outputs``."""
+        cb_params = self.cb_params
+        batch = self.move(batch)
+        cb_params["train_dataset_element"] = batch
+        cb_params["net_outputs"] = outputs = self.train_step(batch)
+        return outputs
+
+    def stop_requested(self) -> bool:
+        return self.run_context.get_stop_requested()
+
+    # --- Model's epoch and sink unit -------------------------------------------------------
+    def run_epoch(self, dataset: Iterable[Any]) -> None:
+        """One pass over ``dataset``; a stop request ends it after the current step.
+
+        With step hooks, cb_params' step fields are current at each hook. Without them nobody
+        reads cb_params between steps, so those fields are written once, when the loop ends
+        (also when a step raises, before the error-path hooks).
+        """
+        cb_params, run_context = self.cb_params, self.run_context
+        begin, end = self.hooks_begin, self.hooks_end
+        hooked = begin or end
+        call, step_end = self.manager.call, self.step_end
+        move, train_step, inline_parts = self.move, self.train_step, self.inline_parts
+        stop_requested = run_context.get_stop_requested
+        parts = inline_parts()  # None until the run's first batch was checked
+        tensor = torch.Tensor
+        steps, in_step = 0, False
+        batch: Any = None
+        outputs: Any = cb_params["net_outputs"]
+        try:
+            for batch in dataset:
+                plain = (
+                    parts is not None
+                    and type(batch) is tuple
+                    and len(batch) == 2
+                    and type(batch[0]) is tensor
+                    and type(batch[1]) is tensor
+                    and batch[0].is_cpu
+                    and batch[1].is_cpu
+                )
+                if not plain:
+                    batch = move(batch)
+                if hooked:
+                    # item access, not attributes: CallbackParams.__getattr__ is Python-level
+                    cb_params["train_dataset_element"] = batch
+                    cb_params["cur_step_num"] += 1
+                    if begin:
+                        call("on_train_step_begin", run_context)
+                in_step = True
+                if plain:
+                    network, loss_fn, optimizer = parts  # type: ignore[misc]
+                    optimizer.zero_grad(set_to_none=True)
+                    outputs = loss_fn(network(batch[0]), batch[1])
+                    outputs.backward()
+                    optimizer.step()
+                else:
+                    outputs = train_step(batch)
+                    parts = inline_parts()
+                in_step = False
+                steps += 1
+                if hooked:
+                    cb_params["net_outputs"] = outputs
+                    if end:
+                        step_end()
+                if stop_requested():
+                    break
+            else:
+                if cb_params.batch_num is None:
+                    cb_params.batch_num = steps  # learnt from the first full pass
+        finally:
+            if not hooked:  # as the hooked loop leaves them: a failed step counts
+                self._record_unhooked(steps, in_step, batch, outputs)
+        if steps == 0:
+            raise DatasetError(
+                f"train_dataset yielded no batches in epoch {cb_params.cur_epoch_num}"
+            )
+
+    def _record_unhooked(self, steps: int, in_step: bool, batch: Any, outputs: Any) -> None:
+        cb_params = self.cb_params
+        cb_params["cur_step_num"] += steps + in_step
+        if steps or in_step:
+            cb_params["train_dataset_element"] = batch
+            cb_params["net_outputs"] = outputs
+
+    def run_sink_unit(self, source: Iterable[Any] | Cycle) -> None:
+        """One sink "epoch": ``sink_size`` steps (or a whole pass) between one pair of step
+        hooks; only a signal cuts it short."""
+        cb_params, run_context = self.cb_params, self.run_context
+        self.manager.call("on_train_step_begin", run_context)
+        steps = 0
+        limit = cb_params.sink_size if cb_params.sink_size > 0 else None
+        batches = source.take(limit) if isinstance(source, Cycle) else iter(source)
+        for batch in batches:
+            self.step(batch)
+            steps += 1
+            if run_context.stop_reason == "signal":
+                break
+        if steps == 0:
+            raise DatasetError(
+                f"train_dataset yielded no batches in epoch {cb_params.cur_epoch_num}"
+            )
+        if cb_params.batch_num is None:
+            cb_params.batch_num = steps
+        cb_params.cur_step_num += steps
+        self.manager.call_all("on_train_step_end", run_context)
+
+
+class Cycle:
+    """A dataset iterated across epochs: sink units continue where the last one stopped."""
+
+    def __init__(self, dataset: Iterable[Any]) -> None:
+        self._dataset = dataset
+        self._it: Iterator[Any] = iter(dataset)
+
+    def take(self, n: int | None) -> Iterator[Any]:
+        count = 0
+        fresh = False
+        while n is None or count < n:
+            try:
+                batch = next(self._it)
+            except StopIteration:
+                if fresh or n is None:
+                    return
+                self._it = iter(self._dataset)
+                fresh = True
+                continue
+            fresh = False
+            count += 1
+            yield batch
