@@ -9,8 +9,8 @@ import torch
 from safetensors import safe_open
 
 from tests.landscape.helpers import train_run
-from trainledger.callbacks._summary_options import process_specified_data
 from trainledger.callbacks.landscape_meta import METADATA_KEYS
+from trainledger.callbacks.summary_options import process_specified_data
 
 
 def test_defaults_are_mindspores_documented_ones():

@@ -38,7 +38,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainledger.callbacks._summary_options import check_landscape
 from trainledger.callbacks.landscape_collect import CKPT_DIR, METADATA_FILE
 from trainledger.callbacks.landscape_math import (
     DEFAULT_MEMORY_BYTES,
@@ -47,6 +46,7 @@ from trainledger.callbacks.landscape_math import (
     random_plane,
 )
 from trainledger.callbacks.landscape_meta import check_metadata, first_samples, load_snapshot
+from trainledger.callbacks.summary_options import check_landscape
 from trainledger.run import to_device
 from trainledger.storage import atomic_write_bytes
 from trainledger.summary import SummaryRecord

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from trainledger.callbacks._summary_options import check_landscape
+from trainledger.callbacks.summary_options import check_landscape
 from trainledger.checkpoint import load_checkpoint
 from trainledger.run import to_device
 

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 from trainledger.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
-    "call_network": "trainledger.run._batches",
-    "extract_loss": "trainledger.run._batches",
-    "split_batch": "trainledger.run._batches",
-    "to_device": "trainledger.run._batches",
+    "call_network": "trainledger.run.batches",
+    "extract_loss": "trainledger.run.outputs",
+    "split_batch": "trainledger.run.batches",
+    "to_device": "trainledger.run.batches",
     "Callback": "trainledger.run.callback",
     "CallbackParams": "trainledger.run.callback",
     "HOOKS": "trainledger.run.callback",
@@ -49,11 +49,11 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.run import metrics
-    from trainledger.run._batches import call_network, extract_loss, split_batch, to_device
+    from trainledger.run.batches import call_network, split_batch, to_device
     from trainledger.run.callback import HOOKS, TRAIN_TO_OLD, Callback, CallbackParams, RunContext
     from trainledger.run.callback_manager import CallbackManager
     from trainledger.run.defaults import add_default_callback
     from trainledger.run.model import Model
-    from trainledger.run.outputs import loss_value
+    from trainledger.run.outputs import extract_loss, loss_value
     from trainledger.run.rec_model import RecModel
     from trainledger.run.steploop import StepLoop
