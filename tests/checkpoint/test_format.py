@@ -57,7 +57,7 @@ def test_every_dtype_round_trips_and_opens_with_safetensors(tmp_path: Path) -> N
     theirs = load_file(str(path))
     with safe_open(str(path), framework="pt") as fh:
         assert fh.metadata()["format"] == "pt"
-        assert json.loads(fh.metadata()["trainledger"])["format_version"] == 1
+        assert json.loads(fh.metadata()["trainledger"])["format_version"] == 2
     for name, t in tensors.items():
         for loaded in (ours[name], theirs[name]):
             assert loaded.dtype == t.dtype and loaded.shape == t.shape
@@ -99,7 +99,7 @@ def test_numpy_level_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "n.ckpt"
     save_container(path, [(k, numpy_to_raw(v)) for k, v in arrays.items()], {"epoch": 2})
     c = read_container(path, crc_check=True)
-    assert c.info["epoch"] == 2 and c.info["format_version"] == 1
+    assert c.info["epoch"] == 2 and c.info["format_version"] == 2
     for e in c.entries:
         assert np.array_equal(raw_to_numpy(e, c.data), arrays[e.name])
     with pytest.raises(TypeError, match="cannot be stored"):
@@ -154,9 +154,9 @@ def test_bit_flip_caught_by_crc(tmp_path: Path) -> None:
     raw = bytearray(path.read_bytes())
     raw[-5] ^= 0xFF
     path.write_bytes(bytes(raw))
-    load_checkpoint(path)  # without crc_check the bytes are trusted
     with pytest.raises(CheckpointFormatError, match="crc32c mismatch"):
-        load_checkpoint(path, crc_check=True)
+        load_checkpoint(path)  # verified by default
+    load_checkpoint(path, crc_check=False)  # the caller's explicit choice: bytes trusted
 
 
 def test_not_a_checkpoint(tmp_path: Path) -> None:

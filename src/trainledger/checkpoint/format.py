@@ -13,15 +13,14 @@ Layout (the safetensors format, which the plain library reads)::
 The JSON maps each tensor name to ``{"dtype", "shape", "data_offsets": [begin, end]}`` (offsets
 relative to the byte buffer) and ``__metadata__`` (str -> str) holds ``"format": "pt"`` and
 ``"trainledger"``: a JSON object with the format version, epoch/step, append_info, the
-non-tensor optimizer state and the crc32c of the tensor bytes.
+non-tensor optimizer state, the crc32c of the tensor bytes and that of the header itself
+(``header.py``: the header and the checks that a file is as written).
 """
 
 from __future__ import annotations
 
 import io
-import json
 import os
-import struct
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,19 @@ from typing import Any, BinaryIO
 
 import crc32c as _crc32c
 
+from trainledger.checkpoint.header import (
+    DTYPE_SIZES,
+    FORMAT_VERSION,
+    META_KEY,
+    Entry,
+    crc32c_combine,
+    encode_header,
+    parse_header,
+    seal_header,
+    split_prefix,
+    validate_entries,
+    verify_tensor_crc,
+)
 from trainledger.errors import CheckpointDecryptError, CheckpointFormatError
 from trainledger.storage import atomic_write, is_temp_name, run_chunks
 
@@ -47,29 +59,6 @@ __all__ = [
     "save_container",
     "write_container",
 ]
-
-FORMAT_VERSION = 1
-META_KEY = "trainledger"
-_MAX_HEADER = 100 * 1024 * 1024  # the safetensors library's own limit
-
-# safetensors dtype name -> bytes per element
-DTYPE_SIZES: dict[str, int] = {
-    "F64": 8,
-    "F32": 4,
-    "F16": 2,
-    "BF16": 2,
-    "F8_E4M3": 1,
-    "F8_E5M2": 1,
-    "I64": 8,
-    "I32": 4,
-    "I16": 2,
-    "I8": 1,
-    "U64": 8,
-    "U32": 4,
-    "U16": 2,
-    "U8": 1,
-    "BOOL": 1,
-}
 
 _NUMPY_TO_DTYPE = {
     "float64": "F64",
@@ -95,17 +84,6 @@ class RawTensor:
     dtype: str
     shape: tuple[int, ...]
     data: memoryview  # 1-D, format "B", exactly numel * itemsize bytes
-
-
-@dataclass(frozen=True)
-class Entry:
-    """Where one tensor lives inside a container's byte buffer."""
-
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-    begin: int
-    end: int
 
 
 @dataclass
@@ -173,32 +151,6 @@ def _check_raw(name: str, raw: RawTensor) -> None:
         )
 
 
-def encode_header(
-    entries: Sequence[Entry], info: dict[str, Any], extra_metadata: dict[str, str] | None = None
-) -> bytes:
-    """The padded JSON header (with its length prefix) for ``entries`` and ``info``."""
-    header: dict[str, Any] = {}
-    for e in entries:
-        if e.name == "__metadata__":
-            raise ValueError("'__metadata__' is reserved by the safetensors format")
-        header[e.name] = {
-            "dtype": e.dtype,
-            "shape": list(e.shape),
-            "data_offsets": [e.begin, e.end],
-        }
-    metadata = {"format": "pt", **(extra_metadata or {})}
-    metadata[META_KEY] = json.dumps({"format_version": FORMAT_VERSION, **info}, allow_nan=True)
-    header["__metadata__"] = metadata
-    raw = json.dumps(header, separators=(",", ":")).encode()
-    raw += b" " * (-(8 + len(raw)) % 8)
-    return struct.pack("<Q", len(raw)) + raw
-
-
-# how the crc placeholder appears in the encoded header: inner JSON, escaped inside the outer
-_CRC_TOKEN = json.dumps(json.dumps({"crc32c": "00000000"})[1:-1])[1:-1].encode()
-_CRC_DIGITS = _CRC_TOKEN.rindex(b"00000000")
-
-
 def _crc_of(items: Sequence[tuple[str, RawTensor]], order: Sequence[int]) -> int:
     crc = 0
     for i in order:
@@ -235,21 +187,14 @@ def write_container(
         _check_raw(name, raw)
     entries, order = _layout(items)
     total = sum(raw.data.nbytes for _, raw in items)
-    base = {k: v for k, v in (info or {}).items() if k not in ("crc32c", "tensor_bytes")}
+    head = encode_header(entries, {**(info or {}), "tensor_bytes": total}, extra_metadata)
     if not _seekable(fh):
-        crc = _crc_of(items, order)
-        head = encode_header(
-            entries, {**base, "tensor_bytes": total, "crc32c": f"{crc:08x}"}, extra_metadata
-        )
+        head = seal_header(head, _crc_of(items, order))
         fh.write(head)
         for i in order:
             if items[i][1].data.nbytes:
                 fh.write(items[i][1].data)
         return len(head) + total
-    head = encode_header(
-        entries, {**base, "tensor_bytes": total, "crc32c": "00000000"}, extra_metadata
-    )
-    slot = head.rindex(_CRC_TOKEN) + _CRC_DIGITS  # "crc32c" is the header's last key
     result: list[int] = []
     worker = threading.Thread(
         target=lambda: result.append(_crc_of(items, order)), name="trainledger-crc32c", daemon=True
@@ -266,8 +211,8 @@ def write_container(
     if not result:
         raise CheckpointFormatError("computing the crc32c of the tensor bytes failed")
     end = fh.tell()
-    fh.seek(start + slot)
-    fh.write(f"{result[0]:08x}".encode())
+    fh.seek(start)
+    fh.write(seal_header(head, result[0]))  # same length: only the placeholders change
     fh.seek(end)
     return len(head) + total
 
@@ -293,82 +238,23 @@ def save_container(
 # --- reading ------------------------------------------------------------------------------
 
 
-def _parse_header(raw: bytes, where: str) -> tuple[list[Entry], dict[str, str], dict[str, Any]]:
-    try:
-        header = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointFormatError(f"{where}: header is not valid JSON ({exc})") from exc
-    if not isinstance(header, dict):
-        raise CheckpointFormatError(f"{where}: expected a JSON object header")
-    metadata = header.pop("__metadata__", None) or {}
-    entries: list[Entry] = []
-    try:
-        for name, spec in header.items():
-            begin, end = (int(x) for x in spec["data_offsets"])
-            entries.append(
-                Entry(name, str(spec["dtype"]), tuple(int(d) for d in spec["shape"]), begin, end)
-            )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CheckpointFormatError(f"{where}: malformed tensor entry ({exc})") from exc
-    info: dict[str, Any] = {}
-    if META_KEY in metadata:
-        try:
-            info = json.loads(metadata[META_KEY])
-        except json.JSONDecodeError as exc:
-            raise CheckpointFormatError(f"{where}: trainledger header is not JSON") from exc
-    return entries, metadata, info
-
-
-def _validate(entries: list[Entry], data_len: int, where: str) -> None:
-    for e in entries:
-        size = DTYPE_SIZES.get(e.dtype)
-        numel = 1
-        for dim in e.shape:
-            numel *= dim
-        if size is None:
-            raise CheckpointFormatError(f"{where}: tensor {e.name!r} has unknown dtype {e.dtype}")
-        if e.end - e.begin != numel * size or e.begin < 0 or e.end > data_len:
-            raise CheckpointFormatError(
-                f"{where}: tensor {e.name!r} offsets [{e.begin}, {e.end}) do not fit shape "
-                f"{e.shape} {e.dtype} in {data_len} data bytes (truncated or corrupt file)"
-            )
-
-
-def _split(buf: memoryview, where: str) -> tuple[int, memoryview]:
-    if len(buf) < 8:
-        raise CheckpointFormatError(f"{where}: file too short to be a checkpoint")
-    (n,) = struct.unpack("<Q", buf[:8])
-    if n > _MAX_HEADER or 8 + n > len(buf):
-        raise CheckpointFormatError(f"{where}: header length {n} exceeds the file (truncated?)")
-    return n, buf[8 : 8 + n]
-
-
-def check_crc(container: Container, where: str) -> None:
-    """Verify the crc32c recorded at save time (files from other writers have none)."""
-    expected = container.info.get("crc32c")
-    if expected is None:
-        return
-    crc = 0
-    for e in sorted(container.entries, key=lambda e: e.begin):
-        crc = _crc32c.crc32c(container.data[e.begin : e.end], crc)
-    if f"{crc:08x}" != expected:
-        raise CheckpointFormatError(
-            f"{where}: crc32c mismatch (expected {expected}, computed {crc:08x}); "
-            "the file is corrupt"
-        )
-
-
 def read_container(
     path: str | os.PathLike[str],
     dec_key: bytes | None = None,
     dec_mode: str = "AES-GCM",
-    crc_check: bool = False,
+    crc_check: bool = True,
     allocate: Callable[[int], Any] = bytearray,
 ) -> Container:
-    """Read a whole container; ``allocate(n)`` gives the writable buffer for the tensor bytes."""
+    """Read a whole container; ``allocate(n)`` gives the writable buffer for the tensor bytes.
+
+    Any damage is a ``CheckpointFormatError``: the header is always checked (``header.py``),
+    the tensor bytes against their crc32c unless ``crc_check=False`` (computed by the threads
+    that read them, at memory speed; an encrypted file is authenticated by its cipher anyway).
+    """
     from trainledger.checkpoint import crypto
 
     where = str(path)
+    crc: int | None = None
     with open(path, "rb") as fh:
         first = fh.read(8)
         if crypto.is_encrypted_prefix(first):
@@ -377,58 +263,55 @@ def read_container(
             fh.seek(0)
             plain = crypto.decrypt_file(fh, dec_key, dec_mode, where)
             view = memoryview(plain)
-            n, raw = _split(view, where)
-            entries, metadata, info = _parse_header(bytes(raw), where)
+            n = split_prefix(bytes(view[:8]), len(view), where)
+            entries, metadata, info = parse_header(bytes(view[:8]), bytes(view[8 : 8 + n]), where)
             data = view[8 + n :]
             owner: Any = plain
+            validate_entries(entries, info, len(data), where)
+            if crc_check:
+                crc = _crc32c.crc32c(data)
         else:
             if dec_key is not None:
                 raise CheckpointDecryptError(
                     f"{where} is not encrypted, but dec_key was given; load it without dec_key"
                 )
-            if len(first) < 8:
-                raise CheckpointFormatError(f"{where}: file too short to be a checkpoint")
-            (n,) = struct.unpack("<Q", first)
             size = os.fstat(fh.fileno()).st_size
-            if n > _MAX_HEADER or 8 + n > size:
-                raise CheckpointFormatError(
-                    f"{where}: header length {n} exceeds the file (truncated?)"
-                )
-            entries, metadata, info = _parse_header(fh.read(n), where)
+            n = split_prefix(first, size, where)
+            raw = fh.read(n)
+            entries, metadata, info = parse_header(first, raw, where)
             data_len = size - 8 - n
+            validate_entries(entries, info, data_len, where)
             owner = allocate(data_len)
             data = memoryview(owner).cast("B") if data_len else memoryview(b"")
-            got = _read_at(fh, data, 8 + n) if data_len else 0
+            got, crc = _read_at(fh, data, 8 + n, crc_check) if data_len else (0, 0)
             if got != data_len:
                 raise CheckpointFormatError(f"{where}: short read ({got} of {data_len} bytes)")
-    _validate(entries, len(data), where)
-    expected_len = info.get("tensor_bytes")
-    if expected_len is not None and expected_len != len(data):
-        raise CheckpointFormatError(
-            f"{where}: expected {expected_len} tensor bytes, found {len(data)} (truncated?)"
-        )
-    container = Container(entries, metadata, info, data, owner)
-    if crc_check:
-        check_crc(container, where)
-    return container
+    if crc is not None:
+        verify_tensor_crc(info, crc, where)
+    return Container(entries, metadata, info, data, owner)
 
 
-# Reads of tensor bytes above this size are split between threads (``_parallel``): with the
+# Reads of tensor bytes above this size are split between threads (``run_chunks``): with the
 # file in the page cache a read is a memory copy plus page faults on the fresh buffer, both of
-# which run in parallel.
+# which run in parallel, and so does the crc32c of each chunk, while it is still in cache.
 _PARALLEL_READ_MIN = 64 << 20
 _READ_CHUNK = 16 << 20
 
 
-def _read_at(fh: io.BufferedReader, data: memoryview, offset: int) -> int:
-    """Fill ``data`` from the file at ``offset``; the number of bytes read (short at EOF)."""
+def _read_at(
+    fh: io.BufferedReader, data: memoryview, offset: int, crc_check: bool
+) -> tuple[int, int | None]:
+    """Fill ``data`` from the file at ``offset``: (bytes read (short at EOF), their crc32c or
+    None without ``crc_check``)."""
     preadv = getattr(os, "preadv", None)
     if preadv is None or len(data) < _PARALLEL_READ_MIN:
         fh.seek(offset)
-        return fh.readinto(data) or 0
+        n = fh.readinto(data) or 0
+        return n, _crc32c.crc32c(data[:n]) if crc_check else None
     fd = fh.fileno()
     count = -(-len(data) // _READ_CHUNK)
     got = [0] * count
+    crcs = [0] * count
 
     def read_chunk(i: int) -> None:
         view = data[i * _READ_CHUNK : (i + 1) * _READ_CHUNK]
@@ -439,15 +322,23 @@ def _read_at(fh: io.BufferedReader, data: memoryview, offset: int) -> int:
                 break  # end of file: a truncated checkpoint, reported by the caller
             pos += k
         got[i] = pos
+        if crc_check:
+            crcs[i] = _crc32c.crc32c(view[:pos])
 
     run_chunks(count, read_chunk)
-    return sum(got)
+    if not crc_check:
+        return sum(got), None
+    crc = crcs[0]
+    for i in range(1, count):
+        crc = crc32c_combine(crc, crcs[i], got[i])
+    return sum(got), crc
 
 
 def read_info(
     path: str | os.PathLike[str], dec_key: bytes | None = None, dec_mode: str = "AES-GCM"
 ) -> dict[str, Any]:
-    """The trainledger header of a checkpoint, reading only the header of a plain file."""
+    """The trainledger header of a checkpoint, reading only the header of a plain file (which
+    is verified; the tensor bytes are not read)."""
     from trainledger.checkpoint import crypto
 
     where = str(path)
@@ -455,15 +346,11 @@ def read_info(
         first = fh.read(8)
         if crypto.is_encrypted_prefix(first):
             return read_container(path, dec_key, dec_mode).info
-        if len(first) < 8:
-            raise CheckpointFormatError(f"{where}: file too short to be a checkpoint")
-        (n,) = struct.unpack("<Q", first)
-        if n > _MAX_HEADER:
-            raise CheckpointFormatError(f"{where}: header length {n} is not plausible")
+        n = split_prefix(first, os.fstat(fh.fileno()).st_size, where)
         raw = fh.read(n)
         if len(raw) != n:
             raise CheckpointFormatError(f"{where}: truncated header")
-    return _parse_header(raw, where)[2]
+    return parse_header(first, raw, where)[2]
 
 
 def is_checkpoint_path(path: Path) -> bool:

@@ -22,7 +22,7 @@ from trainledger.checkpoint.async_save import SyncSaver, ThreadSaver
 from trainledger.checkpoint.config import check_append_values
 from trainledger.checkpoint.crypto import check_key
 from trainledger.checkpoint.format import is_checkpoint_path, read_container, read_info
-from trainledger.errors import CheckpointLoadError
+from trainledger.errors import CheckpointFormatError, CheckpointLoadError
 from trainledger.storage import parse_checkpoint_name, scan_dir
 
 __all__ = [
@@ -145,9 +145,10 @@ def read_checkpoint(
     ckpt_file_name: str | os.PathLike[str],
     dec_key: bytes | None = None,
     dec_mode: str = "AES-GCM",
-    crc_check: bool = False,
+    crc_check: bool = True,
 ) -> Checkpoint:
-    """Read every part of a checkpoint (no network needed).
+    """Read every part of a checkpoint (no network needed); damage is a
+    ``CheckpointFormatError`` (see ``load_checkpoint`` for ``crc_check``).
 
     A MindSpore protobuf ``.ckpt`` is recognised by its first bytes and read by
     ``mindspore_ckpt`` (tensors only; its string values become ``append_info``).
@@ -174,7 +175,12 @@ def read_checkpoint(
     if container.info.get("optimizer") is not None:
         # private copies: views would keep the whole file buffer alive inside the optimizer
         opt_tensors = {k: v.clone() for k, v in all_tensors.items() if k.startswith(OPTIM_PREFIX)}
-        opt = decode_tree(container.info["optimizer"], opt_tensors)
+        try:
+            opt = decode_tree(container.info["optimizer"], opt_tensors)
+        except (KeyError, TypeError, ValueError, IndexError, RecursionError) as exc:
+            raise CheckpointFormatError(
+                f"{ckpt_file_name}: the optimizer state in the header is malformed ({exc!r})"
+            ) from exc
     return Checkpoint(tensors, opt, container.info)
 
 
@@ -205,7 +211,7 @@ def load_checkpoint(
     dec_key: bytes | None = None,
     dec_mode: str = "AES-GCM",
     choice_func: Callable[[str], bool] | None = None,
-    crc_check: bool = False,
+    crc_check: bool = True,
     *,
     optimizer: Any = None,
     name_map: Mapping[str, str] | None = None,
@@ -217,6 +223,11 @@ def load_checkpoint(
     ``choice_func``, only names for which it returns True are kept. With ``net``, the result is
     loaded into it (``load_param_into_net``, renaming through ``name_map``); with
     ``optimizer``, the stored optimizer state is restored.
+
+    Unlike MindSpore (``crc_check=False`` by default), the crc32c of the tensor bytes is
+    verified by default: it runs at memory speed in the threads that read the file, and a
+    damaged file must never load as different weights. The header is always verified. Any
+    damage raises ``CheckpointFormatError``; ``crc_check=False`` skips only the tensor crc.
     """
     prefixes = _check_filter_prefix(filter_prefix)
     if choice_func is not None and not callable(choice_func):
