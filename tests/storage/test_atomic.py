@@ -116,3 +116,87 @@ def test_scan_dir_missing_is_empty_other_errors_raise(tmp_path: Path) -> None:
     assert [e.name for e in scan_dir(tmp_path)] == ["a.bin"]
     with pytest.raises(NotADirectoryError):
         scan_dir(tmp_path / "a.bin")
+
+
+# --- issue 16 item 9: a killed writer is gone even while a zombie, or when its pid is reused --
+
+_HOLD_TEMPS = """
+import contextlib, sys, time
+from trainledger.storage import atomic_write
+with contextlib.ExitStack() as stack:
+    for i in range(int(sys.argv[2])):
+        stack.enter_context(atomic_write(f"{sys.argv[1]}/CKP-1_{i}.ckpt")).write(b"half")
+    print("ready", flush=True)
+    time.sleep(120)
+"""
+
+
+def _exited_unreaped(pid: int) -> bool:
+    """A zombie whose threads have all exited too (numpy's threads outlive the leader by a
+    moment, and hold the process's files until then)."""
+    raw = Path(f"/proc/{pid}/stat").read_bytes()
+    state = raw[raw.rfind(b")") + 2 :].split()[0].decode()
+    return state == "Z" and len(os.listdir(f"/proc/{pid}/task")) <= 1
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+def test_temp_files_of_a_killed_unreaped_writer_are_swept(tmp_path: Path) -> None:
+    """Kill a writer holding 6 temp files and sweep before anyone reaps it (a restart within
+    seconds of a group kill): the zombie is not taken for a live writer."""
+    import signal
+    import time
+
+    from trainledger.storage import pid_alive, writer_alive
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_TEMPS, str(tmp_path), "6"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        temps = sorted(tmp_path.iterdir())
+        assert len(temps) == 6 and all(is_temp_name(p.name) for p in temps)
+        assert all(writer_alive(p, child.pid) for p in temps)
+        assert sweep_temp_files(tmp_path, prefix="CKP") == []  # live writer: left alone
+        os.kill(child.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while not _exited_unreaped(child.pid):  # not reaped: Popen.wait is not called yet
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert not pid_alive(child.pid)
+        assert sorted(sweep_temp_files(tmp_path, prefix="CKP")) == temps
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        child.kill()
+        child.wait()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+def test_a_reused_pid_is_not_the_writer(tmp_path: Path) -> None:
+    """A temp file (unlocked, as an older version wrote them) whose pid now belongs to a
+    process that started after the file was last written is a crash leftover."""
+    import time
+
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        reused = tmp_path / f"CKP-1_1.ckpt{TEMP_MARKER}{other.pid}-00ff00ff"
+        reused.write_bytes(b"half")
+        past = time.time() - 600
+        os.utime(reused, (past, past))
+        ours_before = tmp_path / f"CKP-1_2.ckpt{TEMP_MARKER}{other.pid}-11ff00ff"
+        ours_before.write_bytes(b"written after the process started")
+        assert sweep_temp_files(tmp_path, prefix="CKP") == [reused]
+        assert [p.name for p in tmp_path.iterdir()] == [ours_before.name]
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_own_in_progress_write_is_not_swept(tmp_path: Path) -> None:
+    """The lock also protects a write in progress in this very process (another thread)."""
+    target = tmp_path / "CKP-1_1.ckpt"
+    with atomic_write(target) as fh:
+        fh.write(b"in progress")
+        assert sweep_temp_files(tmp_path, prefix="CKP") == []
+    assert target.read_bytes() == b"in progress"

@@ -11,8 +11,10 @@ from trainledger.storage.atomic import (
     exclusive_lock,
     fsync_dir,
     pid_alive,
+    process_start_time,
     scan_dir,
     sweep_temp_files,
+    writer_alive,
 )
 from trainledger.storage.background import BackgroundWorker
 from trainledger.storage.framing import (
@@ -84,6 +86,7 @@ __all__ = [
     "masked_crc32c",
     "parse_checkpoint_name",
     "pid_alive",
+    "process_start_time",
     "read_records",
     "run_chunks",
     "safe_host",
@@ -91,4 +94,5 @@ __all__ = [
     "sweep_temp_files",
     "temp_name",
     "temp_writer_pid",
+    "writer_alive",
 ]

@@ -5,6 +5,11 @@ temp name in the same directory, fsync the file, rename it over the final name (
 POSIX), then fsync the directory so the rename itself survives a power loss. A crash leaves at
 most a temp file, which readers ignore (``is_temp_name``) and ``sweep_temp_files`` removes at
 the next start.
+
+Whether the writer of a temp file is still writing is decided by a lock, not by its pid: the
+writer holds an flock on the temp file until it is renamed, and the kernel drops the lock
+when the writer dies, zombie or not. A pid alone misleads twice: a killed writer not yet
+reaped is a zombie that "exists", and after a restart its pid may belong to another program.
 """
 
 from __future__ import annotations
@@ -24,8 +29,15 @@ __all__ = [
     "fsync_dir",
     "pid_alive",
     "scan_dir",
+    "process_start_time",
     "sweep_temp_files",
+    "writer_alive",
 ]
+
+try:
+    import fcntl as _fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    _fcntl = None  # type: ignore[assignment]
 
 
 def scan_dir(directory: str | os.PathLike[str]) -> list[os.DirEntry[str]]:
@@ -53,17 +65,23 @@ def fsync_dir(directory: str | os.PathLike[str]) -> None:
 def atomic_write(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     """Yield a binary file that becomes ``path`` only if the block completes.
 
-    On an exception the temp file is removed and ``path`` is untouched.
+    On an exception the temp file is removed and ``path`` is untouched. The temp file is
+    flock-ed until it has been renamed (``writer_alive``).
     """
     final = Path(path)
     tmp = final.with_name(temp_name(final.name, os.getpid(), os.urandom(4).hex()))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         with os.fdopen(fd, "wb") as fh:
+            if _fcntl is not None:
+                _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)  # new file: never contended
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, final)
+            if _fcntl is not None:
+                os.replace(tmp, final)  # still locked: a sweeper never takes a file mid-rename
+        if _fcntl is None:  # pragma: no cover - Windows cannot rename an open file
+            os.replace(tmp, final)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -114,16 +132,13 @@ def atomic_write_bytes(
 def sweep_temp_files(directory: str | os.PathLike[str], prefix: str = "") -> list[Path]:
     """Remove temp files left by a crash in ``directory`` (only names starting with ``prefix``).
 
-    Returns the removed paths. Files of a live writer in another process are left alone when
-    that process still exists.
+    Returns the removed paths. A file whose writer is still writing (``writer_alive``) is left.
     """
     removed: list[Path] = []
     for entry in scan_dir(directory):
         name = entry.name
         pid = temp_writer_pid(name) if name.startswith(prefix) else None
-        if pid is None:
-            continue
-        if pid != os.getpid() and pid_alive(pid):
+        if pid is None or writer_alive(entry.path, pid):
             continue
         try:
             os.unlink(entry.path)
@@ -135,12 +150,104 @@ def sweep_temp_files(directory: str | os.PathLike[str], prefix: str = "") -> lis
     return removed
 
 
+def writer_alive(path: str | os.PathLike[str], pid: int) -> bool:
+    """Whether the temp file ``path``, written by process ``pid``, may still be being written.
+
+    Our writers hold an flock on it: held means alive, whatever the pid says. Not held: a
+    writer of this version is gone (the kernel released the lock when it died), but one of an
+    older version (which did not lock) may still be running, so then the pid decides; a
+    zombie, or a process that started after the file was last written (the pid was reused),
+    is not the writer. This process's own files are written under the lock.
+    """
+    held = _lock_held(path)
+    if held is not None:
+        if held or pid == os.getpid():
+            return held
+    elif pid == os.getpid():
+        return False
+    if not pid_alive(pid):
+        return False
+    started = process_start_time(pid)
+    if started is None:
+        return True
+    try:
+        written = os.stat(path, follow_symlinks=False).st_mtime
+    except FileNotFoundError:
+        return False
+    return started <= written
+
+
+def _lock_held(path: str | os.PathLike[str]) -> bool | None:
+    """Whether another open file holds an flock on ``path`` (None: cannot tell)."""
+    if _fcntl is None:  # pragma: no cover - not POSIX
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    try:
+        _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # also releases the lock if we took it
+    return False
+
+
 def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this host (one we may not signal counts as alive)."""
+    """Whether process ``pid`` exists on this host and is not a zombie (one we may not signal
+    counts as alive). A killed process stays a zombie until its parent reaps it."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    stat = _proc_stat(pid)
+    return stat is None or stat[0] not in ("Z", "X", "x")
+
+
+def process_start_time(pid: int) -> float | None:
+    """When process ``pid`` started (Unix time, rounded down to the second; None where
+    ``/proc`` cannot tell)."""
+    stat = _proc_stat(pid)
+    boot = _boot_time()
+    if stat is None or boot is None:
+        return None
+    return boot + stat[1] / os.sysconf("SC_CLK_TCK")
+
+
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state, start time in clock ticks since boot) from ``/proc/<pid>/stat``."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(b")") + 2 :].split()  # the command name may hold spaces and ")"
+    try:
+        return fields[0].decode(), int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+_BOOT: list[float] = []
+
+
+def _boot_time() -> float | None:
+    """The boot time from ``/proc/stat`` (whole seconds, rounded down: a start time computed
+    from it is never later than the true one)."""
+    if not _BOOT:
+        try:
+            with open("/proc/stat", "rb") as fh:
+                for line in fh:
+                    if line.startswith(b"btime "):
+                        _BOOT.append(float(line.split()[1]))
+                        break
+        except OSError:
+            return None
+    return _BOOT[0] if _BOOT else None
