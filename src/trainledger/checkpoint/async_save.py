@@ -9,16 +9,21 @@ the copy does not pay for fresh page faults.
 
 Process mode: the writer is a freshly spawned interpreter (``python -m
 trainledger.checkpoint.writer_process``; never ``fork``: torch's thread pools do not survive
-it) that imports only the byte-level format (no torch). Tensor bytes cross in shared memory; every
-message is length-prefixed JSON over the child's stdin/stdout (names, dtypes, shapes, offsets,
-the path, the header, the key as hex), so nothing is pickled or unpickled, and unlike
-``multiprocessing`` the user's ``__main__`` is not re-imported (no ``if __name__`` guard
-needed). The child exits when its stdin closes, including when the trainer dies.
+it) that imports only the byte-level format (no torch). Tensor bytes cross in anonymous
+shared memory (``SnapshotMemory``: a memfd, or an unlinked temp file where there is none)
+whose descriptor the child inherits: it has no name, so the kernel frees it with the last
+process holding it, and a killed run leaves nothing behind (a named POSIX segment in /dev/shm
+outlived every SIGKILL). Every message is length-prefixed JSON over the child's stdin/stdout
+(names, dtypes, shapes, offsets, the path, the header, the key as hex), so nothing is pickled
+or unpickled, and unlike ``multiprocessing`` the user's ``__main__`` is not re-imported (no
+``if __name__`` guard needed). The child exits when its stdin closes, including when the
+trainer dies.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import struct
 from collections.abc import Sequence
@@ -28,7 +33,7 @@ from typing import Any
 from trainledger.errors import CheckpointWriteError
 from trainledger.storage import BackgroundWorker
 
-__all__ = ["ProcessSaver", "SyncSaver", "ThreadSaver", "make_saver"]
+__all__ = ["ProcessSaver", "SnapshotMemory", "SyncSaver", "ThreadSaver", "make_saver"]
 
 NamedTensors = Sequence[tuple[str, Any]]  # (name, torch.Tensor)
 
@@ -127,14 +132,52 @@ class ThreadSaver:
             self._worker.close()
 
 
+class SnapshotMemory:
+    """Anonymous shared memory that grows: a memfd (Linux), else an unlinked temp file.
+
+    A child process gets it by inheriting ``fd`` (``Popen(pass_fds=...)``) and maps it
+    itself; growing it keeps the descriptor, so a running child keeps working. Nothing names
+    it, so nothing outlives the processes that hold it.
+    """
+
+    def __init__(self) -> None:
+        if hasattr(os, "memfd_create"):
+            self.fd = os.memfd_create("trainledger-checkpoint-snapshot", os.MFD_CLOEXEC)
+        else:  # pragma: no cover - no memfd (macOS): a file unlinked as soon as it is made
+            import tempfile
+
+            self.fd = os.dup(tempfile.TemporaryFile().fileno())
+        self.size = 0
+        self.map: mmap.mmap | None = None
+
+    def reserve(self, size: int) -> mmap.mmap:
+        """A writable mapping of at least ``size`` bytes (grown, never shrunk)."""
+        if self.map is None or self.size < size:
+            if self.map is not None:
+                self.map.close()
+                self.map = None
+            self.size = max(size, 8)
+            os.ftruncate(self.fd, self.size)
+            self.map = mmap.mmap(self.fd, self.size)
+        return self.map
+
+    def close(self) -> None:
+        if self.map is not None:
+            self.map.close()
+            self.map = None
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
 class ProcessSaver:
-    """Snapshot into shared memory, write in a spawned writer process."""
+    """Snapshot into anonymous shared memory, write in a spawned writer process."""
 
     mode = "process"
 
     def __init__(self) -> None:
         self._proc: Any = None
-        self._shm: Any = None
+        self._memory: SnapshotMemory | None = None
         self._inflight: Path | None = None
 
     def _ensure_child(self) -> None:
@@ -143,6 +186,8 @@ class ProcessSaver:
         import subprocess
         import sys
 
+        if self._memory is None:
+            self._memory = SnapshotMemory()
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])  # the directory holding trainledger/
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
@@ -152,23 +197,13 @@ class ProcessSaver:
             stdout=subprocess.PIPE,
             env=env,
             close_fds=True,
+            pass_fds=(self._memory.fd,),
         )
 
-    def _buffer(self, size: int) -> Any:
-        from multiprocessing import shared_memory
-
-        if self._shm is None or self._shm.size < size:
-            self._release_shm()
-            self._shm = shared_memory.SharedMemory(create=True, size=max(size, 8))
-        return self._shm
-
-    def _release_shm(self) -> None:
-        if self._shm is not None:
-            try:
-                self._shm.close()
-            finally:
-                self._shm.unlink()
-                self._shm = None
+    def _release_memory(self) -> None:
+        memory, self._memory = self._memory, None
+        if memory is not None:
+            memory.close()
 
     def save(
         self,
@@ -193,8 +228,9 @@ class ProcessSaver:
             specs.append([name, _TO_ST[t.dtype], list(t.shape), offset, nbytes])
             offset += -(-nbytes // 64) * 64  # keep every tensor aligned
         self._ensure_child()
-        shm = self._buffer(offset)
-        whole = torch.frombuffer(shm.buf, dtype=torch.uint8)
+        if self._memory is None:  # only when _ensure_child is replaced (tests)
+            self._memory = SnapshotMemory()
+        whole = torch.frombuffer(self._memory.reserve(offset), dtype=torch.uint8)
         copy_all(
             [
                 (whole[start : start + nbytes].view(t.dtype).view(t.shape), t)
@@ -206,7 +242,8 @@ class ProcessSaver:
         message = {
             "op": "save",
             "path": str(path),
-            "shm": shm.name,
+            "fd": self._memory.fd,
+            "size": self._memory.size,
             "tensors": specs,
             "info": info,
             "enc_key": enc_key.hex() if enc_key else None,
@@ -248,7 +285,7 @@ class ProcessSaver:
                     proc.kill()
                     proc.wait()
                 proc.stdout.close()
-            self._release_shm()
+            self._release_memory()
 
 
 def send_message(stream: Any, message: dict[str, Any]) -> None:

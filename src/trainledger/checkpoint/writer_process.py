@@ -1,30 +1,22 @@
 """The checkpoint writer process (``python -m trainledger.checkpoint.writer_process``).
 
-Reads length-prefixed JSON requests on stdin, writes each checkpoint from shared memory with the
-byte-level format (no torch import), answers ``{"ok": true}`` or ``{"ok": false, "error": ...}``
-on stdout, and exits at end of input.
+Reads length-prefixed JSON requests on stdin, writes each checkpoint from the parent's
+snapshot memory (an anonymous memfd inherited as a descriptor, mapped here) with the byte-level
+format (no torch import), answers ``{"ok": true}`` or ``{"ok": false, "error": ...}`` on stdout,
+and exits at end of input.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 import sys
-from multiprocessing import resource_tracker, shared_memory
 from typing import Any
 
 
-def _attach(name: str) -> Any:
-    shm = shared_memory.SharedMemory(name=name)
-    try:  # the parent owns the block; our tracker must not unlink it when we exit
-        resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
-    except Exception:
-        pass
-    return shm
-
-
-def _close_quietly(shm: Any) -> None:
+def _close_quietly(view: Any) -> None:
     try:
-        shm.close()
+        view.close()
     except BufferError:
         pass
 
@@ -41,31 +33,32 @@ def main() -> int:
     from trainledger.checkpoint.async_save import recv_message, send_message
     from trainledger.checkpoint.format import RawTensor, save_container
 
-    attached: dict[str, Any] = {}
+    mapped: mmap.mmap | None = None
     while True:
         message = recv_message(stdin)
         if message is None or message.get("op") != "save":
             break
         try:
-            name = message["shm"]
-            if name not in attached:
-                for old in attached.values():
-                    _close_quietly(old)
-                attached = {name: _attach(name)}
-            buf = attached[name].buf
+            size = int(message["size"])
+            if mapped is None or len(mapped) != size:  # the parent grew the memory
+                if mapped is not None:
+                    _close_quietly(mapped)
+                mapped = mmap.mmap(int(message["fd"]), size, prot=mmap.PROT_READ)
+            buf = memoryview(mapped)
             raws = [
                 (n, RawTensor(dtype, tuple(shape), buf[start : start + nbytes]))
                 for n, dtype, shape, start, nbytes in message["tensors"]
             ]
             key = bytes.fromhex(message["enc_key"]) if message["enc_key"] else None
             save_container(message["path"], raws, message["info"], key, message["enc_mode"])
-            del raws, buf
+            del raws
+            buf.release()
             reply: dict[str, Any] = {"ok": True}
         except Exception as exc:  # reported to the parent, raised there
             reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         send_message(stdout, reply)
-    for shm in attached.values():
-        _close_quietly(shm)
+    if mapped is not None:
+        _close_quietly(mapped)
     return 0
 
 
