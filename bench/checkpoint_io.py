@@ -3,7 +3,10 @@
 For each state-dict size (default 256 MB and 1 GB of float32/bfloat16 tensors):
 - sync save: ``save_checkpoint`` vs ``torch.save`` vs ``safetensors.torch.save_file``, every
   one fsynced (ours fsyncs file and directory as part of the atomic write);
-- load: ``load_checkpoint`` vs ``torch.load(weights_only=True)``;
+- load: ``load_checkpoint`` vs ``torch.load(weights_only=True)``; and the cost of verifying
+  integrity (the default since issue 16: header and tensor crc32c) against
+  ``load_checkpoint(..., crc_check=False)`` (what the original version did by default),
+  paired per round: median ratio with its range;
 - async: how long ``ModelCheckpoint``'s thread and process savers block the training thread
   (the snapshot copy) per save, once warm.
 
@@ -67,9 +70,9 @@ def st_save(state: dict[str, torch.Tensor], path: Path) -> None:
     fsync_path(path)
 
 
-def timed(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
-    """Median seconds per function; the functions alternate within each round, so a load spike
-    on the shared machine hits all of them alike."""
+def timed_rounds(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, list[float]]:
+    """Seconds per function per round; the functions alternate within each round, so a load
+    spike on the shared machine hits all of them alike."""
     times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(repeat):
         for name, fn in fns.items():
@@ -78,7 +81,12 @@ def timed(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]
             out = fn()
             times[name].append(time.perf_counter() - t0)
             del out
-    return {k: statistics.median(v) for k, v in times.items()}
+    return times
+
+
+def timed(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """Median seconds per function (``timed_rounds``)."""
+    return {k: statistics.median(v) for k, v in timed_rounds(fns, repeat).items()}
 
 
 def async_block(
@@ -111,14 +119,17 @@ def run(mb: int, directory: Path, repeat: int) -> None:
         repeat,
     )
     t_ours, t_torch, t_st = saves["ours"], saves["torch"], saves["st"]
-    loads = timed(
+    rounds = timed_rounds(
         {
             "ours": lambda: load_checkpoint(ours),
+            "unverified": lambda: load_checkpoint(ours, crc_check=False),
             "torch": lambda: torch.load(theirs, weights_only=True),
         },
         repeat,
     )
-    l_ours, l_torch = loads["ours"], loads["torch"]
+    loads = {k: statistics.median(v) for k, v in rounds.items()}
+    l_ours, l_torch, l_plain = loads["ours"], loads["torch"], loads["unverified"]
+    paired = sorted(a / b for a, b in zip(rounds["ours"], rounds["unverified"], strict=True))
     b_thread = async_block(ThreadSaver(), state, directory / "async_t.ckpt", repeat)
     b_proc = async_block(ProcessSaver(), state, directory / "async_p.ckpt", repeat)
     print(f"\n## state dict {size:.0f} MB ({len(state)} tensors), median of {repeat}")
@@ -130,6 +141,10 @@ def run(mb: int, directory: Path, repeat: int) -> None:
     print(
         f"load        ours {l_ours:7.3f}s  torch.load {l_torch:7.3f}s  "
         f"ours/torch {l_ours / l_torch:5.2f}"
+    )
+    print(
+        f"verify      crc_check=False {l_plain:7.3f}s  verified/unverified paired median "
+        f"{statistics.median(paired):5.3f} (range {paired[0]:5.3f}-{paired[-1]:5.3f})"
     )
     print(
         f"async block thread {b_thread:7.3f}s ({100 * b_thread / t_ours:4.1f}% of sync save)  "
