@@ -26,7 +26,8 @@ Contract (used by ``trainledger.query``; no torch needed):
     start_time, end_time, duration, total_steps, epochs_done, hostname, pid, rank, command
     (str), python_version, torch_version, trainledger_version, git_commit, git_dirty, seed,
     dataset_fingerprint, train_dataset_fingerprint, valid_dataset_fingerprint,
-    checkpoints ([{"path", "size"}]), error, bad_records (records a streaming source skipped).
+    checkpoints ([{"path", "size"}]), error, bad_records (records a streaming source skipped),
+    lineage_warnings (present only when part of the lineage could not be read, see below).
 
 ``read_record(run_dir) -> LineageRecord | None``
     The same data as a dataclass with raw facts for querying: ``loss``, ``learning_rate``
@@ -45,28 +46,34 @@ with no train/eval/dataset-graph/run event is ignored entirely; a file holding a
 a dataset graph or a run event starts a new training, so everything read before is dropped; a
 file holding only an evaluation updates metric and valid dataset and merges user info. Damaged
 records are skipped and counted, a truncated tail (file still being written) is not an error.
+
+Damaged content never hides a run: a field that cannot be read (a string that is not UTF-8, a
+metric that is not a JSON object or is nested deeper than ``MAX_JSON_DEPTH``) is left out,
+everything else of the record is kept, and each omission is reported once: a warning on the
+``trainledger.lineage.reader`` logger, ``LineageRecord.warnings``, and the
+``run["lineage_warnings"]`` list of the summary dict (absent when nothing was left out).
 """
 
 from __future__ import annotations
 
-import json
-import math
+import logging
 import os
-import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from trainledger.lineage.proto import lineage_pb2 as pb
-from trainledger.lineage.records import (
-    RUN_SCALAR_FIELDS,
-    json_float,
-    organize_graph,
-    organize_user_info,
-    shortest_float32,
+from trainledger.lineage.messages import (
+    MAX_JSON_DEPTH,
+    drop_bytes,
+    eval_dict,
+    run_dict,
+    train_dict,
+    user_info,
 )
+from trainledger.lineage.proto import lineage_pb2 as pb
+from trainledger.lineage.records import organize_graph
 from trainledger.storage import LineageFile, list_lineage_files, read_records
 
 __all__ = [
@@ -79,7 +86,10 @@ __all__ = [
     "FileLineage",
     "LineageFile",
     "SUMMARY_KEYS",
+    "MAX_JSON_DEPTH",
 ]
+
+_log = logging.getLogger(__name__)
 
 # get_summary_lineage's keys (MindInsight's order), then ours.
 SUMMARY_KEYS = (
@@ -106,6 +116,7 @@ class FileLineage:
     user_defined: list[dict[str, Any]] = field(default_factory=list)
     records: int = 0
     corrupt: int = 0
+    warnings: list[str] = field(default_factory=list)  # what could not be read, and where
 
     @property
     def has_lineage(self) -> bool:
@@ -133,6 +144,7 @@ class LineageRecord:
     learning_rate: float | None = None
     files: list[LineageFile] = field(default_factory=list)
     corrupt_records: int = 0
+    warnings: list[str] = field(default_factory=list)  # lineage left out as unreadable
 
     @property
     def model_size(self) -> int | None:
@@ -165,6 +177,8 @@ class LineageRecord:
         out: dict[str, Any] = {"summary_dir": self.summary_dir}
         for key in wanted:
             out[key] = _copy(getattr(self, key))
+        if self.warnings and "run" in out:
+            out["run"]["lineage_warnings"] = list(self.warnings)
         return out
 
     def model_lineage_fields(self) -> dict[str, Any]:
@@ -220,6 +234,7 @@ def parse_lineage_file(path: str | os.PathLike[str]) -> FileLineage:
     """Parse one lineage file (MindSpore's or ours) into its last event of each kind."""
     payloads, corrupt = read_records(path)
     result = FileLineage(records=len(payloads), corrupt=corrupt)
+    warn = result.warnings
     last: dict[str, Any] = {}  # kind -> message; converted once, after the last one is known
     for payload in payloads:
         event = pb.LineageEvent()
@@ -230,21 +245,24 @@ def parse_lineage_file(path: str | os.PathLike[str]) -> FileLineage:
             continue
         kind = event.WhichOneof("what")
         if kind == "user_defined_info":
-            result.user_defined.append(organize_user_info(event.user_defined_info))
+            result.user_defined.append(user_info(event.user_defined_info, warn))
         elif kind is not None and kind != "version":
             last[kind] = getattr(event, kind)
     converters: dict[str, tuple[str, Any]] = {
-        "train_lineage": ("train", _train_dict),
-        "evaluation_lineage": ("evaluation", _eval_dict),
-        "dataset_graph": ("dataset_graph", organize_graph),
-        "run": ("run", _run_dict),
+        "train_lineage": ("train", train_dict),
+        "evaluation_lineage": ("evaluation", eval_dict),
+        "dataset_graph": ("dataset_graph", lambda m, w: drop_bytes(organize_graph(m), "graph", w)),
+        "run": ("run", run_dict),
     }
     for kind, message in last.items():
         attr, convert = converters[kind]
         try:
-            setattr(result, attr, convert(message))
-        except (ValueError, TypeError):  # e.g. a metric that is not JSON
+            setattr(result, attr, convert(message, warn))
+        except (ValueError, TypeError, RecursionError) as exc:  # not UTF-8, too deep
             result.corrupt += 1
+            warn.append(f"{kind}: unreadable, left out ({type(exc).__name__})")
+    for message in warn:
+        _log.warning("%s: %s", os.fspath(path), message)
     return result
 
 
@@ -257,8 +275,10 @@ def merge_file_lineages(
     summary_dir = os.path.realpath(os.fspath(run_dir))
     record: LineageRecord | None = None
     corrupt = 0
+    warnings: list[str] = []
     for part in parsed:
         corrupt += part.corrupt
+        warnings.extend(part.warnings)
         if not part.has_lineage:
             continue
         if (
@@ -293,6 +313,7 @@ def merge_file_lineages(
     if record is not None:
         record.files = list(files)
         record.corrupt_records = corrupt
+        record.warnings = warnings
     return record
 
 
@@ -303,92 +324,3 @@ def _copy(value: Any) -> Any:
     if isinstance(value, list):
         return [_copy(v) for v in value]
     return value
-
-
-# ---- message -> dict ---------------------------------------------------------------------------
-
-
-def _fields(msg: Any, names: Sequence[str]) -> dict[str, Any]:
-    return {name: getattr(msg, name) for name in names if msg.HasField(name)}
-
-
-def _float_pair(msg: Any, f32: str, f64: str) -> tuple[float | str | None, float | None]:
-    """(display, raw): the float64 extension if written, else float32 as protobuf shows it."""
-    if msg.HasField(f64):
-        raw = getattr(msg, f64)
-        return json_float(raw), raw
-    if msg.HasField(f32):
-        raw = getattr(msg, f32)
-        return json_float(shortest_float32(raw)), (
-            shortest_float32(raw) if math.isfinite(raw) else raw
-        )
-    return None, None
-
-
-def _train_dict(train: pb.TrainLineage) -> dict[str, Any]:
-    hp_msg, algo_msg = train.hyper_parameters, train.algorithm
-    hp = _fields(
-        hp_msg, ("optimizer", "loss_function", "epoch", "parallel_mode", "device_num", "batch_size")
-    )
-    lr, raw_lr = _float_pair(hp_msg, "learning_rate", "learning_rate_f64")
-    if lr is not None:
-        hp["learning_rate"] = lr
-    hp = _ordered(
-        hp,
-        (
-            "optimizer",
-            "learning_rate",
-            "loss_function",
-            "epoch",
-            "parallel_mode",
-            "device_num",
-            "batch_size",
-        ),
-    )
-    algo = _fields(algo_msg, ("network",))
-    loss, raw_loss = _float_pair(algo_msg, "loss", "loss_f64")
-    if loss is not None:
-        algo["loss"] = loss
-    return {
-        "hyper_parameters": hp if train.HasField("hyper_parameters") else {},
-        "algorithm": algo if train.HasField("algorithm") else {},
-        "train_dataset": _fields(train.train_dataset, ("train_dataset_path", "train_dataset_size")),
-        "model": _fields(train.model, ("path", "size")),
-        "fingerprint": train.train_dataset.fingerprint or None,
-        "raw_loss": raw_loss,
-        "raw_learning_rate": raw_lr,
-    }
-
-
-def _ordered(d: dict[str, Any], order: Sequence[str]) -> dict[str, Any]:
-    return {k: d[k] for k in order if k in d}
-
-
-def _eval_dict(ev: pb.EvaluationLineage) -> dict[str, Any]:
-    metric = json.loads(ev.metric) if ev.metric else {}
-    if not isinstance(metric, dict):
-        raise ValueError("metric is not a JSON object")
-    return {
-        "metric": metric,
-        "valid_dataset": (
-            _fields(ev.valid_dataset, ("valid_dataset_path", "valid_dataset_size"))
-            if ev.HasField("valid_dataset")
-            else None
-        ),
-        "fingerprint": ev.valid_dataset.fingerprint or None,
-    }
-
-
-_RUN_SCALARS = ("status", *RUN_SCALAR_FIELDS, "seed")
-
-
-def _run_dict(run: pb.RunInfo) -> dict[str, Any]:
-    out = _fields(run, _RUN_SCALARS)
-    if run.command:
-        out["command"] = shlex.join(run.command)
-    if run.checkpoints:
-        out["checkpoints"] = [
-            {"path": c.path, "size": c.size if c.HasField("size") else None}
-            for c in run.checkpoints
-        ]
-    return out
