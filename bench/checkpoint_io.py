@@ -106,17 +106,24 @@ def async_block(
     return statistics.median(times)
 
 
-def run(mb: int, directory: Path, repeat: int) -> None:
+def run(mb: int, directory: Path, repeat: int, load_only: bool = False) -> None:
     state = make_state(mb)
     size = sum(t.nbytes for t in state.values()) / 2**20
     ours, theirs, st = directory / "ours.ckpt", directory / "torch.pt", directory / "st.safetensors"
-    saves = timed(
-        {
-            "ours": lambda: save_checkpoint(state, ours),
-            "torch": lambda: torch_save(state, theirs),
-            "st": lambda: st_save(state, st),
-        },
-        repeat,
+    if load_only:
+        save_checkpoint(state, ours)
+        torch_save(state, theirs)
+    saves = (
+        {"ours": 0.0, "torch": 0.0, "st": 0.0}
+        if load_only
+        else timed(
+            {
+                "ours": lambda: save_checkpoint(state, ours),
+                "torch": lambda: torch_save(state, theirs),
+                "st": lambda: st_save(state, st),
+            },
+            repeat,
+        )
     )
     t_ours, t_torch, t_st = saves["ours"], saves["torch"], saves["st"]
     rounds = timed_rounds(
@@ -130,9 +137,16 @@ def run(mb: int, directory: Path, repeat: int) -> None:
     loads = {k: statistics.median(v) for k, v in rounds.items()}
     l_ours, l_torch, l_plain = loads["ours"], loads["torch"], loads["unverified"]
     paired = sorted(a / b for a, b in zip(rounds["ours"], rounds["unverified"], strict=True))
+    print(f"\n## state dict {size:.0f} MB ({len(state)} tensors), median of {repeat}")
+    if load_only:
+        print(f"load        ours {l_ours:7.3f}s  torch.load {l_torch:7.3f}s")
+        print(
+            f"verify      crc_check=False {l_plain:7.3f}s  verified/unverified paired median "
+            f"{statistics.median(paired):5.3f} (range {paired[0]:5.3f}-{paired[-1]:5.3f})"
+        )
+        return
     b_thread = async_block(ThreadSaver(), state, directory / "async_t.ckpt", repeat)
     b_proc = async_block(ProcessSaver(), state, directory / "async_p.ckpt", repeat)
-    print(f"\n## state dict {size:.0f} MB ({len(state)} tensors), median of {repeat}")
     print(
         f"sync save   ours {t_ours:7.3f}s  torch.save {t_torch:7.3f}s  "
         f"safetensors {t_st:7.3f}s  ours/torch {t_ours / t_torch:5.2f}  "
@@ -159,11 +173,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="256,1024", help="state dict sizes in MB")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--dir", default=None, help="where to write (default: a temp dir)")
+    parser.add_argument("--load-only", action="store_true", help="only the load figures")
     args = parser.parse_args()
     torch.set_num_threads(max(1, torch.get_num_threads()))
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         for mb in (int(s) for s in args.sizes.split(",")):
-            run(mb, Path(tmp), args.repeat)
+            run(mb, Path(tmp), args.repeat, args.load_only)
 
 
 if __name__ == "__main__":
