@@ -296,7 +296,6 @@ def read_container(
 # which run in parallel, and so does the crc32c of each chunk, while it is still in cache.
 _PARALLEL_READ_MIN = 64 << 20
 _READ_CHUNK = 16 << 20
-_CRC_PIECE = 1 << 20
 
 
 def _read_at(
@@ -316,17 +315,15 @@ def _read_at(
 
     def read_chunk(i: int) -> None:
         view = data[i * _READ_CHUNK : (i + 1) * _READ_CHUNK]
-        pos = crc = 0
+        pos = 0
         while pos < len(view):
-            # in cache-sized pieces, each checked right after it is read (still in cache)
-            piece = view[pos : pos + _CRC_PIECE]
-            k = preadv(fd, [piece], offset + i * _READ_CHUNK + pos)
+            k = preadv(fd, [view[pos:]], offset + i * _READ_CHUNK + pos)
             if k == 0:
                 break  # end of file: a truncated checkpoint, reported by the caller
-            if crc_check:
-                crc = _crc32c.crc32c(piece[:k], crc)
             pos += k
-        got[i], crcs[i] = pos, crc
+        got[i] = pos
+        if crc_check:
+            crcs[i] = _crc32c.crc32c(view[:pos])
 
     run_chunks(count, read_chunk)
     if not crc_check:
