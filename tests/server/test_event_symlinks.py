@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.runs import sample_run, write_scalars
 from tests.server.conftest import client_for
-from tests.server.runs import write_run, write_scalars
 from trainledger.summary import list_event_files, read_scalars
 
 
@@ -23,9 +23,9 @@ def _base_with_linked_events(tmp_path: Path) -> tuple[Path, Path]:
     with SummaryRecord(outside) as record:
         record.add_scalar("secret", 42.0, 0, wall_time=1_700_000_000.0)
     [target] = list_event_files(outside)
-    linked = write_run(base, "linked", 0, scalars=0)
+    linked = sample_run(base, "linked", 0, scalars=0)
     (linked / "events.out.tfevents.1700000000.host.1.0").symlink_to(target)
-    real = write_run(base, "real", 1, scalars=0)
+    real = sample_run(base, "real", 1, scalars=0)
     write_scalars(real, 1, 3)
     (real / "events.out.tfevents.1700000001.host.2.0").symlink_to(tmp_path / "missing")
     return base, target

@@ -145,7 +145,7 @@ def read_checkpoint(
     ckpt_file_name: str | os.PathLike[str],
     dec_key: bytes | None = None,
     dec_mode: str = "AES-GCM",
-    crc_check: bool = True,
+    crc_check: bool | None = None,
 ) -> Checkpoint:
     """Read every part of a checkpoint (no network needed); damage is a
     ``CheckpointFormatError`` (see ``load_checkpoint`` for ``crc_check``).
@@ -160,7 +160,7 @@ def read_checkpoint(
     if _is_mindspore(ckpt_file_name):
         from trainledger.checkpoint.mindspore_ckpt import read_mindspore_checkpoint
 
-        values = read_mindspore_checkpoint(ckpt_file_name, dec_key, crc_check)
+        values = read_mindspore_checkpoint(ckpt_file_name, dec_key, crc_check is True)
         plain = {k: v for k, v in values.items() if not isinstance(v, torch.Tensor)}
         tensors = {k: v for k, v in values.items() if isinstance(v, torch.Tensor)}
         return Checkpoint(tensors, None, {"format": "mindspore", "append_info": plain})
@@ -168,7 +168,7 @@ def read_checkpoint(
     def allocate(n: int) -> Any:  # uninitialised memory: no zero-fill pass before the read
         return torch.empty(n, dtype=torch.uint8).numpy()
 
-    container = read_container(ckpt_file_name, dec_key, dec_mode, crc_check, allocate)
+    container = read_container(ckpt_file_name, dec_key, dec_mode, crc_check is not False, allocate)
     all_tensors = container_tensors(container)
     tensors = {k: v for k, v in all_tensors.items() if not k.startswith(OPTIM_PREFIX)}
     opt = None
@@ -211,7 +211,7 @@ def load_checkpoint(
     dec_key: bytes | None = None,
     dec_mode: str = "AES-GCM",
     choice_func: Callable[[str], bool] | None = None,
-    crc_check: bool = True,
+    crc_check: bool | None = None,
     *,
     optimizer: Any = None,
     name_map: Mapping[str, str] | None = None,
@@ -224,10 +224,13 @@ def load_checkpoint(
     loaded into it (``load_param_into_net``, renaming through ``name_map``); with
     ``optimizer``, the stored optimizer state is restored.
 
-    Unlike MindSpore (``crc_check=False`` by default), the crc32c of the tensor bytes is
-    verified by default: it runs at memory speed in the threads that read the file, and a
-    damaged file must never load as different weights. The header is always verified. Any
-    damage raises ``CheckpointFormatError``; ``crc_check=False`` skips only the tensor crc.
+    Unlike MindSpore (``crc_check=False`` by default), every checksum a file holds is
+    verified by default (``crc_check=None``): for our container the crc32c of the header and
+    of the tensor bytes (at memory speed, in the threads that read the file), for a MindSpore
+    file its CRC trailer when it has one. A damaged file must never load as different
+    weights: any damage raises ``CheckpointFormatError``. ``crc_check=True`` also requires a
+    checksum (a MindSpore file saved without one is refused); ``crc_check=False`` skips the
+    tensor checksums (our header is still verified).
     """
     prefixes = _check_filter_prefix(filter_prefix)
     if choice_func is not None and not callable(choice_func):
