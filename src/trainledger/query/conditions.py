@@ -12,6 +12,11 @@ Documented differences from MindInsight (fixes):
 - ``in``/``not_in`` must be a list on ``user_defined/`` fields too, and list elements and values
   must be plain scalars (str, int, float; None inside lists), so nothing unbindable reaches SQL.
 - ``user_defined/`` with an empty name is rejected like ``metric/``.
+- Text that is not valid Unicode (a lone surrogate such as ``"\\ud800"``, which JSON can
+  carry) in a field name, a value or ``sorted_name`` is rejected, naming the field.
+- Every bad condition raises ``LineageSearchConditionParamError`` (a ``LineageError``),
+  never another type; numbers of any size are accepted (see ``numbers.py`` for how integers
+  beyond 64 bits compare).
 """
 
 from __future__ import annotations
@@ -232,8 +237,11 @@ def _validate_fields(cond: dict[str, Any]) -> None:
             if field == "lineage_type":
                 _check_operation(ops)
                 _check_typed(ops, "str")
-                wanted = ops.get("in", [])
-                wanted = list(wanted) + [v for k, v in ops.items() if k != "in"]
+                wanted = [
+                    item
+                    for op, value in ops.items()
+                    for item in (value if op in ("in", "not_in") else [value])
+                ]
                 if not set(wanted).issubset(LINEAGE_TYPES):
                     raise _Invalid(f"Given lineage type should be one of {list(LINEAGE_TYPES)}.")
             elif field in STR_FIELDS:
@@ -258,6 +266,35 @@ def _validate_fields(cond: dict[str, Any]) -> None:
                 ) from None
 
 
+def _encodable(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, dict):
+        return all(_encodable(k) and _encodable(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(_encodable(v) for v in value)
+    return True
+
+
+def _check_unicode(cond: dict[str, Any]) -> None:
+    """Reject text no database can store (lone surrogates), naming the field."""
+    for key, value in cond.items():
+        if not _encodable(key):
+            raise _fail(
+                f"The parameter {ascii(key)} is invalid. A field name must be valid Unicode "
+                "text (it holds a lone surrogate)."
+            )
+        if not _encodable(value):
+            raise _fail(
+                f"The parameter {key} is invalid. Its value must be valid Unicode text "
+                f"(it holds a lone surrogate): {ascii(value)}."
+            )
+
+
 def validate_condition(search_condition: Any) -> dict[str, Any]:
     """Check a search condition; return it normalized (``metric_x`` -> ``metric/x``).
 
@@ -276,6 +313,7 @@ def validate_condition(search_condition: Any) -> dict[str, Any]:
         cond[normalize_field(key) if key not in CONTROL_KEYS else key] = value
     if isinstance(cond.get("sorted_name"), str):
         cond["sorted_name"] = normalize_field(cond["sorted_name"])
+    _check_unicode(cond)
     _validate_control(cond)
     _validate_comparisons(cond)
     _validate_fields(cond)

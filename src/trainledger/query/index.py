@@ -213,8 +213,9 @@ class LineageIndex:
             for start in range(0, len(changed), _CHUNK):
                 batch = [(run, self._parse(run)) for run in changed[start : start + _CHUNK]]
                 stats.parsed += len(batch)
-                stats.unreadable += sum(1 for _, rec in batch if rec is None)
-                self._write(functools.partial(index_tables.store_batch, batch=batch))
+                stats.unreadable += self._write(
+                    functools.partial(index_tables.store_batch, batch=batch)
+                )
             self._checked = None if (changed or gone) else on_disk
             return stats
 

@@ -8,6 +8,7 @@ an open connection inside a transaction the caller owns.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 from collections.abc import Iterable
 from typing import Any
@@ -16,6 +17,9 @@ from trainledger.query import semantics
 from trainledger.query.conditions import FIELDS
 from trainledger.query.discovery import DirListing, RunFiles
 from trainledger.query.flat_record import graph_hash
+from trainledger.query.numbers import sql_number
+
+log = logging.getLogger(__name__)
 
 _VALUE_COLUMNS = [f for f in FIELDS if f != "summary_dir"]
 _INSERT_RUN = (
@@ -42,19 +46,42 @@ def delete_runs(conn: sqlite3.Connection, summary_dirs: Iterable[str]) -> None:
 
 def store_batch(
     conn: sqlite3.Connection, batch: list[tuple[RunFiles, semantics.Record | None]]
-) -> None:
-    """Replace the given runs with their new records (None: no usable lineage)."""
+) -> int:
+    """Replace the given runs with their new records (None: no usable lineage).
+
+    Returns how many runs were stored as unreadable (no record, or values it cannot store).
+    """
     # dataset marks are numbered in order of first appearance: oldest update first
     ordered = sorted(batch, key=lambda b: (b[0].update_time, b[0].summary_dir))
     delete_runs(conn, [run.summary_dir for run, _ in ordered])
+    unreadable = 0
     for run, record in ordered:
-        if record is None:
-            conn.execute(
-                "INSERT INTO unreadable (summary_dir, signature) VALUES (?, ?)",
-                (run.summary_dir, run.signature),
-            )
-        else:
-            insert_record(conn, record, run.signature)
+        if record is not None and _insert_isolated(conn, record, run.signature):
+            continue
+        unreadable += 1
+        conn.execute(
+            "INSERT INTO unreadable (summary_dir, signature) VALUES (?, ?)",
+            (run.summary_dir, run.signature),
+        )
+    return unreadable
+
+
+def _insert_isolated(conn: sqlite3.Connection, record: semantics.Record, signature: str) -> bool:
+    """Insert one run inside a savepoint; False (nothing kept) if its values cannot be stored.
+
+    Why: one run with a value SQLite refuses (a lone surrogate in a name, say) must be marked
+    unreadable, not abort the batch and hide every other run of the base.
+    """
+    conn.execute("SAVEPOINT one_run")
+    try:
+        insert_record(conn, record, signature)
+    except (sqlite3.InterfaceError, sqlite3.DataError, ValueError, TypeError, OverflowError) as exc:
+        conn.execute("ROLLBACK TO one_run")
+        conn.execute("RELEASE one_run")
+        log.warning("cannot index run %s: %s", record.get("summary_dir"), exc)
+        return False
+    conn.execute("RELEASE one_run")
+    return True
 
 
 def assign_mark(conn: sqlite3.Connection, ghash: str) -> str:
@@ -89,7 +116,7 @@ def insert_record(conn: sqlite3.Connection, record: semantics.Record, signature:
     cur = conn.execute(
         _INSERT_RUN,
         [record["summary_dir"], signature, record["update_time"], ghash, types]
-        + [record.get(f) for f in _VALUE_COLUMNS],
+        + [sql_number(record.get(f)) for f in _VALUE_COLUMNS],
     )
     run_id = cur.lastrowid
     conn.execute(
@@ -99,7 +126,7 @@ def insert_record(conn: sqlite3.Connection, record: semantics.Record, signature:
     conn.executemany(
         "INSERT OR REPLACE INTO custom (run_id, name, value, vtype) VALUES (?, ?, ?, ?)",
         [
-            (run_id, label, value, semantics.custom_type_name(value))
+            (run_id, label, sql_number(value), semantics.custom_type_name(value))
             for label, value in pairs
             if value is None or isinstance(value, (str, int, float))
         ],

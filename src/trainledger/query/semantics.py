@@ -29,6 +29,7 @@ from trainledger.query.conditions import (
     lineage_types,
     page_bounds,
 )
+from trainledger.query.numbers import sql_number
 
 Record = dict[str, Any]
 
@@ -58,6 +59,7 @@ def _is_num(value: Any) -> bool:
 
 def is_match(op: str, expected: Any, actual: Any) -> bool:
     """Whether ``actual`` satisfies ``op expected`` (MindInsight's ExpressionType.is_match)."""
+    actual = sql_number(actual)  # ints beyond int64 compare as float64, as in SQL
     if op == "in":
         return any(_equal(actual, e) for e in expected)
     if op == "not_in":
@@ -68,7 +70,7 @@ def is_match(op: str, expected: Any, actual: Any) -> bool:
         return _equal(actual, expected)
     if _is_num(actual) != _is_num(expected):
         return False  # number vs string: MindInsight's TypeError -> no match
-    return bool(_OPS[op](actual, expected))
+    return bool(_OPS[op](actual, sql_number(expected)))
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -76,7 +78,7 @@ def _equal(a: Any, b: Any) -> bool:
         return a is None and b is None
     if _is_num(a) != _is_num(b):
         return False
-    return bool(a == b)
+    return bool(sql_number(a) == sql_number(b))
 
 
 def matches(record: Record, cond: dict[str, Any]) -> bool:
@@ -95,6 +97,7 @@ def _cmp(a: Any, b: Any) -> int:
         return 1
     if _is_num(a) != _is_num(b):
         return -1 if _is_num(a) else 1  # numbers before strings
+    a, b = sql_number(a), sql_number(b)
     return (a > b) - (a < b)
 
 

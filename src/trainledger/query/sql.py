@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainledger.query.conditions import FIELDS, filter_items
+from trainledger.query.numbers import sql_number
 
 # fixed field -> column expression of the ``runs`` table
 _COLUMNS: dict[str, str] = {f: f"runs.{f}" for f in FIELDS}
@@ -35,9 +36,11 @@ def _is_num(value: Any) -> bool:
 
 
 def _predicate(field: str, op: str, value: Any) -> tuple[str, list[Any]]:
+    """SQL for one comparison; numbers beyond int64 compare as float64 (see numbers.py)."""
     col, cparams = _column(field)
+    value = sql_number(value)
     if op in ("in", "not_in"):
-        items = [v for v in value if v is not None]
+        items = [sql_number(v) for v in value if v is not None]
         has_null = len(items) != len(value)
         marks = ", ".join("?" for _ in items)
         params: list[Any] = []

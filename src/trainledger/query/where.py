@@ -53,7 +53,12 @@ def parse_value(text: str) -> Any:
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         return text[1:-1]
     if _NUMBER.match(text):
-        return int(text) if re.fullmatch(r"[+-]?\d+", text) else float(text)
+        if re.fullmatch(r"[+-]?\d+", text):
+            try:
+                return int(text)
+            except ValueError:  # beyond Python's digit limit: compares as float64 anyway
+                return float(text)
+        return float(text)
     if text.lower() in ("null", "none"):
         return None
     if not text:
