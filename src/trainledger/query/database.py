@@ -9,7 +9,9 @@ reaches the user. The index is derived data: a schema mismatch or a damaged file
 
 from __future__ import annotations
 
+import glob
 import hashlib
+import logging
 import os
 import random
 import sqlite3
@@ -24,6 +26,8 @@ SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 20_000
 RETRY_SECONDS = 120.0
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+_MAGIC = b"SQLite format 3\x00"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
@@ -109,16 +113,72 @@ def _remove_db_files(path: str, main: bool) -> None:
             pass
 
 
-def connect(path: str) -> sqlite3.Connection:
+def damage(path: str) -> str | None:
+    """Why the file at ``path`` cannot be a whole SQLite database, or None if it may be.
+
+    Cheap checks of the header only (the open check): a zero-length file beside a WAL log
+    (truncated while a connection was open: SQLite would wait on the stale log), a wrong magic
+    string, or a file shorter than the page count its header declares (truncated).
+    """
+    try:
+        with open(path, "rb") as f:
+            head = f.read(100)
+            size = os.fstat(f.fileno()).st_size
+    except FileNotFoundError:
+        return None
+    if size == 0:
+        stale = os.path.exists(path + "-wal") or os.path.exists(path + "-shm")
+        return "zero-length file beside a WAL log" if stale else None
+    if len(head) < 100 or head[:16] != _MAGIC:
+        return "not a SQLite file"
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], "big")
+    header_size_valid = head[24:28] == head[92:96]
+    if header_size_valid and size < pages * page_size:
+        return f"truncated: {size} bytes, its header declares {pages * page_size}"
+    return None
+
+
+def _inode(path: str) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return None
+
+
+def quarantine(path: str, reason: str) -> None:
+    """Move a damaged index aside (``index.db.damaged``, the last one kept) to rebuild it.
+
+    The caller holds the index lock. The index is derived data: the run files rebuild it and
+    annotations live in ``annotations.json`` beside it, so nothing is lost.
+    """
+    log.warning("the lineage index %s is damaged (%s): moved aside, rebuilding", path, reason)
+    for old in glob.glob(glob.escape(path) + ".damaged*"):
+        os.unlink(old)
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.replace(path + suffix, path + ".damaged" + suffix)
+        except FileNotFoundError:
+            pass
+
+
+def connect(path: str, *, damaged: tuple[str, int | None] | None = None) -> sqlite3.Connection:
     """Open (creating if needed) the index with WAL and a busy timeout; rebuild if damaged.
 
     If ``index.db`` was deleted but its ``-wal``/``-shm`` files remain (a process still had the
     old file open), they are removed first: SQLite would otherwise replay a stale log into the
-    new file.
+    new file. A file failing the header checks of :func:`damage`, or ``damaged`` (the reason
+    a caller found, given with the inode it saw as ``(reason, inode)``) is moved aside first.
     """
     with exclusive_lock(path + ".lock"):
         if not os.path.exists(path):
             _remove_db_files(path, main=False)
+        reason = damage(path)
+        if reason is None and damaged is not None and damaged[1] == _inode(path):
+            reason = damaged[0]  # (not if another process has replaced the file meanwhile)
+        if reason is not None:
+            quarantine(path, reason)
         return _connect(path)
 
 
@@ -149,7 +209,7 @@ def _connect(path: str) -> sqlite3.Connection:
                     f"Query summary data error: cannot open the lineage index {path}: {exc}"
                 ) from exc
             # Not a database (damaged, truncated): it is derived data, start again.
-            _remove_db_files(path, main=True)
+            quarantine(path, str(exc))
     raise AssertionError("unreachable")  # pragma: no cover
 
 

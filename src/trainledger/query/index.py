@@ -14,6 +14,7 @@ reopens it if the file was deleted, and is safe to share between threads.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import sqlite3
@@ -31,6 +32,7 @@ from trainledger.query.annotations import (
     check_tag,
 )
 from trainledger.query.conditions import lineage_types, page_bounds, validate_condition
+from trainledger.errors import LineageQuerySummaryDataError
 from trainledger.query.database import connect, index_dir, retrying
 from trainledger.query.discovery import (
     RunFiles,
@@ -103,23 +105,74 @@ class LineageIndex:
 
     # -- connection -----------------------------------------------------------------------
 
-    def _db(self) -> sqlite3.Connection:
-        """The connection, reopened if ``index.db`` was deleted or replaced meanwhile."""
+    def _db(self, damaged: str | None = None) -> sqlite3.Connection:
+        """The connection, reopened if ``index.db`` was deleted or replaced meanwhile.
+
+        ``damaged`` (a reason) reopens it after moving the file seen so far aside.
+        """
         try:
             ino = os.stat(self.path).st_ino
         except FileNotFoundError:
             ino = None
-        if self._conn is not None and ino == self._ino and self._pid == os.getpid():
+        fresh = self._pid == os.getpid()
+        if self._conn is not None and ino == self._ino and fresh and damaged is None:
             return self._conn
-        if self._conn is not None and self._pid == os.getpid():
+        if self._conn is not None and fresh:
             self._conn.close()  # (a connection inherited through fork is dropped, not closed)
+        self._conn = None
         self._pid = os.getpid()
         os.makedirs(self.directory, exist_ok=True)
-        self._conn = connect(self.path)
+        self._conn = connect(
+            self.path, damaged=None if damaged is None else (damaged, self._ino or ino)
+        )
         self._ino = os.stat(self.path).st_ino
         self._annotations_seen = False
         self._known_generation = None
+        self._listings_loaded = False
         return self._conn
+
+    def _damage(self, exc: Exception) -> str | None:
+        """Whether an error means the file is damaged (the reason), or is something else.
+
+        A record that does not decode and SQLite's own corruption errors are damage; for any
+        other database error ``PRAGMA quick_check`` decides (a full disk or a read-only file
+        is not damage: rebuilding would not help).
+        """
+        text = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, json.JSONDecodeError) or any(
+            word in str(exc).lower() for word in ("malformed", "not a database", "corrupt")
+        ):
+            return text
+        try:
+            rows = self._db().execute("PRAGMA quick_check").fetchall()
+        except sqlite3.DatabaseError as check:
+            return f"{text}; quick_check: {check}"
+        if rows != [("ok",)]:
+            return f"{text}; quick_check: {rows[:3]}"
+        return None
+
+    def _recovering(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn``; if the index file proves damaged, move it aside, rebuild, run it again.
+
+        Why: the index is derived data, so damage (garbage pages, a truncated file, a record
+        that no longer decodes) costs a rebuild from the run files, never an error loop.
+        """
+        try:
+            return fn()
+        except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
+            reason = self._damage(exc)
+            if reason is None:
+                raise LineageQuerySummaryDataError(
+                    f"Query summary data error: the lineage index {self.path} failed: {exc}"
+                ) from exc
+            self._db(damaged=reason)
+        try:
+            return fn()
+        except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
+            raise LineageQuerySummaryDataError(
+                f"Query summary data error: the lineage index {self.path} failed again after "
+                f"a rebuild: {exc}"
+            ) from exc
 
     def close(self) -> None:
         with self._lock:
@@ -174,6 +227,10 @@ class LineageIndex:
 
     def refresh(self) -> ScanStats:
         """Cheap scan; re-parse new/changed runs, drop vanished ones, sync annotations."""
+        with self._lock:
+            return self._recovering(self._refresh)  # type: ignore[no-any-return]
+
+    def _refresh(self) -> ScanStats:
         with self._lock:
             self._sync_annotations()
             if not self._listings_loaded:
@@ -299,13 +356,13 @@ class LineageIndex:
             check_remark(remark)
         with self._lock:
             entry = self._annotations.update(run_id, tag=tag, remark=remark)
-            self._sync_annotations(force=True)
+            self._recovering(functools.partial(self._sync_annotations, force=True))
             return entry
 
     def get_annotations(self) -> dict[str, dict[str, Any]]:
         """All annotations: {run_id: {"tag": int, "remark": str}} (keys present when set)."""
         with self._lock:
-            self._sync_annotations()
+            self._recovering(self._sync_annotations)
             return self._annotations.load()
 
     # -- querying -------------------------------------------------------------------------
@@ -336,25 +393,26 @@ class LineageIndex:
     def query(self, search_condition: Any = None, *, refresh: bool = True) -> dict[str, Any]:
         """``filter_summary_lineage`` over this index: validate, scan, filter/sort/page in SQL."""
         cond = self._resolve(validate_condition(search_condition))
-        with self._lock:
+        where, wparams = compile_where(cond)
+        order, oparams = compile_order(cond)
+        start, stop = page_bounds(cond)
+        fetch = functools.partial(
+            index_tables.fetch,
+            where=(where, wparams),
+            order=(order, oparams),
+            limit=-1 if stop is None else stop - start,
+            offset=start,
+        )
+
+        def answer() -> Any:
             if refresh:
-                self.refresh()
+                self._refresh()
             else:
                 self._sync_annotations()
-            where, wparams = compile_where(cond)
-            order, oparams = compile_order(cond)
-            start, stop = page_bounds(cond)
-            limit = -1 if stop is None else stop - start
+            return self._read(fetch)
 
-            count, records, types = self._read(
-                functools.partial(
-                    index_tables.fetch,
-                    where=(where, wparams),
-                    order=(order, oparams),
-                    limit=limit,
-                    offset=start,
-                )
-            )
+        with self._lock:
+            count, records, types = self._recovering(answer)
         parts = lineage_types(cond)
         return {
             "customized": semantics.finish_customized(types),
@@ -364,9 +422,13 @@ class LineageIndex:
 
     def records(self, *, refresh: bool = False) -> list[semantics.Record]:
         """Every indexed run as a flat record (with dataset_mark and added_info)."""
-        with self._lock:
+
+        def load() -> Any:
             if refresh:
-                self.refresh()
+                self._refresh()
             else:
                 self._sync_annotations()
-            return self._read(index_tables.all_records)  # type: ignore[no-any-return]
+            return self._read(index_tables.all_records)
+
+        with self._lock:
+            return self._recovering(load)  # type: ignore[no-any-return]
