@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from trainledger.errors import LineageQuerySummaryDataError
 from trainledger.query import index_tables, semantics
 from trainledger.query.annotations import (
     UNSET,
@@ -32,7 +33,6 @@ from trainledger.query.annotations import (
     check_tag,
 )
 from trainledger.query.conditions import lineage_types, page_bounds, validate_condition
-from trainledger.errors import LineageQuerySummaryDataError
 from trainledger.query.database import connect, index_dir, retrying
 from trainledger.query.discovery import (
     RunFiles,
