@@ -37,9 +37,11 @@ def test_public_bind_without_token_warns(tmp_path: Path, served) -> None:  # typ
 
 
 def test_token_goes_in_the_printed_link(tmp_path: Path, served) -> None:  # type: ignore[no-untyped-def]
-    result = CliRunner().invoke(cli, ["ui", str(tmp_path), "--host", "0.0.0.0", "--token", "abc"])
+    result = CliRunner().invoke(
+        cli, ["ui", str(tmp_path), "--host", "0.0.0.0", "--token", "abcdefghijklmnop"]
+    )
     assert "warning" not in result.output
-    assert "http://127.0.0.1:8080/?token=abc" in result.output
+    assert "http://127.0.0.1:8080/?token=abcdefghijklmnop" in result.output
     assert served[0]["app"].state.token_required
 
 

@@ -159,7 +159,7 @@ def test_resolve_run_needs_a_known_id(tmp_path: Path) -> None:
 
 # ---- token ---------------------------------------------------------------------------------
 
-TOKEN = "s3cret-token"
+TOKEN = "s3cret-token-0123456789"
 
 
 @pytest.fixture

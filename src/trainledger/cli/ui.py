@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import threading
 import webbrowser
 from pathlib import Path
@@ -10,15 +9,9 @@ from typing import Any
 
 import click
 
+from trainledger.server import MIN_TOKEN_LENGTH, allowed_hosts, is_loopback
 
-def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` keeps the server reachable from this machine only."""
-    if host in ("localhost", "localhost.localdomain"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+__all__ = ["is_loopback", "ui", "ui_url"]
 
 
 def ui_url(host: str, port: int, token: str | None = None) -> str:
@@ -45,6 +38,15 @@ def ui_url(host: str, port: int, token: str | None = None) -> str:
     help="Require this token on every request (header, or cookie set by the "
     "printed ?token= link). Also read from TRAINLEDGER_TOKEN.",
 )
+@click.option(
+    "--allowed-host",
+    "extra_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer requests for this Host name (repeatable). By default only the bound "
+    "address (and loopback names when bound to loopback) are answered: a page on another "
+    "site cannot reach the UI through DNS rebinding.",
+)
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in a web browser.")
 @click.option(
     "--max-depth",
@@ -54,7 +56,13 @@ def ui_url(host: str, port: int, token: str | None = None) -> str:
     help="How many directory levels below BASE to look for runs.",
 )
 def ui(
-    base: str, host: str, port: int, token: str | None, open_browser: bool, max_depth: int
+    base: str,
+    host: str,
+    port: int,
+    token: str | None,
+    extra_hosts: tuple[str, ...],
+    open_browser: bool,
+    max_depth: int,
 ) -> None:
     """Browse, compare and export the runs under BASE in a web browser."""
     try:  # the [ui] extra: imported here so the rest of the CLI works without it
@@ -65,8 +73,12 @@ def ui(
         raise click.ClickException(
             f"the web UI needs the [ui] extra: pip install 'trainledger[ui]' ({exc})"
         ) from exc
-    if token == "":
-        raise click.BadParameter("expected a non-empty token", param_hint="--token")
+    if token is not None and len(token) < MIN_TOKEN_LENGTH:
+        raise click.BadParameter(
+            f"expected at least {MIN_TOKEN_LENGTH} characters, received {len(token)} "
+            "(e.g. python -c 'import secrets; print(secrets.token_urlsafe())')",
+            param_hint="--token",
+        )
     if not is_loopback(host) and token is None:
         click.secho(
             f"warning: binding {host} without --token: anyone who can reach this machine "
@@ -74,7 +86,12 @@ def ui(
             fg="yellow",
             err=True,
         )
-    app = create_app(base, token=token, store=EngineStore(Path(base), max_depth=max_depth))
+    app = create_app(
+        base,
+        token=token,
+        store=EngineStore(Path(base), max_depth=max_depth),
+        allowed_hosts=allowed_hosts(host, extra_hosts),
+    )
     url = ui_url(host, port, token)
     click.echo(f"trainledger ui: serving {base} at {url}  (Ctrl+C to stop)")
     if open_browser:

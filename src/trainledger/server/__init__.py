@@ -9,15 +9,22 @@ from trainledger.lazy import lazy_exports
 _EXPORTS: dict[str, str] = {
     "create_app": "trainledger.server.app",
     "EngineStore": "trainledger.server.run_store",
+    "allowed_hosts": "trainledger.server.hosts",
+    "is_loopback": "trainledger.server.hosts",
+    "MIN_TOKEN_LENGTH": "trainledger.server.hosts",
 }
 
 __all__ = [
+    "allowed_hosts",
     "create_app",
     "EngineStore",
+    "is_loopback",
+    "MIN_TOKEN_LENGTH",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.server.app import create_app
+    from trainledger.server.hosts import MIN_TOKEN_LENGTH, allowed_hosts, is_loopback
     from trainledger.server.run_store import EngineStore

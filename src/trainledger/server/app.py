@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,12 @@ from trainledger.errors import (
 )
 from trainledger.server.routes import meta, runs, scalars
 from trainledger.server.run_store import EngineStore, RunStore
-from trainledger.server.security import RunNotFound, token_middleware
+from trainledger.server.security import (
+    RunNotFound,
+    check_token,
+    host_middleware,
+    token_middleware,
+)
 from trainledger.version import __version__
 
 STATIC_DIR = Path(__file__).with_name("static")
@@ -37,6 +42,7 @@ def create_app(
     *,
     store: RunStore | None = None,
     warm: bool = True,
+    allowed_hosts: Iterable[str] | None = None,
 ) -> FastAPI:
     """Build the app over the runs under ``base``.
 
@@ -48,14 +54,17 @@ def create_app(
             (a test may pass a fake).
         warm: scan the base in a background thread at start-up, so the first page does not
             wait for an index build it could have overlapped with the browser opening.
+        allowed_hosts: the Host header names to answer (``security.allowed_hosts`` computes
+            them for a bound address); others get 421, so DNS rebinding cannot reach the
+            API. None (in-process use, tests) checks nothing.
     """
     base_path = Path(base)
     if not base_path.is_dir():
         raise LineageParamSummaryPathError(
             f"base expected an existing directory, received: {str(base)!r}"
         )
-    if token is not None and (not isinstance(token, str) or not token):
-        raise ValueError(f"token expected a non-empty str or None, received: {token!r}")
+    if token is not None:
+        check_token(token)
     if store is None:
         store = EngineStore(base_path)
     chosen: RunStore = store
@@ -81,6 +90,8 @@ def create_app(
     app.state.token_required = token is not None
     if token is not None:
         app.middleware("http")(token_middleware(token))
+    if allowed_hosts is not None:  # added last: runs first, before the token check
+        app.middleware("http")(host_middleware(frozenset(h.lower() for h in allowed_hosts)))
     _add_error_handlers(app)
     app.include_router(meta.router)
     app.include_router(runs.router)

@@ -9,6 +9,7 @@ a single byte is read, so a traversal attempt and an unknown run look the same.
 from __future__ import annotations
 
 import hmac
+import re
 from collections.abc import Awaitable, Callable, Container
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlencode
@@ -17,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 
 from trainledger.errors import RunNotFoundError
+from trainledger.server.hosts import MIN_TOKEN_LENGTH, parse_ip
 
 TOKEN_HEADER = "X-Trainledger-Token"
 TOKEN_COOKIE = "trainledger_token"
@@ -24,6 +26,7 @@ TOKEN_QUERY = "token"
 
 
 RunNotFound = RunNotFoundError  # the short name the server modules use
+Handler = Callable[[Request], Awaitable[Response]]
 
 
 def check_run_id(run_id: str) -> str:
@@ -57,6 +60,61 @@ def resolve_run(base: Path, run_id: str, known: Container[str]) -> Path:
     return path
 
 
+def local_path(path: str) -> str:
+    """``path`` as a same-origin redirect target: ``//evil.example/x`` becomes ``/evil.example/x``.
+
+    Why: a browser reads a Location starting with ``//`` (or ``/\\``) as another host.
+    """
+    return "/" + re.sub(r"^[/\\]+", "", path)
+
+
+def check_token(token: str) -> str:
+    """A token long enough not to be guessed, or ``ValueError`` saying what is required."""
+    if not isinstance(token, str) or len(token) < MIN_TOKEN_LENGTH:
+        shown = f"{len(token)} characters" if isinstance(token, str) else repr(token)
+        raise ValueError(
+            f"token expected a str of at least {MIN_TOKEN_LENGTH} characters, received: {shown}"
+        )
+    return token
+
+
+def host_of(header: str) -> str:
+    """The host part of a Host header (no port, no brackets), lower case."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def host_allowed(header: str | None, allowed: Container[str]) -> bool:
+    """Whether a request's Host header names this server (DNS rebinding protection).
+
+    An IP literal is always accepted: rebinding needs a domain name that the attacker
+    controls, and a browser sends that name, never the address it resolved to.
+    """
+    if not header:
+        return False
+    host = host_of(header)
+    return host in allowed or parse_ip(host) is not None
+
+
+def host_middleware(allowed: frozenset[str]) -> Callable[[Request, Handler], Awaitable[Response]]:
+    """An HTTP middleware answering 421 to a request whose Host is not one of ``allowed``."""
+
+    async def middleware(request: Request, call_next: Handler) -> Response:
+        if host_allowed(request.headers.get("host"), allowed):
+            return await call_next(request)
+        return JSONResponse(
+            {
+                "detail": "this server does not answer for that Host header; start it with "
+                "--allowed-host NAME to add a name"
+            },
+            status_code=421,
+        )
+
+    return middleware
+
+
 def token_matches(expected: str, given: str | None) -> bool:
     """Constant-time comparison, so the token cannot be guessed byte by byte from timings."""
     return given is not None and hmac.compare_digest(expected.encode(), given.encode())
@@ -73,9 +131,6 @@ def request_token(request: Request) -> str | None:
     return request.cookies.get(TOKEN_COOKIE)
 
 
-Handler = Callable[[Request], Awaitable[Response]]
-
-
 def token_middleware(token: str) -> Callable[[Request, Handler], Awaitable[Response]]:
     """An HTTP middleware requiring ``token`` on every request.
 
@@ -87,7 +142,7 @@ def token_middleware(token: str) -> Callable[[Request, Handler], Awaitable[Respo
         from_query = request.query_params.get(TOKEN_QUERY)
         if from_query is not None and token_matches(token, from_query):
             rest = [(k, v) for k, v in request.query_params.multi_items() if k != TOKEN_QUERY]
-            target = request.url.path + (("?" + urlencode(rest)) if rest else "")
+            target = local_path(request.url.path) + (("?" + urlencode(rest)) if rest else "")
             response: Response = RedirectResponse(target, status_code=303)
             response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict", path="/")
             return response
