@@ -75,11 +75,15 @@ def _safe(text: str, value: Any) -> str:
     return text
 
 
-def to_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
-    """Rows -> CSV text with a header; numbers exact (repr), text guarded against formulas."""
+def to_csv(
+    rows: Iterable[Mapping[str, Any]], columns: Sequence[str], *, header: bool = True
+) -> str:
+    """Rows -> CSV text (with a header line unless ``header=False``, for a streamed part);
+    numbers exact (repr), text guarded against formulas."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
+    if header:
+        writer.writerow(columns)
     for row in rows:
         writer.writerow([_safe(_cell(row.get(c)), row.get(c)) for c in columns])
     return out.getvalue()
