@@ -5,12 +5,15 @@ Generates N run directories of lineage files (default 10,000), starts the real s
 
 - time to the first page of the table after start-up, with no index yet (cold: the index is
   built from every lineage file) and with the index already on disk (warm: a restart);
-- later table requests (filter / sort / page / --where), and the chart's column data.
+- later table requests (filter / sort / page / --where), and the chart's column data;
+- ``--exports K``: K clients each exporting the whole table as CSV at once while one client
+  loads table pages: the exports' median and the pages' p99 (the page must not wait behind
+  the exports).
 
 Targets: first page after a warm start-up under 1 s; each later filter/sort request under
 100 ms. Usage::
 
-    .venv/bin/python bench/ui_api.py [--runs 10000] [--repeat 20]
+    .venv/bin/python bench/ui_api.py [--runs 10000] [--repeat 20] [--exports 20 --only-exports]
 """
 
 from __future__ import annotations
@@ -140,10 +143,68 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
     return statistics.median(times), times[min(len(times) - 1, int(len(times) * 0.95))]
 
 
+def _percentile(times: list[float], q: float) -> float:
+    times = sorted(times)
+    return times[min(len(times) - 1, int(len(times) * q))]
+
+
+def concurrent_exports(server: Server, clients: int, rounds: int) -> dict[str, float]:
+    """``clients`` threads export the CSV ``rounds`` times each; one thread loads pages."""
+    url = f"http://127.0.0.1:{server.port}"
+    exports: list[float] = []
+    pages: list[float] = []
+    done = threading.Event()
+    start = threading.Barrier(clients + 1)
+
+    def exporter() -> None:
+        with httpx.Client(base_url=url, timeout=600) as c:
+            start.wait()
+            for _ in range(rounds):
+                t = time.perf_counter()
+                r = c.post("/api/v1/runs/export.csv", json={"sorted_name": "loss"})
+                r.raise_for_status()
+                exports.append(time.perf_counter() - t)
+
+    def pager() -> None:
+        with httpx.Client(base_url=url, timeout=600) as c:
+            start.wait()
+            k = 0
+            while not done.is_set():
+                k = (k + 1) % 50
+                t = time.perf_counter()
+                c.post("/api/v1/runs", json={"offset": k, "limit": 20}).raise_for_status()
+                pages.append(time.perf_counter() - t)
+                time.sleep(0.02)
+
+    alone = timed(
+        lambda: server.client.post("/api/v1/runs/export.csv", json={}).raise_for_status(), 5
+    )[0]
+    threads = [threading.Thread(target=exporter) for _ in range(clients)]
+    page_thread = threading.Thread(target=pager)
+    page_thread.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    done.set()
+    page_thread.join()
+    return {
+        "export alone (median)": alone,
+        "export under load (median)": statistics.median(exports),
+        "export under load (p95)": _percentile(exports, 0.95),
+        "page under load (median)": statistics.median(pages),
+        "page under load (p99)": _percentile(pages, 0.99),
+        "pages loaded": float(len(pages)),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--exports", type=int, default=0, help="concurrent export clients")
+    parser.add_argument("--export-rounds", type=int, default=3)
+    parser.add_argument("--only-exports", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tl-ui-bench-") as tmp:
         base = Path(tmp) / "runs"
@@ -151,6 +212,11 @@ def main() -> None:
         generate(base, args.runs)
         print(f"generated {args.runs} runs in {time.perf_counter() - t:.1f} s")
 
+        if args.only_exports:
+            _, server = first_page_after_start(base)
+            report_exports(server, args.exports, args.export_rounds)
+            server.stop()
+            return
         cold, server = first_page_after_start(base)
         server.stop()
         warm, server = first_page_after_start(base)
@@ -230,7 +296,16 @@ def main() -> None:
         for name, fn in (("chart data (all runs, 4 cols)", points), ("column chooser", columns)):
             med, p95 = timed(fn, max(3, args.repeat // 4))
             print(f"  {name:32s} {med * 1000:7.1f} ms / {p95 * 1000:7.1f} ms")
+        if args.exports:
+            report_exports(server, args.exports, args.export_rounds)
         server.stop()
+
+
+def report_exports(server: Server, clients: int, rounds: int) -> None:
+    print(f"\n{clients} clients exporting CSV x{rounds} while one loads pages:")
+    for name, value in concurrent_exports(server, clients, rounds).items():
+        shown = f"{value:8.0f}" if name == "pages loaded" else f"{value * 1000:8.0f} ms"
+        print(f"  {name:32s} {shown}")
 
 
 if __name__ == "__main__":
