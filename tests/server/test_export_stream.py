@@ -16,27 +16,16 @@ import pytest
 from tests.server.conftest import client_for
 from trainledger.server import export, run_store
 
+EXPORT = "/api/v1/runs/export.csv"
+
 
 def _rows(text: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(text)))
 
 
-def test_streamed_parts_make_the_same_table(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with client_for(base) as client:
-        whole = client.post("/api/v1/runs/export.csv", json={"sorted_name": "loss"}).text
-        monkeypatch.setattr(export, "CHUNK_ROWS", 2)  # 6 runs: header + 3 parts
-        monkeypatch.setattr(run_store, "_RUN_INFO_MAX", 0)  # the parts read the run fields
-        with client.stream("POST", "/api/v1/runs/export.csv", json={"sorted_name": "loss"}) as r:
-            assert r.status_code == 200
-            assert r.headers["content-type"].startswith("text/csv")
-            parts = list(r.iter_text())
-    streamed = "".join(parts)
-    assert streamed == whole
-    rows = _rows(streamed)
-    assert len(rows) == 6 and all(row["run/status"] for row in rows)
-
-
-def test_rows_are_made_on_the_export_pool(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def run_info_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the threads that read a run's ``run`` fields (large results only)."""
     threads: list[str] = []
     original = run_store.EngineStore.run_info
 
@@ -44,8 +33,42 @@ def test_rows_are_made_on_the_export_pool(base: Path, monkeypatch: pytest.Monkey
         threads.append(threading.current_thread().name)
         return original(self, run_id)
 
-    monkeypatch.setattr(run_store, "_RUN_INFO_MAX", 0)
+    monkeypatch.setattr(run_store, "_RUN_INFO_MAX", 0)  # as for a result of > 100 runs
     monkeypatch.setattr(run_store.EngineStore, "run_info", spy)
+    return threads
+
+
+def test_streamed_parts_make_the_same_table(
+    base: Path, monkeypatch: pytest.MonkeyPatch, run_info_calls: list[str]
+) -> None:
     with client_for(base) as client:
-        assert len(_rows(client.post("/api/v1/runs/export.csv").text)) == 6
-    assert threads and all(name.startswith("trainledger-export") for name in threads)
+        whole = client.post(EXPORT, json={"sorted_name": "loss"}).text  # one part of rows
+        monkeypatch.setattr(export, "CHUNK_ROWS", 2)
+        store = client.app.state.store  # type: ignore[attr-defined]
+        cond = {"sorted_name": "loss", "sorted_type": "ascending"}  # same order, new result
+        parts = list(export.csv_parts(store, store.search(cond), None))
+    assert len(parts) == 4  # header, then 6 runs in parts of 2
+    assert "".join(parts) == whole
+    rows = _rows(whole)
+    assert len(rows) == 6 and all(row["run/status"] for row in rows)
+
+
+def test_rows_are_made_on_the_export_pool(base: Path, run_info_calls: list[str]) -> None:
+    with client_for(base) as client:
+        assert len(_rows(client.post(EXPORT).text)) == 6
+    assert len(run_info_calls) == 6
+    assert all(name.startswith("trainledger-export") for name in run_info_calls)
+
+
+def test_the_same_export_is_made_once_per_data_version(
+    base: Path, run_info_calls: list[str]
+) -> None:
+    with client_for(base) as client:
+        first = client.post(EXPORT, json={"optimizer": {"in": ["Adam", "SGD"]}}).text
+        made = len(run_info_calls)
+        assert client.post(EXPORT, json={"optimizer": {"in": ["Adam", "SGD"]}}).text == first
+        assert len(run_info_calls) == made  # sent again, not made again
+        run_id = _rows(first)[0]["run_id"]
+        client.put(f"/api/v1/runs/{run_id}/annotation", json={"tag": 9})  # a new data version
+        again = _rows(client.post(EXPORT, json={"optimizer": {"in": ["Adam", "SGD"]}}).text)
+        assert again[0]["tag"] == "9" and len(run_info_calls) > made

@@ -144,3 +144,25 @@ def test_fuzzed_api_conditions_are_never_500(
     ):
         r = client.post("/api/v1/runs", json=body)
         assert r.status_code < 500, r.text
+
+
+# ---- a uint64 metric poisons nothing ------------------------------------------------------------
+
+
+def test_a_uint64_metric_is_served_everywhere(tmp_path: Path) -> None:
+    from tests.runs import write_run
+
+    base = tmp_path / "runs"
+    write_run(base, "counter", metrics={"seen": 2**64 - 1})
+    write_run(base, "plain", metrics={"seen": 3})
+    with client_for(base) as client:
+        result = client.post("/api/v1/runs", json={"sorted_name": "metric/seen"}).json()
+        assert [o["run_id"] for o in result["object"]] == ["plain", "counter"]
+        r = client.post("/api/v1/runs/export.csv", params={"where": ["metric/seen > 2**63"]})
+        assert r.status_code == 400  # (not an expression) - and never a 500
+        text = client.post("/api/v1/runs/export.csv").text
+        assert str(2**64 - 1) in text  # exact in the export
+        assert client.get("/api/v1/runs/counter").status_code == 200
+    code = CliRunner().invoke(cli, ["lineage", str(base), "--where", f"metric/seen >= {2**63}"])
+    assert code.exit_code == 0, code.output
+    assert "counter" in code.output and "plain" not in code.output

@@ -128,11 +128,11 @@ async def export_csv(
     before the first byte, and exports never hold up the page's own requests.
     """
 
-    def prepare() -> tuple[list[str], Iterator[str]]:
+    def prepare() -> Iterator[str]:
         result = combined_search(store, _unpaged(condition), where)
         return csv_parts(store, result, columns)
 
-    _, parts = await on_export_pool(prepare)
+    parts = await on_export_pool(prepare)
     return StreamingResponse(
         stream_on_pool(parts),
         media_type="text/csv; charset=utf-8",
