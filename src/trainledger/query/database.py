@@ -118,7 +118,8 @@ def damage(path: str) -> str | None:
 
     Cheap checks of the header only (the open check): a zero-length file beside a WAL log
     (truncated while a connection was open: SQLite would wait on the stale log), a wrong magic
-    string, or a file shorter than the page count its header declares (truncated).
+    string, or, when no connection has it open (no WAL log), a file shorter than the page
+    count its header declares (truncated).
     """
     try:
         with open(path, "rb") as f:
@@ -126,11 +127,13 @@ def damage(path: str) -> str | None:
             size = os.fstat(f.fileno()).st_size
     except FileNotFoundError:
         return None
+    in_use = os.path.exists(path + "-wal") or os.path.exists(path + "-shm")
     if size == 0:
-        stale = os.path.exists(path + "-wal") or os.path.exists(path + "-shm")
-        return "zero-length file beside a WAL log" if stale else None
+        return "zero-length file beside a WAL log" if in_use else None
     if len(head) < 100 or head[:16] != _MAGIC:
         return "not a SQLite file"
+    if in_use:  # a checkpoint may be growing the file right now: leave it to the error path
+        return None
     page_size = int.from_bytes(head[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
     pages = int.from_bytes(head[28:32], "big")

@@ -129,6 +129,7 @@ class LineageIndex:
         self._annotations_seen = False
         self._known_generation = None
         self._listings_loaded = False
+        self._synced, self._synced_generation, self._checked = {}, None, None
         return self._conn
 
     def _damage(self, exc: Exception) -> str | None:
