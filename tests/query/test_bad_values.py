@@ -171,7 +171,32 @@ _CONTROL = st.fixed_dictionaries(
         ),
     },
 )
+# near-valid conditions (known fields, real operators, plain values of any size or text)
+# reach SQL; the rest mostly exercise validation
+_NUMBERS = st.one_of(st.integers(), st.integers(min_value=-(2**130), max_value=2**130), st.floats())
+_PLAIN = st.one_of(_NUMBERS, st.lists(st.one_of(st.none(), _NUMBERS), max_size=3))
+_WELL_FORMED = st.builds(
+    lambda fields, sort: {**fields, **sort},
+    st.dictionaries(
+        st.sampled_from(
+            ["learning_rate", "loss", "metric/acc", "metric/count", "user_defined/u", "metric_acc"]
+        ),
+        st.dictionaries(st.sampled_from(["eq", "lt", "gt", "le", "ge", "in", "not_in"]), _PLAIN),
+        max_size=3,
+    ),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "sorted_name": st.sampled_from(["metric/count", "loss", "tag", "summary_dir"]),
+            "sorted_type": st.sampled_from(["ascending", "descending"]),
+            "limit": st.integers(1, 5),
+            "offset": st.integers(0, 3),
+        },
+    ),
+)
 CONDITIONS = st.one_of(
+    _WELL_FORMED,
+    _WELL_FORMED,
     st.builds(
         lambda fields, control: {**fields, **control},
         st.dictionaries(_NAMES, st.one_of(_FIELD_OPS, _VALUES), max_size=3),
