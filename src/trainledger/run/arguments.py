@@ -8,7 +8,13 @@ import torch
 
 from trainledger.run.amp import BOOST_LEVELS
 
-__all__ = ["check_frequency", "check_int", "check_model_args", "check_positive_int"]
+__all__ = [
+    "check_frequency",
+    "check_int",
+    "check_model_args",
+    "check_positive_int",
+    "check_train_args",
+]
 
 
 def check_int(value: Any, name: str, minimum: int) -> None:
@@ -29,6 +35,23 @@ def check_frequency(freq: Any) -> None:
     raise ValueError(
         f"valid_frequency expected an int >= 1 or a list of epoch numbers, received: {freq!r}"
     )
+
+
+def check_train_args(epoch: Any, initial_epoch: Any, sink_size: Any) -> None:
+    """``Model.train``/``fit``'s epoch range and sink size."""
+    check_int(epoch, "epoch", 1)
+    check_int(initial_epoch, "initial_epoch", 0)
+    if initial_epoch >= epoch:
+        raise ValueError(
+            f"initial_epoch expected a value below epoch ({epoch}), received: {initial_epoch}"
+        )
+    if (
+        not isinstance(sink_size, int)
+        or isinstance(sink_size, bool)
+        or sink_size == 0
+        or sink_size < -1
+    ):
+        raise ValueError(f"sink_size expected -1 or a positive int, received: {sink_size!r}")
 
 
 def check_model_args(

@@ -7,17 +7,19 @@ numpy arrays are turned into tensors; everything is moved to the network's devic
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 
-from trainledger.errors import DatasetError
+from trainledger.errors import DatasetError, TrainledgerError
 
 __all__ = [
     "LABEL_KEYS",
+    "call_network",
     "check_dataset",
+    "checked_call",
     "dataset_len",
     "describe",
     "split_batch",
@@ -25,6 +27,8 @@ __all__ = [
 ]
 
 LABEL_KEYS = ("label", "labels")
+
+_T = TypeVar("_T")
 
 
 def check_dataset(dataset: object, name: str, passes: int) -> None:
@@ -121,3 +125,16 @@ def describe(obj: Any) -> str:
         inner = ", ".join(f"{k!r}: {describe(v)}" for k, v in list(obj.items())[:6])
         return f"dict{{{inner}}}"
     return type(obj).__name__
+
+
+def checked_call(fn: Callable[..., _T], batch: Any, *args: Any) -> _T:
+    """``fn(batch, *args)`` for the first batch of a run or pass: a shape error names the
+    batch's structure (later batches run unguarded, so an OOM is never mislabelled)."""
+    try:
+        return fn(batch, *args)
+    except (RuntimeError, ValueError, IndexError) as exc:
+        if isinstance(exc, TrainledgerError):
+            raise
+        raise DatasetError(
+            f"the network or loss_fn could not take the batch {describe(batch)}: {exc}"
+        ) from exc

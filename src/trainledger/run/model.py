@@ -29,14 +29,13 @@ from typing import Any
 
 import torch
 
-from trainledger.errors import DatasetError, TrainledgerError
 from trainledger.run.amp import AmpPolicy
-from trainledger.run.arguments import check_frequency, check_int, check_model_args
+from trainledger.run.arguments import check_frequency, check_model_args, check_train_args
 from trainledger.run.batches import (
     call_network,
     check_dataset,
+    checked_call,
     dataset_len,
-    describe,
     split_batch,
     to_device,
 )
@@ -44,7 +43,7 @@ from trainledger.run.callback import Callback, CallbackParams, RunContext
 from trainledger.run.callback_manager import CallbackManager, as_callback_list
 from trainledger.run.defaults import default_callbacks
 from trainledger.run.device import device_of, parallel_info
-from trainledger.run.evaluation import EvalMixin
+from trainledger.run.evaluation import Evaluator
 from trainledger.run.metrics import Metric, get_metrics
 from trainledger.run.outputs import extract_loss
 from trainledger.run.signals import stop_on_signals
@@ -53,7 +52,7 @@ from trainledger.run.steploop import Cycle, InlineParts, StepLoop
 __all__ = ["Model"]
 
 
-class Model(EvalMixin):
+class Model:
     """Train, evaluate and predict with a ``torch.nn.Module`` and callbacks.
 
     Args:
@@ -110,6 +109,7 @@ class Model(EvalMixin):
         self._on_cpu = self._device.type == "cpu"
         self._amp = AmpPolicy(amp_level, self._device)
         self._check_next_batch = True
+        self._evaluator = Evaluator(self._eval_network, loss_fn, self._metrics, self._eval_indexes)
 
     # --- public properties (MindSpore names) ---------------------------------------------
     @property
@@ -172,6 +172,34 @@ class Model(EvalMixin):
             epoch, train_dataset, callbacks, dataset_sink_mode, sink_size, initial_epoch, valid
         )
 
+    def eval(
+        self,
+        valid_dataset: Iterable[Any],
+        callbacks: Callback | Iterable[Callback] | None = None,
+        dataset_sink_mode: bool = False,
+    ) -> dict[str, Any]:
+        """Evaluate the metrics over one pass of ``valid_dataset``; returns ``{name: value}``.
+
+        With ``dataset_sink_mode`` the eval step hooks fire once for the whole pass. Stop
+        requests are ignored: an evaluation is always complete."""
+        self._require_metrics("eval")
+        check_dataset(valid_dataset, "valid_dataset", 1)
+        manager = self._make_manager(callbacks, progress=False)
+        cb_params = CallbackParams(
+            network=self._network, list_callback=manager.callbacks, exception=None
+        )
+        run_context = RunContext(cb_params)
+        with manager:
+            self._prepare_run()
+            return self._evaluator.run(
+                valid_dataset,
+                manager,
+                run_context,
+                bool(dataset_sink_mode),
+                self._move_to_device,
+                self._amp,
+            )
+
     def predict(self, *inputs: Any) -> Any:
         """The predict network's output for ``inputs`` (moved to its device), without grad."""
         net = self._predict_network
@@ -194,19 +222,7 @@ class Model(EvalMixin):
         initial_epoch: int,
         valid: tuple[Iterable[Any], int | list[int], bool] | None,
     ) -> None:
-        check_int(epoch, "epoch", 1)
-        check_int(initial_epoch, "initial_epoch", 0)
-        if initial_epoch >= epoch:
-            raise ValueError(
-                f"initial_epoch expected a value below epoch ({epoch}), received: {initial_epoch}"
-            )
-        if (
-            not isinstance(sink_size, int)
-            or isinstance(sink_size, bool)
-            or sink_size == 0
-            or sink_size < -1
-        ):
-            raise ValueError(f"sink_size expected -1 or a positive int, received: {sink_size!r}")
+        check_train_args(epoch, initial_epoch, sink_size)
         self._check_can_train()
         sink = bool(dataset_sink_mode)
         passes = 1 if sink and sink_size > 0 else epoch - initial_epoch
@@ -241,7 +257,15 @@ class Model(EvalMixin):
                         else:
                             loop.run_epoch(train_dataset)
                         if valid is not None and _should_eval(ep + 1, valid[1], run_context):
-                            self._eval_in_fit(valid[0], valid[2], manager, run_context)
+                            self._prepare_run()
+                            self._evaluator.run_in_fit(
+                                valid[0],
+                                manager,
+                                run_context,
+                                valid[2],
+                                self._move_to_device,
+                                self._amp,
+                            )
                     if valid is not None:
                         cb_params.eval_results = {}
                     if run_context.get_stop_requested():
@@ -387,9 +411,9 @@ class Model(EvalMixin):
     def _forward_loss(self, batch: Any) -> tuple[Any, Any]:
         """``(loss, net_outputs)`` of one batch (inside autocast when amp is on)."""
         if self._check_next_batch:
-            result = self._checked(self._forward_loss_unchecked, batch)
+            result = checked_call(self._forward_loss_unchecked, batch)
             self._check_next_batch = False
-            return result  # type: ignore[no-any-return]
+            return result
         return self._forward_loss_unchecked(batch)
 
     def _forward_loss_unchecked(self, batch: Any) -> tuple[Any, Any]:
@@ -407,18 +431,12 @@ class Model(EvalMixin):
         overrides it to keep the predictions and labels for its windowed metrics)."""
         return self._loss_fn(y_pred, label)
 
-    @staticmethod
-    def _checked(fn: Any, batch: Any) -> Any:
-        """Run ``fn(batch)`` for the first batch of a run: a shape error names the batch's
-        structure (later batches run unguarded, so an OOM is never mislabelled)."""
-        try:
-            return fn(batch)
-        except (RuntimeError, ValueError, IndexError) as exc:
-            if isinstance(exc, TrainledgerError):
-                raise
-            raise DatasetError(
-                f"the network or loss_fn could not take the batch {describe(batch)}: {exc}"
-            ) from exc
+    def _require_metrics(self, what: str) -> None:
+        if not self._metrics:
+            raise ValueError(
+                f"Model.{what} expected metrics (a dict or a set of names) given to Model, "
+                "received: none"
+            )
 
 
 def _should_eval(epoch: int, freq: int | list[int], run_context: RunContext) -> bool:
