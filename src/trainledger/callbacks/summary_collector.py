@@ -26,7 +26,7 @@ from typing import Any
 
 from trainledger.callbacks.graph_capture import first_batch_graph
 from trainledger.callbacks.landscape_collect import landscape_saver
-from trainledger.callbacks.lineage import EvalLineage
+from trainledger.callbacks.summary_lineage import collector_lineage
 from trainledger.callbacks.summary_options import (
     TENSOR_STEP_LIMIT,
     check_positive_int,
@@ -37,7 +37,6 @@ from trainledger.callbacks.summary_options import (
     tensor_range,
 )
 from trainledger.callbacks.summary_parts import (
-    CollectorTrainLineage,
     add_histograms,
     add_input_images,
     learning_rate,
@@ -99,29 +98,14 @@ class SummaryCollector(Callback):
         self._num_process = num_process
         self._collect_tensor_freq = collect_tensor_freq
         self._max_file_size = max_file_size
-        self._lineage = self._lineage_callbacks()
+        self._lineage = collector_lineage(  # callbacks/summary_lineage.py
+            self._summary_dir, self._specified, self._custom_lineage_data or None
+        )
         self._landscape = landscape_saver(self._summary_dir, self._specified)  # or None
         self._record: SummaryRecord | None = None
         self._entered = False
         self._training = False
         self._reset_run_state()
-
-    def _lineage_callbacks(self) -> list[Callback]:
-        """The lineage callbacks this collector drives (the one lineage writer is theirs)."""
-        switches = self._specified
-        custom = self._custom_lineage_data or None
-        children: list[Callback] = []
-        keep_train = bool(switches.get("collect_train_lineage"))
-        keep_graph = bool(switches.get("collect_dataset_graph"))
-        if keep_train or keep_graph or custom:
-            children.append(
-                CollectorTrainLineage(self._summary_dir, custom, keep_train, keep_graph)
-            )
-        if switches.get("collect_eval_lineage"):
-            children.append(
-                EvalLineage(self._summary_dir, user_defined_info=None if children else custom)
-            )
-        return children
 
     # --- public ---------------------------------------------------------------------------
     @property

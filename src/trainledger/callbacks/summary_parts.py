@@ -1,6 +1,5 @@
 """Pieces of ``SummaryCollector`` that need no collector state: reading deferred losses and
-the learning rate from a step's cb_params, choosing the parameters for histograms, and the
-``TrainLineage`` variant whose records follow the collector's lineage switches."""
+the learning rate from a step's cb_params, and choosing the parameters for histograms."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from trainledger.callbacks.lineage import TrainLineage
 from trainledger.summary import SummaryRecord
 
 logger = logging.getLogger("trainledger.summary")
@@ -20,7 +18,6 @@ __all__ = [
     "learning_rate",
     "read_deferred",
     "select_parameters",
-    "CollectorTrainLineage",
 ]
 
 
@@ -75,34 +72,6 @@ def select_parameters(
                 return
         elif re.match(regular, name):
             yield name, param
-
-
-class CollectorTrainLineage(TrainLineage):
-    """``TrainLineage`` whose records are filtered by the collector's switches, so
-    ``collect_train_lineage`` and ``collect_dataset_graph`` can be turned off separately."""
-
-    def __init__(
-        self,
-        log_dir: str,
-        user_defined_info: dict[str, Any] | None,
-        keep_train: bool,
-        keep_graph: bool,
-    ) -> None:
-        super().__init__(log_dir, user_defined_info=user_defined_info)
-        self._keep_train = keep_train
-        self._keep_graph = keep_graph
-
-    def _keeps(self, event: Any) -> bool:
-        kind = event.WhichOneof("what")
-        if kind == "dataset_graph":
-            return self._keep_graph
-        if kind == "user_defined_info":
-            return True  # only present when custom_lineage_data was given
-        return self._keep_train
-
-    def _write(self, events: list[Any]) -> str:
-        kept = [e for e in events if self._keeps(e)]
-        return super()._write(kept) if kept else ""
 
 
 _HISTOGRAM_DEFAULT_COUNT = 5
