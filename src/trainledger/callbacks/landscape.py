@@ -310,7 +310,7 @@ class _Progress:
         self._bar: Any = None
         self._task: Any = None
         if enabled:
-            from rich.progress import Progress
+            from rich.progress import Progress  # rich only when a bar is shown
 
             self._bar = Progress(transient=True)
             self._task = self._bar.add_task("loss landscape", total=total)

@@ -8,6 +8,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import torch
+
 from trainledger.summary import SummaryRecord
 
 logger = logging.getLogger("trainledger.summary")
@@ -26,8 +28,6 @@ def read_deferred(rows: list[tuple[Any, ...]], column: int) -> list[tuple[Any, .
     (``stack(...).tolist()``, one device sync) instead of one ``.item()`` per step. Rows are
     transposed and rebuilt with ``zip`` (C speed): this runs once per 1024 training steps,
     between torch ops."""
-    import torch
-
     if not rows:
         return rows
     columns = list(zip(*rows, strict=True))

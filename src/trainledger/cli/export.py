@@ -14,6 +14,8 @@ from pathlib import Path
 
 import click
 
+from trainledger.errors import CheckpointDecryptError, TrainledgerError
+
 
 @click.group("export")
 def export() -> None:
@@ -33,8 +35,8 @@ def export() -> None:
 @click.option("--overwrite", is_flag=True, help="Replace DST if it exists.")
 def safetensors_cmd(src: Path, dst: Path, dec_key_env: str | None, overwrite: bool) -> None:
     """Write checkpoint SRC (MindSpore .ckpt or trainledger) as DST.safetensors."""
+    # numpy and the checkpoint stack: here so that `trainledger export --help` starts fast
     from trainledger.checkpoint import export_safetensors
-    from trainledger.errors import CheckpointDecryptError, TrainledgerError
 
     key = None
     if dec_key_env is not None:
@@ -67,6 +69,7 @@ def tensorboard_cmd(src: Path, dst: Path) -> None:
     """Convert the MindSpore summaries (_MS files) of run SRC, or of every run below SRC, into
     TensorBoard event files under DST (one sub-directory per run): scalars, images,
     histograms, tensors and the graph. Then: tensorboard --logdir DST."""
+    # numpy and protobuf: here so that `trainledger export --help` starts fast
     from trainledger.summary import convert_mindspore_run, find_mindspore_runs
 
     if _inside(dst, src):
@@ -84,7 +87,7 @@ def tensorboard_cmd(src: Path, dst: Path) -> None:
             raise click.ClickException(f"{target} already holds TensorBoard event files")
     items: Iterable[tuple[Path, Path]] = targets
     if len(targets) > 1:
-        from rich.console import Console
+        from rich.console import Console  # rich only when a progress bar is drawn
         from rich.progress import track
 
         items = track(targets, description="converting", console=Console(stderr=True))

@@ -62,6 +62,8 @@ def render_table(result: dict[str, Any], console: Any = None, *, title: str | No
     Columns: run, the fields any run has a value for, every metric/ and user_defined/ column
     of ``customized``, and the tag/remark annotations when present.
     """
+    # rich and the query engine (numpy, protobuf) load on use: `trainledger lineage --help`
+    # and the demo's import of this module stay fast
     from rich.console import Console
     from rich.table import Table
 
@@ -100,7 +102,7 @@ def render_table(result: dict[str, Any], console: Any = None, *, title: str | No
             *(format_value(row.get(c)) for c in extra),
         )
     if not console.is_terminal:  # piped or captured: never squeeze columns to 80 characters
-        from rich.measure import Measurement
+        from rich.measure import Measurement  # rich on use, as above
 
         options = console.options.update(max_width=10_000)
         console.width = max(console.width, Measurement.get(console, options, table).maximum)
@@ -110,7 +112,7 @@ def render_table(result: dict[str, Any], console: Any = None, *, title: str | No
 
 def _csv(result: dict[str, Any]) -> str:
     """The CLI's csv: ``flatten_result``'s columns, floats exact (repr), None empty."""
-    from trainledger.query import flatten_result
+    from trainledger.query import flatten_result  # the query engine on use (see render_table)
 
     columns, rows = flatten_result(result)
     buf = io.StringIO()
@@ -167,7 +169,7 @@ def lineage(
     max_depth: int,
 ) -> None:
     """Filter, sort and page the lineage of the runs under BASE."""
-    from trainledger.query import FIELDS, filter_summary_lineage, parse_where
+    from trainledger.query import FIELDS, filter_summary_lineage, parse_where  # on use
 
     try:
         condition = parse_where(wheres, sort=sort, limit=limit, page=page)
@@ -183,7 +185,7 @@ def lineage(
     elif fmt == "csv":
         click.echo(_csv(result), nl=False)
     else:
-        from rich.console import Console
+        from rich.console import Console  # rich on use (see render_table)
 
         console = Console()
         if not console.is_terminal:
@@ -192,6 +194,7 @@ def lineage(
 
 
 def _render_show(lineage_info: dict[str, Any]) -> None:
+    # rich on use (see render_table)
     from rich.console import Console
     from rich.pretty import Pretty
     from rich.table import Table
@@ -223,7 +226,7 @@ def _render_show(lineage_info: dict[str, Any]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the lineage as JSON.")
 def show(run_dir: str, as_json: bool) -> None:
     """Show the lineage of one run directory."""
-    from trainledger.query import get_summary_lineage
+    from trainledger.query import get_summary_lineage  # the query engine on use
 
     try:
         info = get_summary_lineage(os.path.abspath(run_dir))

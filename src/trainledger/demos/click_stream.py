@@ -92,7 +92,7 @@ class ClickStream:
 
 def collate_clicks(records: list[dict[str, Any]]) -> tuple[Any, Any, Any]:
     """Records -> ``(ids int64 (B, 5), dense float32 (B, 2), click float32 (B,))``."""
-    import torch
+    import torch  # only here: the producer process imports this module and needs no torch
 
     ids = torch.tensor([[r[k] for k in FIELDS] for r in records], dtype=torch.int64)
     dense = torch.tensor(

@@ -31,6 +31,8 @@ from trainledger.callbacks import (
     SummaryCollector,
 )
 from trainledger.checkpoint import CheckpointConfig
+from trainledger.cli import render_table
+from trainledger.query import filter_summary_lineage
 from trainledger.run import Callback, Model
 
 __all__ = [
@@ -71,7 +73,7 @@ class DigitsData:
 
 def load_digits_data(test_fraction: float = 0.2) -> DigitsData:
     """The digits set, shuffled with a fixed seed and split into train and test."""
-    from sklearn.datasets import load_digits
+    from sklearn.datasets import load_digits  # the optional "demo" extra
 
     digits = load_digits()
     x = digits.data.astype(np.float32) / 16.0
@@ -277,9 +279,6 @@ def run_demo(out: Path, console: Console | None = None) -> list[dict[str, Any]]:
 
 def print_lineage(out: Path, console: Console) -> None:
     """The lineage table of every run under ``out`` (best accuracy first), then how to browse."""
-    from trainledger.cli import render_table
-    from trainledger.query import filter_summary_lineage
-
     result = filter_summary_lineage(
         str(out), {"sorted_name": "metric/accuracy", "sorted_type": "descending"}
     )
