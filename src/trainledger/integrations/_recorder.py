@@ -162,8 +162,11 @@ class RunRecorder:
 
         A "loss" value also becomes the run's latest loss (lineage's ``algorithm.loss``).
         """
-        rows = [(str(k), v) for k, v in ((k, scalar_value(v)) for k, v in values.items())]
-        rows = [(k, v) for k, v in rows if v is not None]
+        rows: list[tuple[str, float]] = []
+        for key, raw in values.items():
+            value = scalar_value(raw)
+            if value is not None:
+                rows.append((str(key), value))
         if not rows:
             return
         self.params["cur_step_num"] = max(int(step), int(self.params.get("cur_step_num") or 0))
@@ -178,8 +181,11 @@ class RunRecorder:
 
     def evaluation(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
         """Record evaluation metrics into lineage (and as ``eval/<name>`` scalars)."""
-        clean = {str(k): v for k, v in ((k, scalar_value(v)) for k, v in metrics.items())}
-        clean = {k: v for k, v in clean.items() if v is not None}
+        clean: dict[str, float] = {}
+        for key, raw in metrics.items():
+            value = scalar_value(raw)
+            if value is not None:
+                clean[str(key)] = value
         if not clean:
             return
         self._final_metrics.update(clean)
