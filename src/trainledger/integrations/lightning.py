@@ -1,4 +1,4 @@
-"""PyTorch Lightning: ``TrainledgerCallback`` records a ``Trainer.fit``/``test`` as a trainledger run.
+"""PyTorch Lightning: ``TrainledgerCallback`` records ``Trainer.fit``/``test`` as a trainledger run.
 
 ::
 
@@ -161,7 +161,7 @@ class TrainledgerCallback(pl.Callback):
         params["cur_step_num"] = step
         if outputs is not None:
             params["net_outputs"] = outputs
-        every = max(int(trainer.log_every_n_steps or 1), 1)
+        every = max(int(getattr(trainer, "log_every_n_steps", 50) or 1), 1)
         if step % every == 0 and rec.writes:
             keys = self._eval_keys
             values = {k: v for k, v in trainer.callback_metrics.items() if k not in keys}
