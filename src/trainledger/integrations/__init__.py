@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from trainledger.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "ImportReport": "trainledger.integrations.mlflow",
+    "import_mlflow": "trainledger.integrations.mlflow",
     "RunRecorder": "trainledger.integrations._recorder",
     "flat_hparams": "trainledger.integrations._recorder",
     "Tracker": "trainledger.integrations.tracking",
@@ -21,6 +23,8 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "flat_hparams",
+    "import_mlflow",
+    "ImportReport",
     "RunRecorder",
     "track",
     "Tracker",
@@ -30,4 +34,5 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.integrations._recorder import RunRecorder, flat_hparams
+    from trainledger.integrations.mlflow import ImportReport, import_mlflow
     from trainledger.integrations.tracking import Tracker, track
