@@ -1,0 +1,176 @@
+"""What ``TrainledgerCallback`` adds to a Lightning epoch (target: at most 3%).
+
+A LightningModule around the MLP of ``bench/train_overhead.py`` (64-128-10, batch 64) that
+logs its loss at every step (``self.log("loss", loss)``) and an accuracy in validation, fitted
+for one epoch with Lightning's defaults for logging (``log_every_n_steps=50``), without and
+with ``TrainledgerCallback``, in one process. Rounds alternate (base, ours, ours, base, ...)
+so machine noise hits both alike.
+
+What is timed: Lightning's training epoch, from ``on_train_epoch_start`` to
+``on_train_epoch_end`` of a timer callback placed after ours; that includes the validation
+pass at the epoch's end, our evaluation lineage write (fsynced), the scalars, and our epoch
+snapshot. The run's fixed cost (the start and end lineage records, the HParams files, closing
+the summary) is reported apart, per run. Figures are wall and process CPU time per epoch;
+the slowdown is the median of the paired rounds' differences and the ratio of medians, each
+with a 95% bootstrap interval. torch runs on one intra-op thread (``--threads``).
+
+    .venv/bin/python bench/integrations_overhead.py [--steps 500] [--rounds 40] | cat
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from train_overhead import make  # noqa: E402  the same MLP as the training-loop benchmark
+
+from trainledger.integrations.lightning import TrainledgerCallback  # noqa: E402
+from trainledger.query import get_summary_lineage  # noqa: E402
+
+
+class Lit(pl.LightningModule):
+    def __init__(self, hidden: int) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.net, self.opt = make(hidden)
+        self.loss_fn = nn.CrossEntropyLoss()
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        x, y = batch
+        loss = self.loss_fn(self.net(x), y)
+        self.log("loss", loss)
+        return loss
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        x, y = batch
+        self.log("accuracy", (self.net(x).argmax(1) == y).float().mean())
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return self.opt
+
+
+class EpochTimer(pl.Callback):
+    """Wall and process CPU time of the training epoch, and of the whole fit."""
+
+    def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+        self.start = (time.perf_counter(), time.process_time())
+
+    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        wall, cpu = self.start
+        self.elapsed = (time.perf_counter() - wall, time.process_time() - cpu)
+
+
+def run(train: DataLoader[Any], valid: DataLoader[Any], hidden: int, run_dir: Path | None):  # type: ignore[no-untyped-def]
+    """(epoch wall s, epoch CPU s, CPU s of the rest of the fit) of one fit."""
+    timer = EpochTimer()
+    callbacks: list[pl.Callback] = [timer]
+    if run_dir is not None:
+        callbacks.insert(0, TrainledgerCallback(run_dir))
+    trainer = pl.Trainer(
+        max_epochs=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        accelerator="cpu",
+        callbacks=callbacks,
+    )
+    torch.manual_seed(0)
+    module = Lit(hidden)
+    cpu = time.process_time()
+    trainer.fit(module, train, valid)
+    total = time.process_time() - cpu
+    wall, epoch_cpu = timer.elapsed
+    return wall, epoch_cpu, total - epoch_cpu
+
+
+def _interval(base: np.ndarray, ours: np.ndarray, estimate: Any) -> tuple[float, float, float]:
+    pick = np.random.default_rng(0).integers(0, len(base), (2000, len(base)))
+    low, high = np.percentile([estimate(base[i], ours[i]) for i in pick], [2.5, 97.5])
+    return estimate(base, ours), low, high
+
+
+ESTIMATES = {
+    "median of paired differences": lambda b, o: float(np.median(o - b) / np.median(b) * 100),
+    "ratio of medians": lambda b, o: float((np.median(o) / np.median(b) - 1) * 100),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    logging.getLogger("lightning").setLevel(logging.ERROR)
+    logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
+    torch.set_num_threads(args.threads)
+    gen = torch.Generator().manual_seed(0)
+    n = args.steps * args.batch
+    x, y = torch.randn(n, 64, generator=gen), torch.randint(0, 10, (n,), generator=gen)
+    train = DataLoader(TensorDataset(x, y), batch_size=args.batch)
+    valid = DataLoader(TensorDataset(x[: n // 10], y[: n // 10]), batch_size=args.batch)
+    root = Path(tempfile.mkdtemp(prefix="tl-bench-lightning-"))
+    try:
+        run(train, valid, args.hidden, None)  # warm-up
+        run(train, valid, args.hidden, root / "warm")
+        base: list[tuple[float, float, float]] = []
+        ours: list[tuple[float, float, float]] = []
+        for i in range(args.rounds):
+            run_dir = root / f"r{i}"
+            order = (None, run_dir) if i % 2 == 0 else (run_dir, None)
+            for where in order:
+                (base if where is None else ours).append(run(train, valid, args.hidden, where))
+            lineage = get_summary_lineage(str(run_dir))
+            assert lineage["run"]["status"] == "finished", lineage["run"]
+            assert lineage["run"]["total_steps"] == args.steps
+            shutil.rmtree(run_dir)
+        report(args, np.array(base), np.array(ours))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def report(args: argparse.Namespace, base: np.ndarray, ours: np.ndarray) -> None:
+    print(
+        f"Lightning {pl.__version__}, MLP 64-{args.hidden}-10, batch {args.batch}, "
+        f"{args.steps} steps + validation per epoch, {args.rounds} paired rounds, "
+        f"torch {torch.__version__}, {torch.get_num_threads()} thread(s)"
+    )
+    print(f"  {'':30s} {'epoch wall ms':>24} {'epoch CPU ms':>24} {'rest of fit':>12}")
+    print(f"  {'':30s} {'median':>8} {'IQR':>15} {'median':>8} {'IQR':>15} {'CPU ms':>12}")
+    for name, values in (("fit, no callback", base), ("+ TrainledgerCallback", ours)):
+        wall, cpu, rest = values[:, 0] * 1e3, values[:, 1] * 1e3, values[:, 2] * 1e3
+        w25, w75 = np.percentile(wall, [25, 75])
+        c25, c75 = np.percentile(cpu, [25, 75])
+        print(
+            f"  {name:30s} {np.median(wall):8.1f} {w25:7.1f}-{w75:7.1f} "
+            f"{np.median(cpu):8.1f} {c25:7.1f}-{c75:7.1f} {np.median(rest):12.1f}"
+        )
+    for column, label in ((0, "wall"), (1, "CPU")):
+        print(f"  slowdown per epoch, {label} (95% bootstrap interval):")
+        for name, estimate in ESTIMATES.items():
+            value, low, high = _interval(base[:, column], ours[:, column], estimate)
+            print(f"    {name:30s} {value:5.2f}%  ({low:.2f}% to {high:.2f}%)")
+    print("  (rest of fit: trainer set-up and teardown, our start/end records, HParams files)")
+
+
+if __name__ == "__main__":
+    main()
