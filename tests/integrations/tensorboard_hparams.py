@@ -63,3 +63,13 @@ def sessions(base: Path) -> dict[str, dict[str, Any]]:
                 "status": api_pb2.Status.Name(session.status),
             }
     return out
+
+
+def value_tags(event_file: Path) -> set[str]:
+    """The tags of every summary value in one event file, read by TensorBoard's loader."""
+    from tensorboard.backend.event_processing import event_file_loader
+
+    tags = set()
+    for event in event_file_loader.EventFileLoader(str(event_file)).Load():
+        tags |= {value.tag for value in event.summary.value}
+    return tags

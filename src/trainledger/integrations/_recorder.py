@@ -16,34 +16,20 @@ the last points of the run's scalars (``eval/<metric>``).
 from __future__ import annotations
 
 import json
-import logging
 import math
 import numbers
 import os
 from collections.abc import Mapping
 from typing import Any
 
-from trainledger.callbacks import EvalLineage, TrainLineage
-from trainledger.lineage import (
-    distributed_info,
-    initial_learning_rate,
-    loss_function_name,
-    network_name,
-    optimizer_name,
-    run_status,
-)
+from trainledger.callbacks import EvalLineage, HParamsSession, TrainLineage
+from trainledger.lineage import distributed_info
 from trainledger.run import CallbackParams, RunContext
-from trainledger.summary import (
-    SummaryRecord,
-    session_end_event,
-    session_start_event,
-    write_hparams_events,
-)
+from trainledger.summary import SummaryRecord
 
 __all__ = ["RunRecorder", "flat_hparams", "scalar_value"]
 
 _INT32_MAX = 2**31 - 1
-_log = logging.getLogger("trainledger.integrations")
 
 
 def scalar_value(value: Any) -> float | None:
@@ -142,10 +128,9 @@ class RunRecorder:
         )
         self._context = RunContext(self.params)
         info = flat_hparams(user_defined_info)
-        self._hparams = dict(info)
         self._train = TrainLineage(self.run_dir, raise_exception, info, all_ranks=True)
         self._eval = EvalLineage(self.run_dir, raise_exception, all_ranks=True)
-        self._raise = raise_exception
+        self._session = HParamsSession(self.run_dir, info, live=True)
         self._summary: SummaryRecord | None = None
         self._final_metrics: dict[str, float] = {}
         self.began = False
@@ -160,7 +145,7 @@ class RunRecorder:
         """More hyper-parameters / user fields, written with the next lineage record."""
         flat = flat_hparams(info)
         if flat:
-            self._hparams.update(flat)
+            self._session.user_hparams.update(flat)
             self._train.update_user_defined_info(flat)
 
     @property
@@ -176,33 +161,7 @@ class RunRecorder:
         self.began = True
         if self.writes:
             self._train.on_train_begin(self._context)
-            self._guard(self._write_session_start)
-
-    def hparams(self) -> dict[str, Any]:
-        """The HParams dashboard's hyper-parameters: lineage's fields, then the user's."""
-        p = self.params
-        network = p.get("network")
-        lineage = {
-            "optimizer": optimizer_name(p.get("optimizer")),
-            "learning_rate": initial_learning_rate(p.get("optimizer"), p.get("lr_scheduler")),
-            "network": network_name(network),
-            "loss_function": loss_function_name(p.get("loss_fn"), network),
-            "batch_size": p.get("batch_size"),
-            "epoch": p.get("epoch_num"),
-        }
-        return {**{k: v for k, v in lineage.items() if v is not None}, **self._hparams}
-
-    def _write_session_start(self) -> None:
-        write_hparams_events(self.run_dir, session_start_event(self.hparams()))
-
-    def _guard(self, fn: Any, *args: Any) -> None:
-        """HParams data is a view for TensorBoard: a failure to write it never stops a run."""
-        try:
-            fn(*args)
-        except Exception as exc:
-            if self._raise:
-                raise
-            _log.error("writing TensorBoard hparams data to %s failed: %s", self.run_dir, exc)
+            self._session.on_train_begin(self._context)
 
     def scalars(self, step: int, values: Mapping[str, Any]) -> None:
         """Write ``{tag: number}`` as TensorBoard scalars at ``step``; non-numbers are skipped.
@@ -272,9 +231,9 @@ class RunRecorder:
                 self._train.__exit__(None, exception, None)
         finally:
             self.close()
-        if self.writes:
-            status = run_status(exception, self.params["stop_reason"])
-            self._guard(write_hparams_events, self.run_dir, session_end_event(status))
+        if self.writes:  # after the summary file is closed (see HParamsSession)
+            self._session.on_train_end(self._context)
+            self._session.finish()
 
     def close(self) -> None:
         """Flush and close the summaries (idempotent)."""
