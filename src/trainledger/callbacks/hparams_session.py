@@ -96,15 +96,16 @@ class HParamsSession(Callback):
         params = run_context.original_args()
         self._status = run_status(params.get("exception"), params.get("stop_reason"))
 
-    def finish(self, exception: BaseException | None = None) -> None:
+    def finish(self, exception: object = None) -> None:
         """Write the session end (and a start not yet written); call after the summary file
-        is closed. Does nothing when no run began or the run was already finished."""
+        is closed. Does nothing when no run began or the run was already finished.
+        ``exception``: what ended the run when ``on_train_end`` did not run (else ignored)."""
         start, self._start = self._start, None
         status, self._status = self._status, None
         if status is None:
             if start is None:
                 return
-            status = run_status(exception, None)
+            status = run_status(exception if isinstance(exception, BaseException) else None, None)
         events = [e for e in (start,) if e is not None] + [session_end_event(status)]
         self._guard(lambda: write_hparams_events(self.log_dir, *events))
 

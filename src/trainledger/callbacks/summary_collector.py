@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from trainledger.callbacks.graph_capture import first_batch_graph
+from trainledger.callbacks.hparams_session import HParamsSession
 from trainledger.callbacks.landscape_collect import landscape_saver
 from trainledger.callbacks.lineage import EvalLineage
 from trainledger.callbacks.summary_options import (
@@ -99,6 +100,7 @@ class SummaryCollector(Callback):
         self._num_process = num_process
         self._collect_tensor_freq = collect_tensor_freq
         self._max_file_size = max_file_size
+        self._hparams: HParamsSession | None = None  # set by _lineage_callbacks
         self._lineage = self._lineage_callbacks()
         self._landscape = landscape_saver(self._summary_dir, self._specified)  # or None
         self._record: SummaryRecord | None = None
@@ -121,6 +123,9 @@ class SummaryCollector(Callback):
             children.append(
                 EvalLineage(self._summary_dir, user_defined_info=None if children else custom)
             )
+        if keep_train:  # TensorBoard's HParams session, written when the summary file closes
+            self._hparams = HParamsSession(self._summary_dir, custom, live=False)
+            children.append(self._hparams)
         return children
 
     # --- public ---------------------------------------------------------------------------
@@ -161,7 +166,7 @@ class SummaryCollector(Callback):
             for child in self._lineage:
                 child.__exit__(*exc_info)
         finally:
-            self._close_record()
+            self._close_record(exc_info[1] if len(exc_info) > 1 else None)
 
     def _ensure_record(self) -> SummaryRecord:
         if self._record is None or self._record.closed:
@@ -174,13 +179,15 @@ class SummaryCollector(Callback):
             self._reset_run_state()
         return self._record
 
-    def _close_record(self) -> None:
+    def _close_record(self, exception: object = None) -> None:
         record, self._record = self._record, None
         if record is not None:
             try:
                 self._flush_rows(record)
             finally:
                 record.close()
+        if self._hparams is not None:  # after the scalar file (see HParamsSession)
+            self._hparams.finish(exception)
 
     def _reset_run_state(self) -> None:
         self._first_step = True
