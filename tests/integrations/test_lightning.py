@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -29,16 +30,19 @@ from trainledger.integrations.lightning import TrainledgerCallback  # noqa: E402
 
 
 class LitMLP(pl.LightningModule):
-    def __init__(self, lr: float, hidden: int, batch_size: int, fail_at: int = 0) -> None:
+    def __init__(
+        self, lr: float, hidden: int, batch_size: int, fail_at: int = 0, error: type = RuntimeError
+    ) -> None:
         super().__init__()
-        self.save_hyperparameters(ignore=["fail_at"])
+        self.save_hyperparameters(ignore=["fail_at", "error"])
+        self.error = error
         self.net = MLP(hidden)
         self.loss_fn = nn.CrossEntropyLoss()
         self.fail_at = fail_at
 
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
         if self.fail_at and self.global_step == self.fail_at:
-            raise RuntimeError("nan loss")
+            raise self.error("nan loss")
         x, y = batch
         loss = self.loss_fn(self.net(x), y)
         self.log("loss", loss)
@@ -120,3 +124,24 @@ def test_fast_dev_run_and_test_work_unchanged(tmp_path: Path) -> None:
     assert lineage["run"]["status"] == "finished" and lineage["run"]["total_steps"] == 1
     assert lineage["metric"] == {"accuracy": pytest.approx(result["accuracy"])}
     assert lineage["valid_dataset"] == {"valid_dataset_size": 16}
+
+
+def test_ctrl_c_is_recorded_as_stopped(tmp_path: Path) -> None:
+    train, valid = loaders()
+    trainer = _trainer(callbacks=[TrainledgerCallback(tmp_path)])
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(SystemExit):  # Lightning's graceful shutdown exits
+            trainer.fit(LitMLP(**HPARAMS, fail_at=2, error=KeyboardInterrupt), train, valid)
+    finally:
+        signal.signal(signal.SIGINT, handler)  # Lightning ignores SIGINT from then on
+    run = get_summary_lineage(str(tmp_path))["run"]
+    assert run["status"] == "stopped" and run["total_steps"] == 2
+
+
+def test_only_the_global_zero_rank_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pl.Trainer, "is_global_zero", property(lambda self: False))
+    train, valid = loaders()
+    trainer = _trainer(callbacks=[TrainledgerCallback(tmp_path / "run")])
+    trainer.fit(LitMLP(**HPARAMS), train, valid)
+    assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())
