@@ -145,3 +145,30 @@ def test_only_the_global_zero_rank_writes(tmp_path: Path, monkeypatch: pytest.Mo
     trainer = _trainer(callbacks=[TrainledgerCallback(tmp_path / "run")])
     trainer.fit(LitMLP(**HPARAMS), train, valid)
     assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())
+
+
+class Data(pl.LightningDataModule):
+    def train_dataloader(self) -> Any:
+        return loaders()[0]
+
+    def val_dataloader(self) -> Any:
+        return loaders()[1]
+
+
+class Scheduled(LitMLP):
+    def configure_optimizers(self) -> Any:
+        opt = torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+        warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / 4))
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": warmup, "interval": "step"}}
+
+
+def test_datamodule_and_scheduler(tmp_path: Path) -> None:
+    trainer = _trainer(callbacks=[TrainledgerCallback(tmp_path)], max_epochs=1)
+    trainer.fit(Scheduled(**HPARAMS), datamodule=Data())
+    lineage = get_summary_lineage(str(tmp_path))
+    # the scheduler's base lr, as the native path records it (not the warm-up's first value)
+    assert lineage["hyper_parameters"]["optimizer"] == "Adam"
+    assert lineage["hyper_parameters"]["learning_rate"] == HPARAMS["lr"]
+    assert lineage["train_dataset"] == {"train_dataset_size": 48}
+    assert lineage["valid_dataset"] == {"valid_dataset_size": 16}
+    assert lineage["hyper_parameters"]["batch_size"] == 8
