@@ -8,7 +8,8 @@ What is recorded (through ``RunRecorder``, so fields match the native ``Model`` 
 
 * hyper-parameters: ``pl_module.hparams`` (``save_hyperparameters()``) as ``user_defined``
   fields; lineage's optimizer and learning rate from ``trainer.optimizers[0]`` and its first
-  scheduler (the lr as scheduled at the start), epochs from ``max_epochs``;
+  scheduler at the start of training (the scheduler's base lr, as the native path records
+  it), epochs from ``max_epochs``;
 * network: the module's ``backbone`` (MindInsight's rule), else its one child module that is
   not a loss, else the LightningModule itself; the loss function: a ``loss_fn``/``criterion``
   /``loss`` attribute or a torch loss child module;
