@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from mlflow.entities import ViewType
+from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
 from mlflow.tracking import MlflowClient
 
 from trainledger.integrations.mlflow_mapping import (
@@ -146,13 +147,16 @@ def _progress_bar(show: bool, total: int) -> Iterator[Any]:
 
 
 def _artifacts(
-    client: MlflowClient, run_id: str, path: str | None = None, depth: int = 0
+    repo: Any, path: str | None = None, depth: int = 0
 ) -> Iterator[tuple[str, int | None]]:
-    """Every artifact file (path, size), to a few directory levels."""
-    for info in client.list_artifacts(run_id, path):
+    """Every artifact file (path, size) under the run's artifact root, to a few levels.
+
+    Listed through the artifact repository of the run's ``artifact_uri`` (the client's
+    ``list_artifacts(run_id)`` would look the run up again for each call)."""
+    for info in repo.list_artifacts(path):
         if info.is_dir:
             if depth < _MAX_ARTIFACT_DEPTH:
-                yield from _artifacts(client, run_id, info.path, depth + 1)
+                yield from _artifacts(repo, info.path, depth + 1)
         else:
             yield info.path, info.file_size
 
@@ -184,9 +188,8 @@ def _import_run(
     """Import one run; returns ("imported" | "updated" | "unchanged", run_dir)."""
     run_id = run.info.run_id
     run_dir = os.path.join(base, f"{RUN_DIR_PREFIX}{run_id}")
-    artifacts = [
-        (p, s) for p, s in _artifacts(client, run_id) if p.lower().endswith(CHECKPOINT_SUFFIXES)
-    ]
+    repo = get_artifact_repository(run.info.artifact_uri)
+    artifacts = [(p, s) for p, s in _artifacts(repo) if p.lower().endswith(CHECKPOINT_SUFFIXES)]
     fingerprint = _fingerprint(run, artifacts)
     previous = _read_marker(run_dir)
     if previous is not None and previous.get("fingerprint") == fingerprint:
