@@ -64,6 +64,12 @@ def test_reimport_is_idempotent_and_picks_up_changes(tmp_path: Path) -> None:
     changed = base / f"mlflow-{ids[1]}"
     assert get_summary_lineage(str(changed))["user_defined"]["tag.team"] == "c"
     assert len(list(changed.iterdir())) == len(list((base / f"mlflow-{ids[0]}").iterdir()))
+    # an import interrupted before its marker: re-imported, its half-written files replaced
+    interrupted = base / f"mlflow-{ids[2]}"
+    (interrupted / "mlflow_run.json").unlink()
+    fourth = import_mlflow(uri, base)
+    assert (fourth.unchanged, fourth.imported) == (3, 1)
+    assert len(list(interrupted.iterdir())) == len(list(changed.iterdir()))
 
 
 def test_cli_imports_with_a_filter(tmp_path: Path) -> None:

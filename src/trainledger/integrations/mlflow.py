@@ -10,8 +10,9 @@ files written).
 
 Re-running is idempotent: a run whose fingerprint (status, end time, params, tags, last
 metrics, artifact listing) is unchanged is skipped; a changed run (a run that was still going,
-a new tag) has the files of its previous import replaced. Nothing else in the directory is
-touched, and artifacts are referenced where MLflow keeps them, never copied.
+a new tag) has the files of its previous import replaced, and so has a run whose import was
+interrupted before its marker was written. ``mlflow-<run_id>`` directories belong to the
+importer; artifacts are referenced where MLflow keeps them, never copied.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from trainledger.lineage import (
     train_event,
     user_defined_event,
 )
-from trainledger.storage import atomic_write_bytes
+from trainledger.storage import atomic_write_bytes, list_lineage_files
 from trainledger.summary import SummaryRecord, list_event_files
 
 __all__ = ["ImportReport", "import_mlflow", "MARKER", "RUN_DIR_PREFIX"]
@@ -194,11 +195,7 @@ def _import_run(
     previous = _read_marker(run_dir)
     if previous is not None and previous.get("fingerprint") == fingerprint:
         return "unchanged", run_dir
-    if previous is not None:
-        for name in previous.get("files", []):
-            path = os.path.join(run_dir, os.path.basename(str(name)))
-            if os.path.isfile(path):
-                os.remove(path)
+    _remove_previous(run_dir, previous)
     os.makedirs(run_dir, exist_ok=True)
     histories = {key: client.get_metric_history(run_id, key) for key in run.data.metrics}
     lineage_file = _write_lineage(run, names, artifacts, run_dir)
@@ -207,6 +204,23 @@ def _import_run(
     marker = {"run_id": run_id, "fingerprint": fingerprint, "files": files}
     atomic_write_bytes(os.path.join(run_dir, MARKER), json.dumps(marker, indent=1).encode())
     return ("updated" if previous is not None else "imported"), run_dir
+
+
+def _remove_previous(run_dir: str, previous: dict[str, Any] | None) -> None:
+    """Remove what an earlier import wrote: the files its marker lists, or, with no marker
+    (an import interrupted before writing it), every lineage and event file of the directory,
+    which only the importer writes."""
+    if previous is not None:
+        names = [os.path.basename(str(n)) for n in previous.get("files", [])]
+    elif os.path.isdir(run_dir):
+        names = [f.name for f in list_lineage_files(run_dir)]
+        names += [p.name for p in list_event_files(run_dir)]
+    else:
+        return
+    for name in names:
+        path = os.path.join(run_dir, name)
+        if os.path.isfile(path):
+            os.remove(path)
 
 
 def _read_marker(run_dir: str) -> dict[str, Any] | None:
