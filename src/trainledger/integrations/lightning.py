@@ -105,8 +105,9 @@ class TrainledgerCallback(pl.Callback):
         self._network = network
         self._raise = raise_exception
         self._recorder: RunRecorder | None = None
-        self._before_eval: dict[str, int] = {}
+        self._before_eval: dict[str, Any] = {}
         self._eval_keys: set[str] = set()
+        self._every = 50  # Trainer.log_every_n_steps, read at the start of training
 
     @property
     def recorder(self) -> RunRecorder | None:
@@ -127,6 +128,7 @@ class TrainledgerCallback(pl.Callback):
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         rec = self._open(trainer, pl_module)
+        self._every = max(int(getattr(trainer, "log_every_n_steps", 50) or 1), 1)
         configs = getattr(trainer, "lr_scheduler_configs", None) or []
         epochs = trainer.max_epochs if trainer.max_epochs and trainer.max_epochs > 0 else None
         network = self._network if self._network is not None else _network_of(pl_module)
@@ -154,6 +156,7 @@ class TrainledgerCallback(pl.Callback):
         batch: Any,
         batch_idx: int,
     ) -> None:
+        # Per step: two dict stores and a modulo (the values are read at logging steps only)
         rec = self._recorder
         if rec is None:
             return
@@ -162,8 +165,7 @@ class TrainledgerCallback(pl.Callback):
         params["cur_step_num"] = step
         if outputs is not None:
             params["net_outputs"] = outputs
-        every = max(int(getattr(trainer, "log_every_n_steps", 50) or 1), 1)
-        if step % every == 0 and rec.writes:
+        if step % self._every == 0 and rec.writes:
             keys = self._eval_keys
             values = {k: v for k, v in trainer.callback_metrics.items() if k not in keys}
             rec.scalars(step, values)
@@ -176,12 +178,14 @@ class TrainledgerCallback(pl.Callback):
 
     # --- evaluation -----------------------------------------------------------------------
     def _snapshot(self, trainer: pl.Trainer) -> None:
-        self._before_eval = {k: id(v) for k, v in trainer.callback_metrics.items()}
+        # the values themselves, not their ids: holding them keeps an id from being reused
+        self._before_eval = dict(trainer.callback_metrics)
 
     def _eval_metrics(self, trainer: pl.Trainer) -> dict[str, Any]:
         """What this evaluation logged: new keys, or keys whose value object changed."""
         before = self._before_eval
-        metrics = {k: v for k, v in trainer.callback_metrics.items() if before.get(k) != id(v)}
+        metrics = {k: v for k, v in trainer.callback_metrics.items() if before.get(k) is not v}
+        self._before_eval = {}
         if self._metric_names is not None:
             metrics = {k: v for k, v in trainer.callback_metrics.items() if k in self._metric_names}
         self._eval_keys.update(metrics)
