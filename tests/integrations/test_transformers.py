@@ -4,7 +4,6 @@ built from a config in code, no hub access): the native lineage, summaries, chec
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,6 @@ from trainledger.query import get_summary_lineage
 from trainledger.run import Model
 from trainledger.summary import read_scalars
 
-os.environ["HF_HUB_OFFLINE"] = "1"
 transformers = pytest.importorskip("transformers")
 
 from trainledger.integrations.transformers import TrainledgerTrainerCallback  # noqa: E402
