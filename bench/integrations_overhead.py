@@ -3,8 +3,9 @@
 A LightningModule around the MLP of ``bench/train_overhead.py`` (64-128-10, batch 64) that
 logs its loss at every step (``self.log("loss", loss)``) and an accuracy in validation, fitted
 for one epoch with Lightning's defaults for logging (``log_every_n_steps=50``), without and
-with ``TrainledgerCallback``, in one process. Rounds alternate (base, ours, ours, base, ...)
-so machine noise hits both alike.
+with a ``pl.Callback()`` that does nothing (Lightning calls every hook of every callback, so
+this is the floor any callback pays), and with ``TrainledgerCallback``, in one process. Each
+round runs the three in a rotated order so machine noise hits all alike.
 
 What is timed: Lightning's training epochs (two per fit), each from ``on_train_epoch_start``
 to ``on_train_epoch_end`` of a timer callback placed after ours; that includes the validation
@@ -81,12 +82,17 @@ class EpochTimer(pl.Callback):
 
 
 def run(
-    train: DataLoader[Any], valid: DataLoader[Any], hidden: int, run_dir: Path | None
+    train: DataLoader[Any], valid: DataLoader[Any], hidden: int, run_dir: Path | None | str
 ) -> tuple[float, ...]:
-    """Epoch 2 wall and CPU s, epoch 1 wall and CPU s, CPU s of the rest of the fit."""
+    """Epoch 2 wall and CPU s, epoch 1 wall and CPU s, CPU s of the rest of the fit.
+
+    ``run_dir``: ours into that directory, None for no callback, "empty" for a
+    ``pl.Callback()`` that does nothing (what Lightning's hook dispatch costs any callback)."""
     timer = EpochTimer()
     callbacks: list[pl.Callback] = [timer]
-    if run_dir is not None:
+    if run_dir == "empty":
+        callbacks.insert(0, pl.Callback())
+    elif isinstance(run_dir, Path):
         callbacks.insert(0, TrainledgerCallback(run_dir))
     trainer = pl.Trainer(
         max_epochs=2,
@@ -141,22 +147,27 @@ def main() -> None:
         run(train, valid, args.hidden, None)  # warm-up
         run(train, valid, args.hidden, root / "warm")
         base: list[tuple[float, ...]] = []
+        empty: list[tuple[float, ...]] = []
         ours: list[tuple[float, ...]] = []
         for i in range(args.rounds):
             run_dir = root / f"r{i}"
-            order = (None, run_dir) if i % 2 == 0 else (run_dir, None)
-            for where in order:
-                (base if where is None else ours).append(run(train, valid, args.hidden, where))
+            configs: list[tuple[Any, list[tuple[float, ...]]]] = [
+                (None, base),
+                ("empty", empty),
+                (run_dir, ours),
+            ]
+            for where, into in configs[i % 3 :] + configs[: i % 3]:  # rotate the order
+                into.append(run(train, valid, args.hidden, where))
             lineage = get_summary_lineage(str(run_dir))
             assert lineage["run"]["status"] == "finished", lineage["run"]
             assert lineage["run"]["total_steps"] == 2 * args.steps
             shutil.rmtree(run_dir)
-        report(args, np.array(base), np.array(ours))
+        report(args, np.array(base), np.array(empty), np.array(ours))
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def report(args: argparse.Namespace, base: np.ndarray, ours: np.ndarray) -> None:
+def report(args: argparse.Namespace, base: np.ndarray, empty: np.ndarray, ours: np.ndarray) -> None:
     print(
         f"Lightning {pl.__version__}, MLP 64-{args.hidden}-10, batch {args.batch}, "
         f"{args.steps} steps + validation per epoch, 2 epochs per fit, {args.rounds} paired "
@@ -164,7 +175,12 @@ def report(args: argparse.Namespace, base: np.ndarray, ours: np.ndarray) -> None
     )
     print(f"  {'ms':40s} {'wall median':>11} {'(IQR)':>15} {'CPU median':>11} {'(IQR)':>15}")
     rows = (("epoch 2 (steady)", 0), ("epoch 1 (first)", 2))
-    for name, values in (("fit, no callback", base), ("+ TrainledgerCallback", ours)):
+    configs = (
+        ("fit, no callback", base),
+        ("+ empty pl.Callback", empty),
+        ("+ TrainledgerCallback", ours),
+    )
+    for name, values in configs:
         for epoch, col in rows:
             wall, cpu = values[:, col] * 1e3, values[:, col + 1] * 1e3
             w25, w75 = np.percentile(wall, [25, 75])
@@ -176,11 +192,12 @@ def report(args: argparse.Namespace, base: np.ndarray, ours: np.ndarray) -> None
         print(f"  {name + ', rest of fit CPU':40s} {np.median(values[:, 4]) * 1e3:11.1f}")
     for epoch, col in rows:
         for kind, offset in (("wall", 0), ("CPU", 1)):
-            print(f"  slowdown of {epoch}, {kind} (95% bootstrap interval):")
-            for name, estimate in ESTIMATES.items():
-                b, o = base[:, col + offset], ours[:, col + offset]
-                value, low, high = _interval(b, o, estimate)
-                print(f"    {name:30s} {value:5.2f}%  ({low:.2f}% to {high:.2f}%)")
+            print(f"  slowdown of {epoch}, {kind}, vs no callback (95% bootstrap interval):")
+            for label, other in (("+ empty pl.Callback", empty), ("+ TrainledgerCallback", ours)):
+                for name, estimate in ESTIMATES.items():
+                    b, o = base[:, col + offset], other[:, col + offset]
+                    value, low, high = _interval(b, o, estimate)
+                    print(f"    {label:22s} {name:29s} {value:5.2f}%  ({low:.2f}% to {high:.2f}%)")
 
 
 if __name__ == "__main__":
