@@ -44,9 +44,12 @@ class ProtoSpec:
             ) from exc
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
+        # protoc's well-known types (google/protobuf/struct.proto), shipped with grpcio-tools
+        well_known = Path(protoc.__file__).resolve().parent / "_proto"
         args = [
             "protoc",
             f"-I{_SRC_ROOT}",
+            f"-I{well_known}",
             f"--python_out={out}",
             f"--pyi_out={out}",
             str(_SRC_ROOT / self.proto_rel),
@@ -72,6 +75,7 @@ PROTOS = (
     ProtoSpec("trainledger/summary/proto/summary.proto"),
     ProtoSpec("trainledger/summary/proto/mindspore_summary.proto"),
     ProtoSpec("trainledger/checkpoint/proto/mindspore_checkpoint.proto"),
+    ProtoSpec("trainledger/summary/proto/hparams.proto"),
     ProtoSpec("trainledger/lineage/proto/lineage.proto"),
 )
 

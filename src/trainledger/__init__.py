@@ -49,6 +49,8 @@ _EXPORTS: dict[str, str] = {
     "get_summary_lineage": "trainledger.query",
     "filter_summary_lineage": "trainledger.query",
     "lineage_table": "trainledger.query",
+    # other trainers
+    "track": "trainledger.integrations",
 }
 
 __all__ = [
@@ -81,6 +83,7 @@ __all__ = [
     "SummaryRecord",
     "TimeMonitor",
     "TrainLineage",
+    "track",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
@@ -122,6 +125,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         save_checkpoint,
     )
     from trainledger.data import FileTailSource, QueueStream
+    from trainledger.integrations import track
     from trainledger.query import filter_summary_lineage, get_summary_lineage, lineage_table
     from trainledger.run import CallbackManager, Model, RecModel, RunContext, metrics
     from trainledger.summary import SummaryRecord

@@ -104,5 +104,6 @@ def test_collector_can_be_reused_for_a_second_run(tmp_path):
     model = _model()
     model.train(1, _data(), callbacks=[collector])
     model.train(1, _data(), callbacks=[collector])
-    assert len(list(tmp_path.glob("*tfevents*"))) == 2
+    # per run: its scalar file and its TensorBoard HParams session file
+    assert len(list(tmp_path.glob("*tfevents*"))) == 4
     assert steps_of(tmp_path, "loss/auto") == [1, 1]  # each run collects its first step

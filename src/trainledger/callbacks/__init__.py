@@ -13,6 +13,7 @@ _EXPORTS: dict[str, str] = {
     "ModelCheckpoint": "trainledger.callbacks.checkpoint",
     "EarlyStopping": "trainledger.callbacks.early_stopping",
     "History": "trainledger.callbacks.history",
+    "HParamsSession": "trainledger.callbacks.hparams_session",
     "LambdaCallback": "trainledger.callbacks.lambda_callback",
     "EvalLineage": "trainledger.callbacks.lineage",
     "TrainLineage": "trainledger.callbacks.lineage",
@@ -27,6 +28,7 @@ __all__ = [
     "EarlyStopping",
     "EvalLineage",
     "History",
+    "HParamsSession",
     "LambdaCallback",
     "LossMonitor",
     "ModelCheckpoint",
@@ -43,6 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.callbacks.checkpoint import ModelCheckpoint
     from trainledger.callbacks.early_stopping import EarlyStopping
     from trainledger.callbacks.history import History
+    from trainledger.callbacks.hparams_session import HParamsSession
     from trainledger.callbacks.lambda_callback import LambdaCallback
     from trainledger.callbacks.landscape import SummaryLandscape
     from trainledger.callbacks.lineage import EvalLineage, TrainLineage

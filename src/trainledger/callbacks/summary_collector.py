@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from trainledger.callbacks.graph_capture import first_batch_graph
+from trainledger.callbacks.hparams_session import HParamsSession
 from trainledger.callbacks.landscape_collect import landscape_saver
 from trainledger.callbacks.summary_lineage import collector_lineage
 from trainledger.callbacks.summary_options import (
@@ -101,6 +102,7 @@ class SummaryCollector(Callback):
         self._lineage = collector_lineage(  # callbacks/summary_lineage.py
             self._summary_dir, self._specified, self._custom_lineage_data or None
         )
+        self._hparams = next((c for c in self._lineage if isinstance(c, HParamsSession)), None)
         self._landscape = landscape_saver(self._summary_dir, self._specified)  # or None
         self._record: SummaryRecord | None = None
         self._entered = False
@@ -145,7 +147,7 @@ class SummaryCollector(Callback):
             for child in self._lineage:
                 child.__exit__(*exc_info)
         finally:
-            self._close_record()
+            self._close_record(exc_info[1] if len(exc_info) > 1 else None)
 
     def _ensure_record(self) -> SummaryRecord:
         if self._record is None or self._record.closed:
@@ -158,13 +160,15 @@ class SummaryCollector(Callback):
             self._reset_run_state()
         return self._record
 
-    def _close_record(self) -> None:
+    def _close_record(self, exception: object = None) -> None:
         record, self._record = self._record, None
         if record is not None:
             try:
                 self._flush_rows(record)
             finally:
                 record.close()
+        if self._hparams is not None:  # after the scalar file (see HParamsSession)
+            self._hparams.finish(exception)
 
     def _reset_run_state(self) -> None:
         self._first_step = True

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainledger.callbacks.hparams_session import HParamsSession
 from trainledger.callbacks.lineage import EvalLineage, TrainLineage
 from trainledger.run import Callback
 
@@ -27,6 +28,8 @@ def collector_lineage(
         children.append(CollectorTrainLineage(summary_dir, custom, keep_train, keep_graph))
     if switches.get("collect_eval_lineage"):
         children.append(EvalLineage(summary_dir, user_defined_info=None if children else custom))
+    if keep_train:  # TensorBoard's HParams session, written when the summary file closes
+        children.append(HParamsSession(summary_dir, custom, live=False))
     return children
 
 

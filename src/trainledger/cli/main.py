@@ -18,6 +18,7 @@ from trainledger.version import __version__
 _COMMANDS: dict[str, str] = {
     "demo": "trainledger.cli.demo:demo",
     "export": "trainledger.cli.export:export",
+    "import": "trainledger.cli.importing:import_group",
     "lineage": "trainledger.cli.lineage:lineage",
     "show": "trainledger.cli.lineage:show",
     "ui": "trainledger.cli.ui:ui",

@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING
 from trainledger.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "session_end_event": "trainledger.summary.hparams",
+    "session_start_event": "trainledger.summary.hparams",
+    "write_hparams_events": "trainledger.summary.hparams",
     "process_export_options": "trainledger.summary.export",
     "GraphNode": "trainledger.summary.graph",
     "graph_def_bytes": "trainledger.summary.graph",
@@ -61,8 +64,11 @@ __all__ = [
     "read_scalars",
     "read_tensors",
     "RunReader",
+    "session_end_event",
+    "session_start_event",
     "SummaryRecord",
     "TensorEvent",
+    "write_hparams_events",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
@@ -74,6 +80,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         graph_def_bytes,
         module_graph_def,
         parse_graph_def,
+    )
+    from trainledger.summary.hparams import (
+        session_end_event,
+        session_start_event,
+        write_hparams_events,
     )
     from trainledger.summary.landscape import LANDSCAPE_PLUGIN, read_landscapes
     from trainledger.summary.media import HistogramEvent, ImageEvent, TensorEvent
