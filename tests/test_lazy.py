@@ -21,16 +21,16 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize(
-    ("blocked", "statement", "extra"),
+    ("blocked", "statement", "name", "extra"),
     [
-        ("torch", "from trainledger import Model", "torch"),
-        ("torch", "import trainledger; trainledger.RecModel", "torch"),
-        ("torch", "from trainledger.run import Model", "torch"),
-        ("pandas", "from trainledger import lineage_table", "pandas"),
+        ("torch", "from trainledger import Model", "trainledger.Model", "torch"),
+        ("torch", "import trainledger; trainledger.RecModel", "trainledger.RecModel", "torch"),
+        ("torch", "from trainledger.run import Model", "trainledger.run.Model", "torch"),
+        ("pandas", "from trainledger import lineage_table", "trainledger.lineage_table", "pandas"),
     ],
 )
 def test_missing_optional_dependency_names_the_extra(
-    blocked: str, statement: str, extra: str
+    blocked: str, statement: str, name: str, extra: str
 ) -> None:
     result = _run(
         f"""
@@ -49,9 +49,9 @@ def test_missing_optional_dependency_names_the_extra(
         """
     )
     assert result.returncode == 0, result.stderr
-    message = result.stdout.strip()
-    assert f"pip install 'trainledger[{extra}]'" in message
-    assert f"needs {blocked}, which is not installed" in message
+    assert result.stdout.strip() == (
+        f"{name} needs {blocked}, which is not installed: pip install 'trainledger[{extra}]'"
+    )
 
 
 def test_the_original_error_is_chained() -> None:

@@ -72,14 +72,15 @@ def lazy_exports(
                 raise error
         try:
             module = importlib.import_module(module_name)
-        except MissingExtraError:
-            raise  # already says which extra (a nested lazy package)
+            is_module = module_name.rsplit(".", 1)[-1] == name
+            value = module if is_module else getattr(module, name)
         except ModuleNotFoundError as exc:
             error = missing_extra(f"{package}.{name}", exc.name or "")
             if error is None:
                 raise
-            raise error from exc
-        value = module if module_name.rsplit(".", 1)[-1] == name else getattr(module, name)
+            # from a nested lazy package: name what the user imported, chain the original
+            cause = exc.__cause__ if isinstance(exc, MissingExtraError) else exc
+            raise error from cause
         namespace[name] = value
         return value
 
