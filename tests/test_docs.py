@@ -48,6 +48,7 @@ def test_mkdocs_build_is_strict_and_clean(tmp_path: Path) -> None:
     assert "dataset_sink_mode" in model_page and "RecModel" in model_page
     started = (tmp_path / "getting-started" / "index.html").read_text()
     assert "held-out accuracy" in started and "--8&lt;--" not in started
+    assert "```" not in started  # the included block is rendered as code, not as text
 
 
 def test_every_docs_page_is_in_the_nav() -> None:
