@@ -5,8 +5,6 @@ what a caller would naturally catch (a bad argument is a ``ValueError`` or ``Typ
 class derives from both, so ``except ValueError`` keeps working. Messages say what was expected
 and what was received; lower-level errors are chained with ``raise ... from``.
 
-::
-
     TrainledgerError
     ├── CallbackError                    a callback raised; names the callback and the hook
     ├── DatasetError (TypeError)         a dataset or batch the host cannot use
