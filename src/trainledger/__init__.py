@@ -86,7 +86,10 @@ __all__ = [
     "track",
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+# names that import an optional dependency only when called: checked when imported
+_NEEDS: dict[str, str] = {"lineage_table": "pandas"}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), _NEEDS)
 
 
 def _progress_bar(given: list[Callback]) -> Callback | None:

@@ -5,8 +5,6 @@ what a caller would naturally catch (a bad argument is a ``ValueError`` or ``Typ
 class derives from both, so ``except ValueError`` keeps working. Messages say what was expected
 and what was received; lower-level errors are chained with ``raise ... from``.
 
-::
-
     TrainledgerError
     ├── CallbackError                    a callback raised; names the callback and the hook
     ├── DatasetError (TypeError)         a dataset or batch the host cannot use
@@ -20,6 +18,7 @@ and what was received; lower-level errors are chained with ``raise ... from``.
     │   └── CheckpointWriteError (OSError)  a (background) save failed; raised at the next save/end
     ├── StreamError                      a streaming source was misused (closed, bad offset)
     ├── RunNotFoundError (LookupError)   the web UI: no such run under BASE (always a 404)
+    ├── MissingExtraError (ModuleNotFoundError)  an optional dependency is missing; names the extra
     └── LineageError                     MindInsight's lineage errors, same class names/texts
         ├── LineageParamTypeError (TypeError)
         ├── LineageParamValueError (ValueError)
@@ -116,6 +115,12 @@ class LineageQuerySummaryDataError(LineageError):
 
 class LineageWriteError(LineageError, OSError):
     """The lineage writer could not create or append its file."""
+
+
+class MissingExtraError(TrainledgerError, ModuleNotFoundError):
+    """A public name needs an optional dependency that is not installed; the message names the
+    extra to install (``pip install 'trainledger[torch]'``). A ``ModuleNotFoundError``, so
+    ``except ImportError`` keeps working."""
 
 
 class RunNotFoundError(TrainledgerError, LookupError):

@@ -29,6 +29,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "integrations": {"callbacks", "run", "summary", "checkpoint", "lineage"},
     "server": {"query", "summary", "lineage", "checkpoint"},
     "": {"*"},  # the facade re-exports the public names
+    "__main__": {"cli"},  # python -m trainledger
+    "metrics": {"run"},  # trainledger.metrics is an alias of trainledger.run.metrics
     "cli": {"*"},
     "demos": {"*"},
 }

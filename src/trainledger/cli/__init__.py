@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING
 from trainledger.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "cli": "trainledger.cli.main",
     "render_table": "trainledger.cli.lineage",
 }
 
 __all__ = [
+    "cli",
     "render_table",
 ]
 
@@ -18,3 +20,4 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.cli.lineage import render_table
+    from trainledger.cli.main import cli
