@@ -308,3 +308,17 @@ def test_crc32c_combine_matches_crc_of_the_concatenation(a: bytes, b: bytes) -> 
     from trainledger.checkpoint.header import crc32c_combine
 
     assert crc32c_combine(crc32c.crc32c(a), crc32c.crc32c(b), len(b)) == crc32c.crc32c(a + b)
+
+
+def test_a_header_damaged_to_look_like_another_writers_file_is_refused(
+    plain: tuple[Path, bytes, dict[str, torch.Tensor]],
+) -> None:
+    """Found by the fuzz test: flips that rename the ``trainledger`` metadata key and break the
+    header crc's key at once made the file look like another writer's (no checks), so a flipped
+    tensor byte loaded. Our other header fields still give it away."""
+    path, raw, state = plain
+    damaged = bytearray(raw)
+    damaged[raw.index(b'"trainledger"') + 1] ^= 1  # "uainledger"
+    damaged[raw.index(b"header_crc32c")] ^= 1
+    damaged[len(raw) - 1] ^= 1  # a tensor byte
+    assert _outcome(path, bytes(damaged), state) == "error"

@@ -85,6 +85,10 @@ def _token(key: str) -> bytes:
 
 _CRC_TOKEN = _token("crc32c")
 _HEAD_TOKEN = _token("header_crc32c")
+# Traces only our writer leaves in a header (keys of the JSON nested inside a metadata string).
+# A header that holds one but whose metadata has no trainledger entry is ours with its key
+# damaged: loading it as another writer's file would skip every check.
+_OUR_TRACES = (_token("format_version")[:-2], _CRC_TOKEN, _HEAD_TOKEN)
 _ZERO = b"00000000"
 _OURS = ("format_version", "crc32c", "header_crc32c")  # never taken from the caller's info
 
@@ -181,6 +185,11 @@ def parse_header(
     ):
         raise CheckpointFormatError(f"{where}: __metadata__ must map str to str")
     info: dict[str, Any] = {}
+    if META_KEY not in metadata and not covered and any(t in raw for t in _OUR_TRACES):
+        raise CheckpointFormatError(
+            f"{where}: the header holds trainledger's checksum fields but no {META_KEY!r} "
+            "metadata entry; the header is corrupt"
+        )
     if META_KEY in metadata:
         info = _loads(metadata[META_KEY], "trainledger header", where)
         if not isinstance(info, dict):
