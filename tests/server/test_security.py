@@ -13,8 +13,8 @@ from tests.runs import sample_run
 from tests.server.conftest import client_for
 from trainledger.lineage import reader as lineage_reader
 from trainledger.query import lineage_api
-from trainledger.server import run_store as store_module
 from trainledger.server import media_store
+from trainledger.server import run_store as store_module
 from trainledger.server.security import RunNotFound, check_run_id, resolve_run
 
 TRAVERSALS = [
