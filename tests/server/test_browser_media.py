@@ -50,7 +50,8 @@ def test_mindspore_run_images_histograms_tensors(page: Any, media_server: LiveSe
     assert captions == ["input_data/auto", "input_image"]
     first = page.locator("#run-images .image-card").nth(1)
     page.wait_for_function(
-        "[...document.querySelectorAll('#run-images img')].every(i => i.complete && i.naturalWidth === 64)"
+        "[...document.querySelectorAll('#run-images img')]"
+        ".every(i => i.complete && i.naturalWidth === 64)"
     )
     first.locator("input[type=range]").fill("0")
     assert first.locator(".muted").inner_text() == "step 1 (1 of 12)"
