@@ -180,8 +180,9 @@ class EngineStore:
     result cache) plus the lineage, checkpoint-file and summary reads of single runs.
 
     The options are ``QueryService``'s (``max_depth``, ``rescan_interval``, ``stale_after``,
-    ``background_rescan``); scalars are re-read at most every ``scalar_interval`` seconds per
-    run, for the ``max_cached_runs`` runs read last.
+    ``background_rescan``); scalars, images, histograms and tensors are re-read at most every
+    ``scalar_interval`` seconds per run, for the ``max_cached_runs`` runs read last (scalars)
+    or a quarter of them (the media, which weigh more; see ``media_store``).
     """
 
     def __init__(
