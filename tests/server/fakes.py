@@ -123,6 +123,10 @@ class FakeStore:
         steps = np.arange(self.points, dtype=np.int64)
         return steps, 1000.0 + steps, index + steps / 1000
 
+    def media(self, run_id: str, kind: str) -> dict[str, list[Any]]:
+        self._get(run_id)
+        return {}
+
     def close(self) -> None:
         self.closed = True
 

@@ -13,6 +13,7 @@ from tests.runs import sample_run
 from tests.server.conftest import client_for
 from trainledger.lineage import reader as lineage_reader
 from trainledger.query import lineage_api
+from trainledger.server import media_store
 from trainledger.server import run_store as store_module
 from trainledger.server.security import RunNotFound, check_run_id, resolve_run
 
@@ -64,6 +65,13 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(store_module, "list_checkpoints", spy_list)
     monkeypatch.setattr(store_module, "_RunScalars", SpyScalars)
+
+    class SpyMedia(media_store.RunMedia):
+        def __init__(self, run_dir: Path) -> None:
+            calls.append(f"media:{run_dir}")
+            super().__init__(run_dir)
+
+    monkeypatch.setattr(media_store, "RunMedia", SpyMedia)
     for module, name in (
         (lineage_api, "get_summary_lineage"),
         (lineage_reader, "read_lineage"),
@@ -97,6 +105,10 @@ def test_traversal_is_404_and_reads_nothing(guarded, reads, run_id: str) -> None
             c.put(f"/api/v1/runs/{run_id}/annotation", json={"tag": 1}),
             c.get("/api/v1/scalars/tags", params={"run": run_id}),
             c.post("/api/v1/scalars/series", json={"runs": [run_id], "tags": ["loss"]}),
+            *(c.get(f"/api/v1/runs/{run_id}/{kind}") for kind in media_store.KINDS),
+            c.get(f"/api/v1/runs/{run_id}/images/file", params={"tag": "x"}),
+            c.get(f"/api/v1/runs/{run_id}/histograms/series", params={"tag": "x"}),
+            c.get(f"/api/v1/runs/{run_id}/tensors/value", params={"tag": "x"}),
         ]
         for r in responses:
             # a literal "/etc/passwd" path segment or a NUL may be refused by routing itself

@@ -23,7 +23,7 @@ from trainledger.errors import (
     LineageFileNotFoundError,
     LineageParamSummaryPathError,
 )
-from trainledger.server.routes import meta, runs, scalars
+from trainledger.server.routes import media, meta, runs, scalars
 from trainledger.server.run_store import EngineStore, RunStore
 from trainledger.server.security import (
     RunNotFound,
@@ -94,6 +94,7 @@ def create_app(
         app.middleware("http")(host_middleware(frozenset(h.lower() for h in allowed_hosts)))
     _add_error_handlers(app)
     app.include_router(meta.router)
+    app.include_router(media.router)  # before runs: /runs/{run_id:path} would match these
     app.include_router(runs.router)
     app.include_router(scalars.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -29,6 +29,7 @@ from trainledger.query import (
     run_id_of,
 )
 from trainledger.server.columns import RUN_FIELDS
+from trainledger.server.media_store import Kind, MediaCache
 from trainledger.server.security import RunNotFound, check_run_id, resolve_run
 from trainledger.storage import is_temp_name, parse_checkpoint_name
 from trainledger.summary import RunReader
@@ -82,6 +83,10 @@ class RunStore(Protocol):
 
     def scalar_series(self, run_id: str, tag: str) -> ScalarSeries:
         """``(steps, wall_times, values)`` arrays of one tag, read incrementally."""
+
+    def media(self, run_id: str, kind: Kind) -> dict[str, list[Any]]:
+        """``{tag: [event]}`` of the run's images, histograms or tensors (``ImageEvent``,
+        ``HistogramEvent``, ``TensorEvent``), read incrementally; callers must not modify it."""
 
     def close(self) -> None:
         """Release files and connections."""
@@ -175,8 +180,9 @@ class EngineStore:
     result cache) plus the lineage, checkpoint-file and summary reads of single runs.
 
     The options are ``QueryService``'s (``max_depth``, ``rescan_interval``, ``stale_after``,
-    ``background_rescan``); scalars are re-read at most every ``scalar_interval`` seconds per
-    run, for the ``max_cached_runs`` runs read last.
+    ``background_rescan``); scalars, images, histograms and tensors are re-read at most every
+    ``scalar_interval`` seconds per run, for the ``max_cached_runs`` runs read last (scalars)
+    or a quarter of them (the media, which weigh more; see ``media_store``).
     """
 
     def __init__(
@@ -205,6 +211,7 @@ class EngineStore:
         self._lock = threading.RLock()  # guards the caches below
         self._run_infos: dict[str, tuple[Any, dict[str, Any]]] = {}
         self._scalars: OrderedDict[str, _RunScalars] = OrderedDict()
+        self._media = MediaCache(interval=scalar_interval, max_runs=max(1, max_cached_runs // 4))
 
     def stamp(self) -> dict[str, Any]:
         """Re-scans in the caller's thread: the page's poll may wait; its table requests not."""
@@ -326,6 +333,9 @@ class EngineStore:
             empty = np.zeros(0)
             return empty.astype(np.int64), empty, empty
         return series
+
+    def media(self, run_id: str, kind: Kind) -> dict[str, list[Any]]:
+        return self._media.get(check_run_id(run_id), self._path(run_id), kind)
 
     def close(self) -> None:
         self.service.close()

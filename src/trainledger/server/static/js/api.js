@@ -48,6 +48,14 @@ export const api = {
     request("POST", "/runs/export.csv", { body: condition, query: { where, columns } }),
   run: (id) => request("GET", `/runs/${enc(id)}`),
   annotate: (id, patch) => request("PUT", `/runs/${enc(id)}/annotation`, { body: patch }),
+  imageTags: (id) => request("GET", `/runs/${enc(id)}/images`),
+  imageUrl: (id, tag, index) =>
+    `/api/v1/runs/${enc(id)}/images/file?${new URLSearchParams({ tag, index: String(index) })}`,
+  histogramTags: (id) => request("GET", `/runs/${enc(id)}/histograms`),
+  histogramSeries: (id, tag) => request("GET", `/runs/${enc(id)}/histograms/series`, { query: { tag } }),
+  tensorTags: (id) => request("GET", `/runs/${enc(id)}/tensors`),
+  tensorValue: (id, tag, index) =>
+    request("GET", `/runs/${enc(id)}/tensors/value`, { query: { tag, index } }),
   datasets: () => request("GET", "/datasets"),
   scalarTags: (runs) => request("GET", "/scalars/tags", { query: { run: runs } }),
   series: (runs, tags) => request("POST", "/scalars/series", { body: { runs, tags } }),

@@ -1,5 +1,6 @@
 // Run detail: every lineage field, checkpoints, user fields, status, annotation, dataset graph.
 import { api } from "./api.js";
+import { initMedia, showMedia } from "./media.js";
 import { $, fmt, fmtBytes, fmtTime, h, tagChip, toast, treeOption } from "./util.js";
 
 const TITLES = {
@@ -13,6 +14,7 @@ const TIME_KEYS = /(^|_)(time|start|end|wall_time|started|ended)$/;
 
 let chart = null;
 let currentId = null;
+initMedia();
 
 function kv(entries) {
   const dl = h("dl", { class: "kv" });
@@ -56,6 +58,7 @@ export async function showRun(id, { onCompare } = {}) {
     toast(`Remark of ${id} saved`);
   };
   $("#run-compare").onclick = () => onCompare && onCompare(id);
+  showMedia(id);
 
   const lineage = detail.lineage || {};
   const keys = [...ORDER.filter((k) => k in lineage),

@@ -1,0 +1,193 @@
+// A run's images, histograms and tensors (TensorBoard and MindSpore summaries alike).
+// Each view is a closed <details>: nothing is read until it is opened, then on each re-open.
+// Tags and values reach the page through textContent / attributes only (see util.h), and the
+// chart's tooltips go through escapeHtml.
+import { api } from "./api.js";
+import { $, escapeHtml, fmt, h } from "./util.js";
+
+let runId = null;
+let histChart = null;
+
+function done(section) {
+  section.dataset.loaded = runId;
+}
+
+function failed(body, error) {
+  body.replaceChildren(h("div", { class: "error", text: error.message }));
+}
+
+function slider(count, onInput) {
+  const input = h("input", { type: "range", min: "0", max: String(Math.max(0, count - 1)),
+    value: String(Math.max(0, count - 1)), class: "step-slider" });
+  input.addEventListener("input", () => onInput(Number(input.value)));
+  return input;
+}
+
+// --- images ---------------------------------------------------------------------------------
+
+function imageFigure(id, item) {
+  const img = h("img", { class: "summary-image", alt: item.tag });
+  const label = h("span", { class: "muted" });
+  const show = (index) => {
+    img.src = api.imageUrl(id, item.tag, index);
+    label.textContent = `step ${item.steps[index]} (${index + 1} of ${item.steps.length})`;
+  };
+  const figure = h("figure", { class: "image-card" },
+    h("figcaption", { text: item.tag }), img,
+    h("div", { class: "slider-row" }, slider(item.steps.length, show), label));
+  show(item.steps.length - 1);
+  return figure;
+}
+
+async function loadImages(section) {
+  const body = $(".media-body", section);
+  try {
+    const { tags } = await api.imageTags(runId);
+    body.replaceChildren(...(tags.length ? tags.map((t) => imageFigure(runId, t))
+      : [h("div", { class: "empty", text: "No images in this run's summaries." })]));
+  } catch (error) { failed(body, error); }
+  done(section);
+}
+
+// --- histograms -----------------------------------------------------------------------------
+
+function blend(a, b, t) {
+  const mix = (i) => Math.round(a[i] + (b[i] - a[i]) * t);
+  return `rgb(${mix(0)},${mix(1)},${mix(2)})`;
+}
+
+function histogramOption(data, mode) {
+  const centers = data.edges.slice(0, -1).map((e, i) => (e + data.edges[i + 1]) / 2);
+  const rows = data.histograms;
+  const peak = Math.max(1e-12, ...rows.flatMap((r) => r.counts));
+  const gap = mode === "offset" ? peak / 3 : 0;
+  const n = rows.length;
+  const series = rows.map((row, i) => {
+    const base = (n - 1 - i) * gap; // the newest step in front, lowest
+    return {
+      type: "line", name: `step ${row.step}`, showSymbol: false, smooth: false,
+      z: i, lineStyle: { width: 1.2, color: blend([255, 152, 0], [33, 82, 160], n > 1 ? i / (n - 1) : 1) },
+      data: centers.map((x, j) => [x, base + row.counts[j]]),
+      step: row.step,
+      base,
+    };
+  });
+  return {
+    animation: false,
+    grid: { left: 60, right: 70, top: 20, bottom: 40 },
+    tooltip: {
+      trigger: "item",
+      formatter: (p) => `${escapeHtml(p.seriesName)}<br>x ${fmt(p.value[0])}: ` +
+        `${fmt(p.value[1] - series[p.seriesIndex].base)}`,
+    },
+    xAxis: { type: "value", scale: true, name: "value", nameLocation: "middle", nameGap: 26 },
+    yAxis: mode === "offset"
+      ? { type: "value", axisLabel: { show: false }, splitLine: { show: false } }
+      : { type: "value", name: "count" },
+    series: series.map(({ step, base, ...s }) => s),
+  };
+}
+
+async function drawHistogram(section) {
+  const tag = $("select", section).value;
+  const mode = $("input[name=hist-mode]:checked", section).value;
+  if (!tag) return;
+  const data = await api.histogramSeries(runId, tag);
+  if (!histChart) {
+    histChart = echarts.init($(".hist-chart", section), null, { renderer: "svg" });
+    window.addEventListener("resize", () => histChart.resize());
+  }
+  histChart.setOption(histogramOption(data, mode), { notMerge: true });
+  histChart.resize();
+  $(".hist-info", section).textContent =
+    `${data.histograms.length} of ${data.total} steps, ${data.histograms[0].step}–${data.histograms.at(-1).step}`;
+  section.dataset.drawn = tag;
+}
+
+async function loadHistograms(section) {
+  const body = $(".media-body", section);
+  try {
+    const { tags } = await api.histogramTags(runId);
+    const controls = $(".hist-controls", section);
+    controls.hidden = !tags.length;
+    $(".hist-chart", section).hidden = !tags.length;
+    $(".hist-empty", section).hidden = !!tags.length;
+    $("select", section).replaceChildren(...tags.map((t) =>
+      h("option", { value: t.tag, text: `${t.tag} (${t.count})` })));
+    if (tags.length) await drawHistogram(section);
+  } catch (error) { failed(body, error); }
+  done(section);
+}
+
+// --- tensors --------------------------------------------------------------------------------
+
+function valuesTable(view) {
+  const cols = view.shape.length >= 2 ? view.shape.at(-1) : Math.min(view.size, 16) || 1;
+  const table = h("table", { class: "runs tensor-values" });
+  for (let r = 0; r * cols < view.values.length; r += 1) {
+    table.append(h("tr", {}, view.values.slice(r * cols, (r + 1) * cols)
+      .map((v) => h("td", { class: "num", text: fmt(v) }))));
+  }
+  return table;
+}
+
+async function showTensor(box, tag, index) {
+  const view = await api.tensorValue(runId, tag, index);
+  const facts = [["step", view.step], ["shape", `[${view.shape.join(", ")}]`], ["dtype", view.dtype],
+    ["size", view.size], ...Object.entries(view.stats || {})];
+  const dl = h("dl", { class: "kv" }, facts.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", { text: fmt(v) })]));
+  box.replaceChildren(dl, view.values ? valuesTable(view)
+    : h("div", { class: "muted", text: `${view.size} values: statistics only` }));
+}
+
+function tensorCard(item) {
+  const box = h("div", { class: "tensor-view" });
+  const label = h("span", { class: "muted" });
+  const show = (index) => {
+    label.textContent = `step ${item.steps[index]} (${index + 1} of ${item.steps.length})`;
+    return showTensor(box, item.tag, index);
+  };
+  const card = h("figure", { class: "tensor-card" }, h("figcaption", { text: item.tag }),
+    h("div", { class: "slider-row" }, slider(item.steps.length, show), label), box);
+  return { card, first: show(item.steps.length - 1) };
+}
+
+async function loadTensors(section) {
+  const body = $(".media-body", section);
+  try {
+    const { tags } = await api.tensorTags(runId);
+    const cards = tags.map(tensorCard);
+    body.replaceChildren(...(cards.length ? cards.map((c) => c.card)
+      : [h("div", { class: "empty", text: "No tensors in this run's summaries." })]));
+    await Promise.all(cards.map((c) => c.first));
+  } catch (error) { failed(body, error); }
+  done(section);
+}
+
+// --- wiring ---------------------------------------------------------------------------------
+
+const LOADERS = { "run-images": loadImages, "run-histograms": loadHistograms, "run-tensors": loadTensors };
+
+export function initMedia() {
+  for (const [id, load] of Object.entries(LOADERS)) {
+    const section = document.getElementById(id);
+    section.addEventListener("toggle", () => {
+      if (section.open && runId) load(section);
+    });
+  }
+  const hist = document.getElementById("run-histograms");
+  $("select", hist).addEventListener("change", () => drawHistogram(hist));
+  for (const radio of hist.querySelectorAll("input[name=hist-mode]")) {
+    radio.addEventListener("change", () => drawHistogram(hist));
+  }
+}
+
+// Called for each run the page shows: open views reload for the new run; closed ones wait.
+export function showMedia(id) {
+  runId = id;
+  for (const [sectionId, load] of Object.entries(LOADERS)) {
+    const section = document.getElementById(sectionId);
+    delete section.dataset.loaded;
+    if (section.open) load(section);
+  }
+}
