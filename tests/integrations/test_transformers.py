@@ -140,3 +140,50 @@ def test_recording_marks_a_failed_train(tmp_path: Path) -> None:
         trainer.train()
     run = get_summary_lineage(str(tmp_path / "hf"))["run"]
     assert run["status"] == "failed" and "out of memory" in run["error"]
+
+
+_CRASH = """
+import sys
+from pathlib import Path
+from typing import Any
+import transformers
+from tests.integrations.test_transformers import _trainer
+from trainledger.integrations.transformers import TrainledgerTrainerCallback
+
+class Boom(transformers.TrainerCallback):
+    def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        if state.global_step == 2:
+            raise RuntimeError("out of memory")
+
+tmp = Path(sys.argv[1])
+trainer = _trainer(tmp, TrainledgerTrainerCallback(tmp / "hf"))
+trainer.add_callback(Boom())
+trainer.train()  # no recording(): the exception ends the process
+"""
+
+
+def test_a_crash_without_recording_is_failed_at_exit(tmp_path: Path) -> None:
+    """The Trainer has no exception hook; the uncaught error is recorded when Python exits."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", _CRASH, str(tmp_path)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0 and "out of memory" in done.stderr
+    run = get_summary_lineage(str(tmp_path / "hf"))["run"]
+    assert run["status"] == "failed", run
+    assert "RuntimeError: out of memory" in run["error"]
+
+
+def test_a_finished_train_leaves_nothing_at_exit(tmp_path: Path) -> None:
+    callback = TrainledgerTrainerCallback(tmp_path / "hf")
+    _trainer(tmp_path, callback).train()
+    callback._at_exit()  # what the interpreter would call: the run is over, nothing to do
+    run = get_summary_lineage(str(tmp_path / "hf"))["run"]
+    assert run["status"] == "finished"

@@ -21,13 +21,18 @@ What is recorded (through ``RunRecorder``, so fields match the native ``Model`` 
 * checkpoints: the weights file of each ``checkpoint-<step>`` the Trainer saves (the best one
   at the end when ``load_best_model_at_end``);
 * status: "finished" at ``on_train_end``, "stopped" when a callback stopped training early.
-  The Trainer has no exception hook: wrap ``trainer.train()`` in ``callback.recording()`` to
-  record "failed" (or "stopped" for Ctrl-C) when it raises. Only the main process writes.
+  The Trainer has no exception hook. Wrapping ``trainer.train()`` in ``callback.recording()``
+  records "failed" (or "stopped" for Ctrl-C) as soon as it raises; without it, a run still open
+  when the interpreter exits is recorded then, "failed" with the uncaught exception that ended
+  the process (or with "the process exited before Trainer.train() ended"). Only SIGKILL and
+  the like leave "running". Only the main process writes.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -153,6 +158,16 @@ class TrainledgerTrainerCallback(TrainerCallback):  # type: ignore[misc]
                 rec.end(exception=exc)
             raise
 
+    def _at_exit(self) -> None:
+        """The interpreter exits with the run still open: record why (see the module doc)."""
+        rec = self._recorder
+        if rec is None or not rec.began or rec.ended:
+            return
+        exc = getattr(sys, "last_value", None)  # set for the uncaught exception, if any
+        if not isinstance(exc, BaseException):
+            exc = RuntimeError("the process exited before Trainer.train() ended")
+        rec.end(exception=exc)
+
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         model = kwargs.get("model")
         info = {**training_hparams(args), **config_hparams(model), **self._user_info}
@@ -177,6 +192,8 @@ class TrainledgerTrainerCallback(TrainerCallback):  # type: ignore[misc]
             cur_step_num=int(state.global_step),
         )
         rec.begin()
+        atexit.unregister(self._at_exit)  # one registration per callback, however many runs
+        atexit.register(self._at_exit)
 
     def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
         rec = self._recorder
@@ -226,3 +243,4 @@ class TrainledgerTrainerCallback(TrainerCallback):  # type: ignore[misc]
         rec.update(cur_step_num=int(state.global_step), cur_epoch_num=round(state.epoch or 0))
         early = state.max_steps and state.global_step < state.max_steps
         rec.end(stop_reason="requested" if early else "completed")
+        atexit.unregister(self._at_exit)
