@@ -172,3 +172,47 @@ def test_datamodule_and_scheduler(tmp_path: Path) -> None:
     assert lineage["train_dataset"] == {"train_dataset_size": 48}
     assert lineage["valid_dataset"] == {"valid_dataset_size": 16}
     assert lineage["hyper_parameters"]["batch_size"] == 8
+
+
+_DDP = """
+import sys
+from tests.integrations._common import HPARAMS, loaders
+from tests.integrations.test_lightning import LitMLP, _trainer
+from trainledger.integrations.lightning import TrainledgerCallback
+
+train, valid = loaders()
+trainer = _trainer(
+    strategy="ddp", devices=2, callbacks=[TrainledgerCallback(sys.argv[1])]
+)
+trainer.fit(LitMLP(**HPARAMS), train, valid)
+"""
+
+
+@pytest.mark.slow
+def test_under_torchrun_ddp_only_rank_zero_writes(tmp_path: Path) -> None:
+    """Two real processes (torchrun, gloo): one lineage file, written by rank 0, whole run."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "ddp_fit.py"
+    script.write_text(_DDP)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+        + [str(script), str(tmp_path / "run")],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    files = [p.name for p in (tmp_path / "run").iterdir() if "lineage" in p.name]
+    assert len(files) == 1, files
+    lineage = get_summary_lineage(str(tmp_path / "run"))
+    assert lineage["run"]["status"] == "finished"
+    assert lineage["hyper_parameters"]["device_num"] == 2
+    assert lineage["hyper_parameters"]["parallel_mode"] == "data_parallel"
+    assert lineage["run"]["total_steps"] == 6  # 48 samples / 2 ranks / batch 8, 2 epochs
+    assert lineage["metric"]["accuracy"] is not None
