@@ -3,6 +3,7 @@ mirror, the download cache, a whole training run through the store, and killed w
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -10,6 +11,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -17,17 +19,18 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from tests.s3_server import objects
-from trainledger.callbacks import EvalLineage, ModelCheckpoint, TrainLineage
+from trainledger.callbacks import EvalLineage, ModelCheckpoint, SummaryCollector, TrainLineage
 from trainledger.errors import UnsupportedLocationError
-from trainledger.query import get_summary_lineage
+from trainledger.query import filter_summary_lineage, get_summary_lineage
 from trainledger.run import Model
-from trainledger.storage.mirror import UploadMirror, close_mirrors, staging_dir, sync_down
+from trainledger.storage.mirror import UploadMirror, close_mirrors, sync_down
 from trainledger.storage.objects import (
     ObjectLocation,
     ObjectStore,
     check_location,
     is_object_url,
 )
+from trainledger.summary import SummaryRecord, read_scalars
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -148,6 +151,9 @@ def _train(run_dir: str) -> None:
         net, nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), 0.1), metrics={"accuracy"}
     )
     callbacks = [
+        SummaryCollector(
+            run_dir, collect_freq=1, collect_specified_data={"collect_landscape": None}
+        ),
         TrainLineage(run_dir, user_defined_info={"tag": "s3"}),
         EvalLineage(run_dir),
         ModelCheckpoint(prefix="m", directory=run_dir),
@@ -155,22 +161,75 @@ def _train(run_dir: str) -> None:
     model.fit(2, data, data, callbacks=callbacks)
 
 
-def test_a_run_written_through_the_store_reads_back_the_same(
-    s3_bucket: str, tmp_path: Path
+def test_a_run_written_to_an_s3_url_reads_back_the_same(
+    s3_bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(tmp_path)
     url = f"s3://{s3_bucket}/team/runs/r0"
-    _train(staging_dir(url, interval=0.2))
-    close_mirrors()  # what exit does
+    _train(url)  # every writer takes the URL itself
+    close_mirrors()  # what interpreter exit does
     _train(str(tmp_path / "local"))  # the same run, written locally
+    assert not (tmp_path / "s3:").exists()  # never a local folder named after the scheme
     keys = set(objects(s3_bucket))
-    assert any(k.endswith(".ckpt") for k in keys), keys
-    assert not any(".tl-tmp-" in k for k in keys)
-    cached = sync_down(f"s3://{s3_bucket}/team/runs", local_dir=str(tmp_path / "read"))
-    remote = get_summary_lineage(os.path.join(cached, "r0"))
+    assert not any(".tl-tmp-" in k for k in keys), keys
+    remote = get_summary_lineage(url)
     local = get_summary_lineage(str(tmp_path / "local"))
+    assert remote["summary_dir"] == url
     for key in ("metric", "hyper_parameters", "user_defined", "train_dataset"):
         assert remote[key] == local[key], key
     assert remote["run"]["status"] == "finished"
+    model = json.loads(remote["model"]["path"])["ckpt"]  # the checkpoint, by its URL
+    assert model.startswith(f"s3://{s3_bucket}/team/runs/r0/m-2_")
+    assert model.split("/", 3)[3] in keys
+    found = filter_summary_lineage(f"s3://{s3_bucket}/team/runs")
+    assert [r["summary_dir"] for r in found["object"]] == ["./r0"]
+    assert read_scalars(sync_down(url))["loss/auto"][0].size > 0  # summaries went up too
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda url: TrainLineage(url),
+        lambda url: EvalLineage(url),
+        lambda url: SummaryRecord(url),
+        lambda url: SummaryCollector(url),
+        lambda url: ModelCheckpoint(directory=url),
+        lambda url: get_summary_lineage(url),
+        lambda url: filter_summary_lineage(url),
+    ],
+    ids=[
+        "TrainLineage",
+        "EvalLineage",
+        "SummaryRecord",
+        "SummaryCollector",
+        "ModelCheckpoint",
+        "get_summary_lineage",
+        "filter_summary_lineage",
+    ],
+)
+def test_every_entry_point_refuses_an_unsupported_scheme(
+    make: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UnsupportedLocationError, match="'gs'"):
+        make("gs://bucket/runs/r0")
+    assert list(tmp_path.iterdir()) == []  # nothing written locally
+
+
+def test_the_cli_reads_an_s3_base_and_refuses_other_schemes(s3_bucket: str, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from trainledger.cli import cli
+
+    _train(f"s3://{s3_bucket}/base/r0")
+    close_mirrors()
+    runner = CliRunner()
+    done = runner.invoke(cli, ["lineage", f"s3://{s3_bucket}/base", "--format", "json"])
+    assert done.exit_code == 0, done.output
+    rows = json.loads(done.output)
+    assert rows["count"] == 1 and rows["object"][0]["summary_dir"] == "./r0"
+    done = runner.invoke(cli, ["lineage", "gs://bucket/base"])
+    assert done.exit_code != 0 and "'gs'" in done.output
 
 
 # --- killed writers -----------------------------------------------------------------------

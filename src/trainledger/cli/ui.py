@@ -9,7 +9,9 @@ from typing import Any
 
 import click
 
+from trainledger.cli.locations import keep_fresh, local_copy
 from trainledger.server import MIN_TOKEN_LENGTH, allowed_hosts, is_loopback
+from trainledger.storage import READ_MAX_AGE, is_object_url
 
 __all__ = ["is_loopback", "ui", "ui_url"]
 
@@ -23,7 +25,7 @@ def ui_url(host: str, port: int, token: str | None = None) -> str:
 
 
 @click.command("ui")
-@click.argument("base", type=click.Path(exists=True, file_okay=False, dir_okay=True))
+@click.argument("base")
 @click.option(
     "--host",
     default="127.0.0.1",
@@ -86,10 +88,13 @@ def ui(
             fg="yellow",
             err=True,
         )
+    local = local_copy(base)  # an s3:// base: a synced local copy, refreshed below
+    if is_object_url(base):
+        keep_fresh(base, READ_MAX_AGE)
     app = create_app(
-        base,
+        local,
         token=token,
-        store=EngineStore(Path(base), max_depth=max_depth),
+        store=EngineStore(Path(local), max_depth=max_depth),
         allowed_hosts=allowed_hosts(host, extra_hosts),
     )
     url = ui_url(host, port, token)

@@ -27,6 +27,13 @@ from trainledger.storage.framing import (
     masked_crc32c,
     read_records,
 )
+from trainledger.storage.locations import (
+    READ_MAX_AGE,
+    no_checkpoints,
+    public_path,
+    readable_dir,
+    writable_dir,
+)
 from trainledger.storage.naming import (
     ANNOTATIONS_FILE,
     INDEX_DIRNAME,
@@ -50,9 +57,18 @@ from trainledger.storage.naming import (
     temp_name,
     temp_writer_pid,
 )
+from trainledger.storage.objects import check_location, is_object_url, location_scheme
 from trainledger.storage.parallel import executor, helper_threads, run_chunks
 
 __all__ = [
+    "READ_MAX_AGE",
+    "check_location",
+    "is_object_url",
+    "location_scheme",
+    "no_checkpoints",
+    "public_path",
+    "readable_dir",
+    "writable_dir",
     "ANNOTATIONS_FILE",
     "FOOTER_SIZE",
     "HEADER_SIZE",

@@ -41,6 +41,7 @@ __all__ = [
     "close_mirrors",
     "sync_down",
     "cache_dir",
+    "staging_root",
     "MANIFEST_NAME",
 ]
 
@@ -59,6 +60,11 @@ def _root(env: str, *tail: str) -> Path:
 
 def _local_for(root: Path, loc: ObjectLocation) -> str:
     return str(root.joinpath(loc.bucket, *loc.key.split("/")) if loc.key else root / loc.bucket)
+
+
+def staging_root() -> str:
+    """Where staging directories live (``$TRAINLEDGER_STAGING_DIR`` or ~/.cache/...)."""
+    return str(_root("TRAINLEDGER_STAGING_DIR", "staging"))
 
 
 def cache_dir(loc: ObjectLocation) -> str:
@@ -207,7 +213,7 @@ def staging_dir(url: str, interval: float = 2.0, store: ObjectStore | None = Non
     bucket and key; files left there by a killed process are uploaded by the next mirror.
     """
     loc = ObjectLocation.parse(url)
-    local = _local_for(_root("TRAINLEDGER_STAGING_DIR", "staging"), loc)
+    local = _local_for(Path(staging_root()), loc)
     key = (os.getpid(), loc.url)
     with _MIRRORS_LOCK:
         if key not in _MIRRORS:
