@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Any
 
 from trainledger.storage.mirror import staging_dir, staging_root, sync_down
 from trainledger.storage.objects import ObjectLocation, check_location, is_object_url
@@ -18,9 +19,12 @@ __all__ = ["writable_dir", "readable_dir", "public_path", "READ_MAX_AGE", "no_ch
 READ_MAX_AGE = float(os.environ.get("TRAINLEDGER_OBJECT_MAX_AGE", "5"))
 
 
-def writable_dir(path: str | os.PathLike[str], what: str = "directory") -> str:
+def writable_dir(path: Any, what: str = "directory") -> Any:
     """The local directory a writer writes for ``path``: ``path`` itself, or for an ``s3://``
-    URL its staging directory, which a background mirror uploads (see ``storage.mirror``)."""
+    URL its staging directory, which a background mirror uploads (see ``storage.mirror``).
+    Anything but a str or path is returned as it is, for the caller's own type check."""
+    if not isinstance(path, (str, os.PathLike)):
+        return path
     text = os.fspath(path)
     check_location(text, what)
     return staging_dir(text) if is_object_url(text) else text
@@ -32,13 +36,16 @@ def no_checkpoints(rel: str) -> bool:
 
 
 def readable_dir(
-    path: str | os.PathLike[str],
+    path: Any,
     what: str = "directory",
     want: Callable[[str], bool] = no_checkpoints,
     max_age: float | None = None,
-) -> str:
+) -> Any:
     """The local directory to read for ``path``: ``path`` itself, or for an ``s3://`` URL a
-    cache holding its objects (``want`` picks them; refreshed when older than ``max_age``)."""
+    cache holding its objects (``want`` picks them; refreshed when older than ``max_age``).
+    Anything but a str or path is returned as it is, for the caller's own type check."""
+    if not isinstance(path, (str, os.PathLike)):
+        return path
     text = os.fspath(path)
     check_location(text, what)
     if not is_object_url(text):
