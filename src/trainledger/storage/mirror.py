@@ -10,8 +10,8 @@ A file that grows (an event file, a lineage file) is uploaded again whole; the o
 replaced atomically, so a reader sees either the previous or the new version. A file the
 writers delete (checkpoint retention) is deleted from the store. What a killed writer can lose:
 the bytes written in its last ``interval`` seconds (default 2 s) plus an upload in flight; they
-stay in the staging directory, and the next mirror of the same location (another run, or
-``trainledger sync``) uploads them.
+stay in the staging directory, and the next mirror of the same location on that machine (the
+next process that writes there) uploads them.
 
 Reading (``sync_down``): a base or run under ``s3://`` is copied into a local cache directory,
 only the objects whose ETag changed since the last copy, and the local readers and the query
