@@ -24,14 +24,19 @@ def user_location(path: str) -> str:
     return path if is_object_url(path) else os.path.abspath(path)
 
 
-def local_copy(path: str, want: Callable[[str], bool] = no_checkpoints) -> str:
-    """A local directory holding ``path``'s files (for an ``s3://`` URL, the synced cache)."""
+def local_copy(
+    path: str, want: Callable[[str], bool] = no_checkpoints, param: str = "BASE"
+) -> str:
+    """A local directory holding ``path``'s files (for an ``s3://`` URL, the synced cache);
+    a usage error (exit 2) naming ``param`` when there is none."""
     try:
         local = readable_dir(path, want=want)
     except (UnsupportedLocationError, ObjectStoreError, MissingExtraError) as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise click.BadParameter(str(exc), param_hint=f"'{param}'") from exc
     if not os.path.isdir(local):
-        raise click.ClickException(f"expected a directory, received {path!r} (not found)")
+        raise click.BadParameter(
+            f"expected an existing directory, received {path!r}", param_hint=f"'{param}'"
+        )
     return os.path.abspath(local)
 
 
