@@ -24,9 +24,7 @@ def user_location(path: str) -> str:
     return path if is_object_url(path) else os.path.abspath(path)
 
 
-def local_copy(
-    path: str, want: Callable[[str], bool] = no_checkpoints, param: str = "BASE"
-) -> str:
+def local_copy(path: str, want: Callable[[str], bool] = no_checkpoints, param: str = "BASE") -> str:
     """A local directory holding ``path``'s files (for an ``s3://`` URL, the synced cache);
     a usage error (exit 2) naming ``param`` when there is none."""
     try:

@@ -41,6 +41,13 @@ def ui_url(host: str, port: int, token: str | None = None) -> str:
     "printed ?token= link). Also read from TRAINLEDGER_TOKEN.",
 )
 @click.option(
+    "--read-token",
+    envvar="TRAINLEDGER_READ_TOKEN",
+    default=None,
+    help="A second token that may only read (tags, remarks, archive and delete answer 403). "
+    "Also read from TRAINLEDGER_READ_TOKEN.",
+)
+@click.option(
     "--allowed-host",
     "extra_hosts",
     multiple=True,
@@ -62,6 +69,7 @@ def ui(
     host: str,
     port: int,
     token: str | None,
+    read_token: str | None,
     extra_hosts: tuple[str, ...],
     open_browser: bool,
     max_depth: int,
@@ -75,13 +83,14 @@ def ui(
         raise click.ClickException(
             f"the web UI needs the [ui] extra: pip install 'trainledger[ui]' ({exc})"
         ) from exc
-    if token is not None and len(token) < MIN_TOKEN_LENGTH:
-        raise click.BadParameter(
-            f"expected at least {MIN_TOKEN_LENGTH} characters, received {len(token)} "
-            "(e.g. python -c 'import secrets; print(secrets.token_urlsafe())')",
-            param_hint="--token",
-        )
-    if not is_loopback(host) and token is None:
+    for given, hint in ((token, "--token"), (read_token, "--read-token")):
+        if given is not None and len(given) < MIN_TOKEN_LENGTH:
+            raise click.BadParameter(
+                f"expected at least {MIN_TOKEN_LENGTH} characters, received {len(given)} "
+                "(e.g. python -c 'import secrets; print(secrets.token_urlsafe())')",
+                param_hint=hint,
+            )
+    if not is_loopback(host) and token is None and read_token is None:
         click.secho(
             f"warning: binding {host} without --token: anyone who can reach this machine "
             "can read your runs and edit their tags and remarks.",
@@ -94,10 +103,11 @@ def ui(
     app = create_app(
         local,
         token=token,
+        read_token=read_token,
         store=EngineStore(Path(local), max_depth=max_depth),
         allowed_hosts=allowed_hosts(host, extra_hosts),
     )
-    url = ui_url(host, port, token)
+    url = ui_url(host, port, token or read_token)
     click.echo(f"trainledger ui: serving {base} at {url}  (Ctrl+C to stop)")
     if open_browser:
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()

@@ -18,6 +18,7 @@ from typing import Any
 
 from trainledger.errors import LineageParamSummaryPathError
 from trainledger.storage import (
+    ARCHIVE_DIRNAME,
     INDEX_DIRNAME,
     LINEAGE_SUFFIX,
     is_lineage_file_name,
@@ -25,6 +26,9 @@ from trainledger.storage import (
     pid_alive,
     safe_host,
 )
+
+#: directories below a base that never hold runs: the index and the archive
+_NOT_RUNS = (INDEX_DIRNAME, ARCHIVE_DIRNAME)
 
 _PATH_ERROR = "The parameter summary path error: {}"
 
@@ -207,7 +211,7 @@ class Scanner:
                             if is_lineage_file_name(name) and entry.is_file(follow_symlinks=False):
                                 lineage.append(name)
                             continue
-                        if not entry.is_dir() or name == INDEX_DIRNAME or "\x00" in name:
+                        if not entry.is_dir() or name in _NOT_RUNS or "\x00" in name:
                             continue
                         is_link = entry.is_symlink()
                     except OSError:

@@ -36,6 +36,8 @@ from trainledger.storage.locations import (
 )
 from trainledger.storage.naming import (
     ANNOTATIONS_FILE,
+    ARCHIVE_DIRNAME,
+    AUDIT_FILE,
     INDEX_DIRNAME,
     INDEX_FILE,
     LINEAGE_SUFFIX,
@@ -70,6 +72,8 @@ __all__ = [
     "readable_dir",
     "writable_dir",
     "ANNOTATIONS_FILE",
+    "ARCHIVE_DIRNAME",
+    "AUDIT_FILE",
     "FOOTER_SIZE",
     "HEADER_SIZE",
     "INDEX_DIRNAME",

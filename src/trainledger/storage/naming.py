@@ -33,6 +33,8 @@ __all__ = [
     "ANNOTATIONS_FILE",
     "CheckpointName",
     "INDEX_DIRNAME",
+    "ARCHIVE_DIRNAME",
+    "AUDIT_FILE",
     "INDEX_FILE",
     "LINEAGE_SUFFIX",
     "LineageFile",
@@ -78,6 +80,10 @@ def temp_writer_pid(name: str) -> int | None:
 INDEX_DIRNAME = ".trainledger"
 INDEX_FILE = "index.db"
 ANNOTATIONS_FILE = "annotations.json"
+#: the team's record of who changed what through the UI or CLI (JSON lines, in INDEX_DIRNAME)
+AUDIT_FILE = "audit.jsonl"
+#: archived runs move here, below the base; discovery never looks inside
+ARCHIVE_DIRNAME = ".trainledger-archive"
 
 # --- event files (TensorBoard) --------------------------------------------------------------
 _EVENT_RE = re.compile(r"\.tfevents\.(\d+)\.(.*)\.(\d+)\.(\d+)")
