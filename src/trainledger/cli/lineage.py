@@ -19,6 +19,7 @@ import click
 
 from trainledger.cli.locations import user_location
 from trainledger.errors import LineageError
+from trainledger.lineage import Redaction, redact_object
 
 __all__ = ["lineage", "show", "render_table", "format_value"]
 
@@ -180,6 +181,9 @@ def lineage(
         if "not supported" in str(exc) or "sorted_name must be" in str(exc):
             hint = f"\nfields: {', '.join(FIELDS)}, metric/<name>, user_defined/<name>"
         raise click.ClickException(f"{exc}{hint}") from exc
+    if fmt in ("json", "csv"):  # output meant to leave the machine: TRAINLEDGER_REDACT applies
+        policy = Redaction.from_env()
+        result = {**result, "object": [redact_object(o, policy) for o in result["object"]]}
     if fmt == "json":
         click.echo(json.dumps(result, indent=2))
     elif fmt == "csv":

@@ -61,8 +61,13 @@ from trainledger.storage.naming import (
 )
 from trainledger.storage.objects import check_location, is_object_url, location_scheme
 from trainledger.storage.parallel import executor, helper_threads, run_chunks
+from trainledger.storage.redact import REDACT_ENV, REDACT_KINDS, digest8, redaction_kinds
 
 __all__ = [
+    "REDACT_ENV",
+    "REDACT_KINDS",
+    "digest8",
+    "redaction_kinds",
     "READ_MAX_AGE",
     "check_location",
     "is_object_url",

@@ -24,10 +24,11 @@ from __future__ import annotations
 import itertools
 import os
 import re
-import socket
 import threading
 import time
 from dataclasses import dataclass
+
+from trainledger.storage.redact import machine_name
 
 __all__ = [
     "ANNOTATIONS_FILE",
@@ -102,7 +103,7 @@ def event_file_name(
     with _event_counter_lock:
         n = next(_event_counter)
     ts = int(time.time() if wall_time is None else wall_time)
-    return f"{prefix}.out.tfevents.{ts}.{socket.gethostname()}.{os.getpid()}.{n}{suffix}"
+    return f"{prefix}.out.tfevents.{ts}.{machine_name()}.{os.getpid()}.{n}{suffix}"
 
 
 def is_event_file_name(name: str) -> bool:
@@ -139,7 +140,7 @@ class LineageFile:
 
 def safe_host(host: str | None = None) -> str:
     """The host name reduced to characters that cannot break the file-name pattern."""
-    host = socket.gethostname() if host is None else host
+    host = machine_name() if host is None else host
     return _UNSAFE.sub("-", host).strip("-") or "host"
 
 
