@@ -31,6 +31,7 @@ from trainledger.storage import (
     frame,
     fsync_dir,
     lineage_file_name,
+    note_change,
     safe_host,
     scan_dir,
 )
@@ -87,6 +88,7 @@ class LineageWriter:
             os.close(fd)
         if created:
             fsync_dir(self.log_dir)
+        note_change(self.path)  # this process's own queries see it at once (query.watch)
         return self.path
 
 

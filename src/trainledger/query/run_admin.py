@@ -18,7 +18,7 @@ from typing import Any
 
 from trainledger.errors import LineageParamValueError
 from trainledger.lineage import read_lineage
-from trainledger.storage import ARCHIVE_DIRNAME, INDEX_DIRNAME, fsync_dir
+from trainledger.storage import ARCHIVE_DIRNAME, INDEX_DIRNAME, fsync_dir, note_change
 
 __all__ = ["archive_run", "restore_run", "delete_run", "archived_runs"]
 
@@ -67,6 +67,7 @@ def archive_run(base: str | os.PathLike[str], run_id: str, *, force: bool = Fals
     os.rename(path, target)
     fsync_dir(os.path.dirname(path))
     fsync_dir(os.path.dirname(target))
+    note_change(path)
     return target
 
 
@@ -81,6 +82,7 @@ def restore_run(base: str | os.PathLike[str], run_id: str) -> str:
     os.makedirs(os.path.dirname(target), exist_ok=True)
     os.rename(path, target)
     fsync_dir(os.path.dirname(target))
+    note_change(target)
     return target
 
 
@@ -127,4 +129,5 @@ def delete_run(
     for file in extra:
         os.unlink(file)
     fsync_dir(os.path.dirname(path))
+    note_change(path)
     return [path, *extra]

@@ -17,6 +17,7 @@ from trainledger.storage.atomic import (
     writer_alive,
 )
 from trainledger.storage.background import BackgroundWorker
+from trainledger.storage.changes import note_change, on_change, remove_listener
 from trainledger.storage.framing import (
     FOOTER_SIZE,
     HEADER_SIZE,
@@ -64,6 +65,9 @@ from trainledger.storage.parallel import executor, helper_threads, run_chunks
 from trainledger.storage.redact import REDACT_ENV, REDACT_KINDS, digest8, redaction_kinds
 
 __all__ = [
+    "note_change",
+    "on_change",
+    "remove_listener",
     "REDACT_ENV",
     "REDACT_KINDS",
     "digest8",
