@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+#: fixtures of real servers the tests start themselves (S3: moto in server mode)
+pytest_plugins = ["tests.s3_server"]
+
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests" / "golden"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_base_watchers() -> Iterator[None]:
+    """Queries in a long-lived process watch their base (query.watch); other processes' writes
+    then show after the kernel's notification, tens of milliseconds later. Tests that write
+    with one process and query at once from another rely on full scans, so watching is off
+    here except in tests/query/test_watch.py, which turns it on and tests it (and in a whole
+    run with TRAINLEDGER_TEST_WATCH=1, to try everything with watchers)."""
+    if os.environ.get("TRAINLEDGER_TEST_WATCH") == "1":
+        yield
+        return
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRAINLEDGER_WATCH", "0")
+        yield
 
 
 @pytest.fixture

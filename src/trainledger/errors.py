@@ -19,6 +19,8 @@ and what was received; lower-level errors are chained with ``raise ... from``.
     ├── StreamError                      a streaming source was misused (closed, bad offset)
     ├── RunNotFoundError (LookupError)   the web UI: no such run under BASE (always a 404)
     ├── MissingExtraError (ModuleNotFoundError)  an optional dependency is missing; names the extra
+    ├── UnsupportedLocationError (ValueError)  a URL scheme trainledger does not store to
+    ├── ObjectStoreError (OSError)       object storage (S3) refused or failed an operation
     └── LineageError                     MindInsight's lineage errors, same class names/texts
         ├── LineageParamTypeError (TypeError)
         ├── LineageParamValueError (ValueError)
@@ -129,3 +131,11 @@ class RunNotFoundError(TrainledgerError, LookupError):
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
         super().__init__(f"no run {run_id!r} under the base directory")
+
+
+class UnsupportedLocationError(TrainledgerError, ValueError):
+    """A ``scheme://`` location trainledger does not store to (never taken as a local path)."""
+
+
+class ObjectStoreError(TrainledgerError, OSError):
+    """Object storage refused or failed an operation; the message names the location."""

@@ -22,7 +22,9 @@ def base(tmp_path: Path) -> Path:
     return make_base(tmp_path / "runs", n=6, scalars=30)
 
 
-def client_for(base: Path, token: str | None = None, **store_options: object) -> TestClient:
+def client_for(
+    base: Path, token: str | None = None, read_token: str | None = None, **store_options: object
+) -> TestClient:
     store = EngineStore(
         base,
         rescan_interval=0.0,
@@ -31,7 +33,8 @@ def client_for(base: Path, token: str | None = None, **store_options: object) ->
         scalar_interval=0.0,
         **store_options,
     )  # type: ignore[arg-type]
-    return TestClient(create_app(base, token=token, store=store), follow_redirects=False)
+    app = create_app(base, token=token, read_token=read_token, store=store)
+    return TestClient(app, follow_redirects=False)
 
 
 @pytest.fixture

@@ -53,6 +53,8 @@ class FakeStore:
         self.records = {f"run{i:03d}": make_record(i) for i in range(n)}
         self.points = points
         self.closed = False
+        self.archived_records: dict[str, dict[str, Any]] = {}
+        self.audit_entries: list[dict[str, Any]] = []
 
     def _get(self, run_id: str) -> dict[str, Any]:
         run_id = check_run_id(run_id)
@@ -103,6 +105,27 @@ class FakeStore:
         if remark is not None:
             info["remark"] = remark
         return {"run_id": run_id, "tag": info.get("tag", 0), "remark": info.get("remark", "")}
+
+    def archive(self, run_id: str, *, force: bool = False) -> str:
+        self.archived_records[run_id] = self.records.pop(check_run_id(run_id))
+        return f".trainledger-archive/{run_id}"
+
+    def restore(self, run_id: str) -> None:
+        self.records[run_id] = self.archived_records.pop(run_id)
+
+    def archived(self) -> list[str]:
+        return sorted(self.archived_records)
+
+    def delete(self, run_id: str, *, force: bool = False) -> list[str]:
+        self._get(run_id)
+        del self.records[run_id]
+        return [run_id]
+
+    def audit(self, actor: str, action: str, run_id: str, **detail: Any) -> None:
+        self.audit_entries.append({"actor": actor, "action": action, "run": run_id, **detail})
+
+    def audit_log(self, limit: int) -> list[dict[str, Any]]:
+        return self.audit_entries[-limit:]
 
     def compile_where(self, expressions: Sequence[str]) -> dict[str, Any]:
         cond: dict[str, Any] = {}

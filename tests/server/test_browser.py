@@ -394,3 +394,26 @@ def test_our_run_hostile_tag_is_text(page: Any, media_server: LiveServer) -> Non
     page.wait_for_function(f"document.querySelectorAll({HIST_LINES!r}).length === 3")
     assert page.evaluate("window.pwned") is None
     shot(page, "run-media-ours")
+
+
+def test_archive_and_delete_from_the_run_page_ask_first(browser: Any, tmp_path: Path) -> None:
+    base = make_base(tmp_path / "runs", n=3, scalars=0)
+    server = LiveServer(base).start()
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(WAIT_MS)
+        page.goto(server.url + "#/run/run01")
+        page.wait_for_selector("#run-archive:not([hidden])")
+        page.once("dialog", lambda dialog: dialog.dismiss())  # "no": nothing happens
+        page.click("#run-delete")
+        assert (base / "run01").is_dir()
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.click("#run-archive")
+        page.wait_for_function("window.location.hash === '#/lineage'")
+        wait_rows(page, 2)
+        assert "run01" not in table_runs(page)
+        assert (base / ".trainledger-archive" / "run01").is_dir()
+    finally:
+        context.close()
+        server.stop()

@@ -37,7 +37,7 @@ from trainledger.checkpoint import (
     should_save,
 )
 from trainledger.run import Callback, RunContext
-from trainledger.storage import sweep_temp_files
+from trainledger.storage import sweep_temp_files, writable_dir
 
 __all__ = ["ModelCheckpoint"]
 
@@ -76,7 +76,8 @@ class ModelCheckpoint(Callback):
         self._config = config
         self._base_prefix = prefix
         self._prefix = prefix
-        self._directory = Path(directory if directory is not None else os.getcwd()).absolute()
+        where = writable_dir(directory, "directory") if directory is not None else os.getcwd()
+        self._directory = Path(where).absolute()
         self._resume_from = Path(resume_from).absolute() if resume_from is not None else None
         self._latest: str | None = None
         self._manager: CheckpointManager | None = None

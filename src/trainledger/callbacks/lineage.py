@@ -54,6 +54,7 @@ from trainledger.lineage import (
 )
 from trainledger.lineage import lineage_pb2 as pb
 from trainledger.run import Callback, CallbackParams, RunContext, loss_value
+from trainledger.storage import public_path, writable_dir
 
 __all__ = ["TrainLineage", "EvalLineage"]
 
@@ -64,7 +65,7 @@ def _log_dir_of(summary_record: Any) -> str:
     """The run directory: a SummaryRecord's ``log_dir`` (duck-typed) or a path."""
     target = getattr(summary_record, "log_dir", summary_record)
     if isinstance(target, (str, os.PathLike)) and os.fspath(target):
-        return os.path.abspath(os.fspath(target))
+        return os.path.abspath(writable_dir(target, "summary_record"))
     raise LineageParamTypeError(
         "summary_record expected a SummaryRecord or a directory path, received: "
         f"{type(summary_record).__name__}"
@@ -291,7 +292,7 @@ class TrainLineage(_LineageCallback):
         model_path = model_size = None
         if ckpt:
             ckpt = os.path.abspath(ckpt)
-            model_path = json.dumps({"ckpt": ckpt})
+            model_path = json.dumps({"ckpt": public_path(ckpt)})  # s3:// when uploaded
             model_size = file_size(ckpt)
         batch_size = ds.batch_size
         if batch_size is None and isinstance(params.get("batch_size"), int):

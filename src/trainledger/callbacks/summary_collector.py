@@ -44,6 +44,7 @@ from trainledger.callbacks.summary_parts import (
     read_deferred,
 )
 from trainledger.run import Callback, CallbackParams, RunContext, loss_value
+from trainledger.storage import writable_dir
 from trainledger.summary import SummaryRecord, process_export_options
 
 __all__ = ["SummaryCollector"]
@@ -93,7 +94,7 @@ class SummaryCollector(Callback):
         self._export_options = process_export_options(export_options)
         self._specified = process_specified_data(collect_specified_data, keep_default_action)
         self._custom_lineage_data = process_custom_lineage_data(custom_lineage_data)
-        self._summary_dir = os.fspath(summary_dir)
+        self._summary_dir = writable_dir(summary_dir, "summary_dir")
         os.makedirs(self._summary_dir, exist_ok=True)
         self._collect_freq = collect_freq
         self._num_process = num_process

@@ -12,13 +12,14 @@ import csv
 import io
 import json
 import math
-import os
 import sys
 from typing import Any
 
 import click
 
+from trainledger.cli.locations import user_location
 from trainledger.errors import LineageError
+from trainledger.lineage import Redaction, redact_object
 
 __all__ = ["lineage", "show", "render_table", "format_value"]
 
@@ -174,12 +175,15 @@ def lineage(
     try:
         condition = parse_where(wheres, sort=sort, limit=limit, page=page)
         # a shell path like ../runs is the user's own: normalize it (the API rejects "..")
-        result = filter_summary_lineage(os.path.abspath(base), condition, max_depth=max_depth)
+        result = filter_summary_lineage(user_location(base), condition, max_depth=max_depth)
     except (LineageError, ValueError) as exc:
         hint = ""
         if "not supported" in str(exc) or "sorted_name must be" in str(exc):
             hint = f"\nfields: {', '.join(FIELDS)}, metric/<name>, user_defined/<name>"
         raise click.ClickException(f"{exc}{hint}") from exc
+    if fmt in ("json", "csv"):  # output meant to leave the machine: TRAINLEDGER_REDACT applies
+        policy = Redaction.from_env()
+        result = {**result, "object": [redact_object(o, policy) for o in result["object"]]}
     if fmt == "json":
         click.echo(json.dumps(result, indent=2))
     elif fmt == "csv":
@@ -229,7 +233,7 @@ def show(run_dir: str, as_json: bool) -> None:
     from trainledger.query import get_summary_lineage  # the query engine on use
 
     try:
-        info = get_summary_lineage(os.path.abspath(run_dir))
+        info = get_summary_lineage(user_location(run_dir))
     except (LineageError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     if not info:

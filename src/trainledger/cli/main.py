@@ -16,10 +16,14 @@ from trainledger.version import __version__
 
 # subcommand name -> "module:attribute" of its click command
 _COMMANDS: dict[str, str] = {
+    "archive": "trainledger.cli.admin:archive",
+    "audit": "trainledger.cli.admin:audit",
+    "delete": "trainledger.cli.admin:delete",
     "demo": "trainledger.cli.demo:demo",
     "export": "trainledger.cli.export:export",
     "import": "trainledger.cli.importing:import_group",
     "lineage": "trainledger.cli.lineage:lineage",
+    "restore": "trainledger.cli.admin:restore",
     "show": "trainledger.cli.lineage:show",
     "ui": "trainledger.cli.ui:ui",
 }

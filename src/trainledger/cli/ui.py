@@ -9,7 +9,9 @@ from typing import Any
 
 import click
 
+from trainledger.cli.locations import keep_fresh, local_copy
 from trainledger.server import MIN_TOKEN_LENGTH, allowed_hosts, is_loopback
+from trainledger.storage import READ_MAX_AGE, is_object_url
 
 __all__ = ["is_loopback", "ui", "ui_url"]
 
@@ -23,7 +25,7 @@ def ui_url(host: str, port: int, token: str | None = None) -> str:
 
 
 @click.command("ui")
-@click.argument("base", type=click.Path(exists=True, file_okay=False, dir_okay=True))
+@click.argument("base")
 @click.option(
     "--host",
     default="127.0.0.1",
@@ -37,6 +39,13 @@ def ui_url(host: str, port: int, token: str | None = None) -> str:
     default=None,
     help="Require this token on every request (header, or cookie set by the "
     "printed ?token= link). Also read from TRAINLEDGER_TOKEN.",
+)
+@click.option(
+    "--read-token",
+    envvar="TRAINLEDGER_READ_TOKEN",
+    default=None,
+    help="A second token that may only read (tags, remarks, archive and delete answer 403). "
+    "Also read from TRAINLEDGER_READ_TOKEN.",
 )
 @click.option(
     "--allowed-host",
@@ -60,6 +69,7 @@ def ui(
     host: str,
     port: int,
     token: str | None,
+    read_token: str | None,
     extra_hosts: tuple[str, ...],
     open_browser: bool,
     max_depth: int,
@@ -73,26 +83,31 @@ def ui(
         raise click.ClickException(
             f"the web UI needs the [ui] extra: pip install 'trainledger[ui]' ({exc})"
         ) from exc
-    if token is not None and len(token) < MIN_TOKEN_LENGTH:
-        raise click.BadParameter(
-            f"expected at least {MIN_TOKEN_LENGTH} characters, received {len(token)} "
-            "(e.g. python -c 'import secrets; print(secrets.token_urlsafe())')",
-            param_hint="--token",
-        )
-    if not is_loopback(host) and token is None:
+    for given, hint in ((token, "--token"), (read_token, "--read-token")):
+        if given is not None and len(given) < MIN_TOKEN_LENGTH:
+            raise click.BadParameter(
+                f"expected at least {MIN_TOKEN_LENGTH} characters, received {len(given)} "
+                "(e.g. python -c 'import secrets; print(secrets.token_urlsafe())')",
+                param_hint=hint,
+            )
+    if not is_loopback(host) and token is None and read_token is None:
         click.secho(
             f"warning: binding {host} without --token: anyone who can reach this machine "
             "can read your runs and edit their tags and remarks.",
             fg="yellow",
             err=True,
         )
+    local = local_copy(base)  # an s3:// base: a synced local copy, refreshed below
+    if is_object_url(base):
+        keep_fresh(base, READ_MAX_AGE)
     app = create_app(
-        base,
+        local,
         token=token,
-        store=EngineStore(Path(base), max_depth=max_depth),
+        read_token=read_token,
+        store=EngineStore(Path(local), max_depth=max_depth),
         allowed_hosts=allowed_hosts(host, extra_hosts),
     )
-    url = ui_url(host, port, token)
+    url = ui_url(host, port, token or read_token)
     click.echo(f"trainledger ui: serving {base} at {url}  (Ctrl+C to stop)")
     if open_browser:
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()

@@ -25,6 +25,7 @@ from typing import Any
 from trainledger.callbacks import EvalLineage, HParamsSession, TrainLineage
 from trainledger.lineage import distributed_info
 from trainledger.run import CallbackParams, RunContext
+from trainledger.storage import writable_dir
 from trainledger.summary import SummaryRecord
 
 __all__ = ["RunRecorder", "flat_hparams", "scalar_value"]
@@ -105,7 +106,7 @@ class RunRecorder:
         raise_exception: bool = False,
         write: bool | None = None,
     ) -> None:
-        self.run_dir = os.path.abspath(os.fspath(run_dir))
+        self.run_dir = os.path.abspath(writable_dir(run_dir, "run_dir"))
         self.writes = distributed_info()[0] == 0 if write is None else bool(write)
         self.params = CallbackParams(
             network=None,

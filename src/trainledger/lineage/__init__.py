@@ -44,6 +44,10 @@ _EXPORTS: dict[str, str] = {
     "train_event": "trainledger.lineage.records",
     "user_defined_event": "trainledger.lineage.records",
     "validate_user_defined_info": "trainledger.lineage.records",
+    "REDACT_ENV": "trainledger.lineage.redaction",
+    "Redaction": "trainledger.lineage.redaction",
+    "redact_event": "trainledger.lineage.redaction",
+    "redact_object": "trainledger.lineage.redaction",
     "as_int": "trainledger.lineage.run_facts",
     "file_size": "trainledger.lineage.run_facts",
     "latest_checkpoint": "trainledger.lineage.run_facts",
@@ -71,10 +75,14 @@ __all__ = [
     "network_name",
     "optimizer_name",
     "read_lineage",
+    "REDACT_ENV",
+    "redact_event",
+    "redact_object",
+    "Redaction",
     "run_event",
-    "shortest_float32",
     "run_status",
     "RunValues",
+    "shortest_float32",
     "SUMMARY_KEYS",
     "torch_seed",
     "train_event",
@@ -112,5 +120,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         user_defined_event,
         validate_user_defined_info,
     )
+    from trainledger.lineage.redaction import REDACT_ENV, Redaction, redact_event, redact_object
     from trainledger.lineage.run_facts import as_int, file_size, latest_checkpoint, run_status
     from trainledger.lineage.writer import get_writer

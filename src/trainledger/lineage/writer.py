@@ -23,6 +23,7 @@ from collections.abc import Iterable
 
 from trainledger.errors import LineageWriteError
 from trainledger.lineage.proto import lineage_pb2 as pb
+from trainledger.lineage.redaction import Redaction, redact_event
 from trainledger.storage import (
     LINEAGE_SUFFIX,
     exclusive_lock,
@@ -30,6 +31,7 @@ from trainledger.storage import (
     frame,
     fsync_dir,
     lineage_file_name,
+    note_change,
     safe_host,
     scan_dir,
 )
@@ -56,6 +58,8 @@ class LineageWriter:
 
         Raises ``LineageWriteError`` when the directory or the file cannot be written.
         """
+        policy = Redaction.from_env()  # TRAINLEDGER_REDACT: blur before it can leave
+        events = [redact_event(event, policy) for event in events]
         data = b"".join(frame(event.SerializeToString()) for event in events)
         with self._lock:
             try:
@@ -84,6 +88,7 @@ class LineageWriter:
             os.close(fd)
         if created:
             fsync_dir(self.log_dir)
+        note_change(self.path)  # this process's own queries see it at once (query.watch)
         return self.path
 
 

@@ -17,22 +17,35 @@ from trainledger.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "UNSET": "trainledger.query.annotations",
-    "filter_summary_lineage": "trainledger.query.lineage_api",
-    "get_summary_lineage": "trainledger.query.lineage_api",
+    "append_audit": "trainledger.query.audit",
+    "cli_actor": "trainledger.query.audit",
+    "read_audit": "trainledger.query.audit",
+    "token_fingerprint": "trainledger.query.audit",
     "CONTROL_KEYS": "trainledger.query.conditions",
     "FIELDS": "trainledger.query.conditions",
     "lineage_types": "trainledger.query.conditions",
     "LineageIndex": "trainledger.query.index",
+    "filter_summary_lineage": "trainledger.query.lineage_api",
+    "get_summary_lineage": "trainledger.query.lineage_api",
+    "archive_run": "trainledger.query.run_admin",
+    "archived_runs": "trainledger.query.run_admin",
+    "delete_run": "trainledger.query.run_admin",
+    "restore_run": "trainledger.query.run_admin",
+    "QueryService": "trainledger.query.service",
     "flatten_object": "trainledger.query.table",
     "flatten_result": "trainledger.query.table",
     "lineage_table": "trainledger.query.table",
     "run_id_of": "trainledger.query.table",
-    "QueryService": "trainledger.query.service",
     "parse_where": "trainledger.query.where",
 }
 
 __all__ = [
+    "append_audit",
+    "archive_run",
+    "archived_runs",
+    "cli_actor",
     "CONTROL_KEYS",
+    "delete_run",
     "FIELDS",
     "filter_summary_lineage",
     "flatten_object",
@@ -43,7 +56,10 @@ __all__ = [
     "LineageIndex",
     "parse_where",
     "QueryService",
+    "read_audit",
+    "restore_run",
     "run_id_of",
+    "token_fingerprint",
     "UNSET",
 ]
 
@@ -51,9 +67,11 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.query.annotations import UNSET
+    from trainledger.query.audit import append_audit, cli_actor, read_audit, token_fingerprint
     from trainledger.query.conditions import CONTROL_KEYS, FIELDS, lineage_types
     from trainledger.query.index import LineageIndex
     from trainledger.query.lineage_api import filter_summary_lineage, get_summary_lineage
+    from trainledger.query.run_admin import archive_run, archived_runs, delete_run, restore_run
     from trainledger.query.service import QueryService
     from trainledger.query.table import flatten_object, flatten_result, lineage_table, run_id_of
     from trainledger.query.where import parse_where

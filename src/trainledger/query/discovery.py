@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from trainledger.errors import LineageParamSummaryPathError
+from trainledger.query.watch import WatchedScans
 from trainledger.storage import (
+    ARCHIVE_DIRNAME,
     INDEX_DIRNAME,
     LINEAGE_SUFFIX,
     is_lineage_file_name,
@@ -25,6 +27,9 @@ from trainledger.storage import (
     pid_alive,
     safe_host,
 )
+
+#: directories below a base that never hold runs: the index and the archive
+_NOT_RUNS = (INDEX_DIRNAME, ARCHIVE_DIRNAME)
 
 _PATH_ERROR = "The parameter summary path error: {}"
 
@@ -172,11 +177,16 @@ class Scanner:
     unchanged: finished runs cost one ``stat`` per scan. Files of other hosts, MindSpore's
     files and live writers' files are stat'ed every time. (Not covered: a tool rewriting a
     finished lineage file in place, under the same name, without touching the directory.)
+
+    In a long-lived process (from the second scan on, unless ``watch=False``), a trusted
+    ``query.watch.BaseWatcher`` says which directories changed since the last scan: only those
+    are stat'ed, and when none changed a scan costs nothing. A full scan still runs every
+    ``FULL_RESCAN_SECONDS`` for writers the kernel does not report (network file systems).
     """
 
     RACY_NS = 2_000_000_000
 
-    def __init__(self, base_real: str, max_depth: int = 1) -> None:
+    def __init__(self, base_real: str, max_depth: int = 1, watch: bool = True) -> None:
         if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
             raise ValueError(f"max_depth expected a non-negative int, received: {max_depth!r}")
         self.base = base_real
@@ -188,6 +198,7 @@ class Scanner:
         # but directories (all listings trusted, all lineage files final), and its result
         self._stable: list[tuple[str, int]] | None = None
         self._last: list[RunFiles] = []
+        self._watch = WatchedScans(base_real, watch)
 
     def load(self, listings: dict[str, DirListing]) -> None:
         """Start from saved listings (each is still checked against its directory's mtime)."""
@@ -207,7 +218,7 @@ class Scanner:
                             if is_lineage_file_name(name) and entry.is_file(follow_symlinks=False):
                                 lineage.append(name)
                             continue
-                        if not entry.is_dir() or name == INDEX_DIRNAME or "\x00" in name:
+                        if not entry.is_dir() or name in _NOT_RUNS or "\x00" in name:
                             continue
                         is_link = entry.is_symlink()
                     except OSError:
@@ -274,12 +285,17 @@ class Scanner:
     def scan(self) -> list[RunFiles]:
         """Run directories (directories holding lineage files) under the base.
 
-        Depth 0 is the base itself ("./"), depth 1 its children ("./run1"), and so on up to
-        ``max_depth``. Symlinked directories are followed only if they resolve inside the
-        base; each real directory is reported once. The index directory is skipped.
+        Depth 0 is the base itself ("./"), depth 1 its children ("./run1"), up to ``max_depth``.
+        Symlinked directories are followed only if they resolve inside the base, once each.
         """
-        if self._unchanged():
+        dirty = self._watch.begin()
+        if dirty is not None and not dirty:  # the watcher saw no change at all: no stat
             self.changed = {}
+            self._watch.end(full=False)
+            return self._last
+        if dirty is None and self._unchanged():
+            self.changed = {}
+            self._watch.end(full=True)
             return self._last
         cache: dict[str, DirListing] = {}
         changed: dict[str, DirListing | None] = {}
@@ -295,29 +311,35 @@ class Scanner:
             for path, summary_dir in level:
                 if path in cache:  # reached twice (through a symlink)
                     continue
-                try:
-                    mtime_ns = os_stat(path).st_mtime_ns
-                except OSError:
-                    continue
                 listing = old_get(path)
-                files = None
-                if listing is not None and listing.mtime_ns == mtime_ns and listing.trusted:
-                    if listing.settled:  # every file final: nothing else to stat
-                        files = listing.settled[0]
-                    else:
-                        files = stat_files(listing)
-                        if listing.settled:
-                            changed[path] = listing  # now final: save that too
-                if listing is None or files is None:
-                    listing = self._list(path, mtime_ns)
-                    files = stat_files(listing) or ()
-                    changed[path] = listing
-                cache[path] = listing
-                if stable_now is not None:
-                    if listing.trusted and (listing.settled or not listing.lineage):
-                        stable_now.append((path, mtime_ns))
-                    else:
-                        stable_now = None
+                if dirty is not None and listing is not None and path not in dirty:
+                    stable_now = None  # the watcher saw nothing here: reused with no stat
+                    run = previous.get(path)
+                    files = run.files if run is not None else ()
+                    cache[path] = listing
+                else:
+                    try:
+                        mtime_ns = os_stat(path).st_mtime_ns
+                    except OSError:
+                        continue
+                    files = None
+                    if listing is not None and listing.mtime_ns == mtime_ns and listing.trusted:
+                        if listing.settled:  # every file final: nothing else to stat
+                            files = listing.settled[0]
+                        else:
+                            files = stat_files(listing)
+                            if listing.settled:
+                                changed[path] = listing  # now final: save that too
+                    if listing is None or files is None:
+                        listing = self._list(path, mtime_ns)
+                        files = stat_files(listing) or ()
+                        changed[path] = listing
+                    cache[path] = listing
+                    if stable_now is not None:
+                        if listing.trusted and (listing.settled or not listing.lineage):
+                            stable_now.append((path, mtime_ns))
+                        else:
+                            stable_now = None
                 if files:
                     run = previous.get(path)
                     if (
@@ -329,14 +351,7 @@ class Scanner:
                     current[path] = run
                     runs.append(run)
                 if depth < self.max_depth and listing.children:
-                    done = listing.below
-                    if not done or done[0] != summary_dir:
-                        prefix = summary_dir if depth == 0 else summary_dir + "/"
-                        done[:] = [
-                            summary_dir,
-                            tuple((child, prefix + name) for name, child in listing.children),
-                        ]
-                    below.extend(done[1])
+                    below.extend(self._below(listing, depth, summary_dir))
             level = below
         for path in self._cache.keys() - cache.keys():
             changed[path] = None
@@ -345,12 +360,29 @@ class Scanner:
         self.changed = changed
         self._stable = stable_now
         self._last = runs
+        self._watch.end(full=dirty is None)
         return runs
+
+    def close(self) -> None:
+        """Release the base watcher (each holds an inotify instance; a user has 128)."""
+        self._watch.close()
+
+    @staticmethod
+    def _below(listing: DirListing, depth: int, summary_dir: str) -> tuple[tuple[str, str], ...]:
+        """(path, summary_dir) of the sub-directories to visit, reused while unchanged."""
+        done = listing.below
+        if not done or done[0] != summary_dir:
+            prefix = summary_dir if depth == 0 else summary_dir + "/"
+            done[:] = [
+                summary_dir,
+                tuple((child, prefix + name) for name, child in listing.children),
+            ]
+        return done[1]  # type: ignore[no-any-return]
 
 
 def discover(base_real: str, max_depth: int = 1) -> list[RunFiles]:
     """One scan of ``base_real`` (see ``Scanner.scan``)."""
-    return Scanner(base_real, max_depth).scan()
+    return Scanner(base_real, max_depth, watch=False).scan()
 
 
 def resolve_summary_dir(base_real: str, value: str) -> str | None:

@@ -80,6 +80,7 @@ class LineageIndex:
         *,
         max_depth: int = 1,
         reader: Callable[[str], dict[str, Any]] | None = None,
+        watch: bool = True,
     ) -> None:
         if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
             raise ValueError(f"max_depth expected a non-negative int, received: {max_depth!r}")
@@ -94,7 +95,7 @@ class LineageIndex:
         self._pid = os.getpid()
         self._ino: int | None = None
         self._annotations_seen: int | None | bool = False
-        self._scanner = Scanner(self.base, max_depth)
+        self._scanner = Scanner(self.base, max_depth, watch=watch)
         # summary_dir -> signature of what the index holds, valid while the generation holds
         self._known: dict[str, str] = {}
         self._known_generation: int | None = None
@@ -177,6 +178,7 @@ class LineageIndex:
 
     def close(self) -> None:
         with self._lock:
+            self._scanner.close()  # lets its base watcher go when no one else uses it
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None

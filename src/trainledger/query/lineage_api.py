@@ -24,6 +24,7 @@ from trainledger.errors import (
 from trainledger.lineage import SUMMARY_KEYS, read_lineage
 from trainledger.query.discovery import validate_base, validate_run_dir
 from trainledger.query.index import LineageIndex
+from trainledger.storage import is_object_url, readable_dir
 
 __all__ = ["get_summary_lineage", "filter_summary_lineage", "open_index", "LINEAGE_KEYS"]
 
@@ -73,7 +74,7 @@ def get_summary_lineage(
         LineageQuerySummaryDataError: the lineage files could not be read.
     """
     wanted = _check_keys(keys)
-    real = validate_run_dir(summary_dir)
+    real = validate_run_dir(readable_dir(summary_dir, "summary_dir"))
     try:
         lineage = read_lineage(real)
     except OSError as exc:
@@ -82,7 +83,9 @@ def get_summary_lineage(
         ) from exc
     if not lineage:
         return {}
-    result: dict[str, Any] = {"summary_dir": lineage.get("summary_dir", real)}
+    remote = is_object_url(summary_dir)  # named by its URL, not by the local cache
+    shown = os.fspath(summary_dir) if remote else lineage.get("summary_dir", real)
+    result: dict[str, Any] = {"summary_dir": shown}
     for key in wanted:
         result[key] = lineage.get(key, {})
     return result
@@ -90,7 +93,7 @@ def get_summary_lineage(
 
 def open_index(summary_base_dir: str | os.PathLike[str], max_depth: int = 1) -> LineageIndex:
     """The process-wide ``LineageIndex`` of a base directory (created on first use)."""
-    base = validate_base(summary_base_dir)
+    base = validate_base(readable_dir(summary_base_dir, "summary_base_dir"))
     key = (base, max_depth)
     with _indexes_lock:
         index = _indexes.get(key)

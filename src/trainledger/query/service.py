@@ -107,13 +107,14 @@ class QueryService:
         elif not self._scan_lock.locked():
             threading.Thread(target=self.rescan, name="trainledger-rescan", daemon=True).start()
 
-    def rescan(self, wait: bool = False) -> None:
+    def rescan(self, wait: bool = False, force: bool = False) -> None:
         """Re-scan BASE (the index re-parses only new or changed runs); a no-op when another
-        scan runs (unless ``wait``) or the last one is younger than ``rescan_interval``."""
-        if not self._scan_lock.acquire(blocking=wait or not self.background_rescan):
+        scan runs (unless ``wait``) or the last one is younger than ``rescan_interval``
+        (unless ``force``: after this process moved or deleted a run itself)."""
+        if not self._scan_lock.acquire(blocking=wait or force or not self.background_rescan):
             return
         try:
-            if time.monotonic() - self._checked_at < self.rescan_interval:
+            if not force and time.monotonic() - self._checked_at < self.rescan_interval:
                 return
             stats = self._index.refresh()
             mtime = self._annotations_file_mtime()

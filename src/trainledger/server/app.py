@@ -23,9 +23,11 @@ from trainledger.errors import (
     LineageFileNotFoundError,
     LineageParamSummaryPathError,
 )
-from trainledger.server.routes import media, meta, runs, scalars
+from trainledger.server.routes import admin, media, meta, runs, scalars
 from trainledger.server.run_store import EngineStore, RunStore
 from trainledger.server.security import (
+    READ,
+    WRITE,
     RunNotFound,
     check_token,
     host_middleware,
@@ -40,6 +42,7 @@ def create_app(
     base: str | os.PathLike[str],
     token: str | None = None,
     *,
+    read_token: str | None = None,
     store: RunStore | None = None,
     warm: bool = True,
     allowed_hosts: Iterable[str] | None = None,
@@ -48,8 +51,11 @@ def create_app(
 
     Args:
         base: the directory holding the run directories. Must exist.
-        token: when given, every request must carry it (``Authorization: Bearer <token>``,
-            the ``X-Trainledger-Token`` header, or the cookie a ``?token=`` link sets).
+        token: when given, every request must carry it or ``read_token``
+            (``Authorization: Bearer <token>``, the ``X-Trainledger-Token`` header, or the
+            cookie a ``?token=`` link sets); it may read and write.
+        read_token: a token that may only read (writes answer 403). Without any token every
+            request may write, as on a user's own machine.
         store: the data access object; by default the query engine over ``base``
             (a test may pass a fake).
         warm: scan the base in a background thread at start-up, so the first page does not
@@ -63,8 +69,11 @@ def create_app(
         raise LineageParamSummaryPathError(
             f"base expected an existing directory, received: {str(base)!r}"
         )
-    if token is not None:
-        check_token(token)
+    tokens = {t: role for t, role in ((token, WRITE), (read_token, READ)) if t is not None}
+    for given in tokens:
+        check_token(given)
+    if token is not None and token == read_token:
+        raise ValueError("token and read_token must differ")
     if store is None:
         store = EngineStore(base_path)
     chosen: RunStore = store
@@ -87,9 +96,9 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.store = chosen
-    app.state.token_required = token is not None
-    if token is not None:
-        app.middleware("http")(token_middleware(token))
+    app.state.token_required = bool(tokens)
+    if tokens:
+        app.middleware("http")(token_middleware(tokens))
     if allowed_hosts is not None:  # added last: runs first, before the token check
         app.middleware("http")(host_middleware(frozenset(h.lower() for h in allowed_hosts)))
     _add_error_handlers(app)
@@ -97,6 +106,7 @@ def create_app(
     app.include_router(media.router)  # before runs: /runs/{run_id:path} would match these
     app.include_router(runs.router)
     app.include_router(scalars.router)
+    app.include_router(admin.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     @app.get("/", include_in_schema=False)

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from trainledger.lineage import Redaction, redact_object
 from trainledger.query import flatten_object
 from trainledger.server.columns import columns_of, to_csv
 from trainledger.server.run_store import RunStore
@@ -53,6 +54,7 @@ def csv_parts(store: RunStore, result: dict[str, Any], columns: list[str] | None
             _MADE.move_to_end(key)
             return iter(made[1])
     objects = result["object"]
+    policy = Redaction.from_env()  # TRAINLEDGER_REDACT: an export leaves the machine
     names = columns or [
         "run_id",
         *columns_of(
@@ -70,7 +72,7 @@ def csv_parts(store: RunStore, result: dict[str, Any], columns: list[str] | None
             chunk = objects[start : start + CHUNK_ROWS]
             if chunk and "run" not in chunk[0]:  # large results come without them
                 chunk = [{**obj, "run": store.run_info(obj["run_id"])} for obj in chunk]
-            rows = (flatten_object(obj, scalar_cells=True) for obj in chunk)
+            rows = (flatten_object(redact_object(o, policy), scalar_cells=True) for o in chunk)
             sent.append(to_csv(rows, names, header=False))
             yield sent[-1]
         with _MADE_LOCK:

@@ -23,9 +23,15 @@ import numpy as np
 from trainledger.lineage import lineage_files, read_lineage
 from trainledger.query import (
     QueryService,
+    append_audit,
+    archive_run,
+    archived_runs,
+    delete_run,
     get_summary_lineage,
     lineage_types,
     parse_where,
+    read_audit,
+    restore_run,
     run_id_of,
 )
 from trainledger.server.columns import RUN_FIELDS
@@ -77,6 +83,24 @@ class RunStore(Protocol):
 
     def compile_where(self, expressions: Sequence[str]) -> dict[str, Any]:
         """The CLI's ``--where`` expressions -> a search condition (ValueError if bad)."""
+
+    def archive(self, run_id: str, *, force: bool = False) -> str:
+        """Move the run into BASE's archive (it leaves every result); its new path in BASE."""
+
+    def restore(self, run_id: str) -> None:
+        """Bring an archived run back."""
+
+    def archived(self) -> list[str]:
+        """Ids of the archived runs."""
+
+    def delete(self, run_id: str, *, force: bool = False) -> list[str]:
+        """Delete the run and its checkpoints under BASE; the paths removed."""
+
+    def audit(self, actor: str, action: str, run_id: str, **detail: Any) -> None:
+        """Record a write in BASE's audit log."""
+
+    def audit_log(self, limit: int) -> list[dict[str, Any]]:
+        """The last ``limit`` audit entries, oldest first."""
 
     def scalar_tags(self, run_id: str) -> list[str]:
         """Scalar tags in the run's summary files."""
@@ -305,6 +329,42 @@ class EngineStore:
         run_id = check_run_id(run_id)
         entry = self.service.annotate(f"./{run_id}", tag=tag, remark=remark)
         return {"run_id": run_id, "tag": entry.get("tag", 0), "remark": entry.get("remark", "")}
+
+    # -- a team's writes ---------------------------------------------------------------------
+
+    def _changed(self, run_id: str) -> None:
+        """This process moved or deleted a run: forget it now, not at the next poll."""
+        self.service.rescan(wait=True, force=True)
+        with self._lock:
+            self._run_infos.pop(run_id, None)
+            self._scalars.pop(run_id, None)
+
+    def archive(self, run_id: str, *, force: bool = False) -> str:
+        self._path(run_id)
+        run_id = check_run_id(run_id)
+        moved = archive_run(self.base, f"./{run_id}", force=force)
+        self._changed(run_id)
+        return os.path.relpath(moved, os.path.realpath(self.base))
+
+    def restore(self, run_id: str) -> None:
+        restore_run(self.base, f"./{check_run_id(run_id)}")
+        self._changed(run_id)
+
+    def archived(self) -> list[str]:
+        return [r.removeprefix("./") for r in archived_runs(self.base)]
+
+    def delete(self, run_id: str, *, force: bool = False) -> list[str]:
+        self._path(run_id)
+        run_id = check_run_id(run_id)
+        removed = delete_run(self.base, f"./{run_id}", force=force)
+        self._changed(run_id)
+        return removed
+
+    def audit(self, actor: str, action: str, run_id: str, **detail: Any) -> None:
+        append_audit(self.base, actor, action, run_id, **detail)
+
+    def audit_log(self, limit: int) -> list[dict[str, Any]]:
+        return read_audit(self.base, limit)
 
     def compile_where(self, expressions: Sequence[str]) -> dict[str, Any]:
         return parse_where(list(expressions))

@@ -43,6 +43,7 @@ class Status(BaseModel):
     count: int = Field(description="Number of runs under the base.")
     stamp: str = Field(description="Changes whenever runs appear or change; poll it.")
     token_required: bool
+    role: str = Field(description="What this request's token may do: 'read' or 'write'.")
 
 
 class ColumnsResult(BaseModel):

@@ -8,9 +8,10 @@ a single byte is read, so a traversal attempt and an unknown run look the same.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import re
-from collections.abc import Awaitable, Callable, Container
+from collections.abc import Awaitable, Callable, Container, Mapping
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlencode
 
@@ -131,8 +132,31 @@ def request_token(request: Request) -> str | None:
     return request.cookies.get(TOKEN_COOKIE)
 
 
-def token_middleware(token: str) -> Callable[[Request, Handler], Awaitable[Response]]:
-    """An HTTP middleware requiring ``token`` on every request.
+#: what a token lets a request do: read everything, or also write (tags, remarks, archive, delete)
+READ, WRITE = "read", "write"
+
+
+def _role_of(tokens: Mapping[str, str], given: str | None) -> tuple[str, str] | None:
+    """(token, role) of the matching token; every token is compared, in constant time."""
+    found = None
+    for token, role in tokens.items():
+        if token_matches(token, given):
+            found = (token, role)
+    return found
+
+
+def actor_of(request: Request, role: str, token: str | None) -> str:
+    """``ui:<role>:<token fingerprint>@<client>`` for the audit log (never the token)."""
+    who = hashlib.sha256(token.encode()).hexdigest()[:12] if token else "no-token"
+    client = request.client.host if request.client else "?"
+    return f"ui:{role}:{who}@{client}"
+
+
+def token_middleware(
+    tokens: Mapping[str, str],
+) -> Callable[[Request, Handler], Awaitable[Response]]:
+    """An HTTP middleware requiring one of ``tokens`` (token -> READ or WRITE) on every
+    request; the request's ``state.role`` and ``state.actor`` say which one it carried.
 
     A browser gets in once through a ``?token=`` link: the answer sets an HttpOnly cookie
     and redirects to the same URL without the token, so it stays out of history and logs.
@@ -140,13 +164,19 @@ def token_middleware(token: str) -> Callable[[Request, Handler], Awaitable[Respo
 
     async def middleware(request: Request, call_next: Handler) -> Response:
         from_query = request.query_params.get(TOKEN_QUERY)
-        if from_query is not None and token_matches(token, from_query):
+        matched = _role_of(tokens, from_query) if from_query is not None else None
+        if matched is not None:
             rest = [(k, v) for k, v in request.query_params.multi_items() if k != TOKEN_QUERY]
             target = local_path(request.url.path) + (("?" + urlencode(rest)) if rest else "")
             response: Response = RedirectResponse(target, status_code=303)
-            response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict", path="/")
+            response.set_cookie(
+                TOKEN_COOKIE, matched[0], httponly=True, samesite="strict", path="/"
+            )
             return response
-        if token_matches(token, request_token(request)):
+        matched = _role_of(tokens, request_token(request))
+        if matched is not None:
+            request.state.role = matched[1]
+            request.state.actor = actor_of(request, matched[1], matched[0])
             return await call_next(request)
         if request.url.path.startswith("/api/"):
             return JSONResponse(

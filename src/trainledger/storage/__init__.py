@@ -17,6 +17,7 @@ from trainledger.storage.atomic import (
     writer_alive,
 )
 from trainledger.storage.background import BackgroundWorker
+from trainledger.storage.changes import note_change, on_change, remove_listener
 from trainledger.storage.framing import (
     FOOTER_SIZE,
     HEADER_SIZE,
@@ -27,8 +28,17 @@ from trainledger.storage.framing import (
     masked_crc32c,
     read_records,
 )
+from trainledger.storage.locations import (
+    READ_MAX_AGE,
+    no_checkpoints,
+    public_path,
+    readable_dir,
+    writable_dir,
+)
 from trainledger.storage.naming import (
     ANNOTATIONS_FILE,
+    ARCHIVE_DIRNAME,
+    AUDIT_FILE,
     INDEX_DIRNAME,
     INDEX_FILE,
     LINEAGE_SUFFIX,
@@ -50,10 +60,29 @@ from trainledger.storage.naming import (
     temp_name,
     temp_writer_pid,
 )
+from trainledger.storage.objects import check_location, is_object_url, location_scheme
 from trainledger.storage.parallel import executor, helper_threads, run_chunks
+from trainledger.storage.redact import REDACT_ENV, REDACT_KINDS, digest8, redaction_kinds
 
 __all__ = [
+    "note_change",
+    "on_change",
+    "remove_listener",
+    "REDACT_ENV",
+    "REDACT_KINDS",
+    "digest8",
+    "redaction_kinds",
+    "READ_MAX_AGE",
+    "check_location",
+    "is_object_url",
+    "location_scheme",
+    "no_checkpoints",
+    "public_path",
+    "readable_dir",
+    "writable_dir",
     "ANNOTATIONS_FILE",
+    "ARCHIVE_DIRNAME",
+    "AUDIT_FILE",
     "FOOTER_SIZE",
     "HEADER_SIZE",
     "INDEX_DIRNAME",

@@ -24,15 +24,18 @@ from __future__ import annotations
 import itertools
 import os
 import re
-import socket
 import threading
 import time
 from dataclasses import dataclass
+
+from trainledger.storage.redact import machine_name
 
 __all__ = [
     "ANNOTATIONS_FILE",
     "CheckpointName",
     "INDEX_DIRNAME",
+    "ARCHIVE_DIRNAME",
+    "AUDIT_FILE",
     "INDEX_FILE",
     "LINEAGE_SUFFIX",
     "LineageFile",
@@ -78,6 +81,10 @@ def temp_writer_pid(name: str) -> int | None:
 INDEX_DIRNAME = ".trainledger"
 INDEX_FILE = "index.db"
 ANNOTATIONS_FILE = "annotations.json"
+#: the team's record of who changed what through the UI or CLI (JSON lines, in INDEX_DIRNAME)
+AUDIT_FILE = "audit.jsonl"
+#: archived runs move here, below the base; discovery never looks inside
+ARCHIVE_DIRNAME = ".trainledger-archive"
 
 # --- event files (TensorBoard) --------------------------------------------------------------
 _EVENT_RE = re.compile(r"\.tfevents\.(\d+)\.(.*)\.(\d+)\.(\d+)")
@@ -96,7 +103,7 @@ def event_file_name(
     with _event_counter_lock:
         n = next(_event_counter)
     ts = int(time.time() if wall_time is None else wall_time)
-    return f"{prefix}.out.tfevents.{ts}.{socket.gethostname()}.{os.getpid()}.{n}{suffix}"
+    return f"{prefix}.out.tfevents.{ts}.{machine_name()}.{os.getpid()}.{n}{suffix}"
 
 
 def is_event_file_name(name: str) -> bool:
@@ -133,7 +140,7 @@ class LineageFile:
 
 def safe_host(host: str | None = None) -> str:
     """The host name reduced to characters that cannot break the file-name pattern."""
-    host = socket.gethostname() if host is None else host
+    host = machine_name() if host is None else host
     return _UNSAFE.sub("-", host).strip("-") or "host"
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from trainledger.errors import SummaryError
+from trainledger.storage import writable_dir
 from trainledger.summary import encoders, graph
 from trainledger.summary.checks import check_rows as _check_rows
 from trainledger.summary.checks import check_step as _check_step
@@ -137,7 +138,7 @@ class SummaryRecord:
                 f"histogram_bins expected a positive int, received: {histogram_bins!r}"
             )
         self._export_options = process_export_options(export_options)
-        self._log_dir = Path(log_dir)
+        self._log_dir = Path(writable_dir(log_dir, "log_dir"))
         self._bins = histogram_bins
         self._raise = raise_exception
         file_writer = EventFileWriter(

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 
 from trainledger.server import schemas
-from trainledger.server.routes import get_store
+from trainledger.server.routes import get_store, role_of
 from trainledger.server.run_store import RunStore
 from trainledger.version import __version__
 
@@ -25,4 +25,5 @@ def status(request: Request, store: Annotated[RunStore, Depends(get_store)]) -> 
         "count": stamp["count"],
         "stamp": stamp["stamp"],
         "token_required": request.app.state.token_required,
+        "role": role_of(request),
     }

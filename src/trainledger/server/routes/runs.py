@@ -13,12 +13,13 @@ from trainledger.server import schemas
 from trainledger.server.columns import STANDARD_FIELDS, column_group, columns_of
 from trainledger.server.condition_merge import merge_conditions
 from trainledger.server.export import csv_parts, on_export_pool, stream_on_pool
-from trainledger.server.routes import get_store
+from trainledger.server.routes import get_store, get_writer
 from trainledger.server.run_store import RunStore
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])
 
 StoreDep = Annotated[RunStore, Depends(get_store)]
+WriterDep = Annotated[str, Depends(get_writer)]
 WhereQuery = Annotated[
     list[str] | None,
     Query(description="Filter expressions in the CLI's --where syntax, ANDed with the body."),
@@ -181,8 +182,16 @@ def dataset_groups(store: StoreDep) -> dict[str, Any]:
     response_model=schemas.AnnotationResult,
     summary="Set a run's tag (0..10) and/or remark (<= 1000 chars)",
 )
-def annotate(store: StoreDep, run_id: str, body: schemas.Annotation) -> dict[str, Any]:
-    return store.annotate(run_id, tag=body.tag, remark=body.remark)
+def annotate(
+    store: StoreDep, actor: WriterDep, run_id: str, body: schemas.Annotation
+) -> dict[str, Any]:
+    before = store.run_detail(run_id)["added_info"]
+    after = store.annotate(run_id, tag=body.tag, remark=body.remark)
+    changed = {k: after[k] for k in ("tag", "remark") if getattr(body, k) is not None}
+    store.audit(
+        actor, "annotate", run_id, before={k: before.get(k) for k in changed}, after=changed
+    )
+    return after
 
 
 @router.get(

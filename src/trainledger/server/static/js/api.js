@@ -48,6 +48,8 @@ export const api = {
     request("POST", "/runs/export.csv", { body: condition, query: { where, columns } }),
   run: (id) => request("GET", `/runs/${enc(id)}`),
   annotate: (id, patch) => request("PUT", `/runs/${enc(id)}/annotation`, { body: patch }),
+  archive: (id) => request("POST", `/runs/${enc(id)}/archive`),
+  remove: (id) => request("DELETE", `/runs/${enc(id)}`),
   imageTags: (id) => request("GET", `/runs/${enc(id)}/images`),
   imageUrl: (id, tag, index) =>
     `/api/v1/runs/${enc(id)}/images/file?${new URLSearchParams({ tag, index: String(index) })}`,

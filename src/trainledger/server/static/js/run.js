@@ -58,6 +58,12 @@ export async function showRun(id, { onCompare } = {}) {
     toast(`Remark of ${id} saved`);
   };
   $("#run-compare").onclick = () => onCompare && onCompare(id);
+  const { role } = await api.status();
+  for (const sel of ["#run-archive", "#run-delete"]) $(sel).hidden = role !== "write";
+  $("#run-archive").onclick = () => act(id, "archive",
+    `Archive ${id}? It leaves every list; \`trainledger restore\` brings it back.`);
+  $("#run-delete").onclick = () => act(id, "remove",
+    `Delete ${id} and its checkpoints? This cannot be undone.`);
   showMedia(id);
 
   const lineage = detail.lineage || {};
@@ -92,6 +98,18 @@ export async function showRun(id, { onCompare } = {}) {
   const option = treeOption(lineage.dataset_graph);
   if (option) chart.setOption(option, { notMerge: true });
   chart.resize();
+}
+
+async function act(id, action, question) {
+  if (!window.confirm(question)) return;
+  try {
+    await api[action](id);
+  } catch (error) {
+    toast(error.message);
+    return;
+  }
+  toast(action === "archive" ? `${id} archived` : `${id} deleted`);
+  window.location.hash = "#/lineage";
 }
 
 export function refreshRun(options) {

@@ -1,0 +1,54 @@
+"""Run and base locations as the CLI takes them: a local path (made absolute, so ``../runs``
+works) or an ``s3://`` URL; any other ``scheme://`` is refused with the storage's message."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+
+import click
+
+from trainledger.errors import MissingExtraError, ObjectStoreError, UnsupportedLocationError
+from trainledger.storage import check_location, is_object_url, no_checkpoints, readable_dir
+
+__all__ = ["user_location", "local_copy", "keep_fresh"]
+
+
+def user_location(path: str) -> str:
+    """An ``s3://`` URL unchanged (the query API reads it), a local path made absolute."""
+    try:
+        check_location(path)
+    except UnsupportedLocationError as exc:
+        raise click.ClickException(str(exc)) from exc
+    return path if is_object_url(path) else os.path.abspath(path)
+
+
+def local_copy(path: str, want: Callable[[str], bool] = no_checkpoints, param: str = "BASE") -> str:
+    """A local directory holding ``path``'s files (for an ``s3://`` URL, the synced cache);
+    a usage error (exit 2) naming ``param`` when there is none."""
+    try:
+        local = readable_dir(path, want=want)
+    except (UnsupportedLocationError, ObjectStoreError, MissingExtraError) as exc:
+        raise click.BadParameter(str(exc), param_hint=f"'{param}'") from exc
+    if not os.path.isdir(local):
+        raise click.BadParameter(
+            f"expected an existing directory, received {path!r}", param_hint=f"'{param}'"
+        )
+    return os.path.abspath(local)
+
+
+def keep_fresh(url: str, every: float) -> threading.Event:
+    """Re-sync an ``s3://`` base every ``every`` seconds on a daemon thread (the UI's
+    staleness bound for runs written elsewhere); set the returned event to stop."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(every):
+            try:
+                readable_dir(url, max_age=0)
+            except (ObjectStoreError, OSError) as exc:
+                click.secho(f"warning: could not refresh {url}: {exc}", fg="yellow", err=True)
+
+    threading.Thread(target=loop, name=f"trainledger-refresh {url}", daemon=True).start()
+    return stop

@@ -1,0 +1,133 @@
+"""Archive, restore and delete runs under a base, with their checkpoints.
+
+An archived run moves (one ``rename``, atomic on one file system) to
+``BASE/.trainledger-archive/<run>``, which discovery never enters: it leaves every query and
+the UI at the next scan and comes back whole with ``restore_run``. A deleted run's directory is
+removed, together with the checkpoint files its lineage names that lie elsewhere under BASE.
+Nothing outside BASE is ever touched, a run still "running" is refused unless ``force``
+(a crashed writer leaves "running" for good, hence the way out), and every action is recorded
+in the audit log by the caller (``query.audit``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import Any
+
+from trainledger.errors import LineageParamValueError
+from trainledger.lineage import read_lineage
+from trainledger.storage import ARCHIVE_DIRNAME, INDEX_DIRNAME, fsync_dir, note_change
+
+__all__ = ["archive_run", "restore_run", "delete_run", "archived_runs"]
+
+
+def _inside(path: str, root: str) -> bool:
+    return os.path.commonpath([path, root]) == root and path != root
+
+
+def _run_path(base: str, run_id: str, root: str | None = None) -> tuple[str, str]:
+    """(real base, real run directory) of ``run_id`` ("./r0" or "r0"), or a clear error."""
+    base_real = os.path.realpath(os.fspath(base))
+    rel = run_id.removeprefix("./") if isinstance(run_id, str) else ""
+    parts = rel.split("/")
+    if not rel or "\x00" in rel or any(p in ("", ".", "..") for p in parts):
+        raise LineageParamValueError(
+            f"expected a run id relative to the base ('./run1'), received: {run_id!r}"
+        )
+    if parts[0] in (INDEX_DIRNAME, ARCHIVE_DIRNAME):
+        raise LineageParamValueError(f"{run_id!r} is trainledger's own directory, not a run")
+    top = os.path.join(base_real, root) if root else base_real
+    path = os.path.realpath(os.path.join(top, rel))
+    if not _inside(path, base_real) or not os.path.isdir(path):
+        raise LineageParamValueError(f"no run {run_id!r} under {base_real!r}")
+    return base_real, path
+
+
+def _refuse_running(path: str, run_id: str, force: bool) -> dict[str, Any]:
+    lineage = read_lineage(path)
+    status = (lineage.get("run") or {}).get("status")
+    if status == "running" and not force:
+        raise LineageParamValueError(
+            f"run {run_id!r} is still running (its lineage says so); stop it first, or force "
+            "if its writer is dead (a killed process leaves 'running' behind)"
+        )
+    return lineage
+
+
+def archive_run(base: str | os.PathLike[str], run_id: str, *, force: bool = False) -> str:
+    """Move a run into the base's archive; return its new path."""
+    base_real, path = _run_path(os.fspath(base), run_id)
+    _refuse_running(path, run_id, force)
+    target = os.path.join(base_real, ARCHIVE_DIRNAME, os.path.relpath(path, base_real))
+    if os.path.exists(target):
+        raise LineageParamValueError(f"the archive already holds {run_id!r}: {target!r}")
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    os.rename(path, target)
+    fsync_dir(os.path.dirname(path))
+    fsync_dir(os.path.dirname(target))
+    note_change(path)
+    return target
+
+
+def restore_run(base: str | os.PathLike[str], run_id: str) -> str:
+    """Move an archived run back to where it was; return its path."""
+    base_real, path = _run_path(os.fspath(base), run_id, root=ARCHIVE_DIRNAME)
+    target = os.path.join(
+        base_real, os.path.relpath(path, os.path.join(base_real, ARCHIVE_DIRNAME))
+    )
+    if os.path.exists(target):
+        raise LineageParamValueError(f"{target!r} exists; move it away before restoring")
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    os.rename(path, target)
+    fsync_dir(os.path.dirname(target))
+    note_change(target)
+    return target
+
+
+def archived_runs(base: str | os.PathLike[str]) -> list[str]:
+    """Run ids ("./r0") in the base's archive."""
+    root = os.path.join(os.path.realpath(os.fspath(base)), ARCHIVE_DIRNAME)
+    out = []
+    for parent, dirs, files in os.walk(root):
+        if any(f.endswith("_lineage") for f in files):
+            out.append("./" + os.path.relpath(parent, root).replace(os.sep, "/"))
+            dirs[:] = []
+    return sorted(out)
+
+
+def _checkpoints_elsewhere(lineage: dict[str, Any], base_real: str, run_path: str) -> list[str]:
+    """Checkpoint files the lineage names that lie under the base but outside the run."""
+    paths: list[str] = []
+    model = (lineage.get("model") or {}).get("path")
+    try:
+        named = json.loads(model) if isinstance(model, str) and model.startswith("{") else {}
+    except ValueError:
+        named = {}
+    candidates = [v for v in named.values() if isinstance(v, str)] if named else []
+    for entry in (lineage.get("run") or {}).get("checkpoints") or []:  # [{"path", "size"}]
+        if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+            candidates.append(entry["path"])
+    for candidate in candidates:
+        real = os.path.realpath(candidate)
+        if _inside(real, base_real) and not _inside(real, run_path) and os.path.isfile(real):
+            paths.append(real)
+    return sorted(set(paths))
+
+
+def delete_run(
+    base: str | os.PathLike[str], run_id: str, *, force: bool = False, archived: bool = False
+) -> list[str]:
+    """Delete a run (or an archived one) and its checkpoints under the base; return what
+    was removed (the run directory first)."""
+    root = ARCHIVE_DIRNAME if archived else None
+    base_real, path = _run_path(os.fspath(base), run_id, root=root)
+    lineage = _refuse_running(path, run_id, force)
+    extra = _checkpoints_elsewhere(lineage, base_real, path)
+    shutil.rmtree(path)
+    for file in extra:
+        os.unlink(file)
+    fsync_dir(os.path.dirname(path))
+    note_change(path)
+    return [path, *extra]

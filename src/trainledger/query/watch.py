@@ -1,0 +1,218 @@
+"""Change notification for a local base, so a warm query does not stat unchanged runs.
+
+A long-lived reader (the web UI, a notebook that queries again and again) watches its base
+with the kernel's file notification (inotify on Linux, FSEvents, ReadDirectoryChangesW),
+through ``watchfiles``. Every change is logged with a generation number; a scanner remembers
+the generation its last scan started at and asks ``changes_since(generation)`` for the paths
+changed since: none means nothing to scan at all, a few means re-stat those directories only.
+
+Trust is earned, not assumed: a watcher is used only after a probe file it wrote into the
+index directory came back as an event (so the kernel really delivers them here; network file
+systems often do not), and ``changes_since`` answers None (scan everything) when its log no
+longer reaches back that far or the watcher failed (too many directories for the inotify
+limit, a base that vanished). Writers on other machines reach a network file system without
+events: there the scanners fall back to a full scan every ``FULL_RESCAN_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Iterable
+
+from trainledger.storage import ARCHIVE_DIRNAME, INDEX_DIRNAME, on_change, remove_listener
+
+__all__ = [
+    "BaseWatcher",
+    "WatchedScans",
+    "watcher_for",
+    "release_watcher",
+    "WATCH_ENV",
+    "FULL_RESCAN_SECONDS",
+]
+
+_log = logging.getLogger(__name__)
+WATCH_ENV = "TRAINLEDGER_WATCH"  # "0" turns watching off
+#: even with a trusted watcher, scan everything this often (writers the kernel cannot see)
+FULL_RESCAN_SECONDS = 60.0
+_PROBE = ".watch-probe"
+_LOG_MAX = 100_000
+_PROBE_WAIT = 3.0
+
+
+class BaseWatcher:
+    """Watches ``base`` on a daemon thread and logs the changed paths with generations."""
+
+    def __init__(self, base_real: str) -> None:
+        self.base = base_real
+        self._skip = tuple(os.path.join(base_real, d) for d in (INDEX_DIRNAME, ARCHIVE_DIRNAME))
+        self._probe = os.path.join(base_real, INDEX_DIRNAME, _PROBE)
+        self._lock = threading.Lock()
+        self._log: list[tuple[int, str]] = []
+        self._first = 1  # the oldest generation still in the log
+        self.generation = 0
+        self.trusted = False
+        self.failed = False
+        self.users = 0  # scanners using it (watcher_for / release_watcher)
+        self._stop = threading.Event()
+        self._probed = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"trainledger-watch {base_real}", daemon=True
+        )
+        self._thread.start()
+        threading.Thread(target=self._trust, name="trainledger-watch-probe", daemon=True).start()
+        on_change(self._noted)
+
+    def _noted(self, path: str) -> None:
+        """A write of this process (``storage.note_change``): logged at once, no kernel lag."""
+        if path.startswith(self.base + os.sep) and not self.failed:
+            self._record([path])
+
+    def _keep(self, change: object, path: str) -> bool:
+        if path == self._probe:
+            return True
+        return not path.startswith(self._skip)
+
+    def _run(self) -> None:
+        try:
+            import watchfiles  # noqa: PLC0415 - optional: without it, scans are full
+        except ModuleNotFoundError:
+            self.failed = True
+            return
+        try:
+            for changes in watchfiles.watch(
+                self.base,
+                watch_filter=self._keep,
+                debounce=200,
+                step=20,
+                stop_event=self._stop,
+                raise_interrupt=False,
+            ):
+                self._record(path for _, path in changes)
+        except Exception as exc:  # noqa: BLE001 - any failure: fall back to full scans
+            _log.info("watching %s stopped (%s); queries scan the base instead", self.base, exc)
+        self.failed = True
+
+    def _record(self, paths: Iterable[str]) -> None:
+        with self._lock:
+            for path in paths:
+                if path == self._probe:
+                    self._probed.set()
+                    continue
+                self.generation += 1
+                self._log.append((self.generation, path))
+            if len(self._log) > _LOG_MAX:
+                drop = len(self._log) - _LOG_MAX // 2
+                self._first = self._log[drop][0]
+                del self._log[:drop]
+
+    def _trust(self) -> None:
+        """Write a probe until it comes back as an event; then the watcher is trusted."""
+        deadline = time.monotonic() + 30
+        while not self._stop.is_set() and not self.failed and time.monotonic() < deadline:
+            try:
+                os.makedirs(os.path.dirname(self._probe), exist_ok=True)
+                with open(self._probe, "w") as fh:
+                    fh.write(str(time.time()))
+            except OSError:
+                return
+            if self._probed.wait(_PROBE_WAIT):
+                self.trusted = True
+                return
+
+    def changes_since(self, generation: int) -> set[str] | None:
+        """Paths changed after ``generation``; None when that cannot be told (scan all)."""
+        with self._lock:
+            if not self.trusted or self.failed or generation < self._first - 1:
+                return None
+            return {path for gen, path in self._log if gen > generation}
+
+    def close(self) -> None:
+        """Stop watching; this process's own writes are no longer logged either."""
+        self._stop.set()
+        self.failed = True
+        remove_listener(self._noted)
+
+
+_WATCHERS: dict[str, BaseWatcher] = {}
+_WATCHERS_LOCK = threading.Lock()
+
+
+def watcher_for(base_real: str) -> BaseWatcher | None:
+    """This process's watcher of ``base_real`` (started on first call), or None when
+    watching is turned off (``TRAINLEDGER_WATCH=0``)."""
+    if os.environ.get(WATCH_ENV, "1").strip() in ("0", "false", "no", "off"):
+        return None
+    with _WATCHERS_LOCK:
+        watcher = _WATCHERS.get(base_real)
+        if watcher is None:  # a failed one stays: its scanners scan in full
+            watcher = _WATCHERS[base_real] = BaseWatcher(base_real)
+        watcher.users += 1
+        return watcher
+
+
+def release_watcher(watcher: BaseWatcher) -> None:
+    """One user less; the last one stops it (its thread ends within a ``step``)."""
+    with _WATCHERS_LOCK:
+        watcher.users -= 1
+        if watcher.users > 0:
+            return
+        if _WATCHERS.get(watcher.base) is watcher:
+            del _WATCHERS[watcher.base]
+    watcher.close()
+
+
+class WatchedScans:
+    """A scanner's use of its base's watcher: which directories to look at, scan by scan.
+
+    ``begin()`` answers the directories that changed since the last scan (an empty set: none,
+    nothing to stat), or None for "scan everything": no trusted watcher yet, or the last full
+    scan is older than ``FULL_RESCAN_SECONDS``. ``end(full)`` closes the scan. The watcher
+    starts at the second scan, so a one-shot command never pays for it.
+    """
+
+    def __init__(self, base_real: str, enabled: bool) -> None:
+        self.base = base_real
+        self.enabled = enabled
+        self.watcher: BaseWatcher | None = None
+        self.since: int | None = None  # trust the watcher's events after this generation
+        self._generation = 0
+        self._trusted_at_start = False
+        self._full_at = -math.inf
+        self._scans = 0
+
+    def begin(self) -> set[str] | None:
+        self._scans += 1
+        if self._scans == 2 and self.enabled:
+            self.watcher = watcher_for(self.base)
+        watcher = self.watcher
+        if watcher is None:
+            return None
+        self._trusted_at_start = watcher.trusted and not watcher.failed
+        self._generation = watcher.generation  # before asking: later events wait their turn
+        if self.since is None or time.monotonic() - self._full_at > FULL_RESCAN_SECONDS:
+            return None
+        paths = watcher.changes_since(self.since)
+        if paths is None:
+            return None
+        dirs: set[str] = set()
+        for path in paths:  # a path, its directory and that one's parent (a new run's
+            parent = os.path.dirname(path)  # file arrives with its new directory)
+            dirs.update((path, parent, os.path.dirname(parent)))
+        return dirs
+
+    def end(self, full: bool) -> None:
+        """Later scans may trust the watcher from this scan's start on, if it was trusted
+        then (what changed before is covered by this scan)."""
+        trusted = self.watcher is not None and self._trusted_at_start and not self.watcher.failed
+        self.since = self._generation if trusted else None
+        if full:
+            self._full_at = time.monotonic()
+
+    def close(self) -> None:
+        watcher, self.watcher = self.watcher, None
+        if watcher is not None:
+            release_watcher(watcher)

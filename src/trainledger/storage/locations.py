@@ -1,0 +1,66 @@
+"""Where a path given by a user is read or written: a local directory, or ``s3://`` through
+the mirror (``storage.mirror``). Every entry point that takes a run or base directory passes it
+through ``writable_dir`` or ``readable_dir``, so an ``s3://`` location works everywhere and any
+other ``scheme://`` is refused with one message instead of becoming a local folder ``gs:``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from trainledger.storage.mirror import staging_dir, staging_root, sync_down
+from trainledger.storage.objects import ObjectLocation, check_location, is_object_url
+
+__all__ = ["writable_dir", "readable_dir", "public_path", "READ_MAX_AGE", "no_checkpoints"]
+
+#: seconds a copy of a remote base is used before the store is listed again (staleness bound)
+READ_MAX_AGE = float(os.environ.get("TRAINLEDGER_OBJECT_MAX_AGE", "5"))
+
+
+def writable_dir(path: Any, what: str = "directory") -> Any:
+    """The local directory a writer writes for ``path``: ``path`` itself, or for an ``s3://``
+    URL its staging directory, which a background mirror uploads (see ``storage.mirror``).
+    Anything but a str or path is returned as it is, for the caller's own type check."""
+    if not isinstance(path, (str, os.PathLike)):
+        return path
+    text = os.fspath(path)
+    check_location(text, what)
+    return staging_dir(text) if is_object_url(text) else text
+
+
+def no_checkpoints(rel: str) -> bool:
+    """``readable_dir``'s default: everything but checkpoint files, which can be large."""
+    return not rel.endswith((".ckpt", ".safetensors", ".pt", ".pth", ".bin", ".meta"))
+
+
+def readable_dir(
+    path: Any,
+    what: str = "directory",
+    want: Callable[[str], bool] = no_checkpoints,
+    max_age: float | None = None,
+) -> Any:
+    """The local directory to read for ``path``: ``path`` itself, or for an ``s3://`` URL a
+    cache holding its objects (``want`` picks them; refreshed when older than ``max_age``).
+    Anything but a str or path is returned as it is, for the caller's own type check."""
+    if not isinstance(path, (str, os.PathLike)):
+        return path
+    text = os.fspath(path)
+    check_location(text, what)
+    if not is_object_url(text):
+        return text
+    return sync_down(text, want, max_age=READ_MAX_AGE if max_age is None else max_age)
+
+
+def public_path(local: str | os.PathLike[str]) -> str:
+    """The name other machines know a written file by: the ``s3://`` URL of a file in a
+    staging directory, else the path unchanged (recorded in lineage, e.g. the model path)."""
+    text = os.path.abspath(os.fspath(local))
+    root = os.path.abspath(staging_root())
+    if not text.startswith(root + os.sep):
+        return text
+    parts = os.path.relpath(text, root).split(os.sep)
+    if len(parts) < 2:
+        return text
+    return ObjectLocation(parts[0], "/".join(parts[1:])).url

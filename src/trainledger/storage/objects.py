@@ -1,0 +1,195 @@
+"""S3-compatible object storage: ``s3://bucket/prefix`` locations and one small client.
+
+Object stores cannot append or rename, so trainledger never writes a run *in* the store: the
+writers keep writing a local directory as always, and ``storage.mirror`` copies finished bytes
+up as whole objects (see there). This module is the only one that talks to the store.
+
+The client is ``s3fs`` (fsspec), chosen because it resolves credentials through botocore's own
+chain (environment, shared ``~/.aws`` config and credentials files and profiles, SSO, container
+and instance metadata) and honours the standard ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_S3``
+variables, so MinIO, Ceph or a cloud's S3 API need no trainledger setting at all. Its multipart
+upload makes an object visible only when ``CompleteMultipartUpload`` succeeds, so a writer killed
+mid-upload leaves no partial object under a final name; small files go up in one ``PutObject``,
+which is atomic too. ``s3fs`` is imported only when a location is used (extra ``s3``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from trainledger.errors import MissingExtraError, ObjectStoreError, UnsupportedLocationError
+
+__all__ = [
+    "SUPPORTED_SCHEMES",
+    "ObjectInfo",
+    "ObjectLocation",
+    "ObjectStore",
+    "location_scheme",
+    "is_object_url",
+    "check_location",
+]
+
+#: URL schemes trainledger stores runs under; any other ``scheme://`` is refused
+SUPPORTED_SCHEMES = ("s3",)
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+#: below this size an upload is one PutObject; above, multipart parts of this size
+MULTIPART_CHUNK = 16 * 2**20
+
+
+def location_scheme(path: object) -> str | None:
+    """The URL scheme of ``path`` (``"s3"`` for ``s3://b/k``), None for a plain local path."""
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        return None
+    match = _SCHEME.match(path)
+    return match.group(1).lower() if match else None
+
+
+def is_object_url(path: object) -> bool:
+    """True for a location in object storage (``s3://...``)."""
+    return location_scheme(path) in SUPPORTED_SCHEMES
+
+
+def check_location(path: object, what: str = "path") -> None:
+    """Refuse a URL whose scheme trainledger does not store to, instead of taking it as a
+    local directory (``gs://b/r`` would otherwise become a folder named ``gs:``)."""
+    scheme = location_scheme(path)
+    if scheme is not None and scheme not in SUPPORTED_SCHEMES:
+        supported = ", ".join(f"{s}://" for s in SUPPORTED_SCHEMES)
+        raise UnsupportedLocationError(
+            f"{what} {path!r} uses the URL scheme {scheme!r}, which trainledger cannot store "
+            f"to; expected a local path or one of: {supported}"
+        )
+
+
+@dataclass(frozen=True)
+class ObjectLocation:
+    """A bucket and a key prefix (no leading or trailing slash)."""
+
+    bucket: str
+    key: str = ""
+
+    @classmethod
+    def parse(cls, url: str | os.PathLike[str]) -> ObjectLocation:
+        """``s3://bucket/a/b/`` -> ``ObjectLocation("bucket", "a/b")``."""
+        text = os.fspath(url)
+        scheme = location_scheme(text)
+        if scheme not in SUPPORTED_SCHEMES:
+            raise UnsupportedLocationError(f"expected an s3:// URL, received {text!r}")
+        rest = text.split("://", 1)[1]
+        bucket, _, key = rest.partition("/")
+        if not bucket:
+            raise UnsupportedLocationError(f"expected s3://BUCKET/PREFIX, received {text!r}")
+        parts = [p for p in key.split("/") if p]
+        if any(p in (".", "..") for p in parts):
+            raise UnsupportedLocationError(f"'.' and '..' are not allowed in {text!r}")
+        return cls(bucket, "/".join(parts))
+
+    @property
+    def url(self) -> str:
+        return f"s3://{self.bucket}/{self.key}" if self.key else f"s3://{self.bucket}"
+
+    def child(self, relative: str) -> ObjectLocation:
+        """The location of ``relative`` (a ``/``-separated path) under this prefix."""
+        rel = relative.replace(os.sep, "/").strip("/")
+        return ObjectLocation(self.bucket, f"{self.key}/{rel}" if self.key else rel)
+
+    def relative(self, key: str) -> str:
+        """``key`` relative to this prefix (a key of the listing)."""
+        return key[len(self.key) + 1 :] if self.key else key
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """What a listing says of one object: enough to tell whether it changed."""
+
+    size: int
+    etag: str
+    mtime_ns: int = 0  # LastModified, in ns since the epoch (second resolution on S3)
+
+
+class ObjectStore:
+    """The few operations trainledger needs, over one ``s3fs`` client.
+
+    Every error of the store or the network is raised as ``ObjectStoreError`` naming the
+    location; credentials never appear in messages (botocore does not put them there).
+    """
+
+    def __init__(self, fs: Any = None) -> None:
+        self._fs = fs
+
+    @property
+    def fs(self) -> Any:
+        if self._fs is None:
+            try:
+                import s3fs  # noqa: PLC0415 - optional extra, imported on first use
+            except ModuleNotFoundError as exc:
+                raise MissingExtraError(
+                    "s3:// locations need the 's3' extra: pip install 'trainledger[s3]'"
+                ) from exc
+            # no listing cache: a mirror must see what other writers did since its last look
+            self._fs = s3fs.S3FileSystem(skip_instance_cache=True, use_listings_cache=False)
+        return self._fs
+
+    def _path(self, loc: ObjectLocation) -> str:
+        return f"{loc.bucket}/{loc.key}"
+
+    def put_file(self, local: str, loc: ObjectLocation) -> None:
+        """Upload ``local`` as one object; visible only once complete (PutObject or multipart)."""
+        try:
+            self.fs.put_file(local, self._path(loc), chunksize=MULTIPART_CHUNK)
+        except FileNotFoundError:
+            raise
+        except Exception as exc:
+            raise ObjectStoreError(f"could not upload {local!r} to {loc.url}: {exc}") from exc
+
+    def get_file(self, loc: ObjectLocation, local: str) -> None:
+        """Download to ``local`` through a temporary name, so a reader never sees half a file."""
+        directory = os.path.dirname(local) or "."
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".{os.path.basename(local)}.part-{uuid.uuid4().hex[:8]}")
+        try:
+            self.fs.get_file(self._path(loc), tmp)
+            os.replace(tmp, local)
+        except FileNotFoundError:
+            raise
+        except Exception as exc:
+            raise ObjectStoreError(f"could not download {loc.url}: {exc}") from exc
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+    def delete(self, loc: ObjectLocation) -> None:
+        try:
+            self.fs.rm_file(self._path(loc))
+        except FileNotFoundError:
+            return
+        except Exception as exc:
+            raise ObjectStoreError(f"could not delete {loc.url}: {exc}") from exc
+
+    def list(self, prefix: ObjectLocation) -> dict[str, ObjectInfo]:
+        """Every object under ``prefix``, keyed by its path relative to the prefix."""
+        root = f"{prefix.bucket}/{prefix.key}".rstrip("/")
+        try:
+            found = self.fs.find(root, detail=True)
+        except FileNotFoundError:
+            return {}
+        except Exception as exc:
+            raise ObjectStoreError(f"could not list {prefix.url}: {exc}") from exc
+        out: dict[str, ObjectInfo] = {}
+        for path, info in found.items():
+            if info.get("type") == "directory":
+                continue
+            key = path.split("/", 1)[1] if "/" in path else ""
+            rel = prefix.relative(key)
+            if rel:
+                etag = str(info.get("ETag") or info.get("etag") or "").strip('"')
+                modified = info.get("LastModified")
+                mtime_ns = int(modified.timestamp() * 1e9) if hasattr(modified, "timestamp") else 0
+                out[rel] = ObjectInfo(int(info.get("size") or 0), etag, mtime_ns)
+        return out

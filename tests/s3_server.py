@@ -1,0 +1,97 @@
+"""A real S3 server for the tests: moto in server mode, on 127.0.0.1, started by the tests.
+
+``s3_env`` (session) starts ``python -m moto.server`` on a free port, waits for it with a
+bounded loop and points botocore at it through the standard variables (``AWS_ENDPOINT_URL``,
+test credentials, no shared config files), exactly as a user points trainledger at MinIO.
+``s3_bucket`` gives each test a bucket of its own.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def s3_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    pytest.importorskip("moto", reason="moto[server] is a dev dependency (make install)")
+    port = _free_port()
+    home = tmp_path_factory.mktemp("aws")
+    env = {
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": str(home / "config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(home / "credentials"),
+    }
+    log = open(home / "moto.log", "wb")  # noqa: SIM115 - closed below, after the server
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(env["AWS_ENDPOINT_URL"], timeout=1).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"moto server did not start: {(home / 'moto.log').read_text()[-2000:]}"
+                    ) from None
+                time.sleep(0.1)
+        with pytest.MonkeyPatch.context() as mp:
+            for key, value in env.items():
+                mp.setenv(key, value)
+            yield env
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+@pytest.fixture
+def s3_bucket(s3_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A new empty bucket; staging and cache directories under the test's tmp_path."""
+    import boto3
+
+    name = f"tl-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3").create_bucket(Bucket=name)
+    monkeypatch.setenv("TRAINLEDGER_STAGING_DIR", str(tmp_path / "staging"))
+    monkeypatch.setenv("TRAINLEDGER_CACHE_DIR", str(tmp_path / "cache"))
+    return name
+
+
+def objects(bucket: str, prefix: str = "") -> dict[str, bytes]:
+    """Every object under ``prefix`` with its bytes, read with boto3 (not with our client)."""
+    import boto3
+
+    client = boto3.client("s3")
+    out: dict[str, bytes] = {}
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            out[item["Key"]] = client.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
+    return out
+
+
+__all__ = ["s3_env", "s3_bucket", "objects"]
