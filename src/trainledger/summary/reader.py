@@ -28,7 +28,6 @@ from google.protobuf.message import DecodeError
 from trainledger.storage import RecordReader, event_file_order, is_event_file_name
 from trainledger.summary import mindspore as msr
 from trainledger.summary.media import (
-    TB_NUMPY_DTYPES,
     HistogramEvent,
     ImageEvent,
     TensorEvent,
@@ -37,6 +36,7 @@ from trainledger.summary.media import (
 )
 from trainledger.summary.proto import mindspore_summary_pb2 as ms
 from trainledger.summary.proto import summary_pb2 as pb
+from trainledger.summary.scalar_scan import SeriesBuilder, scan_scalars
 
 __all__ = [
     "RunReader",
@@ -54,7 +54,6 @@ _T = TypeVar("_T")
 # (steps int64, wall_times float64, values float64)
 ScalarSeries = tuple[np.ndarray, np.ndarray, np.ndarray]
 
-_SCALAR_PLUGINS = frozenset({"scalars"})
 # TensorBoard tensors without a plugin (or the generic "tensor" one) are raw tensors.
 _RAW_TENSOR_PLUGINS = frozenset({"", "tensor", "tensors"})
 
@@ -76,23 +75,6 @@ def list_event_files(run_dir: str | os.PathLike[str]) -> list[Path]:
         if is_event_file_name(e.name) and e.is_file(follow_symlinks=False)
     ]
     return sorted(files, key=lambda p: event_file_order(p.name))
-
-
-def _tensor_scalar(tensor: pb.TensorProto) -> float | None:
-    """The single number held by a scalar tensor (TensorFlow 2 writes scalars this way)."""
-    if tensor.float_val:
-        return float(tensor.float_val[0])
-    if tensor.double_val:
-        return float(tensor.double_val[0])
-    dtype = TB_NUMPY_DTYPES.get(tensor.dtype)
-    if dtype is not None and tensor.tensor_content:
-        arr = np.frombuffer(tensor.tensor_content, dtype=dtype)
-        return float(arr[0]) if arr.size == 1 else None
-    if tensor.int_val:
-        return float(tensor.int_val[0])
-    if tensor.int64_val:
-        return float(tensor.int64_val[0])
-    return None
 
 
 class RunReader:
@@ -167,65 +149,21 @@ class RunReader:
         Scalars are ``simple_value`` values, scalar tensors tagged with TensorBoard's
         ``scalars`` plugin (as TensorFlow 2 writes them), and MindSpore's ``scalar_value``s.
         """
-        steps: dict[str, list[int]] = {}
-        times: dict[str, list[float]] = {}
-        values: dict[str, list[float]] = {}
-
-        scalar_tags = self._scalar_tags
-        from_string = pb.Event.FromString
-        for payload in self._new_payloads():  # the hot loop: inline, no call per event
+        out = SeriesBuilder()
+        for path in list_event_files(self.run_dir):
+            reader = self._readers.get(path)
+            if reader is None:
+                reader = self._readers[path] = RecordReader(path)
             try:
-                event = from_string(payload)
-            except DecodeError:
-                self._undecodable += 1
+                self._undecodable += scan_scalars(reader, out, self._scalar_tags)
+            except OSError:  # unreadable (permissions, vanished dir): try again next call
                 continue
-            summary_values = event.summary.value  # empty unless the event is a summary
-            if not summary_values:
-                continue
-            step = event.step
-            wall_time = event.wall_time
-            for value in summary_values:
-                tag = value.tag
-                if value.HasField("simple_value"):
-                    number = value.simple_value
-                elif value.HasField("tensor"):
-                    if value.HasField("metadata") and (
-                        value.metadata.plugin_data.plugin_name in _SCALAR_PLUGINS
-                    ):
-                        scalar_tags.add(tag)
-                    if tag not in scalar_tags:
-                        continue
-                    got = _tensor_scalar(value.tensor)
-                    if got is None:
-                        continue
-                    number = got
-                else:
-                    continue
-                series = steps.get(tag)
-                if series is None:
-                    steps[tag], times[tag], values[tag] = [step], [wall_time], [number]
-                else:
-                    series.append(step)
-                    times[tag].append(wall_time)
-                    values[tag].append(number)
         for ms_event in self._ms_events():
             for ms_value in ms_event.summary.value:
                 if ms_value.HasField("scalar_value"):
-                    tag = ms_value.tag
-                    series = steps.get(tag)
-                    if series is None:
-                        steps[tag], times[tag], values[tag] = [], [], []
-                    steps[tag].append(ms_event.step)
-                    times[tag].append(ms_event.wall_time)
-                    values[tag].append(ms_value.scalar_value)
-        return {
-            tag: (
-                np.asarray(steps[tag], dtype=np.int64),
-                np.asarray(times[tag], dtype=np.float64),
-                np.asarray(values[tag], dtype=np.float64),
-            )
-            for tag in steps
-        }
+                    out.point(ms_value.tag, ms_event.step, ms_event.wall_time,
+                              ms_value.scalar_value)  # fmt: skip
+        return out.result()
 
     def _collect(self, tb_item: Callable[..., _T | None], ms_item: Callable[..., _T | None]
                  ) -> dict[str, list[_T]]:  # fmt: skip
