@@ -370,7 +370,7 @@ class _Layout:
         for slot, ((names, ids), (_, _, float_at)) in enumerate(zip(tags, self.slots, strict=True)):
             values = payloads[:, float_at : float_at + 4].copy().view("<f4").ravel()
             if ids is None:
-                blocks.append((rows, slot, names[0], steps, walls, values.astype(np.float64)))
+                blocks.append((rows, slot, str(names[0]), steps, walls, values.astype(np.float64)))
                 continue
             for k, tag in enumerate(names):
                 if tag is not None and (which := np.flatnonzero(ids == k)).size:
