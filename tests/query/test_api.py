@@ -42,7 +42,8 @@ def test_get_summary_lineage_lost_train_lineage(golden_base: Path) -> None:
     assert got["valid_dataset"] == {"valid_dataset_size": 192}
 
 
-def test_get_summary_lineage_no_lineage_is_empty(tmp_path: Path) -> None:
+def test_get_summary_lineage_empty_lineage_file_is_empty(tmp_path: Path) -> None:
+    (tmp_path / "events.out.events.summary.1800000000.host_lineage").write_bytes(b"")
     assert get_summary_lineage(str(tmp_path)) == {}
 
 

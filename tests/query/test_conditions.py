@@ -70,7 +70,7 @@ INVALID: list[tuple[Any, str]] = [
         "or a integer",
     ),
     (
-        {"lineage_type": "model"},
+        {"lineage_type": "modell"},
         "The parameter lineage_type is invalid. It should be 'dataset' or 'model'.",
     ),
     (

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.runs import write_run
-from trainledger.errors import LineageParamSummaryPathError
+from trainledger.errors import LineageFileNotFoundError, LineageParamSummaryPathError
 from trainledger.query.discovery import discover, resolve_summary_dir
 from trainledger.query.lineage_api import filter_summary_lineage
 
@@ -31,8 +31,11 @@ def test_base_must_exist_and_be_a_directory(tmp_path: Path) -> None:
         filter_summary_lineage(str(tmp_path / "file"))
 
 
-def test_empty_base_gives_empty_result(tmp_path: Path) -> None:
-    assert filter_summary_lineage(str(tmp_path)) == {"customized": {}, "object": [], "count": 0}
+def test_empty_base_raises_file_not_found(tmp_path: Path) -> None:
+    with pytest.raises(LineageFileNotFoundError, match="no summary log file"):
+        filter_summary_lineage(str(tmp_path))
+    write_run(tmp_path, "a")  # one run: the same base answers
+    assert filter_summary_lineage(str(tmp_path))["count"] == 1
 
 
 def test_base_itself_and_depth(tmp_path: Path) -> None:

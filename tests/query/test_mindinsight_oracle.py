@@ -19,11 +19,18 @@ from trainledger.query.lineage_api import filter_summary_lineage
 ORACLE = json.loads((Path(__file__).parent / "data" / "mindinsight_oracle.json").read_text())
 
 
+_SINGLE = ("summary_dir", "lineage_type")
+
+
 def _fix(cond: Any) -> str | None:
     """Why our answer may differ from MindInsight's for this condition (None: it must not)."""
     if not isinstance(cond, dict):
         return None
     text = json.dumps(cond)
+    if cond.get("lineage_type") in ("model", "dataset"):
+        return "lineage_type as a plain string, as MindInsight documents it"
+    if any(isinstance(cond.get(f), dict) and len(cond[f]) > 1 for f in _SINGLE):
+        return "More than one operation of summary_dir/lineage_type, as MindInsight documents"
     if "metric_" in text:
         return "metric_<name> accepted as metric/<name>"
     if "dataset_mark" in text:

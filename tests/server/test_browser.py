@@ -283,6 +283,18 @@ def test_new_runs_appear_without_a_reload(browser: Any, tmp_path: Path) -> None:
         shutil.rmtree(base, ignore_errors=True)
 
 
+def test_empty_base_says_no_runs_under_base(page: Any, tmp_path: Path) -> None:
+    base = tmp_path / "nothing-here"
+    base.mkdir()
+    server = LiveServer(base).start()
+    try:
+        open_view(page, server.url, "lineage")
+        page.wait_for_selector("#table-empty:not([hidden])")
+        assert page.locator("#table-empty").inner_text() == "No runs under nothing-here."
+    finally:
+        server.stop()
+
+
 def test_selected_runs_can_be_hidden_and_compared(page: Any, live: LiveServer) -> None:
     open_view(page, live.url, "lineage")
     wait_rows(page, N_RUNS)

@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from trainledger.cli.locations import user_location
-from trainledger.errors import LineageError
+from trainledger.errors import LineageError, LineageFileNotFoundError
 from trainledger.lineage import Redaction, redact_object
 
 __all__ = ["lineage", "show", "render_table", "format_value"]
@@ -176,6 +176,11 @@ def lineage(
         condition = parse_where(wheres, sort=sort, limit=limit, page=page)
         # a shell path like ../runs is the user's own: normalize it (the API rejects "..")
         result = filter_summary_lineage(user_location(base), condition, max_depth=max_depth)
+    except LineageFileNotFoundError:  # an empty base is an answer, not a failure
+        click.echo(f"no runs under {base}", err=fmt != "table")
+        if fmt == "json":
+            click.echo(json.dumps({"customized": {}, "object": [], "count": 0}, indent=2))
+        return
     except (LineageError, ValueError) as exc:
         hint = ""
         if "not supported" in str(exc) or "sorted_name must be" in str(exc):
@@ -234,6 +239,8 @@ def show(run_dir: str, as_json: bool) -> None:
 
     try:
         info = get_summary_lineage(user_location(run_dir))
+    except LineageFileNotFoundError:
+        info = {}  # no lineage file: said below, as for an empty one
     except (LineageError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     if not info:

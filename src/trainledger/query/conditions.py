@@ -14,6 +14,12 @@ Documented differences from MindInsight (fixes):
 - ``user_defined/`` with an empty name is rejected like ``metric/``.
 - Text that is not valid Unicode (a lone surrogate such as ``"\\ud800"``, which JSON can
   carry) in a field name, a value or ``sorted_name`` is rejected, naming the field.
+- ``lineage_type`` may be a plain string (``"model"``, ``"dataset"``), as MindInsight's
+  documentation and example give it (MindInsight 2.3.1 itself rejected it); it means
+  ``{"eq": ...}``.
+- Two operations on ``summary_dir`` or ``lineage_type`` (``{"eq": ..., "in": ...}``) are
+  rejected with MindInsight's documented "More than one operation of <field>." (2.3.1 ANDed
+  them silently).
 - Every bad condition raises ``LineageSearchConditionParamError`` (a ``LineageError``),
   never another type; numbers of any size are accepted (see ``numbers.py`` for how integers
   beyond 64 bits compare).
@@ -103,6 +109,8 @@ _FIELD_MESSAGES: dict[str, str] = {
     "lineage_type": "The parameter lineage_type is invalid. It should be 'dataset' or 'model'.",
 }
 _PREFIX = "Search_condition param error: "
+# Fields that take exactly one operation (MindInsight's documented rule).
+_SINGLE_OPERATION = ("summary_dir", "lineage_type")
 
 
 class _Invalid(Exception):
@@ -234,8 +242,14 @@ def _validate_fields(cond: dict[str, Any]) -> None:
     for field in order:
         ops = cond[field]
         try:
-            if field == "lineage_type":
+            if field in _SINGLE_OPERATION:
                 _check_operation(ops)
+                if len(ops) > 1:
+                    raise _fail(
+                        f"More than one operation of {field}. Give one of eq, in, not_in; "
+                        f"received: {', '.join(map(str, ops))}."
+                    )
+            if field == "lineage_type":
                 _check_typed(ops, "str")
                 wanted = [
                     item
@@ -311,6 +325,8 @@ def validate_condition(search_condition: Any) -> dict[str, Any]:
         if not isinstance(key, str):
             raise _fail("ValueError. The search attribute not supported.")
         cond[normalize_field(key) if key not in CONTROL_KEYS else key] = value
+    if cond.get("lineage_type") in LINEAGE_TYPES:  # the documented plain-string form
+        cond["lineage_type"] = {"eq": cond["lineage_type"]}
     if isinstance(cond.get("sorted_name"), str):
         cond["sorted_name"] = normalize_field(cond["sorted_name"])
     _check_unicode(cond)

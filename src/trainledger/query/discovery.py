@@ -32,6 +32,9 @@ from trainledger.storage import (
 _NOT_RUNS = (INDEX_DIRNAME, ARCHIVE_DIRNAME)
 
 _PATH_ERROR = "The parameter summary path error: {}"
+# MindInsight's sentences, which callers match on; trainledger's detail follows them.
+INVALID_PATH = "The summary path is invalid."
+MISSING_DIR = "The summary path does not exist or is not a dir."
 
 
 @dataclass(frozen=True)
@@ -62,11 +65,13 @@ def check_path_text(path: object, name: str = "summary path") -> str:
     if isinstance(path, os.PathLike):
         path = os.fspath(path)
     if not isinstance(path, str) or not path:
-        raise path_error(f"The {name} should be a non-empty str, received: {path!r}.")
+        raise path_error(
+            f"{INVALID_PATH} The {name} should be a non-empty str, received: {path!r}."
+        )
     if "\x00" in path:
-        raise path_error(f"The {name} contains a NUL byte.")
+        raise path_error(f"{INVALID_PATH} The {name} contains a NUL byte.")
     if ".." in Path(path).parts:
-        raise path_error(f"The {name} must not contain '..', received: {path!r}.")
+        raise path_error(f"{INVALID_PATH} The {name} must not contain '..', received: {path!r}.")
     return path
 
 
@@ -84,9 +89,9 @@ def _existing_dir(value: object, name: str) -> str:
     text = check_path_text(value, name)
     real = os.path.realpath(text)
     if not os.path.exists(real):
-        raise path_error(f"The {name} does not exist: {text!r}.")
+        raise path_error(f"{MISSING_DIR} The {name} does not exist: {text!r}.")
     if not os.path.isdir(real):
-        raise path_error(f"The {name} is not a directory: {text!r}.")
+        raise path_error(f"{MISSING_DIR} The {name} is not a directory: {text!r}.")
     return real
 
 

@@ -17,6 +17,7 @@ import threading
 from typing import Any
 
 from trainledger.errors import (
+    LineageFileNotFoundError,
     LineageParamTypeError,
     LineageParamValueError,
     LineageQuerySummaryDataError,
@@ -24,12 +25,16 @@ from trainledger.errors import (
 from trainledger.lineage import SUMMARY_KEYS, read_lineage
 from trainledger.query.discovery import validate_base, validate_run_dir
 from trainledger.query.index import LineageIndex
-from trainledger.storage import is_object_url, readable_dir
+from trainledger.storage import is_object_url, list_lineage_files, readable_dir
 
 __all__ = ["get_summary_lineage", "filter_summary_lineage", "open_index", "LINEAGE_KEYS"]
 
 # get_summary_lineage's keys: MindInsight's, then trainledger's extensions.
 LINEAGE_KEYS: tuple[str, ...] = SUMMARY_KEYS
+
+# MindInsight's messages (LineageFileNotFoundError's "File not found error: {}" format).
+NO_RUN_LINEAGE = "File not found error: There is no summary log file under summary_dir."
+NO_BASE_LINEAGE = "File not found error: There is no summary log file under summary_base_dir."
 
 _indexes: dict[tuple[str, int], LineageIndex] = {}
 _indexes_lock = threading.Lock()
@@ -66,15 +71,18 @@ def get_summary_lineage(
     Returns ``{"summary_dir": <real path>, <key>: ...}`` for the requested ``keys`` (default:
     all of ``LINEAGE_KEYS``: metric, hyper_parameters (incl. parallel_mode), algorithm,
     train_dataset, model, valid_dataset, dataset_graph, and trainledger's user_defined and
-    run), or ``{}`` when the directory holds no lineage.
+    run), or ``{}`` when its lineage files hold no lineage (an empty file, as MindInsight).
 
     Raises:
+        LineageFileNotFoundError: the directory holds no lineage file at all.
         LineageParamTypeError / LineageParamValueError: ``keys`` is not a list of known keys.
         LineageParamSummaryPathError: ``summary_dir`` is not an existing directory, or unsafe.
         LineageQuerySummaryDataError: the lineage files could not be read.
     """
     wanted = _check_keys(keys)
     real = validate_run_dir(readable_dir(summary_dir, "summary_dir"))
+    if not list_lineage_files(real):
+        raise LineageFileNotFoundError(f"{NO_RUN_LINEAGE} No *_lineage file in {real!r}.")
     try:
         lineage = read_lineage(real)
     except OSError as exc:
@@ -123,12 +131,22 @@ def filter_summary_lineage(
     Raises:
         LineageParamSummaryPathError: the base is not an existing directory, or unsafe.
         LineageSearchConditionParamError: the condition is malformed (MindInsight's messages).
+        LineageFileNotFoundError: no directory under the base (within ``max_depth``) holds a
+            lineage file; a run whose lineage file is empty still counts, as in MindInsight.
         LineageQuerySummaryDataError: the index could not be read.
     """
     index = open_index(summary_base_dir, max_depth)
     try:
-        return index.query(search_condition)
+        result = index.query(search_condition)
+        # an empty answer: tell "nothing matched" from "no runs at all" (a cached re-scan)
+        runs = index.refresh().runs if result["count"] == 0 else 1
     except sqlite3.Error as exc:
         raise LineageQuerySummaryDataError(
             f"Query summary data error: Filter summary lineage failed. {exc}"
         ) from exc
+    if runs == 0:
+        raise LineageFileNotFoundError(
+            f"{NO_BASE_LINEAGE} No *_lineage file under {os.fspath(summary_base_dir)!r} "
+            f"(searched {max_depth} level(s) deep)."
+        )
+    return result

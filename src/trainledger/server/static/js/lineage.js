@@ -340,7 +340,11 @@ function renderTable(objects) {
       h("td", {}, remarkInput(id, info.remark || "")));
     return row;
   }));
-  $("#table-empty").hidden = objects.length > 0;
+  const empty = $("#table-empty");
+  empty.hidden = objects.length > 0;
+  // no run at all is not "nothing matched": say where the page looked
+  empty.textContent = $("#run-count").textContent === "0"
+    ? `No runs under ${$("#base-name").textContent}.` : "No runs match.";
   const start = state.count ? state.page * state.size + 1 : 0;
   const end = Math.min(state.count, (state.page + 1) * state.size);
   $("#page-info").textContent = `${start}–${end} of ${state.count}`;
