@@ -83,21 +83,30 @@ class _LineageCallback(Callback):
         *,
         all_ranks: bool = False,
     ) -> None:
-        if not isinstance(raise_exception, bool):
-            raise LineageParamTypeError(
-                f"raise_exception expected a bool, received: {type(raise_exception).__name__}"
-            )
-        self._log_dir = _log_dir_of(summary_record)
-        os.makedirs(self._log_dir, exist_ok=True)
-        self._user_info: dict[str, int | float | str] = (
-            {} if user_defined_info is None else validate_user_defined_info(user_defined_info)
-        )
+        # MindInsight's policy for bad arguments too: raise only when asked to, else log the
+        # error and let training go on (a bad summary_record: this callback records nothing)
+        self.raise_exception = bool(raise_exception)
+        self._log_dir: str | None = None
+        self._user_info: dict[str, int | float | str] = {}
         self._user_info_written = False
-        self.raise_exception = raise_exception
+        try:
+            if not isinstance(raise_exception, bool):
+                raise LineageParamTypeError(
+                    f"raise_exception expected a bool, received: {type(raise_exception).__name__}"
+                )
+            self._log_dir = _log_dir_of(summary_record)
+            os.makedirs(self._log_dir, exist_ok=True)
+            if user_defined_info is not None:
+                self._user_info = validate_user_defined_info(user_defined_info)
+        except (LineageError, OSError) as exc:
+            if self.raise_exception:
+                raise
+            _log.error("%s: %s (training goes on)", type(self).__name__, exc)
         self._all_ranks = bool(all_ranks)
 
     @property
-    def log_dir(self) -> str:
+    def log_dir(self) -> str | None:
+        """The run directory; None when a bad ``summary_record`` disabled the callback."""
         return self._log_dir
 
     @property
@@ -125,10 +134,13 @@ class _LineageCallback(Callback):
             )
 
     def _writes(self) -> bool:
+        if self._log_dir is None:
+            return False
         rank = distributed_info()[0]
         return rank == 0 or self._all_ranks
 
     def _write(self, events: list[pb.LineageEvent]) -> str:
+        assert self._log_dir is not None  # _writes() said so
         path = get_writer(self._log_dir, rank=distributed_info()[0]).write(events)
         if any(e.WhichOneof("what") == "user_defined_info" for e in events):
             self._user_info_written = True  # only once it is on disk
@@ -146,8 +158,10 @@ class TrainLineage(_LineageCallback):
     Args:
         summary_record: a ``SummaryRecord`` (its ``log_dir`` is used) or a directory path
             (created if missing).
-        raise_exception: raise when collecting fails (``True``), or log and let training go
-            on (``False``, the default).
+        raise_exception: raise when an argument is bad or collecting fails (``True``), or log
+            the error and let training go on (``False``, the default, as MindInsight); with a
+            bad ``summary_record`` the callback then records nothing, with a bad
+            ``user_defined_info`` it records everything else.
         user_defined_info: flat dict of str -> int/float/str recorded with the lineage.
         all_ranks: under torch.distributed, let every rank write (default: rank 0 only).
 
@@ -158,9 +172,12 @@ class TrainLineage(_LineageCallback):
     size in samples, final loss, the latest checkpoint (``{"ckpt": path}``) and its size, and
     the final status. Every record is fsynced when its phase ends.
 
-    Raises:
+    The loss function is ``loss_fn``, else found in the network's module tree (a
+    ``WithLossCell``-style wrapper holding it as a submodule), as MindInsight searches cells.
+
+    Raises (only with ``raise_exception=True``):
         LineageParamTypeError / LineageParamValueError: bad arguments, at construction.
-        LineageError: collection failed and ``raise_exception`` is True.
+        LineageError: collection failed.
     """
 
     def __init__(
@@ -289,7 +306,8 @@ class TrainLineage(_LineageCallback):
         network = params.get("network") or params.get("train_network")
         rank_info = distributed_info()
         ckpt = self._recorded_ckpt = latest_checkpoint(params)
-        model_path = model_size = None
+        model_path: str | None = None
+        model_size: int | None = 0  # no checkpoint: size 0, as MindSpore and MindInsight
         if ckpt:
             ckpt = os.path.abspath(ckpt)
             model_path = json.dumps({"ckpt": public_path(ckpt)})  # s3:// when uploaded

@@ -55,6 +55,9 @@ def analyze_dataset(obj: Any) -> DatasetInfo:
         graph = _dataset_node(obj, 0)
         size = _len(obj)
         batch = _int_attr(obj, "batch_size")
+        counted = _count_batches(obj)
+        if counted is not None:  # a list of batches: samples, not batches
+            size, batch = counted
     paths = dataset_paths(dataset)
     return DatasetInfo(
         path=_common_dir(paths),
@@ -385,6 +388,33 @@ def _torch_data() -> Any:
     except ImportError:  # pragma: no cover - torch is a dependency of the callbacks
         return None
     return data
+
+
+def _leading_dim(batch: Any) -> int | None:
+    """Samples in one batch: the first dimension of its first tensor (x of ``(x, y)``)."""
+    if isinstance(batch, dict):
+        batch = next(iter(batch.values()), None)
+    elif isinstance(batch, (list, tuple)):
+        batch = batch[0] if batch else None
+    shape = getattr(batch, "shape", None)
+    if shape is None or not hasattr(shape, "__len__") or len(shape) == 0:
+        return None
+    return int(shape[0])
+
+
+def _count_batches(obj: Any) -> tuple[int, int] | None:
+    """(samples, batch size) of a list or tuple of batches; None unless every item is one.
+
+    ``Model.train`` takes a plain list of batches; MindSpore records the data set's size in
+    samples and its batch size (the first batch's, as ``get_batch_size()``).
+    """
+    if not isinstance(obj, (list, tuple)) or not obj:
+        return None
+    sizes = [_leading_dim(batch) for batch in obj]
+    if any(n is None for n in sizes):
+        return None
+    counts = [n for n in sizes if n is not None]
+    return sum(counts), counts[0]
 
 
 def _len(obj: Any) -> int | None:

@@ -56,14 +56,38 @@ def network_name(network: Any) -> str | None:
     return type(network).__name__
 
 
-def loss_function_name(loss_fn: Any, network: Any = None) -> str | None:
-    """The loss function's class (or function) name; looked up on the network if not given."""
-    if loss_fn is None and network is not None:
-        network = unwrap_module(network)
+def _is_loss_module(module: Any) -> bool:
+    """A torch loss (a ``_Loss`` subclass, as MindSpore's cells) or a module named ``*Loss``."""
+    cls = type(module)
+    return any(c.__name__ == "_Loss" for c in cls.__mro__) or cls.__name__.endswith("Loss")
+
+
+def find_loss_fn(network: Any) -> Any:
+    """The loss function held somewhere in ``network``'s module tree, outermost first.
+
+    First a module attribute named like a loss (``_loss_fn``, ``loss_fn``, ``_loss``,
+    ``criterion``: a wrapper's own reference, even to a plain function), then the first
+    submodule that is a loss, as MindInsight searched ``cells_and_names()`` for a ``_Loss``.
+    """
+    network = unwrap_module(network)
+    modules = [network]
+    if callable(getattr(network, "modules", None)):
+        try:
+            modules = list(network.modules())
+        except (TypeError, RuntimeError):
+            pass
+    for module in modules:
         for attr in _LOSS_ATTRS:
-            loss_fn = getattr(network, attr, None)
-            if loss_fn is not None:
-                break
+            found = getattr(module, attr, None)
+            if found is not None:
+                return found
+    return next((m for m in modules[1:] if _is_loss_module(m)), None)
+
+
+def loss_function_name(loss_fn: Any, network: Any = None) -> str | None:
+    """The loss function's class (or function) name; searched in the network if not given."""
+    if loss_fn is None and network is not None:
+        loss_fn = find_loss_fn(network)
     if loss_fn is None:
         return None
     func = getattr(loss_fn, "func", None)  # functools.partial
