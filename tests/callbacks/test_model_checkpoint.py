@@ -344,7 +344,9 @@ def test_seconds_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
 
     clock = iter(range(0, 10_000, 25))  # every time.time() call advances 25 s
     monkeypatch.setattr(module.time, "time", lambda: float(next(clock)))
-    cfg = CheckpointConfig(save_checkpoint_seconds=60, keep_checkpoint_max=100)
+    cfg = CheckpointConfig(
+        save_checkpoint_steps=0, save_checkpoint_seconds=60, keep_checkpoint_max=100
+    )
     drive([ModelCheckpoint("t", tmp_path, cfg)], epochs=1, batch_num=10)
     saved = files(tmp_path)
     assert saved == ["t-1_10.ckpt", "t-1_3.ckpt", "t-1_6.ckpt", "t-1_9.ckpt"]

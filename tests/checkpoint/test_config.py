@@ -1,4 +1,4 @@
-"""CheckpointConfig: validation, precedence (and its fix), getters."""
+"""CheckpointConfig: validation, MindSpore's precedence and defaults, getters."""
 
 from __future__ import annotations
 
@@ -20,17 +20,18 @@ POLICY = (
     [
         ({}, (1, 0, 5, 0)),
         ({"save_checkpoint_steps": 10}, (10, 0, 5, 0)),
-        # the fix: only seconds passed -> seconds are used, the default steps=1 does not win
-        ({"save_checkpoint_seconds": 60}, (0, 60, 5, 0)),
+        # MindSpore: only seconds passed -> the default steps=1 wins (a warning says so)
+        ({"save_checkpoint_seconds": 60}, (1, 0, 5, 0)),
         # both passed explicitly -> documented precedence: steps over seconds
         ({"save_checkpoint_steps": 3, "save_checkpoint_seconds": 60}, (3, 0, 5, 0)),
         ({"save_checkpoint_steps": 0, "save_checkpoint_seconds": 60}, (0, 60, 5, 0)),
         ({"save_checkpoint_steps": None, "save_checkpoint_seconds": 60}, (0, 60, 5, 0)),
-        # the fix for retention: only per-minutes passed -> per-minutes is used
-        ({"keep_checkpoint_per_n_minutes": 2}, (1, 0, 0, 2)),
+        # MindSpore: only per-minutes passed -> the default max=5 wins
+        ({"keep_checkpoint_per_n_minutes": 2}, (1, 0, 5, 0)),
         ({"keep_checkpoint_max": 3, "keep_checkpoint_per_n_minutes": 2}, (1, 0, 3, 0)),
         ({"keep_checkpoint_max": 0, "keep_checkpoint_per_n_minutes": 2}, (1, 0, 0, 2)),
-        ({"keep_checkpoint_max": None}, (1, 0, 0, 0)),
+        ({"keep_checkpoint_max": None}, (1, 0, 1, 0)),  # MindSpore keeps 1
+        ({"keep_checkpoint_max": 0, "keep_checkpoint_per_n_minutes": 0}, (1, 0, 1, 0)),
         ({"save_checkpoint_steps": 0}, (0, 0, 5, 0)),
     ],
 )

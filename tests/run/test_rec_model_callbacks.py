@@ -76,7 +76,11 @@ def test_model_checkpoint_by_seconds(tmp_path: Path, monkeypatch: pytest.MonkeyP
             clock.now += 0.4
 
     ckpt = ModelCheckpoint(
-        "ctr", tmp_path, CheckpointConfig(save_checkpoint_seconds=1, keep_checkpoint_max=10)
+        "ctr",
+        tmp_path,
+        CheckpointConfig(
+            save_checkpoint_steps=0, save_checkpoint_seconds=1, keep_checkpoint_max=10
+        ),
     )
     _model().online_train(_clicks(), callbacks=[Tick(), ckpt], max_steps=10)
     assert _steps(tmp_path) == [3, 6, 9, 10]

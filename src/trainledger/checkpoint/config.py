@@ -1,16 +1,16 @@
 """``CheckpointConfig``: when to save, what to keep, and how to write checkpoints.
 
-Precedence follows MindSpore (steps over seconds, ``keep_checkpoint_max`` over
-``keep_checkpoint_per_n_minutes``) with one fix: MindSpore's defaults (``steps=1``, ``max=5``)
-silently win over a value the user passed, so ``CheckpointConfig(save_checkpoint_seconds=60)``
-still saved every step. Here a default only applies when the user did not choose the other
-rule: passing only ``save_checkpoint_seconds`` saves by time, passing only
-``keep_checkpoint_per_n_minutes`` keeps one file per window. When both of a pair are passed
-explicitly, the documented precedence applies.
+The save and keep rules are MindSpore's, so a ported config leaves the same files: steps take
+precedence over seconds and ``keep_checkpoint_max`` over ``keep_checkpoint_per_n_minutes``,
+with MindSpore's defaults (``steps=1``, ``max=5``). So ``save_checkpoint_seconds=60`` alone
+still saves every step (pass ``save_checkpoint_steps=0`` to save by time), and
+``keep_checkpoint_max=0`` with ``keep_checkpoint_per_n_minutes=0`` keeps one file. Each
+argument a rule overrides is named in a logged warning.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,13 +18,7 @@ from trainledger.checkpoint.crypto import check_key
 
 __all__ = ["CheckpointConfig", "check_append_values"]
 
-
-class _Unset:
-    def __repr__(self) -> str:
-        return "<default>"
-
-
-_UNSET: Any = _Unset()
+_log = logging.getLogger(__name__)
 
 
 def _non_negative_int(name: str, value: Any) -> int:
@@ -87,33 +81,60 @@ def _check_append_info(append_info: Any) -> list[Any]:
 def _save_and_keep_rules(
     steps: Any, seconds: Any, keep_max: Any, minutes: Any
 ) -> tuple[int, int, int, int]:
-    """The effective (steps, seconds, keep_max, per_n_minutes) after defaults and precedence.
+    """The effective (steps, seconds, keep_max, per_n_minutes): MindSpore's rules, 0 for off.
 
-    An argument left at ``_UNSET`` takes MindSpore's default only when the user did not choose
-    the other rule of its pair (see the module docstring).
+    Steps over seconds, max over per-minutes; no max and no per-minutes keeps 1 file. A
+    warning names each argument a rule overrides.
     """
-    steps_set, max_set = steps is not _UNSET, keep_max is not _UNSET
-    steps = _non_negative_int("save_checkpoint_steps", steps if steps_set else 1)
-    seconds = _non_negative_int("save_checkpoint_seconds", 0 if seconds is _UNSET else seconds)
-    keep_max = _non_negative_int("keep_checkpoint_max", keep_max if max_set else 5)
-    minutes = _non_negative_int(
-        "keep_checkpoint_per_n_minutes", 0 if minutes is _UNSET else minutes
-    )
-    if seconds and not steps_set:
-        steps = 0  # the fix: only seconds passed -> seconds are used
-    if minutes and not max_set:
-        keep_max = 0  # only per-minutes passed -> per-minutes is used
+    steps = _non_negative_int("save_checkpoint_steps", steps)
+    seconds = _non_negative_int("save_checkpoint_seconds", seconds)
+    keep_max = _non_negative_int("keep_checkpoint_max", keep_max)
+    minutes = _non_negative_int("keep_checkpoint_per_n_minutes", minutes)
     if not steps and not seconds and not keep_max and not minutes:
         raise ValueError(
             "save_checkpoint_steps, save_checkpoint_seconds, keep_checkpoint_max and "
             "keep_checkpoint_per_n_minutes expected at least one positive value, received: "
             "all None or 0"
         )
-    if steps:
-        seconds = 0  # documented precedence: steps over seconds
-    if keep_max:
-        minutes = 0  # documented precedence: max over per-minutes
+    if steps and seconds:
+        _log.warning(
+            "CheckpointConfig: save_checkpoint_seconds=%d is ignored, save_checkpoint_steps=%d "
+            "takes precedence (as in MindSpore); pass save_checkpoint_steps=0 to save by time",
+            seconds,
+            steps,
+        )
+        seconds = 0
+    if keep_max and minutes:
+        _log.warning(
+            "CheckpointConfig: keep_checkpoint_per_n_minutes=%d is ignored, "
+            "keep_checkpoint_max=%d takes precedence (as in MindSpore); pass "
+            "keep_checkpoint_max=0 to keep by time",
+            minutes,
+            keep_max,
+        )
+        minutes = 0
+    elif not keep_max and not minutes:
+        _log.warning(
+            "CheckpointConfig: keep_checkpoint_max=0 with keep_checkpoint_per_n_minutes=0 "
+            "keeps the newest checkpoint only (as in MindSpore); pass keep_checkpoint_max=N "
+            "to keep N"
+        )
+        keep_max = 1
     return steps, seconds, keep_max, minutes
+
+
+def _append_dict(append_info: list[Any]) -> dict[str, Any] | None:
+    """MindSpore's ``append_dict``: epoch_num/step_num (0 until saved), then the dict's items."""
+    if not append_info:
+        return None
+    out: dict[str, Any] = {}
+    for name in ("epoch_num", "step_num"):
+        if name in append_info:
+            out[name] = 0
+    for element in append_info:
+        if isinstance(element, dict):
+            out.update(element)
+    return out
 
 
 def _check_async_save(async_save: Any) -> str | bool:
@@ -165,13 +186,14 @@ def _check_best(monitor: Any, mode: Any, keep_best_max: Any) -> int:
 class CheckpointConfig:
     """Configuration of ``ModelCheckpoint``.
 
-    Args:
-        save_checkpoint_steps: save every N global steps (0/None: off).
-        save_checkpoint_seconds: save when N seconds passed since the last save; used when
-            steps are off or when only seconds were passed (see the module docstring).
-        keep_checkpoint_max: keep the newest N rolling checkpoints (0/None: no limit).
-        keep_checkpoint_per_n_minutes: keep one checkpoint per N-minute window; used when
-            ``keep_checkpoint_max`` is off or when only this was passed.
+    Args (MindSpore's names, defaults and precedence; see the module docstring):
+        save_checkpoint_steps: save every N global steps (0/None: off). Default 1.
+        save_checkpoint_seconds: save when N seconds passed since the last save; used only
+            when steps are off (``save_checkpoint_steps=0``).
+        keep_checkpoint_max: keep the newest N rolling checkpoints. Default 5; 0/None with no
+            ``keep_checkpoint_per_n_minutes`` keeps 1, as MindSpore.
+        keep_checkpoint_per_n_minutes: keep one checkpoint per N-minute window; used only
+            when ``keep_checkpoint_max`` is 0/None.
         integrated_save: accepted for compatibility; a single-process state dict is always
             whole.
         async_save: False, True/"thread" (a named background thread) or "process" (a spawned
@@ -194,10 +216,10 @@ class CheckpointConfig:
 
     def __init__(
         self,
-        save_checkpoint_steps: int | None = _UNSET,
-        save_checkpoint_seconds: int | None = _UNSET,
-        keep_checkpoint_max: int | None = _UNSET,
-        keep_checkpoint_per_n_minutes: int | None = _UNSET,
+        save_checkpoint_steps: int | None = 1,
+        save_checkpoint_seconds: int | None = 0,
+        keep_checkpoint_max: int | None = 5,
+        keep_checkpoint_per_n_minutes: int | None = 0,
         integrated_save: bool = True,
         async_save: bool | str = False,
         saved_network: Any = None,
@@ -239,7 +261,10 @@ class CheckpointConfig:
 
     def __repr__(self) -> str:
         return (
-            f"CheckpointConfig({self.get_checkpoint_policy()}, async_save={self._async_save!r}, "
+            f"CheckpointConfig(steps={self._save_checkpoint_steps}, "
+            f"seconds={self._save_checkpoint_seconds}, max={self._keep_checkpoint_max}, "
+            f"per_n_minutes={self._keep_checkpoint_per_n_minutes}, "
+            f"async_save={self._async_save!r}, "
             f"encrypted={self._enc_key is not None}, monitor={self._monitor!r})"
         )
 
@@ -260,6 +285,11 @@ class CheckpointConfig:
     async_save = property(lambda self: self._async_save, doc="False, 'thread' or 'process'.")
     saved_network = property(lambda self: self._saved_network)
     append_info = property(lambda self: list(self._append_info))
+    append_dict = property(
+        lambda self: _append_dict(self._append_info),
+        doc="MindSpore's view of ``append_info``: the extra entries saved in each checkpoint "
+        "(``epoch_num``/``step_num`` show 0 until a save fills them), or None.",
+    )
     enc_key = property(lambda self: self._enc_key)
     enc_mode = property(lambda self: self._enc_mode)
     exception_save = property(lambda self: self._exception_save)
@@ -269,11 +299,13 @@ class CheckpointConfig:
     mode = property(lambda self: self._mode)
     keep_best_max = property(lambda self: self._keep_best_max)
 
-    def get_checkpoint_policy(self) -> dict[str, int]:
-        """The effective save/keep rules after precedence."""
+    def get_checkpoint_policy(self) -> dict[str, Any]:
+        """The effective save/keep rules after precedence (0 where MindSpore says None for a
+        rule that is off), and ``saved_network``."""
         return {
             "save_checkpoint_steps": self._save_checkpoint_steps,
             "save_checkpoint_seconds": self._save_checkpoint_seconds,
             "keep_checkpoint_max": self._keep_checkpoint_max,
             "keep_checkpoint_per_n_minutes": self._keep_checkpoint_per_n_minutes,
+            "saved_network": self._saved_network,
         }

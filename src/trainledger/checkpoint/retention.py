@@ -69,12 +69,18 @@ def resume_prefix(
 
 
 class CheckpointManager:
-    """Retention for the checkpoints of one prefix in one directory."""
+    """Retention for the checkpoints of one prefix in one directory.
+
+    ``CheckpointManager()`` with no arguments works as MindSpore's: point it at a directory
+    and prefix with ``update_ckpoint_filelist(directory, prefix)`` (default: the current
+    directory and ``"CKP"``, ModelCheckpoint's default prefix), then use ``ckpoint_filelist``,
+    ``remove_oldest_ckpoint_file`` and ``keep_one_ckpoint_per_minutes``.
+    """
 
     def __init__(
         self,
-        directory: str | os.PathLike[str],
-        prefix: str,
+        directory: str | os.PathLike[str] | None = None,
+        prefix: str = "CKP",
         keep_checkpoint_max: int = 5,
         keep_checkpoint_per_n_minutes: int = 0,
         keep_best_max: int = 0,
@@ -82,7 +88,7 @@ class CheckpointManager:
     ) -> None:
         if "/" in prefix or os.sep in prefix:
             raise ValueError(f"prefix expected a file name without '/', received: {prefix!r}")
-        self.directory = Path(directory).absolute()
+        self.directory = Path(os.curdir if directory is None else directory).absolute()
         self.prefix = prefix
         self.keep_checkpoint_max = keep_checkpoint_max
         self.keep_checkpoint_per_n_minutes = keep_checkpoint_per_n_minutes
@@ -201,6 +207,48 @@ class CheckpointManager:
         return removed
 
     # MindSpore names
+    @property
+    def ckpoint_filelist(self) -> list[str]:
+        """Paths of the tracked files, oldest first (MindSpore's name)."""
+        return [str(self.directory / r.name) for r in self.records]
+
+    def update_ckpoint_filelist(self, directory: str | os.PathLike[str], prefix: str) -> None:
+        """Track exactly the ``<prefix>-<epoch>_<step>.ckpt`` files now in ``directory``.
+
+        As MindSpore: the list is rebuilt from disk; ``<prefix>_N-...`` files (another run)
+        and ``_breakpoint`` files are not part of it. The manager then acts on this directory
+        and prefix.
+        """
+        if "/" in prefix or os.sep in prefix:
+            raise ValueError(f"prefix expected a file name without '/', received: {prefix!r}")
+        self.directory = Path(directory).absolute()
+        self.prefix = prefix
+        self._records.clear()
+        for entry in scan_dir(self.directory):
+            parsed = self._parse(entry.name)
+            if parsed is not None and not parsed.breakpoint:
+                self._track(self.directory / entry.name, None)
+
+    def _deletable(self) -> list[CkptRecord]:
+        return [r for r in self.records if r.name not in self._pinned and not r.breakpoint]
+
+    def remove_oldest_ckpoint_file(self) -> None:
+        """Delete the tracked file with the oldest modification time (MindSpore's name);
+        never the file a run resumed from."""
+        candidates = sorted(self._deletable(), key=lambda r: r.mtime)
+        if candidates:
+            self.remove_ckpoint_file(candidates[0].name)
+
+    def keep_one_ckpoint_per_minutes(self, minutes: float, cur_time: float) -> None:
+        """Of the tracked files modified in the last ``minutes`` before ``cur_time``, keep the
+        oldest and delete the others (MindSpore's rule, called before a new save)."""
+        recent = [r for r in self._deletable() if cur_time - r.mtime < 60 * minutes]
+        if recent:
+            oldest = min(recent, key=lambda r: r.mtime)
+            for record in recent:
+                if record is not oldest:
+                    self.remove_ckpoint_file(record.name)
+
     def remove_ckpoint_file(self, file_name: str | os.PathLike[str]) -> None:
         """Delete one tracked file of this prefix."""
         path = self.directory / Path(file_name).name

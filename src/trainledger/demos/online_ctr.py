@@ -170,6 +170,7 @@ def _callbacks(
         prefix="ctr",
         directory=run_dir / "checkpoints",
         config=CheckpointConfig(
+            save_checkpoint_steps=0,
             save_checkpoint_seconds=max(1, round(checkpoint_seconds)),
             keep_checkpoint_max=3,
             append_info=["step_num", {"stream_batch_size": batch_size}],
