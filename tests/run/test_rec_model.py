@@ -120,7 +120,7 @@ def test_reiterable_source_is_reiterated_as_epochs() -> None:
     _model().online_train(data, callbacks=[rec], max_steps=10)
     assert [(c[1], c[2]) for c in rec.hooks("epoch_end")] == [(1, 4), (2, 8), (3, 10)]
     assert [c[1] for c in rec.hooks("epoch_begin")] == [1, 2, 3]
-    assert rec.params["epoch_num"] is None and rec.params["batch_num"] is None
+    assert rec.params["epoch_num"] is None and rec.params["batch_num"] == 4  # len of a pass
 
 
 class Shrinking:
@@ -212,7 +212,7 @@ def test_bad_records_of_the_source_are_in_cb_params() -> None:
     [
         ({"sink_size": 0}, ValueError, "sink_size expected a positive int"),
         ({"sink_size": -1}, ValueError, "sink_size expected a positive int"),
-        ({"sink_size": True}, ValueError, "sink_size expected a positive int"),
+        ({"sink_size": True}, TypeError, "sink_size expected a positive int"),  # as MindSpore
         ({"max_steps": 0}, ValueError, "max_steps expected a positive int"),
         ({"max_seconds": -1.0}, ValueError, "max_seconds expected a positive number"),
         ({"metric_window": 0}, ValueError, "metric_window expected a positive int"),

@@ -65,6 +65,8 @@ class SummaryCollector(Callback):
 
     Args follow MindSpore's ``SummaryCollector`` (see the module docstring for the
     differences). Errors in arguments are raised here, naming the argument or key.
+    ``num_process`` is accepted and checked (MindSpore sized a pool of encoding processes
+    with it), then unused: one background thread per ``SummaryRecord`` writes, whatever it is.
     """
 
     # the run the per-step fast path serves; None while it is off (not eligible, or staged

@@ -98,3 +98,27 @@ def check_model_args(
             f"Model boost_level expected one of {', '.join(BOOST_LEVELS)}, "
             f"received: {boost_level!r}"
         )
+
+
+def check_sink_args(dataset_sink_mode: Any, sink_size: Any) -> None:
+    """MindSpore's checks of ``RecModel.online_train``'s sink arguments, its error types and
+    sentences first: ``dataset_sink_mode`` a bool; ``sink_size`` a positive int, checked only
+    in sink mode (MindSpore ignores it otherwise)."""
+    if not isinstance(dataset_sink_mode, bool):
+        raise TypeError(
+            f"The input value must be a bool, but got {type(dataset_sink_mode).__name__}. "
+            f"dataset_sink_mode expected True or False, received: {dataset_sink_mode!r}"
+        )
+    if not dataset_sink_mode:
+        return
+    detail = f" sink_size expected a positive int, received: {sink_size!r}"
+    if isinstance(sink_size, bool) or (isinstance(sink_size, int) and sink_size < 1):
+        error = TypeError if isinstance(sink_size, bool) else ValueError
+        raise error(
+            "The input value must be int and must > 0, but got "
+            f"'{sink_size}' with type '{type(sink_size).__name__}'." + detail
+        )
+    if not isinstance(sink_size, int):
+        raise TypeError(
+            f"The input value must be int, but got '{type(sink_size).__name__}'." + detail
+        )

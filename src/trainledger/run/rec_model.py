@@ -26,7 +26,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from trainledger.errors import DatasetError
-from trainledger.run.arguments import check_positive_int
+from trainledger.run.arguments import check_positive_int, check_sink_args
+from trainledger.run.batches import dataset_len
 from trainledger.run.callback import Callback, CallbackParams, RunContext
 from trainledger.run.model import Model
 from trainledger.run.outputs import loss_of
@@ -60,23 +61,22 @@ class RecModel(Model):
         """Train on ``train_dataset`` until it ends or a stop condition is met.
 
         Args:
-            train_dataset: any iterable or iterator of batches (as ``Model.train`` takes them);
-                its length is never asked. A re-iterable (a list, a DataLoader) is iterated
-                again when a pass ends, each pass being an epoch (``cur_epoch_num`` counts
-                them); a pass that yields nothing ends training. A one-shot iterator
-                (``iter(x) is x``: a generator, ``QueueStream``, ``FileTailSource``) is one
+            train_dataset: any iterable or iterator of batches (as ``Model.train`` takes them).
+                A re-iterable (a list, a DataLoader) is iterated again when a pass ends, each
+                pass an epoch (``cur_epoch_num``); a pass that yields nothing ends training. A
+                one-shot iterator (a generator, ``QueueStream``, ``FileTailSource``) is one
                 epoch that lasts until the iterator ends, which ends training normally.
             callbacks: as in ``Model.train``. cb_params carry every field ``Model.train`` sets,
-                with ``epoch_num=None`` and ``batch_num=None`` (unbounded), plus
-                ``max_steps``, ``max_seconds``, ``metric_window``, ``window_metrics`` and
-                ``bad_records``.
-            dataset_sink_mode, sink_size: with sink mode (the default, as in MindSpore) the
-                step hooks fire once per ``sink_size`` training steps, and ``cur_step_num``
-                advances by the steps run (a unit is cut short by the end of a pass or a
-                stop). ``sink_size`` must be a positive int (MindSpore accepted only 1); 1
-                means hooks every step. Without sink mode, hooks fire every step and
-                ``sink_size`` is ignored. ``SummaryCollector`` counts its ``collect_freq``
-                in sink units here (``epoch_num`` is None), not in passes of the stream.
+                with ``epoch_num=None`` and ``batch_num`` the length of a pass of a re-iterable
+                that has one (MindSpore's ``get_dataset_size()``; in sink mode too, where an
+                epoch is still a pass), else None; plus ``max_steps``, ``max_seconds``,
+                ``metric_window``, ``window_metrics`` and ``bad_records``.
+            dataset_sink_mode, sink_size: checked as MindSpore does, with its error types and
+                messages: ``dataset_sink_mode`` a bool; in sink mode ``sink_size`` a positive
+                int (any, where MindSpore took only 1), else ignored. In sink mode step hooks
+                fire once per ``sink_size`` steps and ``cur_step_num`` advances by the steps
+                run (a unit is cut short by the end of a pass or a stop); ``SummaryCollector``
+                counts its ``collect_freq`` in these units.
             max_steps: stop after this many training steps (None: no limit).
             max_seconds: stop after the first step (sink unit in sink mode) that ends this
                 many seconds after the start (None: no limit).
@@ -91,19 +91,20 @@ class RecModel(Model):
         ``cb_params.window_metrics`` (``{name: value}``), also published as
         ``cb_params.eval_results`` so that ``SummaryCollector`` records them as scalars
         (``eval/<name>``, at epoch ends) and ``ModelCheckpoint``'s best-N ``monitor`` can rank
-        checkpoints by them. Both stay
-        ``{}`` until the first computation. Predictions and labels come from ``loss_fn``'s
-        two arguments; without ``loss_fn`` only loss metrics work, unless ``eval_indexes``
-        give the (loss, predictions, label) positions in the train network's output tuple.
+        checkpoints by them. Both stay ``{}`` until the first computation. Predictions and
+        labels come from ``loss_fn``'s two arguments; without ``loss_fn`` only loss metrics
+        work, unless ``eval_indexes`` give the (loss, predictions, label) positions in the
+        train network's output tuple.
         """
-        self._check_online_args(train_dataset, sink_size, max_steps, max_seconds)
+        check_sink_args(dataset_sink_mode, sink_size)
+        self._check_online_args(train_dataset, max_steps, max_seconds)
         window = self._make_window(metric_window, metric_every)
-        sink = bool(dataset_sink_mode)
+        sink = dataset_sink_mode
         manager = self._make_manager(callbacks)
         cb_params = self._build_train_params(
             train_dataset=train_dataset,
             epoch_num=None,
-            batch_num=None,
+            batch_num=None if isinstance(train_dataset, Iterator) else dataset_len(train_dataset),
             list_callback=manager.callbacks,
             dataset_sink_mode=sink,
             sink_size=sink_size,
@@ -147,11 +148,9 @@ class RecModel(Model):
     def _check_online_args(
         self,
         train_dataset: Any,
-        sink_size: Any,
         max_steps: Any,
         max_seconds: Any,
     ) -> None:
-        check_positive_int(sink_size, "sink_size")
         if max_steps is not None:
             check_positive_int(max_steps, "max_steps")
         if max_seconds is not None and (

@@ -7,7 +7,9 @@ Trains a tiny network for 2 epochs of 4 steps (16 samples, batch 4, no sink) wit
 writes ``mindspore_checkpoints.json`` next to this file: per config MindSpore's effective
 policy (``get_checkpoint_policy()``, ``saved_network`` as a bool), and the sorted names of the
 files left in the directory. Also MindSpore's ``append_dict`` for a few ``append_info`` values,
-and what its ``CheckpointManager`` does to a directory of files with known mtimes.
+what its ``CheckpointManager`` does to a directory of files with known mtimes, and the errors
+of the checks ``RecModel.online_train`` applies to ``dataset_sink_mode`` (``check_bool``) and,
+in sink mode, ``sink_size`` (``check_positive_int``).
 tests/checkpoint/test_mindspore_conformance.py reads it; tests never need MindSpore.
 """
 
@@ -17,6 +19,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import mindspore as ms
 import numpy as np
@@ -102,6 +105,23 @@ def manager_steps() -> dict:
     return {"files": MANAGER_FILES, "t0": T0, "cur_time": T0 + 200, "minutes": 2, **steps}
 
 
+def sink_checks() -> dict:
+    """MindSpore's own validators on the values RecModel.online_train may be given."""
+    from mindspore import _checkparam as validator
+
+    def error(fn: Any, value: Any) -> dict:
+        try:
+            fn(value)
+        except (TypeError, ValueError) as exc:
+            return {"value": value, "error": type(exc).__name__, "message": str(exc)}
+        return {"value": value, "error": None}
+
+    return {
+        "dataset_sink_mode": [error(validator.check_bool, v) for v in ("yes", 1, None)],
+        "sink_size": [error(validator.check_positive_int, v) for v in (0, -2, 1.5, True, "3")],
+    }
+
+
 def main() -> None:
     ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU")
     out = {
@@ -116,6 +136,7 @@ def main() -> None:
         },
         "append_info": APPEND_INFOS,
         "manager": manager_steps(),
+        "sink_checks": sink_checks(),
     }
     (HERE / "mindspore_checkpoints.json").write_text(json.dumps(out, indent=1) + "\n")
 
