@@ -247,6 +247,20 @@ def test_where_expressions_filter_and_and_with_the_body(client) -> None:  # type
     assert r.json()["count"] == 0  # contradiction: nothing matches
 
 
+def test_selection_and_summary_dir_filter_fold_into_one_operation(client) -> None:  # type: ignore[no-untyped-def]
+    # the page's selection (in) ANDed with a filter on summary_dir (not_in): one operation
+    r = client.post(
+        "/api/v1/runs",
+        params={"where": "summary_dir != ./run01"},
+        json={
+            "summary_dir": {"in": ["./run00", "./run01", "./run02"]},
+            "sorted_name": "summary_dir",
+        },
+    )
+    assert r.status_code == 200, r.text
+    assert ids(r) == ["run00", "run02"]
+
+
 def test_bad_where_is_400(client) -> None:  # type: ignore[no-untyped-def]
     r = client.post("/api/v1/runs", params={"where": "learning_rate ~ 3"}, json={})
     assert r.status_code == 400 and "cannot parse" in r.json()["detail"]

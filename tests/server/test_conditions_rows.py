@@ -23,6 +23,24 @@ from trainledger.server.condition_merge import merge_conditions
             {"a": {"ge": 1}, "b": {"eq": 2}, "limit": 10, "sorted_name": "b"},
         ),
         ([{"a": {"ge": 1}}, {"a": "junk"}], {"a": "junk"}),  # left for the engine to reject
+        # summary_dir/lineage_type take one operation: the selection AND the filter box fold
+        # into one list
+        (
+            [{"summary_dir": {"not_in": ["./b"]}}, {"summary_dir": {"in": ["./a", "./b"]}}],
+            {"summary_dir": {"in": ["./a"]}},
+        ),
+        (
+            [{"summary_dir": {"eq": "./a"}}, {"summary_dir": {"in": ["./a", "./b"]}}],
+            {"summary_dir": {"in": ["./a"]}},
+        ),
+        (
+            [{"summary_dir": {"eq": "./c"}}, {"summary_dir": {"not_in": ["./c"]}}],
+            {"summary_dir": {"in": []}},
+        ),
+        (
+            [{"lineage_type": {"eq": "model"}}, {"lineage_type": {"eq": "model"}}],
+            {"lineage_type": {"eq": "model"}},
+        ),  # fmt: skip
     ],
 )
 def test_merge_conditions(parts, merged) -> None:  # type: ignore[no-untyped-def]

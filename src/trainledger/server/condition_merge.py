@@ -32,6 +32,24 @@ def _fold(op: str, old: Any, new: Any) -> Any:
     raise ValueError(f"cannot combine {op} {old!r} and {new!r}")
 
 
+# Fields the engine allows one operation on (MindInsight's "More than one operation of <field>.")
+_SINGLE_OPERATION = ("summary_dir", "lineage_type")
+
+
+def _one_operation(ops: dict[str, Any]) -> dict[str, Any]:
+    """``eq``/``in``/``not_in`` on one field, ANDed, as one ``in`` (or ``not_in``) list."""
+    lists = all(isinstance(ops[op], list) for op in ("in", "not_in") if op in ops)
+    if len(ops) < 2 or not lists or not set(ops) <= {"eq", "in", "not_in"}:
+        return ops  # one operation already, or malformed: the engine says what is wrong
+    excluded = ops.get("not_in", [])
+    if "eq" not in ops and "in" not in ops:
+        return {"not_in": excluded}
+    allowed = [ops["eq"]] if "eq" in ops else list(ops["in"])
+    if "eq" in ops and "in" in ops:
+        allowed = [v for v in allowed if v in ops["in"]]
+    return {"in": [v for v in allowed if v not in excluded]}
+
+
 def merge_conditions(*conditions: Mapping[str, Any] | None) -> dict[str, Any]:
     """AND several search conditions into one; later control keys (sort, page) win.
 
@@ -54,5 +72,5 @@ def merge_conditions(*conditions: Mapping[str, Any] | None) -> dict[str, Any]:
             combined = dict(old)
             for op, operand in value.items():
                 combined[op] = _fold(op, combined[op], operand) if op in combined else operand
-            merged[key] = combined
+            merged[key] = _one_operation(combined) if key in _SINGLE_OPERATION else combined
     return merged
