@@ -82,7 +82,11 @@ def lineage_table(
     *,
     max_depth: int = 1,
 ) -> pd.DataFrame:
-    """``filter_summary_lineage(...)`` as a DataFrame (one row per run, flattened columns)."""
+    """``filter_summary_lineage(...)`` as a DataFrame (one row per run, flattened columns).
+
+    Raises what ``filter_summary_lineage`` raises, ``LineageFileNotFoundError`` for a base
+    without any lineage file included (a filter that matches nothing gives an empty frame).
+    """
     import pandas as pd  # an optional dependency: imported only when a table is asked for
 
     result = filter_summary_lineage(summary_base_dir, search_condition, max_depth=max_depth)
