@@ -149,7 +149,10 @@ class QueueStream(BatchedSource):
         parse: optional record -> record function run by the consumer; a record it raises on
             is counted in ``bad_records``, warned about (``BadRecordWarning``) and skipped.
         process: feed from other processes (a ``multiprocessing`` queue, JSON records).
-        poll_interval: how often blocked calls look for ``close()`` from the other side.
+        poll_interval: how often blocked calls look for ``close()`` from the other side (and
+            the consumer for attached producers that died).
+        allow_nonfinite: train on NaN and infinite numbers (by default a record holding one
+            is a bad record: one such value turns every weight NaN).
 
     The stream is a one-shot iterator: ``RecModel.online_train`` ends normally when it ends.
     ``close()`` on the consumer side stops iteration and makes blocked producers raise
@@ -165,6 +168,7 @@ class QueueStream(BatchedSource):
         parse: Callable[[Any], Any] | None = None,
         process: bool = False,
         poll_interval: float = 0.1,
+        allow_nonfinite: bool = False,
     ) -> None:
         if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 1:
             raise ValueError(f"maxsize expected a positive int, received: {maxsize!r}")
@@ -172,7 +176,7 @@ class QueueStream(BatchedSource):
             raise ValueError(
                 f"poll_interval expected a positive number, received: {poll_interval!r}"
             )
-        self._batcher = RecordBatcher(batch_size, collate_fn, parse, "QueueStream")
+        self._batcher = RecordBatcher(batch_size, collate_fn, parse, "QueueStream", allow_nonfinite)
         self._process = bool(process)
         if self._process:
             ctx = multiprocessing.get_context("spawn")
