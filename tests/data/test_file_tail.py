@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainledger.data import BadRecordWarning, FileTailSource
+from trainledger.data import BadRecordWarning, FileTailSource, StreamWarning
 from trainledger.errors import StreamError
 from trainledger.storage import TEMP_MARKER
 
@@ -75,14 +75,19 @@ def test_restart_resumes_from_committed_offsets(tmp_path: Path) -> None:
     data, offsets = tmp_path / "in", tmp_path / "state" / "offsets.json"
     data.mkdir()
     _append(data / "p1.jsonl", *({"x": i} for i in range(5)))
-    src = _source(data, batch_size=2, offsets_path=offsets)
+    with pytest.warns(StreamWarning, match="no offsets file"):
+        src = _source(data, batch_size=2, offsets_path=offsets)
     assert next(src) == [0, 1]
-    src.close()  # close() commits what was handed out
+    src.close()  # close() commits only what finished training: nothing yet
+    assert json.loads(offsets.read_text())["offsets"] == {}
+    src = _source(data, batch_size=2, offsets_path=offsets)
+    assert next(src) == [0, 1]  # replayed, not lost
+    src.acknowledge()  # trained: committed now
     assert json.loads(offsets.read_text())["offsets"] == {"p1.jsonl": 18}
     src = _source(data, batch_size=2, offsets_path=offsets)
     assert src.resumed_from == {"p1.jsonl": 18}
     assert next(src) == [2, 3]
-    src.commit()  # as a checkpoint callback or the commit interval would
+    src.acknowledge()  # as online_train does at a clean stop
     doc = json.loads(offsets.read_text())
     assert doc["version"] == 1 and doc["offsets"] == {"p1.jsonl": 4 * len('{"x": 0}\n')}
     src.close()
@@ -103,9 +108,11 @@ def test_offsets_committed_by_interval(tmp_path: Path) -> None:
     _append(tmp_path / "a.jsonl", {"x": 1}, {"x": 2})
     src = _source(tmp_path, batch_size=1, offsets_path=offsets, commit_interval=1e-9)
     next(src)
+    assert not offsets.exists()  # handed out, not trained: nothing to commit
+    next(src)  # asking for the next batch means the first one finished training
     assert json.loads(offsets.read_text())["offsets"] == {"a.jsonl": 9}
-    next(src)
-    assert json.loads(offsets.read_text())["offsets"] == {"a.jsonl": 18}
+    (tmp_path / "_END").touch()  # the producer is done
+    assert list(src) == [] and src.offsets == {"a.jsonl": 18}
 
 
 def test_delivered_offsets_are_committed_while_waiting_for_data(tmp_path: Path) -> None:
@@ -161,7 +168,7 @@ def test_csv_files_with_header_and_resume(tmp_path: Path) -> None:
         collate_fn=lambda rs: [(r["x"], r["label"]) for r in rs],
     )
     assert next(src) == [(1, 0), (2, 1)]
-    src.commit()
+    src.acknowledge()  # trained: committed
     with open(f, "a") as fh:
         fh.write("3,1.5\n")
     (tmp_path / "_END").touch()
@@ -193,12 +200,14 @@ def test_default_collate_makes_tensors(tmp_path: Path) -> None:
     assert torch.equal(batch["x"], torch.tensor([1, 2]))
 
 
-def test_truncated_file_and_bad_offsets_file_raise(tmp_path: Path) -> None:
+def test_file_shorter_than_its_offset_is_read_again_and_bad_offsets_file_raises(
+    tmp_path: Path,
+) -> None:
     offsets = tmp_path / "o.json"
     offsets.write_text(json.dumps({"version": 1, "offsets": {"a.jsonl": 100}}))
     _append(tmp_path / "a.jsonl", {"x": 1})
-    with pytest.raises(StreamError, match="must only grow"):
-        next(_source(tmp_path, offsets_path=offsets))
+    with pytest.warns(StreamWarning, match="a.jsonl is not the file its saved offset 100"):
+        assert next(_source(tmp_path, offsets_path=offsets)) == [1]
     offsets.write_text("not json")
     with pytest.raises(StreamError, match="offsets document"):
         _source(tmp_path, offsets_path=offsets)

@@ -55,6 +55,9 @@ class ModelCheckpoint(Callback):
         resume_from: the checkpoint this run resumed from; implied by ``initial_epoch > 0``.
     """
 
+    #: tells ``RecModel.online_train`` to commit stream offsets at checkpoints only
+    writes_checkpoints = True
+
     def __init__(
         self,
         prefix: str = "CKP",

@@ -9,8 +9,15 @@ Both batch records with a user-given ``collate_fn`` and count bad records in ``b
 instead of crashing the trainer. This package never imports ``trainledger.run``.
 """
 
-from trainledger.data.batcher import BadRecordWarning, default_collate
+from trainledger.data.batcher import BadRecordWarning, StreamWarning, default_collate
 from trainledger.data.file_tail import FileTailSource
 from trainledger.data.queue_stream import QueueProducer, QueueStream
 
-__all__ = ["BadRecordWarning", "FileTailSource", "QueueProducer", "QueueStream", "default_collate"]
+__all__ = [
+    "BadRecordWarning",
+    "FileTailSource",
+    "QueueProducer",
+    "QueueStream",
+    "StreamWarning",
+    "default_collate",
+]

@@ -9,11 +9,18 @@ the batch are dropped, so that only the offending records are lost.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["BadRecordWarning", "BatchedSource", "RecordBatcher", "default_collate"]
+__all__ = [
+    "BadRecordWarning",
+    "BatchedSource",
+    "RecordBatcher",
+    "StreamWarning",
+    "default_collate",
+]
 
 # After this many individual warnings, further bad records are only counted.
 MAX_WARNINGS = 10
@@ -21,6 +28,11 @@ MAX_WARNINGS = 10
 
 class BadRecordWarning(RuntimeWarning):
     """A streaming source skipped a record it could not parse or collate."""
+
+
+class StreamWarning(UserWarning):
+    """A streaming source noticed something the user should know: a tailed file replaced or
+    rewritten (read again from its start), an offsets file missing."""
 
 
 def default_collate(samples: Sequence[Any]) -> Any:
@@ -39,6 +51,7 @@ class RecordBatcher:
         collate_fn: Callable[[list[Any]], Any] | None,
         parse: Callable[[Any], Any] | None,
         source_name: str,
+        allow_nonfinite: bool = False,
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size expected a positive int, received: {batch_size!r}")
@@ -50,6 +63,7 @@ class RecordBatcher:
         self.collate_fn: Callable[[list[Any]], Any] = collate_fn or default_collate
         self.parse = parse
         self.source_name = source_name
+        self.allow_nonfinite = bool(allow_nonfinite)
         self.bad_records = 0
         self._pending: list[tuple[Any, str]] = []
 
@@ -69,7 +83,14 @@ class RecordBatcher:
             )
 
     def add(self, record: Any, where: str) -> Any | None:
-        """Add one raw record; return a collated batch when ``batch_size`` records are ready."""
+        """Add one raw record; return a collated batch when ``batch_size`` records are ready.
+
+        A record holding a NaN or infinite float (``NaN``, ``Infinity``, ``1e400`` in JSON) is
+        bad unless ``allow_nonfinite``: one such value trained on turns every weight NaN.
+        """
+        if not self.allow_nonfinite and _has_nonfinite(record):
+            self.bad(where, "holds a non-finite number (NaN or infinity)")
+            return None
         if self.parse is not None:
             try:
                 record = self.parse(record)
@@ -145,6 +166,20 @@ class BatchedSource:
         """Records skipped as bad in this session (unreadable, or ``parse``/``collate_fn``
         raised on them)."""
         return self._batcher.bad_records
+
+
+def _has_nonfinite(value: Any) -> bool:
+    """Whether a float in ``value`` (nested in dicts, lists, tuples) is NaN or infinite."""
+    kind = type(value)
+    if kind is float:
+        return value - value != 0.0  # NaN - NaN and inf - inf are NaN
+    if kind is dict:
+        return any(_has_nonfinite(v) for v in value.values())
+    if kind is list or kind is tuple:
+        return any(_has_nonfinite(v) for v in value)
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    return False
 
 
 def _signature(batch: Any) -> Any:

@@ -12,12 +12,14 @@ reads what is left (including a last unterminated line) and stops. Alternatively
 ``idle_timeout`` ends the stream after that many seconds without a new record, and ``close()``
 (from any thread) ends it at once.
 
-Offsets: with ``offsets_path``, the byte offset reached in each file is written there
-atomically (``trainledger.storage``) every ``commit_interval`` seconds, at the end
-of the stream and on ``close()``, so a restarted trainer resumes where the last one stopped.
-The recorded offsets cover every batch already handed out (a batch handed out but not yet
-trained on before a crash is skipped on resume; records of an unfinished batch are re-read).
-Files must only grow: a file shorter than its recorded offset raises ``StreamError``.
+Delivery (at-least-once): with ``offsets_path``, the offsets written there (atomically) cover
+only batches that finished training. A batch counts as trained when the consumer asks for the
+next one, or calls ``acknowledge()`` (``RecModel.online_train`` does at every clean stop). A
+restart after a crash re-reads, never skips: it trains again at most what was trained since
+the last commit (``commit_interval`` seconds) plus the batch in flight. Files are recognised
+by identity (device, inode, CRC-32 of the bytes read), not by size: a replaced, truncated or
+rewritten file is read again from its start with a ``StreamWarning``, and a file renamed while
+tailed keeps its position (docs/online.md).
 """
 
 from __future__ import annotations
@@ -28,18 +30,22 @@ import json
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from trainledger.data.batcher import BatchedSource, RecordBatcher
-from trainledger.errors import StreamError
+from trainledger.data.batcher import BatchedSource, RecordBatcher, StreamWarning
+from trainledger.data.offsets import (
+    FileMark,
+    load_offsets,
+    offsets_document,
+    saved_checkpoint,
+)
+from trainledger.data.tailed_file import TailedFile, csv_value, ident_at
 from trainledger.storage import atomic_write_bytes, is_temp_name
 
 __all__ = ["FileTailSource"]
-
-OFFSETS_VERSION = 1
-_CHUNK = 1 << 20
 
 
 class FileTailSource(BatchedSource):
@@ -50,18 +56,22 @@ class FileTailSource(BatchedSource):
         pattern: glob of the files to read (``*.jsonl`` or ``*.csv``).
         fmt: ``"jsonl"`` (one JSON value per line) or ``"csv"`` (first line of each file is
             the header, unless ``csv_fieldnames`` is given); inferred from ``pattern``.
-        batch_size, collate_fn, parse: as in ``QueueStream``.
-        offsets_path: where to persist read offsets (JSON); None keeps them in memory only.
-        commit_interval: seconds between offset commits while batches are handed out.
+        batch_size, collate_fn, parse, allow_nonfinite: as in ``QueueStream``.
+        offsets_path: where to persist the offsets of trained batches (JSON); None keeps them
+            in memory only. A missing file starts from the beginning of every file, with a
+            ``StreamWarning`` when the directory already holds files (was it deleted?).
+        commit_interval: seconds between offset commits while training goes on (the bound
+            on what a crash makes the next run train again).
         poll_interval: seconds between directory scans when no new line is there.
         idle_timeout: end the stream after this many seconds without a new record.
         end_marker: file name whose presence means "the producer is done".
         csv_fieldnames: field names of headerless CSV files.
 
-    Bad lines (invalid JSON, a CSV row with the wrong number of fields, a record ``parse`` or
-    ``collate_fn`` rejects) are counted in ``bad_records`` and skipped with a
-    ``BadRecordWarning``. CSV values that look like numbers become ints or floats; a CSV row
-    must fit on one line.
+    Bad lines (invalid JSON, a CSV row with the wrong number of fields, a non-finite number
+    unless ``allow_nonfinite``, a record ``parse`` or ``collate_fn`` rejects) are counted in
+    ``bad_records`` and skipped with a ``BadRecordWarning``. CSV values that look like numbers
+    become ints or floats; a CSV row must fit on one line. Every tailed file stays open while
+    its name matches ``pattern``.
     """
 
     def __init__(
@@ -79,6 +89,7 @@ class FileTailSource(BatchedSource):
         idle_timeout: float | None = None,
         end_marker: str | None = "_END",
         csv_fieldnames: list[str] | None = None,
+        allow_nonfinite: bool = False,
     ) -> None:
         if fmt is None:
             fmt = "csv" if pattern.lower().endswith(".csv") else "jsonl"
@@ -100,24 +111,40 @@ class FileTailSource(BatchedSource):
         self.idle_timeout = idle_timeout
         self.end_marker = end_marker
         self.csv_fieldnames = list(csv_fieldnames) if csv_fieldnames is not None else None
-        self._batcher = RecordBatcher(batch_size, collate_fn, parse, f"FileTailSource({directory})")
+        name = f"FileTailSource({directory})"
+        self._batcher = RecordBatcher(batch_size, collate_fn, parse, name, allow_nonfinite)
         self._closed = threading.Event()
         self._commit_lock = threading.Lock()
         self._in_next = False
-        self._read: dict[str, int] = {}  # offset after the last line parsed, per file
-        self._delivered: dict[str, int] = {}  # offset covered by batches handed out
+        self._files: dict[str, TailedFile] = {}  # open files by current name
+        self._resume: dict[str, FileMark] = {}  # loaded marks not yet matched to a file
+        # marks covered by batches handed out / that finished training; each is replaced,
+        # never changed in place, so "the same object" means "nothing new was trained"
+        self._handed: dict[str, FileMark] = {}
+        self._trained = self._handed
         self._dirty: set[str] = set()
-        self._headers: dict[str, list[str]] = {}
         self._known_files: list[str] = []
         self._last_commit = time.monotonic()
-        self._uncommitted = False  # batches handed out since the last commit
+        self._uncommitted = False  # batches trained since the last commit
         self._finished = False
+        self._held = False  # hold_commits(): only acknowledge() moves the committed offsets
         self.records_read = 0
         self.resumed_from: dict[str, int] = {}
+        #: the checkpoint holding exactly the records before the committed offsets: resume
+        #: the model from it (``online_train`` with a ``ModelCheckpoint`` records it)
+        self.committed_checkpoint: str | None = None
         if self.offsets_path is not None and self.offsets_path.exists():
-            self._read = self._load_offsets(self.offsets_path)
-            self._delivered = dict(self._read)
-            self.resumed_from = dict(self._read)
+            self._resume = load_offsets(self.offsets_path, self.directory, pattern)
+            self.committed_checkpoint = saved_checkpoint(self.offsets_path)
+            self._trained = self._handed = dict(self._resume)
+            self.resumed_from = {n: m.offset for n, m in self._resume.items()}
+        elif self.offsets_path is not None and self._list_names():
+            warnings.warn(
+                f"{name}: no offsets file at {self.offsets_path}; reading the "
+                f"{len(self._known_files)} files already there from their start",
+                StreamWarning,
+                stacklevel=2,
+            )
         self._records = self._iter_records()
 
     # --- public --------------------------------------------------------------------------
@@ -128,11 +155,33 @@ class FileTailSource(BatchedSource):
 
     @property
     def offsets(self) -> dict[str, int]:
-        """Byte offset per file name covered by the batches handed out so far."""
-        return dict(self._delivered)
+        """Byte offset per file name covered by the batches that finished training."""
+        return {n: m.offset for n, m in self._trained.items()}
+
+    def acknowledge(
+        self, snapshot: dict[str, FileMark] | None = None, checkpoint: str | None = None
+    ) -> None:
+        """The batches handed out so far (or up to ``snapshot``) finished training, or are in
+        ``checkpoint``, now on disk: commit their offsets (with the checkpoint's name) now."""
+        self._trained = dict(self._handed if snapshot is None else snapshot)
+        if checkpoint is not None:
+            self.committed_checkpoint = os.path.abspath(checkpoint)
+        self.commit()
+
+    def snapshot(self) -> dict[str, FileMark]:
+        """An opaque mark of what was handed out so far (for ``acknowledge`` later): the
+        trainer takes one after each step, and acknowledges the one of a checkpoint's step
+        once that checkpoint is on disk. Costs nothing: the marks are never changed in place."""
+        return self._handed
+
+    def hold_commits(self) -> None:
+        """Commit only what ``acknowledge`` is given (checkpoints), never what a request for
+        the next batch implies: ``RecModel.online_train`` calls it when a ``ModelCheckpoint``
+        runs, so the offsets never run ahead of the newest checkpoint."""
+        self._held = True
 
     def commit(self) -> None:
-        """Write the delivered offsets to ``offsets_path`` now (atomically)."""
+        """Write the offsets of trained batches to ``offsets_path`` now (atomically)."""
         with self._commit_lock:
             self._commit()
 
@@ -142,20 +191,16 @@ class FileTailSource(BatchedSource):
         if self.offsets_path is None:
             return
         known = set(self._known_files)
-        delivered = dict(self._delivered)  # a snapshot: close() may run in another thread
-        offsets = {n: o for n, o in sorted(delivered.items()) if n in known or not known}
-        doc = {
-            "version": OFFSETS_VERSION,
-            "directory": str(self.directory),
-            "pattern": self.pattern,
-            "offsets": offsets,
-            "bad_records": self.bad_records,
-        }
+        trained = dict(self._trained)  # a snapshot: close() may run in another thread
+        marks = {n: m for n, m in sorted(trained.items()) if n in known or not known}
+        data = offsets_document(
+            self.directory, self.pattern, marks, self.bad_records, self.committed_checkpoint
+        )
         self.offsets_path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(self.offsets_path, json.dumps(doc, indent=1).encode())
+        atomic_write_bytes(self.offsets_path, data)
 
     def close(self) -> None:
-        """End the stream and commit the offsets (thread- and signal-safe).
+        """End the stream and commit the offsets of trained batches (thread- and signal-safe).
 
         While the consumer is inside ``next()`` (another thread, or a signal handler that
         interrupted it), the consumer commits on its way out instead.
@@ -173,6 +218,7 @@ class FileTailSource(BatchedSource):
     def __next__(self) -> Any:
         self._in_next = True
         try:
+            self._previous_trained()
             return self._next_batch()
         finally:
             self._in_next = False
@@ -182,43 +228,39 @@ class FileTailSource(BatchedSource):
             for record, where in self._records:
                 batch = self._batcher.add(record, where)
                 if batch is not None:
-                    self._mark_delivered()
+                    self._mark_handed()
                     return batch
             self._finished = True
             batch = self._batcher.flush()
-            self._mark_delivered()
-            self.commit()
+            self._mark_handed()
             if batch is not None:
                 return batch
+        if self._uncommitted or self._closed.is_set():
+            self.commit()
         raise StopIteration
 
     # --- internals -----------------------------------------------------------------------
-    def _mark_delivered(self) -> None:
-        for name in self._dirty:
-            self._delivered[name] = self._read[name]
+    def _previous_trained(self) -> None:
+        """The consumer asks for a batch only once the one before finished training."""
+        if self._held:
+            return
+        if self._trained is not self._handed:
+            self._trained = self._handed
             self._uncommitted = True
-        self._dirty.clear()
-        if time.monotonic() - self._last_commit >= self.commit_interval:
+        if self._uncommitted and time.monotonic() - self._last_commit >= self.commit_interval:
             self.commit()
 
-    @staticmethod
-    def _load_offsets(path: Path) -> dict[str, int]:
-        try:
-            doc = json.loads(path.read_text())
-            offsets = doc["offsets"]
-            if doc.get("version") != OFFSETS_VERSION or not isinstance(offsets, dict):
-                raise ValueError(f"unknown offsets document version {doc.get('version')!r}")
-            result = {str(k): int(v) for k, v in offsets.items()}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise StreamError(
-                f"offsets file {path} expected a trainledger offsets document, "
-                f"received unreadable content ({exc})"
-            ) from exc
-        if any(v < 0 for v in result.values()):
-            raise StreamError(f"offsets file {path} holds a negative offset: {result}")
-        return result
+    def _mark_handed(self) -> None:
+        if self._dirty:
+            handed = dict(self._handed)
+            for name in self._dirty:
+                tailed = self._files.get(name)
+                if tailed is not None:
+                    handed[name] = tailed.mark()
+            self._handed = handed
+            self._dirty.clear()
 
-    def _list_files(self) -> list[str]:
+    def _list_names(self) -> list[str]:
         try:
             names = [
                 e.name
@@ -230,81 +272,130 @@ class FileTailSource(BatchedSource):
                 and (self.offsets_path is None or Path(e.path) != self.offsets_path)
             ]
         except FileNotFoundError:
-            return []
+            names = []
         names.sort()
         self._known_files = names
         return names
 
-    def _iter_records(self) -> Iterator[tuple[Any, str]]:
-        last_record = time.monotonic()
-        while not self._closed.is_set():
-            ending = self.end_marker is not None and (self.directory / self.end_marker).exists()
-            found = False
-            for name in self._list_files():
-                for item in self._read_file(name, final=ending):
-                    found = True
-                    yield item
-                    if self._closed.is_set():
-                        return
-            if found:
-                last_record = time.monotonic()
+    def _scan(self) -> list[str]:
+        """List the files, following renames and replacements by identity."""
+        names = self._list_names()
+        listed = set(names)
+        gone = {n: t for n, t in self._files.items() if n not in listed}
+        by_ident = {t.ident: n for n, t in gone.items()}
+        for name in names:
+            tailed = self._files.get(name)
+            if tailed is not None:
+                if ident_at(self.directory / name) in (tailed.ident, None):
+                    continue
+                gone[name + "\0replaced"] = self._files.pop(name)
+                self._warn(name, "was replaced by another file")
+                self._reset_marks(name)
+            opened = TailedFile.open(self.directory / name)
+            if opened is None:
                 continue
-            if ending:
-                return  # the marker was there before this scan, so the scan saw everything
-            idle = time.monotonic() - last_record
-            if self.idle_timeout is not None and idle >= self.idle_timeout:
-                return
-            if self._uncommitted:
-                # Waiting for data: publish what was delivered, so a producer that paces
-                # itself on the offsets file (back-pressure) sees the progress and goes on.
-                self.commit()
-            self._closed.wait(self.poll_interval)
+            old = by_ident.pop(opened.ident, None)
+            if old is not None:  # renamed within the pattern: go on where it was
+                opened.close()
+                self._rename(old, name)
+                del gone[old]
+            else:
+                self._files[name] = self._start(name, opened)
+        for key, tailed in gone.items():  # renamed away, removed or replaced: read what's left
+            self._files.pop(key, None)
+            self._drain.append((key.split("\0")[0], tailed))
+        return names
 
-    def _read_file(self, name: str, final: bool) -> Iterator[tuple[Any, str]]:
-        path = self.directory / name
-        offset = self._read.get(name, 0)
+    _drain: list[tuple[str, TailedFile]]
+
+    def _rename(self, old: str, new: str) -> None:
+        self._files[new] = self._files.pop(old)
+        for marks in (self._handed, self._trained):
+            if old in marks:
+                marks[new] = marks.pop(old)
+        if old in self._dirty:
+            self._dirty.discard(old)
+            self._dirty.add(new)
+
+    def _start(self, name: str, tailed: TailedFile) -> TailedFile:
+        """Where a newly seen file starts: its saved mark when it still describes it."""
+        mark = self._resume.pop(name, None)
+        if mark is None:  # renamed while no trainer ran?
+            for saved, m in list(self._resume.items()):
+                if m.ident == tailed.ident and tailed.resume(m):
+                    del self._resume[saved]
+                    return tailed
+            return tailed
+        if tailed.resume(mark):
+            return tailed
+        self._warn(name, f"is not the file its saved offset {mark.offset} belongs to (replaced?)")
+        self._reset_marks(name)
+        return tailed
+
+    def _reset_marks(self, name: str) -> None:
+        self._handed = {**self._handed, name: FileMark()}
+        self._trained = {**self._trained, name: FileMark()}
+
+    def _warn(self, name: str, what: str) -> None:
+        warnings.warn(
+            f"FileTailSource({self.directory}): {name} {what}; reading it from its start",
+            StreamWarning,
+            stacklevel=5,
+        )
+
+    def _iter_records(self) -> Iterator[tuple[Any, str]]:
+        self._drain = []
+        last_record = time.monotonic()
         try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            return
-        if size < offset:
-            raise StreamError(
-                f"{path} is {size} bytes but {offset} bytes were already read: files the "
-                "source tails must only grow (was it truncated or replaced?)"
-            )
-        if size == offset:
-            return
-        try:
-            with open(path, "rb") as fh:
-                fh.seek(offset)
-                data = fh.read(min(size - offset, _CHUNK))
-                while b"\n" not in data and offset + len(data) < size:
-                    data += fh.read(_CHUNK)
-        except FileNotFoundError:
-            return  # removed by the producer's retention between the listing and now
-        end = data.rfind(b"\n") + 1
-        final = final and offset + len(data) >= size  # only a real end of file is final
-        if end == 0 and not final:
-            return  # only a partial line so far
-        # (line, bytes it occupies in the file): complete lines end with their newline
-        lines = [(raw, len(raw) + 1) for raw in data[:end].split(b"\n")[:-1]]
-        if final and end < len(data):
-            tail = data[end:]  # the producer is done: an unterminated last line counts
-            lines.append((tail, len(tail)))
-        for raw, used in lines:
-            start = offset
-            offset += used
-            self._read[name] = offset
+            while not self._closed.is_set():
+                ending = self.end_marker is not None and (self.directory / self.end_marker).exists()
+                found = False
+                names = self._scan()
+                work = [*self._drain, *((n, self._files[n]) for n in names if n in self._files)]
+                for name, tailed in work:
+                    for item in self._read_file(name, tailed, final=ending):
+                        found = True
+                        yield item
+                        if self._closed.is_set():
+                            return
+                for _, tailed in self._drain:
+                    tailed.close()
+                self._drain.clear()
+                if found:
+                    last_record = time.monotonic()
+                    continue
+                if ending:
+                    return  # the marker was there before this scan, so the scan saw everything
+                idle = time.monotonic() - last_record
+                if self.idle_timeout is not None and idle >= self.idle_timeout:
+                    return
+                if self._uncommitted:
+                    # Waiting for data: publish what was trained, so a producer that paces
+                    # itself on the offsets file (back-pressure) sees the progress and goes on.
+                    self.commit()
+                self._closed.wait(self.poll_interval)
+        finally:
+            for tailed in self._files.values():
+                tailed.close()
+
+    def _read_file(self, name: str, tailed: TailedFile, final: bool) -> Iterator[tuple[Any, str]]:
+        if tailed.rewritten():
+            self._warn(name, f"changed before byte {tailed.offset} (truncated or rewritten)")
+            tailed.restart()
+            self._reset_marks(name)
+        for raw, used in tailed.lines(final):
+            start = tailed.offset
+            tailed.consume(raw, used)
             self._dirty.add(name)
             if not raw.strip():
                 continue
             where = f"{name}:{start}"
-            record = self._decode(name, raw, where, is_first=start == 0)
+            record = self._decode(tailed, raw, where, is_first=start == 0)
             if record is not _SKIP:
                 self.records_read += 1
                 yield record, where
 
-    def _decode(self, name: str, raw: bytes, where: str, is_first: bool) -> Any:
+    def _decode(self, tailed: TailedFile, raw: bytes, where: str, is_first: bool) -> Any:
         try:
             text = raw.decode("utf-8").rstrip("\r")
         except UnicodeDecodeError as exc:
@@ -316,7 +407,7 @@ class FileTailSource(BatchedSource):
             except ValueError as exc:
                 self._batcher.bad(where, f"invalid JSON ({exc})")
                 return _SKIP
-        fields = self._csv_header(name, text if is_first else None)
+        fields = self._csv_header(tailed, text if is_first else None)
         if fields is None:
             return _SKIP  # this line was the header
         try:
@@ -327,32 +418,18 @@ class FileTailSource(BatchedSource):
         if len(values) != len(fields):
             self._batcher.bad(where, f"expected {len(fields)} CSV fields, received {len(values)}")
             return _SKIP
-        return {k: _number(v) for k, v in zip(fields, values, strict=True)}
+        return {k: csv_value(v) for k, v in zip(fields, values, strict=True)}
 
-    def _csv_header(self, name: str, first_line: str | None) -> list[str] | None:
+    def _csv_header(self, tailed: TailedFile, first_line: str | None) -> list[str] | None:
         if self.csv_fieldnames is not None:
             return self.csv_fieldnames
         if first_line is not None:
-            self._headers[name] = next(csv.reader([first_line]))
+            tailed.header = next(csv.reader([first_line]))
             return None
-        header = self._headers.get(name)
-        if header is None:  # resumed past the header: read it again from the file's start
-            with open(self.directory / name, "rb") as fh:
-                line = fh.readline().decode("utf-8", errors="replace").rstrip("\r\n")
-            header = self._headers[name] = next(csv.reader([line]))
-        return header
+        if tailed.header is None:  # resumed past the header: read it again from the start
+            line = tailed.first_line().decode("utf-8", errors="replace").rstrip("\r\n")
+            tailed.header = next(csv.reader([line]))
+        return tailed.header
 
 
 _SKIP = object()
-
-
-def _number(value: str) -> Any:
-    """CSV text -> int or float when it is one, else the text."""
-    try:
-        return int(value)
-    except ValueError:
-        pass
-    try:
-        return float(value)
-    except ValueError:
-        return value

@@ -9,6 +9,14 @@ what is left (a last, possibly partial, batch) and stops.
 Process producers: with ``process=True`` the queue is a ``multiprocessing`` queue and records
 cross the process boundary as JSON text (so they must be JSON-serialisable); hand the child
 ``stream.producer()``, a small picklable handle with ``put``/``close``, not the stream.
+
+A producer that fails must not look like one that finished: ``with stream.producer() as p:``
+ends the stream cleanly when the block completes and with ``fail(exc)`` when it raises, and
+the consumer's ``next()`` then raises ``StreamError`` (so ``online_train`` ends "failed").
+``attach(thread_or_process)`` covers producers that die without a word: when every attached
+producer has exited and the stream was not ended, or one that ended it exited with an error
+(an uncaught exception in the thread, a non-zero exit code), ``next()`` raises too, within
+``poll_interval`` seconds, instead of waiting forever.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import multiprocessing
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +37,30 @@ __all__ = ["QueueProducer", "QueueStream"]
 
 _RECORD = "r"
 _END = "e"
+_ERROR = "x"
+_JOIN_SECONDS = 5.0  # how long an ended stream waits for attached producers to exit
+_THREAD_ERRORS: weakref.WeakKeyDictionary[threading.Thread, BaseException] = (
+    weakref.WeakKeyDictionary()
+)
+_hook_lock = threading.Lock()
+_hooked = False
+
+
+def _record_thread_errors() -> None:
+    """Chain ``threading.excepthook`` once, to learn which attached threads died raising."""
+    global _hooked
+    with _hook_lock:
+        if _hooked:
+            return
+        _hooked = True
+        previous = threading.excepthook
+
+        def hook(args: threading.ExceptHookArgs) -> None:
+            if args.thread is not None and args.exc_value is not None:
+                _THREAD_ERRORS[args.thread] = args.exc_value
+            previous(args)
+
+        threading.excepthook = hook
 
 
 class QueueProducer:
@@ -59,11 +92,30 @@ class QueueProducer:
 
     def close(self, timeout: float | None = None) -> None:
         """End the stream: the consumer drains what was queued, then stops. Idempotent."""
+        self._finish((_END, None), timeout)
+
+    def fail(self, error: BaseException | str, timeout: float | None = None) -> None:
+        """End the stream as failed: the consumer's ``next()`` raises ``StreamError`` naming
+        ``error`` after the records queued before it."""
+        text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        self._finish((_ERROR, text), timeout)
+
+    def __enter__(self) -> QueueProducer:
+        return self
+
+    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> None:
+        """``with stream.producer() as p:`` ends the stream, as failed when the block raised."""
+        if error is None:
+            self.close()
+        else:
+            self.fail(error)
+
+    def _finish(self, item: tuple[str, Any], timeout: float | None) -> None:
         if self._ended.is_set():
             return
         self._ended.set()
         try:
-            self._put((_END, None), timeout)
+            self._put(item, timeout)
         except StreamError:
             pass  # the consumer is gone already; nothing is waiting for the marker
 
@@ -97,7 +149,10 @@ class QueueStream(BatchedSource):
         parse: optional record -> record function run by the consumer; a record it raises on
             is counted in ``bad_records``, warned about (``BadRecordWarning``) and skipped.
         process: feed from other processes (a ``multiprocessing`` queue, JSON records).
-        poll_interval: how often blocked calls look for ``close()`` from the other side.
+        poll_interval: how often blocked calls look for ``close()`` from the other side (and
+            the consumer for attached producers that died).
+        allow_nonfinite: train on NaN and infinite numbers (by default a record holding one
+            is a bad record: one such value turns every weight NaN).
 
     The stream is a one-shot iterator: ``RecModel.online_train`` ends normally when it ends.
     ``close()`` on the consumer side stops iteration and makes blocked producers raise
@@ -113,6 +168,7 @@ class QueueStream(BatchedSource):
         parse: Callable[[Any], Any] | None = None,
         process: bool = False,
         poll_interval: float = 0.1,
+        allow_nonfinite: bool = False,
     ) -> None:
         if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 1:
             raise ValueError(f"maxsize expected a positive int, received: {maxsize!r}")
@@ -120,7 +176,7 @@ class QueueStream(BatchedSource):
             raise ValueError(
                 f"poll_interval expected a positive number, received: {poll_interval!r}"
             )
-        self._batcher = RecordBatcher(batch_size, collate_fn, parse, "QueueStream")
+        self._batcher = RecordBatcher(batch_size, collate_fn, parse, "QueueStream", allow_nonfinite)
         self._process = bool(process)
         if self._process:
             ctx = multiprocessing.get_context("spawn")
@@ -134,6 +190,7 @@ class QueueStream(BatchedSource):
         self._producer = QueueProducer(q, ended, cancelled, self._process, poll_interval)
         self._poll = poll_interval
         self._finished = False
+        self._attached: list[Any] = []
         self.records_read = 0
 
     # --- producer side -------------------------------------------------------------------
@@ -148,6 +205,17 @@ class QueueStream(BatchedSource):
     def end(self, timeout: float | None = None) -> None:
         """Same as ``producer().close``: the clean end-of-stream."""
         self._producer.close(timeout)
+
+    def fail(self, error: BaseException | str, timeout: float | None = None) -> None:
+        """Same as ``producer().fail``: end the stream as failed."""
+        self._producer.fail(error, timeout)
+
+    def attach(self, *producers: Any) -> None:
+        """Watch producer threads or processes (``threading.Thread``,
+        ``multiprocessing.Process``): their death without a clean end fails the stream."""
+        if any(isinstance(p, threading.Thread) for p in producers):
+            _record_thread_errors()
+        self._attached.extend(producers)
 
     # --- consumer side -------------------------------------------------------------------
     def close(self) -> None:
@@ -165,9 +233,19 @@ class QueueStream(BatchedSource):
             except queue.Empty:
                 if self._cancelled.is_set():
                     self._finished = True
+                elif self._attached and not any(_alive(p) for p in self._attached):
+                    self._finished = True
+                    raise StreamError(
+                        "every producer attached to the QueueStream exited without ending "
+                        f"it ({_describe(self._attached)}): no more records can come"
+                    ) from None
                 continue
+            if kind == _ERROR:
+                self._finished = True
+                raise StreamError(f"the QueueStream's producer failed: {payload}")
             if kind == _END:
                 self._finished = True
+                self._check_clean_exit()
                 break
             self.records_read += 1
             where = f"record {self.records_read}"
@@ -184,3 +262,36 @@ class QueueStream(BatchedSource):
         if batch is not None:
             return batch
         raise StopIteration
+
+    def _check_clean_exit(self) -> None:
+        """An ended stream whose attached producers died raising (``end()`` in a ``finally``)
+        failed: wait for them a moment, then say so."""
+        deadline = time.monotonic() + _JOIN_SECONDS
+        for producer in self._attached:
+            producer.join(max(0.0, deadline - time.monotonic()))
+        failed = [p for p in self._attached if _failure(p) is not None]
+        if failed:
+            raise StreamError(
+                f"the QueueStream was ended, but its producer failed: {_describe(failed)}"
+            )
+
+
+def _alive(producer: Any) -> bool:
+    return bool(producer.is_alive())
+
+
+def _failure(producer: Any) -> str | None:
+    """Why an exited producer failed (its exception, its exit code), None if it did not."""
+    if isinstance(producer, threading.Thread):
+        error = _THREAD_ERRORS.get(producer)
+        return None if error is None else f"{type(error).__name__}: {error}"
+    code = getattr(producer, "exitcode", None)
+    return f"exit code {code}" if code not in (0, None) else None
+
+
+def _describe(producers: list[Any]) -> str:
+    parts = []
+    for p in producers:
+        why = _failure(p)
+        parts.append(f"{getattr(p, 'name', p)}" + (f": {why}" if why else ""))
+    return "; ".join(parts)

@@ -17,6 +17,10 @@ cleanly:
 
 ``cb_params.stop_reason`` tells which: "requested", "signal", "max_steps", "max_seconds", or
 "completed" (the stream ended), or "error".
+
+Offsets of a resumable source (``FileTailSource``) are committed as ``run.stream_commits``
+says: at checkpoints when a ``ModelCheckpoint`` runs (exactly-once relative to them), else
+at every clean stop and every ``commit_interval`` (at-least-once).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from trainledger.run.callback import Callback, CallbackParams, RunContext
 from trainledger.run.model import Model
 from trainledger.run.outputs import loss_of
 from trainledger.run.steploop import StepLoop
+from trainledger.run.stream_commits import StreamCommits
 from trainledger.run.windowed import WindowedMetrics
 
 __all__ = ["RecModel"]
@@ -80,8 +85,7 @@ class RecModel(Model):
             max_steps: stop after this many training steps (None: no limit).
             max_seconds: stop after the first step (sink unit in sink mode) that ends this
                 many seconds after the start (None: no limit).
-            metric_window: the number of most recent training batches the windowed metrics
-                are computed over.
+            metric_window: how many recent training batches the windowed metrics cover.
             metric_every: recompute the windowed metrics every this many steps (and at the
                 end of each epoch and of training).
 
@@ -91,10 +95,9 @@ class RecModel(Model):
         ``cb_params.window_metrics`` (``{name: value}``), also published as
         ``cb_params.eval_results`` so that ``SummaryCollector`` records them as scalars
         (``eval/<name>``, at epoch ends) and ``ModelCheckpoint``'s best-N ``monitor`` can rank
-        checkpoints by them. Both stay ``{}`` until the first computation. Predictions and
+        checkpoints by them; both are ``{}`` until the first computation. Predictions and
         labels come from ``loss_fn``'s two arguments; without ``loss_fn`` only loss metrics
-        work, unless ``eval_indexes`` give the (loss, predictions, label) positions in the
-        train network's output tuple.
+        work, unless ``eval_indexes`` locate (loss, predictions, label) in the outputs.
         """
         check_sink_args(dataset_sink_mode, sink_size)
         self._check_online_args(train_dataset, max_steps, max_seconds)
@@ -117,13 +120,15 @@ class RecModel(Model):
         self._train_network.train()
         steps = self._step_loop(manager, run_context)
         inputs = self._window_inputs if window is not None else None
-        loop = _OnlineLoop(steps, inputs, window, sink_size if sink else 1, sink)
+        commits = StreamCommits(train_dataset, cb_params, manager.callbacks)
+        loop = _OnlineLoop(steps, inputs, window, sink_size if sink else 1, sink, commits)
         self._capturing = window is not None and self._loss_fn is not None
         try:
             with self._stop_signals(run_context), manager:
                 with self._phase(manager, run_context, "on_train_begin", "on_train_end"):
                     loop.run(train_dataset, max_steps, max_seconds)
                     self._finish_train(cb_params, run_context)
+                commits.clean_end()  # only reached without an exception
         finally:
             self._capturing, self._captured = False, (None, None)
 
@@ -218,8 +223,10 @@ class _OnlineLoop:
         window: WindowedMetrics | None,
         unit: int,
         sink: bool,
+        commits: StreamCommits,
     ) -> None:
         self.steps = steps
+        self.commits = commits
         self.manager = steps.manager
         self.run_context = steps.run_context
         self.cb_params = steps.cb_params
@@ -257,6 +264,7 @@ class _OnlineLoop:
         source = cb_params["train_dataset"]
         counts_bad = _bad_records(source) is not None
         max_steps, unit = self.max_steps, self.unit
+        after_step = self.commits.after_step
         limited = max_steps is not None or self.deadline is not None
         batch = first
         # item access, not attributes: CallbackParams.__getattr__ is Python-level, and this
@@ -287,6 +295,7 @@ class _OnlineLoop:
             if counts_bad:
                 cb_params["bad_records"] = _bad_records(source)
             loop.step_end()
+            after_step()
             if batch is _END:
                 return True
             if stop_requested() or (limited and self._should_stop()):
