@@ -92,3 +92,25 @@ def test_status_poll_reads_no_run_files(tmp_path: Path, monkeypatch: pytest.Monk
         assert len(reads) == 2
     finally:
         store.close()
+
+
+def test_run_info_is_reused_within_a_version_and_refreshed_after_a_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = make_base(tmp_path / "runs", n=2, scalars=0)
+    sample_run(base, "live", 5, status="running")
+    store = EngineStore(base, rescan_interval=0.0, stale_after=0.0, background_rescan=False)
+    try:
+        store.stamp()
+        assert store.run_info("live")["status"] == "running"
+        stats = []
+        real = run_store.lineage_files
+        monkeypatch.setattr(run_store, "lineage_files", lambda p: stats.append(p) or real(p))
+        assert store.run_info("live")["status"] == "running"
+        assert stats == []  # same data version: not even a stat
+        time.sleep(0.01)
+        sample_run(base, "live", 5, status="finished")  # the run ends: a new lineage record
+        store.stamp()  # the poll's re-scan moves the version
+        assert store.run_info("live")["status"] == "finished"
+    finally:
+        store.close()

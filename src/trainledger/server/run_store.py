@@ -233,7 +233,7 @@ class EngineStore:
         )
         self._known = _KnownRuns(self.service)
         self._lock = threading.RLock()  # guards the caches below
-        self._run_infos: dict[str, tuple[Any, dict[str, Any]]] = {}
+        self._run_infos: dict[str, tuple[int, Any, dict[str, Any]]] = {}
         self._scalars: OrderedDict[str, _RunScalars] = OrderedDict()
         self._media = MediaCache(interval=scalar_interval, max_runs=max(1, max_cached_runs // 4))
 
@@ -262,24 +262,30 @@ class EngineStore:
         """The ``run`` extension fields the table shows (status, times, host, commit).
 
         The index does not hold them, so they come from the lineage file, re-read only when
-        its size or mtime changed; done for a page of runs only, never for a whole result.
+        its size or mtime changed, and not even stat'ed again while the data version (which
+        every change of a run's lineage moves) is the one it was read at: an export of every
+        run costs a dictionary lookup per row.
         """
+        version = self.service.version
+        with self._lock:
+            hit = self._run_infos.get(run_id)
+        if hit is not None and hit[0] == version:
+            return hit[2]
         try:
             path = resolve_run(self.base, run_id, {run_id})
             key = tuple((f.name, f.size, f.mtime) for f in lineage_files(path))
         except (RunNotFound, OSError):
             return {}
+        if hit is not None and hit[1] == key:
+            info = hit[2]
+        else:
+            try:
+                run = read_lineage(path).get("run") or {}
+            except Exception:  # noqa: BLE001 - a damaged file must not break the table
+                run = {}
+            info = {k: run[k] for k in RUN_COLUMNS if k in run}
         with self._lock:
-            hit = self._run_infos.get(run_id)
-        if hit is not None and hit[0] == key:
-            return hit[1]
-        try:
-            run = read_lineage(path).get("run") or {}
-        except Exception:  # noqa: BLE001 - a damaged file must not break the table
-            run = {}
-        info = {k: run[k] for k in RUN_COLUMNS if k in run}
-        with self._lock:
-            self._run_infos[run_id] = (key, info)
+            self._run_infos[run_id] = (version, key, info)
         return info
 
     def _path(self, run_id: str) -> Path:
