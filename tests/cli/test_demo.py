@@ -32,7 +32,7 @@ def test_demo_trains_runs_and_prints_lineage_table(tmp_path: Path) -> None:
         ckpt = latest_checkpoint(run / "ckpt")
         assert ckpt is not None and lineage["model"]["path"]  # checkpoints recorded
         assert "loss/auto" in read_scalars(run)  # TensorBoard summaries
-        assert f"./{name}" in result.output
+        assert f"\n{name} " in result.output or f" {name} " in result.output
     # the table is the lineage query's answer, not squeezed when the output is not a terminal
     assert "4 of 4 runs" in result.output
     assert "DigitsCNN" in result.output and "accuracy" in result.output
@@ -49,7 +49,13 @@ def test_run_demo_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert row["accuracy"] > 0.8  # digits are easy; a broken loop would be near 0.1
     again = offline.run_mlp_sgd(tmp_path, data)
     assert again["accuracy"] == row["accuracy"]  # seeded: reproducible
-    assert Path(again["run_dir"]).name == "mlp_sgd_2"  # a second run never mixes with the first
+    assert again["run_dir"] == row["run_dir"]  # the demo's own run is replaced, not duplicated
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mlp_sgd"]
+    (tmp_path / "mlp_momentum").mkdir()  # a directory the demo did not make is kept
+    (tmp_path / "mlp_momentum" / "mine.txt").write_text("user data")
+    other = offline.run_mlp_momentum(tmp_path, data)
+    assert Path(other["run_dir"]).name == "mlp_momentum_2"
+    assert (tmp_path / "mlp_momentum" / "mine.txt").read_text() == "user data"
 
 
 def test_online_calls_online_ctr_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,106 +9,22 @@ the query engine are imported inside the commands, so ``trainledger --help`` sta
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
-import math
+import os
 import sys
 from typing import Any
 
 import click
 
+from trainledger.cli.hints import cli_command
 from trainledger.cli.locations import user_location
+from trainledger.cli.table import RUN_COLUMNS, format_value, render_table
 from trainledger.errors import LineageError, LineageFileNotFoundError
 from trainledger.lineage import Redaction, redact_object
 
-__all__ = ["lineage", "show", "render_table", "format_value"]
-
-# columns shown in the terminal table when at least one run has a value
-_TABLE_FIELDS = (
-    "network",
-    "optimizer",
-    "learning_rate",
-    "batch_size",
-    "epoch",
-    "loss",
-    "dataset_mark",
-)
-_LABELS = {
-    "learning_rate": "lr",
-    "loss": "train loss",
-    "batch_size": "batch",
-    "train_dataset_count": "train n",
-    "test_dataset_count": "test n",
-    "dataset_mark": "data",
-    "device_num": "devices",
-    "model_size": "model size",
-    "loss_function": "loss fn",
-}
-
-
-def format_value(value: Any) -> str:
-    """Short human form: floats to 6 significant digits, None as an empty cell."""
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return str(value)
-        return f"{value:.6g}"
-    return str(value)
-
-
-def render_table(result: dict[str, Any], console: Any = None, *, title: str | None = None) -> Any:
-    """Print a ``filter_summary_lineage`` result as a rich table; returns the Table.
-
-    Columns: run, the fields any run has a value for, every metric/ and user_defined/ column
-    of ``customized``, and the tag/remark annotations when present.
-    """
-    # rich and the query engine (numpy, protobuf) load on use: `trainledger lineage --help`
-    # and the demo's import of this module stay fast
-    from rich.console import Console
-    from rich.table import Table
-
-    from trainledger.query import flatten_object
-
-    console = console or Console()
-    rows = [flatten_object(obj) for obj in result.get("object", [])]
-    fields = [f for f in _TABLE_FIELDS if any(r.get(f) is not None for r in rows)]
-    custom = list(result.get("customized", {}))
-    extra = [c for c in ("tag", "remark") if any(r.get(c) is not None for r in rows)]
-    shown = len(rows)
-    table = Table(
-        title=title,
-        caption=f"{shown} of {result.get('count', shown)} runs",
-        header_style="bold",
-    )
-    table.add_column("run", style="cyan", no_wrap=True)
-    for f in fields:
-        table.add_column(
-            _LABELS.get(f, f),
-            justify="left" if f in ("network", "optimizer", "loss_function") else "right",
-        )
-    for c in custom:
-        table.add_column(
-            c.split("/", 1)[1] if c.startswith("metric/") else c,
-            style="green" if c.startswith("metric/") else None,
-            justify="right",
-        )
-    for c in extra:
-        table.add_column(c)
-    for row in rows:
-        table.add_row(
-            str(row.get("summary_dir")),
-            *(format_value(row.get(f)) for f in fields),
-            *(format_value(row.get(c)) for c in custom),
-            *(format_value(row.get(c)) for c in extra),
-        )
-    if not console.is_terminal:  # piped or captured: never squeeze columns to 80 characters
-        from rich.measure import Measurement  # rich on use, as above
-
-        options = console.options.update(max_width=10_000)
-        console.width = max(console.width, Measurement.get(console, options, table).maximum)
-    console.print(table)
-    return table
+__all__ = ["lineage", "show"]
 
 
 def _csv(result: dict[str, Any]) -> str:
@@ -160,6 +76,13 @@ def _csv(result: dict[str, Any]) -> str:
     show_default=True,
     help="How deep under BASE run directories are searched.",
 )
+@click.option(
+    "--columns",
+    "-c",
+    metavar="A,B,...",
+    help="Table columns, e.g. 'optimizer,learning_rate,metric/accuracy' (default: the "
+    "metrics and the fields that differ between the runs, as many as fit).",
+)
 def lineage(
     base: str,
     wheres: tuple[str, ...],
@@ -168,6 +91,7 @@ def lineage(
     page: int | None,
     fmt: str,
     max_depth: int,
+    columns: str | None,
 ) -> None:
     """Filter, sort and page the lineage of the runs under BASE."""
     from trainledger.query import FIELDS, filter_summary_lineage, parse_where  # on use
@@ -177,7 +101,11 @@ def lineage(
         # a shell path like ../runs is the user's own: normalize it (the API rejects "..")
         result = filter_summary_lineage(user_location(base), condition, max_depth=max_depth)
     except LineageFileNotFoundError:  # an empty base is an answer, not a failure
-        click.echo(f"no runs under {base}", err=fmt != "table")
+        click.echo(
+            f"no runs under {base} (a run is a directory holding lineage: train with "
+            f"TrainLineage, or try `{cli_command()} demo`)",
+            err=fmt != "table",
+        )
         if fmt == "json":
             click.echo(json.dumps({"customized": {}, "object": [], "count": 0}, indent=2))
         return
@@ -186,6 +114,7 @@ def lineage(
         if "not supported" in str(exc) or "sorted_name must be" in str(exc):
             hint = f"\nfields: {', '.join(FIELDS)}, metric/<name>, user_defined/<name>"
         raise click.ClickException(f"{exc}{hint}") from exc
+    _check_named_columns(result, condition, columns)
     if fmt in ("json", "csv"):  # output meant to leave the machine: TRAINLEDGER_REDACT applies
         policy = Redaction.from_env()
         result = {**result, "object": [redact_object(o, policy) for o in result["object"]]}
@@ -196,38 +125,130 @@ def lineage(
     else:
         from rich.console import Console  # rich on use (see render_table)
 
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=200)
-        render_table(result, console, title=f"lineage of {base}")
+        chosen = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
+        if not result["object"]:
+            click.echo(f"no run under {base} matches ({result.get('count', 0)} of them do)")
+            return
+        render_table(
+            result,
+            Console(),
+            title=f"lineage of {base}",
+            columns=chosen,
+            run_info=_run_reader(user_location(base)),
+        )
+
+
+def _run_reader(base: str) -> Any:
+    """summary_dir ("./r1") -> that run's ``run`` record (status, steps, checkpoints)."""
+    from trainledger.lineage import read_lineage  # on use (see render_table)
+    from trainledger.storage import is_object_url, readable_dir
+
+    root = readable_dir(base) if is_object_url(base) else base
+
+    def read(summary_dir: str) -> dict[str, Any]:
+        try:
+            run = read_lineage(os.path.join(root, summary_dir)).get("run")
+        except Exception:  # noqa: BLE001 - a damaged run must not break the table
+            return {}
+        return run if isinstance(run, dict) else {}
+
+    return read
+
+
+def _check_named_columns(
+    result: dict[str, Any], condition: dict[str, Any], columns: str | None
+) -> None:
+    """A ``metric/`` or ``user_defined/`` name no run has (a typo, usually) is an error with
+    the closest names the runs do have, for --where, --sort and --columns alike."""
+    import difflib
+
+    from trainledger.query import FIELDS
+
+    known = [*result.get("customized", {})]
+    named = [k for k in condition if k.startswith(("metric/", "user_defined/"))]
+    if isinstance(condition.get("sorted_name"), str):
+        named.append(condition["sorted_name"])
+    listed = [c.strip() for c in (columns or "").split(",") if c.strip()]
+    allowed = {*FIELDS, *known, "run", "tag", "remark", "loss", *RUN_COLUMNS}
+    bad = [n for n in named if n.startswith(("metric/", "user_defined/")) and n not in known]
+    bad += [c for c in listed if c not in allowed]
+    if bad and (result.get("count") or listed):
+        name = bad[0]
+        close = difflib.get_close_matches(name, sorted(allowed), n=2, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise click.ClickException(
+            f"no run has the field {name!r}{hint} (fields the runs have: {', '.join(known)})"
+        )
+
+
+def _show_value(key: str, value: Any) -> Any:
+    """A value as a person reads it: times as local date-times, durations with units, the
+    model path as the path, numbers whole; containers pretty-printed (wrapped, never cut)."""
+    from rich.pretty import Pretty  # rich on use
+
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if key.endswith("time") and value > 1e9:
+            return dt.datetime.fromtimestamp(value).isoformat(sep=" ", timespec="seconds")
+        if key == "duration":
+            return _duration(float(value))
+        return format_value(value)
+    if key == "path" and isinstance(value, str) and value.startswith("{"):
+        try:
+            named = json.loads(value)
+        except ValueError:
+            named = None
+        if isinstance(named, dict) and len(named) == 1:
+            return str(next(iter(named.values())))
+    if isinstance(value, (dict, list)):
+        return Pretty(value) if value else "-"
+    return "-" if value in (None, "") else str(value)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
 
 
 def _render_show(lineage_info: dict[str, Any]) -> None:
-    # rich on use (see render_table)
-    from rich.console import Console
-    from rich.pretty import Pretty
+    from rich.console import Console  # rich on use (see render_table)
     from rich.table import Table
 
     console = Console()
     table = Table(title=str(lineage_info.get("summary_dir")), show_header=False, box=None)
-    table.add_column("section", style="bold cyan", no_wrap=True, vertical="top")
-    table.add_column("value")
-    for key, value in lineage_info.items():
-        if key == "summary_dir":
+    table.add_column("field", style="bold cyan", no_wrap=True, vertical="top")
+    table.add_column("value", overflow="fold")  # long paths wrap, never end in "..."
+    for section, value in lineage_info.items():
+        if section == "summary_dir":
             continue
-        if isinstance(value, dict) and value and key != "dataset_graph":
-            inner = Table(show_header=False, box=None, pad_edge=False)
-            inner.add_column(style="dim")
-            inner.add_column()
+        if isinstance(value, dict) and value and section != "dataset_graph":
+            table.add_row(f"[bold]{section}[/bold]", "")
             for name, item in value.items():
-                inner.add_row(
-                    str(name),
-                    format_value(item) if not isinstance(item, (dict, list)) else Pretty(item),
-                )
-            table.add_row(key, inner)
+                table.add_row(f"  {name}", _show_value(str(name), item))
         else:
-            table.add_row(key, Pretty(value) if value else "-")
+            table.add_row(section, _show_value(section, value))
     console.print(table)
+
+
+def _holds_runs(path: str) -> bool:
+    """Whether ``path`` is a base: a directory whose sub-directories hold lineage files."""
+    from trainledger.storage import LINEAGE_SUFFIX
+
+    try:
+        children = [e for e in os.scandir(path) if e.is_dir()]
+    except OSError:
+        return False
+    for child in children:
+        try:
+            if any(n.endswith(LINEAGE_SUFFIX) for n in os.listdir(child.path)):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 @click.command("show")
@@ -247,7 +268,14 @@ def show(run_dir: str, as_json: bool) -> None:
         if as_json:
             click.echo("{}")
             return
-        click.echo(f"no lineage in {run_dir}", err=True)
+        if _holds_runs(run_dir):
+            click.echo(
+                f"{run_dir} holds runs, it is not one: list them with "
+                f"`{cli_command()} lineage {run_dir}`",
+                err=True,
+            )
+        else:
+            click.echo(f"no lineage in {run_dir}", err=True)
         sys.exit(1)
     if as_json:
         click.echo(json.dumps(info, indent=2))

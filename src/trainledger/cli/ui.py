@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import webbrowser
 from pathlib import Path
@@ -107,9 +108,26 @@ def ui(
         store=EngineStore(Path(local), max_depth=max_depth),
         allowed_hosts=allowed_hosts(host, extra_hosts),
     )
+    _check_port_free(host, port)  # before saying "serving": uvicorn would fail after it
     url = ui_url(host, port, token or read_token)
     click.echo(f"trainledger ui: serving {base} at {url}  (Ctrl+C to stop)")
     if open_browser:
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
     config: dict[str, Any] = {"host": host, "port": port, "log_level": "warning"}
     uvicorn.run(app, **config)
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """A clear error when ``host:port`` cannot be bound (in use, or not an address here)."""
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise click.ClickException(
+                f"cannot serve on {host}:{port} ({exc.strerror or exc}): another program "
+                f"uses the port? choose another one with --port"
+            ) from exc

@@ -31,7 +31,8 @@ from trainledger.callbacks import (
     SummaryCollector,
 )
 from trainledger.checkpoint import CheckpointConfig
-from trainledger.cli import render_table
+from trainledger.cli import cli_command, render_table
+from trainledger.demos.dirs import next_run_dir
 from trainledger.query import filter_summary_lineage
 from trainledger.run import Callback, Model
 
@@ -125,16 +126,6 @@ def mlp(hidden: int = 64) -> nn.Module:
 
 def cnn() -> nn.Module:
     return DigitsCNN()
-
-
-def next_run_dir(out: Path, name: str) -> Path:
-    """``out/name``, or ``out/name_2``, ...: running the demo again adds runs, never mixes."""
-    candidate, n = out / name, 1
-    while candidate.exists():
-        n += 1
-        candidate = out / f"{name}_{n}"
-    candidate.mkdir(parents=True)
-    return candidate
 
 
 def fit_and_score(
@@ -283,7 +274,9 @@ def print_lineage(out: Path, console: Console) -> None:
         str(out), {"sorted_name": "metric/accuracy", "sorted_type": "descending"}
     )
     render_table(result, console, title=f"lineage of the runs under {out}, best accuracy first")
+    cmd = cli_command()  # as it can be typed here (the venv may not be activated)
     console.print(
-        f"Query them again: trainledger lineage {out} --where 'metric/accuracy > 0.9'\n"
-        f"Browse them:      trainledger ui {out}   then open http://127.0.0.1:8080/"
+        f"Query them again: {cmd} lineage {out} --where 'metric/accuracy > 0.9'\n"
+        f"Browse them:      {cmd} ui {out}   then open http://127.0.0.1:8080/",
+        soft_wrap=True,
     )

@@ -28,18 +28,10 @@ from trainledger.checkpoint import CheckpointConfig
 from trainledger.data import BadRecordWarning, FileTailSource
 from trainledger.demos.click_stream import DENSE, FIELDS, collate_clicks, produce
 from trainledger.demos.ctr_model import DeepFM
+from trainledger.demos.dirs import next_run_dir
 from trainledger.run import Callback, RecModel, RunContext
 
 __all__ = ["run"]
-
-
-def _next_run_dir(out: Path, name: str) -> Path:
-    """``out/name``, or ``out/name_2``, ... so a second demo run is a second lineage run."""
-    candidate, n = out / name, 1
-    while candidate.exists():
-        n += 1
-        candidate = out / f"{name}_{n}"
-    return candidate
 
 
 def run(
@@ -65,8 +57,7 @@ def run(
     limit = max_steps if max_steps and max_steps > 0 else None  # 0/None: until Ctrl-C
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    run_dir = _next_run_dir(out, "online_ctr")
-    run_dir.mkdir(parents=True)
+    run_dir = next_run_dir(out, "online_ctr")
     stream_dir = out / "online_ctr_stream"
     shutil.rmtree(stream_dir, ignore_errors=True)  # a fresh stream: old offsets would not match
     stream_dir.mkdir(parents=True)

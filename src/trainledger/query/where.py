@@ -11,14 +11,15 @@ Operators: ``=`` (or ``==``) eq, ``!=`` not equal (``not_in [v]``), ``<`` ``<=``
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable
 from typing import Any
 
 from trainledger.errors import LineageSearchConditionParamError
-from trainledger.query.conditions import validate_condition
+from trainledger.query.conditions import FIELDS, is_field, normalize_field, validate_condition
 
-__all__ = ["parse_where", "parse_expression", "parse_value", "parse_sort"]
+__all__ = ["parse_where", "parse_expression", "parse_value", "parse_sort", "check_field"]
 
 _SYMBOLIC = re.compile(
     r"^\s*(?P<field>[^\s=!<>]+)\s*(?P<op>!=|<=|>=|==|=|<|>)\s*(?P<value>.*?)\s*$"
@@ -107,10 +108,31 @@ def parse_expression(expr: str) -> tuple[str, str, Any]:
     if match is None:
         raise _error(f"cannot parse {expr!r}: {_HINT}")
     op = re.sub(r"\s+", "_", match.group("op").lower())
-    op = _OPS[op]
     raw = match.group("value")
+    if raw[:1] in ("=", "<", ">", "!"):  # "lr >> 0.1", "lr =< 3": not an operator we know
+        bad = match.group("op") + re.match(r"[=<>!]+", raw).group(0)  # type: ignore[union-attr]
+        raise _error(f"unknown operator {bad!r} in {expr!r}; {_HINT}")
+    op = _OPS[op]
     value = _parse_list(raw) if op in ("in", "not_in") else parse_value(raw)
     return match.group("field"), op, value
+
+
+#: the terminal table's short labels, accepted as field names
+ALIASES = {"lr": "learning_rate", "batch": "batch_size", "epochs": "epoch"}
+
+
+def check_field(field: str, what: str = "field") -> str:
+    """``field`` normalized, or an error naming it and the closest known fields."""
+    name = ALIASES.get(field, normalize_field(field))
+    if is_field(name) or name == "tag":
+        return name
+    known = [*FIELDS, "tag"]
+    close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    raise _error(
+        f"unknown {what} {field!r}{hint} (known: {', '.join(known)}, metric/<name>, "
+        "user_defined/<name>)"
+    )
 
 
 def parse_sort(sort: str) -> dict[str, str]:
@@ -139,6 +161,7 @@ def parse_where(
     cond: dict[str, Any] = {}
     for expr in exprs:
         field, op, value = parse_expression(expr)
+        field = check_field(field)
         ops = cond.setdefault(field, {})
         if op == "ne":
             ops.setdefault("not_in", []).append(value)
@@ -150,6 +173,7 @@ def parse_where(
             ops[op] = value
     if sort:
         cond.update(parse_sort(sort))
+        cond["sorted_name"] = check_field(cond["sorted_name"], "sort field")
     if limit is not None:
         cond["limit"] = limit
     if page is not None:

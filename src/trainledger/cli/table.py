@@ -1,0 +1,196 @@
+"""The lineage table in a terminal: the columns that tell runs apart, fitted to its width.
+
+Why choose columns: a base of runs has twenty-odd fields, most of them the same for every run
+(the network, the loss function, the dataset). Shown all at once at 80 columns every cell is
+cut, numbers included. So the table shows the run, its metrics, and the fields and
+user-defined values that *vary* across the runs shown, in that order, as many as fit; what is
+the same everywhere goes in one footer line, and what did not fit is named there too, with
+``--columns`` to choose. Numbers are never cut (a column is left out instead); only text
+cells (the run's name, a network's name) are shortened, in the middle.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["render_table", "format_value", "table_columns", "LABELS", "RUN_COLUMNS"]
+
+# fixed fields in the order they are worth a column when they vary
+_FIELDS = (
+    "optimizer",
+    "learning_rate",
+    "batch_size",
+    "epoch",
+    "network",
+    "loss_function",
+    "device_num",
+    "train_dataset_count",
+    "dataset_mark",
+    "model_size",
+)
+LABELS = {
+    "learning_rate": "lr",
+    "loss": "train loss",
+    "batch_size": "batch",
+    "train_dataset_count": "train n",
+    "test_dataset_count": "test n",
+    "dataset_mark": "data",
+    "device_num": "devices",
+    "model_size": "model size",
+    "loss_function": "loss fn",
+}
+_STYLES = {"run": "cyan", "metric": "green"}
+# what a run's own record adds (read per shown run when ``run_info`` is given)
+RUN_COLUMNS = ("status", "steps", "bad_records", "checkpoint")
+_TEXT_MIN = 10  # a shortened text column keeps at least this many characters
+_GAP = 2  # rich's padding between columns (box=None, padding (0, 1))
+
+
+def format_value(value: Any) -> str:
+    """Short human form: floats to 6 significant digits, None as an empty cell."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return str(value)
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _label(column: str) -> str:
+    if column.startswith("metric/"):
+        return column.split("/", 1)[1]
+    return LABELS.get(column, column)
+
+
+def table_columns(rows: list[dict[str, Any]], customized: dict[str, Any]) -> tuple[
+    list[str], dict[str, Any]
+]:  # fmt: skip
+    """(columns in priority order, {field: value} of the fields equal in every row)."""
+    metrics = [c for c in customized if c.startswith("metric/")]
+    candidates = [*_FIELDS, "loss", *(c for c in customized if not c.startswith("metric/"))]
+    candidates += [c for c in RUN_COLUMNS if c != "status"]
+    varying, same = [], {}
+    for column in candidates:
+        values = {repr(r.get(column)) for r in rows}
+        if values == {"None"}:
+            continue
+        if len(values) == 1 and len(rows) > 1:
+            same[column] = rows[0].get(column)
+        else:
+            varying.append(column)
+    extra = [c for c in ("tag", "remark") if any(r.get(c) not in (None, 0, "") for r in rows)]
+    status = ["status"] if any(r.get("status") for r in rows) else []
+    return ["run", *status, *metrics, *varying, *extra], same
+
+
+RUN_INFO_MAX = 500
+
+
+def _run_cells(run: dict[str, Any]) -> dict[str, Any]:
+    checkpoints = run.get("checkpoints") or []
+    newest = (
+        checkpoints[-1].get("path") if checkpoints and isinstance(checkpoints[-1], dict) else None
+    )
+    return {
+        "status": run.get("status"),
+        "steps": run.get("total_steps"),
+        "bad_records": run.get("bad_records"),
+        "checkpoint": os.path.basename(str(newest)) if newest else None,
+    }
+
+
+def _width(rows: list[dict[str, Any]], column: str) -> int:
+    cells = [len(format_value(r.get(column))) for r in rows]
+    return max([len(_label(column)), *cells])
+
+
+def _is_text(rows: list[dict[str, Any]], column: str) -> bool:
+    return column == "run" or all(not isinstance(r.get(column), (int, float)) for r in rows)
+
+
+def _fit(rows: list[dict[str, Any]], columns: list[str], width: int) -> tuple[list[str], list[str]]:
+    """The columns that fit in ``width`` (the run always), and those left out."""
+    widths = {c: _width(rows, c) for c in columns}
+    run_min = min(widths["run"], _TEXT_MIN)
+    used = run_min + _GAP
+    chosen, left = ["run"], []
+    for column in columns[1:]:
+        need = widths[column] + _GAP
+        if _is_text(rows, column):
+            need = min(need, _TEXT_MIN + _GAP)
+        if used + need <= width:
+            chosen.append(column)
+            used += need
+        else:
+            left.append(column)
+    return chosen, left
+
+
+def render_table(
+    result: dict[str, Any],
+    console: Any = None,
+    *,
+    title: str | None = None,
+    columns: list[str] | None = None,
+    run_info: Callable[[str], dict[str, Any]] | None = None,
+) -> Any:
+    """Print a ``filter_summary_lineage`` result as a table fitted to the console; returns
+    the rich Table. ``columns`` (field names) replaces the automatic choice; ``run_info``
+    (summary_dir -> the run's ``run`` record) adds status, steps, bad records and the newest
+    checkpoint, for up to ``RUN_INFO_MAX`` runs."""
+    from rich.console import Console  # rich and the query engine on use: fast --help
+    from rich.table import Table
+
+    from trainledger.query import flatten_object
+
+    console = console or Console()
+    rows = []
+    for obj in result.get("object", []):
+        row = flatten_object(obj)
+        row["run"] = str(row.get("summary_dir", "")).removeprefix("./") or "."
+        rows.append(row)
+    if run_info is not None and len(rows) <= RUN_INFO_MAX:
+        for row in rows:
+            row.update(_run_cells(run_info(str(row.get("summary_dir", "")))))
+    count = result.get("count", len(rows))
+    if columns is None:
+        wanted, same = table_columns(rows, result.get("customized", {}))
+    else:
+        wanted, same = ["run", *(c for c in columns if c != "run")], {}
+    width = console.width if console.is_terminal else 10_000
+    shown, left = _fit(rows, wanted, width) if rows else (wanted, [])
+    table = Table(title=title, header_style="bold", box=None, padding=(0, 1), pad_edge=False)
+    for column in shown:
+        text = _is_text(rows, column)
+        table.add_column(
+            _label(column),
+            style="cyan"
+            if column == "run"
+            else ("green" if column.startswith("metric/") else None),
+            justify="left" if text else "right",
+            no_wrap=True,
+            overflow="ellipsis" if text else "fold",
+            min_width=min(_width(rows, column), _TEXT_MIN) if text else _width(rows, column),
+        )
+    for row in rows:
+        table.add_row(*(format_value(row.get(c)) for c in shown))
+    if not console.is_terminal:  # piped or captured: every chosen column, at full width
+        from rich.measure import Measurement
+
+        options = console.options.update(max_width=10_000)
+        console.width = max(console.width, Measurement.get(console, options, table).maximum)
+    console.print(table)
+    notes = [f"{len(rows)} of {count} runs"]
+    if same:
+        notes.append(
+            "same in all: " + ", ".join(f"{_label(k)}={format_value(v)}" for k, v in same.items())
+        )
+    if left:
+        notes.append(f"not shown: {', '.join(left)} (--columns to choose, or a wider terminal)")
+    for note in notes:
+        console.print(note, style="dim", overflow="fold")
+    return table

@@ -1,0 +1,144 @@
+"""The lineage table at normal terminal widths: no number cut, no line too long, the columns
+that tell runs apart first; typos named with suggestions; hints that run as printed."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+
+from tests.runs import make_base, sample_run
+from trainledger.cli import cli, cli_command, render_table
+from trainledger.errors import LineageSearchConditionParamError
+from trainledger.query import filter_summary_lineage, flatten_object, parse_where
+
+NUMBER = re.compile(r"-?\d+(\.\d+)?(e[+-]?\d+)?")
+
+
+def _base(tmp_path: Path) -> Path:
+    base = make_base(tmp_path / "runs", n=6, scalars=0)
+    for i in range(6, 9):  # long names, and values that need their digits
+        sample_run(base, f"a_rather_long_run_name_{i}_with_suffix", i, learning_rate=0.000123456)
+    return base
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_table_fits_the_terminal_and_never_cuts_a_number(tmp_path: Path, width: int) -> None:
+    result = filter_summary_lineage(str(_base(tmp_path)), {"limit": 100})
+    console = Console(width=width, force_terminal=True, record=True, color_system=None)
+    render_table(result, console, title="lineage")
+    text = console.export_text()
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= width, text
+    at = next(i for i, line in enumerate(lines) if line.startswith("run "))
+    header = lines[at].split()
+    assert header[:2] == ["run", "accuracy"]  # the run, then the metrics
+    body = lines[at + 1 : at + 1 + len(result["object"])]
+    for line, obj in zip(body, result["object"], strict=True):
+        flat = flatten_object(obj)
+        assert f"{flat['metric/accuracy']:.6g}" in line  # the metric, whole
+        if "lr" in header:
+            assert f"{flat['learning_rate']:.6g}" in line
+    assert "9 of 9 runs" in text
+    assert "same in all:" in text and "network=MLP" in text  # constant fields in one line
+
+
+def test_narrow_terminals_name_what_they_leave_out(tmp_path: Path) -> None:
+    result = filter_summary_lineage(str(_base(tmp_path)), {"limit": 100})
+    console = Console(width=40, force_terminal=True, record=True, color_system=None)
+    render_table(result, console)
+    text = console.export_text()
+    assert "not shown:" in text and "--columns" in text
+    assert max(len(line) for line in text.splitlines() if not line.startswith("not shown")) <= 40
+
+
+def test_columns_option_chooses_and_typos_get_suggestions(tmp_path: Path) -> None:
+    base = _base(tmp_path)
+    runner = CliRunner()
+    done = runner.invoke(cli, ["lineage", str(base), "--columns", "optimizer,metric/accuracy"])
+    assert done.exit_code == 0, done.output
+    header = next(x for x in done.output.splitlines() if x.startswith("run ")).split()
+    assert header == ["run", "optimizer", "accuracy"]
+    done = runner.invoke(cli, ["lineage", str(base), "--columns", "optimzer"])
+    assert done.exit_code == 1 and "did you mean 'optimizer'" in done.output
+    done = runner.invoke(cli, ["lineage", str(base), "--sort", "-metric/acc"])
+    assert done.exit_code == 1 and "'metric/acc'" in done.output
+    assert "did you mean 'metric/accuracy'" in done.output
+
+
+def test_where_errors_name_the_field_and_the_operator() -> None:
+    with pytest.raises(LineageSearchConditionParamError, match="did you mean 'optimizer'"):
+        parse_where(["optimzer = Adam"])
+    with pytest.raises(LineageSearchConditionParamError, match="unknown operator '>>'") as err:
+        parse_where(["learning_rate >> 0.1"])
+    assert "dict" not in str(err.value)
+    with pytest.raises(LineageSearchConditionParamError, match="did you mean 'learning_rate'"):
+        parse_where([], sort="-lerning_rate")
+    assert parse_where(["lr > 0.1"]) == parse_where(["learning_rate > 0.1"])  # the table's label
+
+
+def test_a_filter_that_matches_nothing_says_so(tmp_path: Path) -> None:
+    done = CliRunner().invoke(cli, ["lineage", str(_base(tmp_path)), "-w", "epoch > 100"])
+    assert done.exit_code == 0 and done.output.startswith("no run under ")
+
+
+def test_the_printed_command_runs_as_printed() -> None:
+    words = shlex.split(cli_command())
+    done = subprocess.run([*words, "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "trainledger" in done.stdout.lower() + done.stderr.lower()
+
+
+def test_show_reads_like_a_record(tmp_path: Path) -> None:
+    base = _base(tmp_path)
+    runner = CliRunner(env={"COLUMNS": "80"})
+    done = runner.invoke(cli, ["show", str(base / "run02")])
+    assert done.exit_code == 0, done.output
+    text = done.output
+    assert "1.79" not in text and re.search(r"\b20\d\d-\d\d-\d\d \d\d:\d\d:\d\d\b", text)
+    from trainledger.cli.lineage import _show_value
+
+    assert _show_value("duration", 12.34) == "12.3 s"
+    assert _show_value("duration", 125.0) == "2 min 5 s"
+    assert _show_value("duration", 7384.0) == "2 h 3 min"
+    ckpt = str(base / "run02" / "ckpt" / "mlp-3_30.ckpt")
+    assert ckpt.replace("/", "") in text.replace("\n", "").replace(" ", "").replace("/", "")
+    assert '{"ckpt"' not in text  # the model path as a path, not a JSON string
+    assert "…" not in text  # nothing cut
+
+
+def test_show_on_a_base_says_to_use_lineage(tmp_path: Path) -> None:
+    base = _base(tmp_path)
+    done = CliRunner().invoke(cli, ["show", str(base)])
+    assert done.exit_code == 1 and "holds runs" in done.output and " lineage " in done.output
+
+
+def test_ui_on_a_busy_port_fails_before_saying_it_serves(tmp_path: Path) -> None:
+    import socket
+
+    base = _base(tmp_path)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = CliRunner().invoke(cli, ["ui", str(base), "--port", str(port)])
+    assert done.exit_code == 1
+    assert "serving" not in done.output and f"127.0.0.1:{port}" in done.output
+    assert "--port" in done.output
+
+
+def test_the_table_shows_status_steps_and_checkpoint(tmp_path: Path) -> None:
+    base = make_base(tmp_path / "runs", n=2, scalars=0)
+    sample_run(base, "live", 3, status="running")
+    done = CliRunner().invoke(cli, ["lineage", str(base)])
+    assert done.exit_code == 0, done.output
+    lines = done.output.splitlines()
+    header = next(x for x in lines if x.startswith("run ")).split()
+    assert header[:2] == ["run", "status"] and "checkpoint" in header
+    live = next(x for x in lines if x.startswith("live "))
+    assert "running" in live and "mlp-1_40.ckpt" in live
+    assert any(x.startswith("run00 ") and "finished" in x for x in lines)
