@@ -123,6 +123,7 @@ def test_online_ctr_run_end_to_end(tmp_path: Path) -> None:
     assert {"loss/auto", "window/auc", "window/logloss", "eval/auc"} <= set(scalars)
     params = load_checkpoint(result["latest_checkpoint"])
     assert params["step_num"] == 200
-    # a second run into the same directory is a second lineage run
+    # running the demo again replaces its own run (no online_ctr_2 beside it)
     again = run(tmp_path, max_steps=5, batch_size=32, quiet=True)
-    assert Path(again["run_dir"]).name == "online_ctr_2"
+    assert again["run_dir"] == str(run_dir) and not (tmp_path / "online_ctr_2").exists()
+    assert read_lineage(run_dir)["run"]["total_steps"] == 5
