@@ -22,6 +22,7 @@ _COMMANDS: dict[str, str] = {
     "demo": "trainledger.cli.demo:demo",
     "export": "trainledger.cli.export:export",
     "import": "trainledger.cli.importing:import_group",
+    "importance": "trainledger.cli.importance:importance",
     "lineage": "trainledger.cli.lineage:lineage",
     "restore": "trainledger.cli.admin:restore",
     "show": "trainledger.cli.lineage:show",

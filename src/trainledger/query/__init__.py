@@ -24,6 +24,8 @@ _EXPORTS: dict[str, str] = {
     "CONTROL_KEYS": "trainledger.query.conditions",
     "FIELDS": "trainledger.query.conditions",
     "lineage_types": "trainledger.query.conditions",
+    "MIN_RUNS": "trainledger.query.importance",
+    "hyperparameter_importance": "trainledger.query.importance",
     "LineageIndex": "trainledger.query.index",
     "filter_summary_lineage": "trainledger.query.lineage_api",
     "get_summary_lineage": "trainledger.query.lineage_api",
@@ -51,9 +53,11 @@ __all__ = [
     "flatten_object",
     "flatten_result",
     "get_summary_lineage",
+    "hyperparameter_importance",
     "lineage_table",
     "lineage_types",
     "LineageIndex",
+    "MIN_RUNS",
     "parse_where",
     "QueryService",
     "read_audit",
@@ -69,6 +73,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.query.annotations import UNSET
     from trainledger.query.audit import append_audit, cli_actor, read_audit, token_fingerprint
     from trainledger.query.conditions import CONTROL_KEYS, FIELDS, lineage_types
+    from trainledger.query.importance import MIN_RUNS, hyperparameter_importance
     from trainledger.query.index import LineageIndex
     from trainledger.query.lineage_api import filter_summary_lineage, get_summary_lineage
     from trainledger.query.run_admin import archive_run, archived_runs, delete_run, restore_run

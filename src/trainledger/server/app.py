@@ -23,7 +23,7 @@ from trainledger.errors import (
     LineageFileNotFoundError,
     LineageParamSummaryPathError,
 )
-from trainledger.server.routes import admin, media, meta, runs, scalars
+from trainledger.server.routes import admin, importance, media, meta, runs, scalars
 from trainledger.server.run_store import EngineStore, RunStore
 from trainledger.server.security import (
     READ,
@@ -107,6 +107,7 @@ def create_app(
     app.include_router(runs.router)
     app.include_router(scalars.router)
     app.include_router(admin.router)
+    app.include_router(importance.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     @app.get("/", include_in_schema=False)

@@ -1,0 +1,26 @@
+"""Hyperparameter importance for a metric over the runs a filter selects (the UI's panel)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+
+from trainledger.query import hyperparameter_importance
+from trainledger.server.routes import get_store
+from trainledger.server.routes.runs import combined_search
+from trainledger.server.run_store import RunStore
+
+router = APIRouter(prefix="/api/v1", tags=["importance"])
+
+
+@router.get("/importance", summary="Importance of each hyperparameter for a metric")
+def importance(
+    store: Annotated[RunStore, Depends(get_store)],
+    metric: Annotated[str, Query(min_length=1, description="e.g. accuracy or metric/accuracy")],
+    where: Annotated[list[str] | None, Query(description="Filter, as --where.")] = None,
+) -> dict[str, Any]:
+    """Permutation importance over a random forest, with its spread and scatter points
+    (``trainledger.query.hyperparameter_importance``); ``reason`` instead when too few runs."""
+    result = combined_search(store, None, where)
+    return hyperparameter_importance(result, metric)
