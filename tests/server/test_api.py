@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.runs import sample_run
+from tests.runs import graph_for, sample_run, write_run
 from tests.server.conftest import client_for
 
 
@@ -166,12 +166,17 @@ def test_unknown_run_is_404(client) -> None:  # type: ignore[no-untyped-def]
     assert client.put("/api/v1/runs/nope/annotation", json={"tag": 1}).status_code == 404
 
 
-def test_datasets_group_runs_by_mark(client) -> None:  # type: ignore[no-untyped-def]
+def test_datasets_group_runs_on_the_same_data_whatever_the_batch_size(client, base: Path) -> None:  # type: ignore[no-untyped-def]
     groups = client.get("/api/v1/datasets").json()["groups"]
-    assert [g["dataset_mark"] for g in groups] == ["1", "2", "3"]
-    assert sorted(sum((g["run_ids"] for g in groups), [])) == [f"run0{i}" for i in range(6)]
-    assert sorted(groups[0]["run_ids"]) == ["run00", "run03"]
-    assert groups[0]["dataset_graph"]["batch_size"] == 16
+    # six runs over one TensorDataset with batch sizes 16, 32, 64: one dataset, not three
+    assert len(groups) == 1
+    assert groups[0]["dataset_marks"] == ["1", "2", "3"] and groups[0]["dataset_mark"] == "1"
+    assert groups[0]["batch_sizes"] == [16, 32, 64]
+    assert sorted(groups[0]["run_ids"]) == [f"run0{i}" for i in range(6)]
+    other = graph_for(16, source="ImageFolder")  # other data: its own group
+    write_run(base, "other", ts=1_900_000_000, graph=other, optimizer="SGD")
+    groups = client.get("/api/v1/datasets").json()["groups"]
+    assert [sorted(g["run_ids"]) for g in groups][1] == ["other"]
 
 
 def test_status_counts_runs_and_new_runs_change_the_stamp(client, base: Path) -> None:  # type: ignore[no-untyped-def]

@@ -220,7 +220,9 @@ def test_scalar_comparison_draws_a_line_per_selected_run(page: Any, live: LiveSe
 
 def test_other_views_render(page: Any, live: LiveServer) -> None:
     open_view(page, live.url, "datasets")
-    assert page.locator("#dataset-groups .group").count() == 3
+    # one dataset (the same data with three batch sizes), its batch sizes listed
+    assert page.locator("#dataset-groups .group").count() == 1
+    assert "batch 16, 32, 64" in page.locator("#dataset-groups .group").inner_text()
     page.wait_for_selector("#dataset-tree svg text >> text=DataLoader")
     shot(page, "datasets")
     page.locator("#dataset-runs a").first.click()

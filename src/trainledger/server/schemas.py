@@ -105,7 +105,9 @@ class WhereResult(BaseModel):
 
 
 class DatasetGroup(BaseModel):
-    dataset_mark: str | None
+    dataset_mark: str | None = Field(description="The first of the group's dataset marks.")
+    dataset_marks: list[str] = Field(description="MindInsight's marks (one per loader setup).")
+    batch_sizes: list[int] = Field(description="The batch sizes the group's runs used.")
     dataset_graph: dict[str, Any]
     run_ids: list[str]
 

@@ -8,10 +8,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, Query
 from fastapi.responses import Response, StreamingResponse
 
-from trainledger.query import flatten_object, run_id_of
+from trainledger.query import flatten_object
 from trainledger.server import schemas
 from trainledger.server.columns import STANDARD_FIELDS, column_group, columns_of
 from trainledger.server.condition_merge import merge_conditions
+from trainledger.server.dataset_groups import group_datasets
 from trainledger.server.export import csv_parts, on_export_pool, stream_on_pool
 from trainledger.server.routes import get_store, get_writer
 from trainledger.server.run_store import RunStore
@@ -153,28 +154,10 @@ def compile_where(store: StoreDep, request: schemas.WhereRequest) -> dict[str, A
 @router.get(
     "/datasets",
     response_model=schemas.DatasetGroups,
-    summary="Dataset graphs, runs grouped by dataset_mark",
+    summary="Dataset graphs, runs grouped by their data (loader settings aside)",
 )
 def dataset_groups(store: StoreDep) -> dict[str, Any]:
-    result = store.search(None)
-    groups: dict[Any, dict[str, Any]] = {}
-    for obj in result["object"]:
-        mark = (obj.get("model_lineage") or {}).get("dataset_mark")
-        group = groups.setdefault(
-            mark,
-            {
-                "dataset_mark": None if mark is None else str(mark),
-                "dataset_graph": obj.get("dataset_graph") or {},
-                "run_ids": [],
-            },
-        )
-        group["run_ids"].append(run_id_of(str(obj.get("summary_dir", ""))))
-
-    def order(group: dict[str, Any]) -> tuple[int, str]:
-        mark = group["dataset_mark"]
-        return (int(mark), "") if mark is not None and mark.isdigit() else (1 << 62, mark or "")
-
-    return {"groups": sorted(groups.values(), key=order)}
+    return {"groups": group_datasets(store.search(None)["object"])}
 
 
 @router.put(

@@ -14,7 +14,8 @@ function render() {
       onclick: () => { state.current = i; render(); },
     },
       h("div", { class: "title", text: group.dataset_mark ? `Dataset ${group.dataset_mark}` : "No dataset graph" }),
-      h("div", { class: "meta", text: `${n} run${n === 1 ? "" : "s"} · ${group.dataset_graph.op_type || "—"}` })));
+      h("div", { class: "meta", text: `${n} run${n === 1 ? "" : "s"} · ${group.dataset_graph.op_type || "—"}`
+        + (group.batch_sizes.length ? ` · batch ${group.batch_sizes.join(", ")}` : "") })));
   });
   if (!state.groups.length) list.append(h("div", { class: "empty", text: "No runs yet." }));
   const group = state.groups[state.current];
