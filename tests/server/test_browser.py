@@ -431,3 +431,33 @@ def test_archive_and_delete_from_the_run_page_ask_first(browser: Any, tmp_path: 
     finally:
         context.close()
         server.stop()
+
+
+def test_the_table_fits_1400px_with_a_sticky_run_and_labelled_axes(
+    page: Any, live: LiveServer
+) -> None:
+    open_view(page, live.url, "lineage")  # the page fixture's viewport is 1400 px wide
+    wait_rows(page, N_RUNS)
+    fits = page.evaluate(
+        "(() => { const w = document.querySelector('#runs-table').closest('.table-wrap');"
+        " return [w.scrollWidth, w.clientWidth]; })()"
+    )
+    assert fits[0] <= fits[1], fits  # default columns, Tag and Remark: no sideways scrolling
+    remark = page.locator('#runs-table tr[data-run="run01"] input.remark')
+    box, cell = remark.bounding_box(), page.locator("#runs-table").bounding_box()
+    assert (
+        box is not None
+        and cell is not None
+        and box["x"] + box["width"] <= cell["x"] + cell["width"]
+    )
+    sticky = page.evaluate(
+        "getComputedStyle(document.querySelector('#runs-table tbody tr > :nth-child(2)')).position"
+    )
+    assert sticky == "sticky"
+    headers = page.locator("#runs-table thead th").all_inner_texts()
+    assert any(h.startswith("train loss") for h in headers)  # the training loss, named so
+    assert any("(eval)" in h for h in headers)  # evaluation metrics marked
+    option = page.evaluate(
+        "echarts.getInstanceByDom(document.querySelector('#parcoords')).getOption()"
+    )
+    assert option["visualMap"][0]["text"][0].endswith("(eval)")  # the colour bar's label

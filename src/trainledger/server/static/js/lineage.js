@@ -69,19 +69,23 @@ function showError(error) {
 }
 
 function defaultColumns(groups) {
-  const metrics = groups.Metrics.filter((c) => c !== "loss").slice(0, 4);
+  // few enough to fit 1400 px with Tag and Remark; the chooser adds the rest
+  const metrics = groups.Metrics.filter((c) => c !== "loss").slice(0, 3);
   const picks = [
     "run/status",
-    ...groups.Hyperparameters.filter((c) => c !== "device_num"),
-    "optimizer", "network",
-    ...groups["User defined"].slice(0, 3),
+    ...groups.Hyperparameters.filter((c) => c !== "device_num").slice(0, 3),
+    "optimizer",
+    ...groups["User defined"].slice(0, 2),
     "loss", ...metrics,
   ];
   const all = new Set(Object.values(groups).flat());
   return picks.filter((c) => all.has(c));
 }
 
+// "loss" is the training loss lineage records; "metric/loss" an evaluation metric: say so
 function label(column) {
+  if (column === "loss") return "train loss";
+  if (column.startsWith("metric/")) return `${column.slice(7)} (eval)`;
   return column.startsWith("run/") ? column.slice(4) : column;
 }
 
@@ -219,6 +223,7 @@ async function loadChart() {
     option.visualMap = {
       type: "continuous", dimension: colorIndex, min: Math.min(...vals), max: Math.max(...vals),
       right: 8, top: "middle", itemHeight: 160, calculable: false, precision: 3,
+      text: [label(colorAxis.column), ""], textGap: 8,  // the colour bar says what it shows
       textStyle: { color: "#6b7489", fontSize: 11 },
       inRange: { color: ["#3563e9", "#8e4ec6", "#f76b15"] },
     };
