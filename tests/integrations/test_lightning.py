@@ -185,6 +185,9 @@ trainer = _trainer(
     strategy="ddp", devices=2, callbacks=[TrainledgerCallback(sys.argv[1])]
 )
 trainer.fit(LitMLP(**HPARAMS), train, valid)
+import torch.distributed as dist
+if dist.is_initialized():  # a clean exit: gloo's threads joined before the interpreter ends
+    dist.destroy_process_group()
 """
 
 
