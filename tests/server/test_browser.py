@@ -461,3 +461,31 @@ def test_the_table_fits_1400px_with_a_sticky_run_and_labelled_axes(
         "echarts.getInstanceByDom(document.querySelector('#parcoords')).getOption()"
     )
     assert option["visualMap"][0]["text"][0].endswith("(eval)")  # the colour bar's label
+
+
+def test_importance_panel_ranks_parameters_and_draws_scatters(browser: Any, tmp_path: Path) -> None:
+    from tests.query.test_importance import _base as importance_base
+
+    base = importance_base(tmp_path)
+    server = LiveServer(base).start()
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(WAIT_MS)
+        open_view(page, server.url, "lineage")
+        wait_rows(page, 20)
+        page.click("#importance-card summary")
+        page.select_option("#importance-metric", "metric/accuracy")
+        page.click("#importance-run")
+        page.wait_for_selector("#importance-card[data-ready='1']")
+        option = page.evaluate(
+            "echarts.getInstanceByDom(document.querySelector('#importance-bars')).getOption()"
+        )
+        top_two = option["yAxis"][0]["data"][-2:]  # drawn bottom-up: the most important last
+        assert set(top_two) == {"learning_rate", "optimizer"}, option["yAxis"][0]["data"]
+        assert page.locator("#importance-scatter .chart.scatter").count() >= 3
+        assert "40 runs" in page.locator("#importance-note").inner_text()
+        page.locator("#importance-card").screenshot(path="/tmp/importance.png")
+    finally:
+        context.close()
+        server.stop()

@@ -2,12 +2,14 @@
 // brings new runs in without a reload.
 import { api } from "./js/api.js";
 import { showDatasets } from "./js/datasets.js";
+import { initImportance } from "./js/importance.js";
 import { lineageState, refreshLineage, showLineage } from "./js/lineage.js";
 import { refreshRun, showRun } from "./js/run.js";
 import { refreshScalars, scalarState, selectRuns, showScalars } from "./js/scalars.js";
 import { $, toast } from "./js/util.js";
 
 const POLL_MS = 3000;
+initImportance();
 let current = null;
 let stamp = null;
 

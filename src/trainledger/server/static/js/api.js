@@ -59,6 +59,7 @@ export const api = {
   tensorValue: (id, tag, index) =>
     request("GET", `/runs/${enc(id)}/tensors/value`, { query: { tag, index } }),
   datasets: () => request("GET", "/datasets"),
+  importance: (metric, where) => request("GET", "/importance", { query: { metric, where } }),
   scalarTags: (runs) => request("GET", "/scalars/tags", { query: { run: runs } }),
   series: (runs, tags) => request("POST", "/scalars/series", { body: { runs, tags } }),
 };

@@ -1,0 +1,95 @@
+// "Which hyperparameters matter": importance of each hyperparameter for a chosen metric over
+// the runs the lineage filter selects (GET /api/v1/importance), with a scatter per parameter.
+import { api } from "./api.js";
+import { lineageState } from "./lineage.js";
+import { $, fmt, h } from "./util.js";
+
+const SCATTERS = 6; // the most important parameters get a scatter plot each
+let bars = null;
+let scatters = [];
+
+function fillMetrics() {
+  const select = $("#importance-metric");
+  const metrics = ((lineageState.groups || {}).Metrics || []).filter((c) => c.startsWith("metric/"));
+  const chosen = select.value;
+  select.replaceChildren(...metrics.map((m) => h("option", { value: m, text: m.slice(7) })));
+  if (metrics.includes(chosen)) select.value = chosen;
+}
+
+function drawBars(parameters) {
+  if (!bars) bars = echarts.init($("#importance-bars"), null, { renderer: "svg" });
+  const shown = [...parameters].reverse(); // the most important on top
+  bars.setOption({
+    animation: false,
+    grid: { left: 150, right: 90, top: 10, bottom: 30 },
+    xAxis: { type: "value", name: "drop in R² when shuffled", nameLocation: "middle", nameGap: 24 },
+    yAxis: { type: "category", data: shown.map((p) => p.name), axisLabel: { width: 140, overflow: "truncate" } },
+    series: [{
+      type: "bar", data: shown.map((p) => p.importance), itemStyle: { color: "#3563e9" },
+      label: {
+        show: true, position: "right",
+        formatter: (d) => `${fmt(d.value)} ± ${fmt(shown[d.dataIndex].spread)}`,
+      },
+    }],
+  }, { notMerge: true });
+}
+
+function drawScatters(parameters, metric) {
+  for (const chart of scatters) chart.dispose();
+  scatters = [];
+  const grid = $("#importance-scatter");
+  grid.replaceChildren();
+  for (const p of parameters.slice(0, SCATTERS)) {
+    const box = h("div", { class: "chart scatter", dataset: { param: p.name } });
+    grid.append(box);
+    const chart = echarts.init(box, null, { renderer: "svg" });
+    const categorical = p.kind === "categorical";
+    const xs = p.values.map((v) => (v === null ? "—" : v));
+    chart.setOption({
+      title: { text: p.name, left: "center", textStyle: { fontSize: 12, fontWeight: "normal" } },
+      animation: false,
+      grid: { left: 50, right: 12, top: 28, bottom: 30 },
+      tooltip: { trigger: "item" },
+      xAxis: categorical
+        ? { type: "category", data: [...new Set(xs.map(String))] }
+        : { type: "value", scale: true, name: p.name, nameLocation: "middle", nameGap: 20 },
+      yAxis: { type: "value", scale: true, name: metric.slice(7), nameGap: 8 },
+      series: [{
+        type: "scatter", symbolSize: 6,
+        data: xs.map((x, i) => [categorical ? String(x) : x, p.metric_values[i]]),
+      }],
+    });
+    scatters.push(chart);
+  }
+}
+
+async function compute() {
+  const metric = $("#importance-metric").value;
+  const note = $("#importance-note");
+  if (!metric) { note.textContent = "No metric to explain: no run has a metric."; return; }
+  note.textContent = "Computing…";
+  let answer;
+  try {
+    answer = await api.importance(metric, lineageState.where);
+  } catch (error) {
+    note.textContent = error.message;
+    return;
+  }
+  if (answer.reason) {
+    note.textContent = answer.reason;
+    drawBars([]);
+    drawScatters([], metric);
+    return;
+  }
+  note.textContent = `${answer.runs} runs · mean drop in R² of a random forest when one parameter is shuffled, ± its spread over 3 seeds`;
+  drawBars(answer.parameters);
+  drawScatters(answer.parameters, metric);
+  $("#importance-card").dataset.ready = "1";
+}
+
+export function initImportance() {
+  const card = $("#importance-card");
+  card.addEventListener("toggle", () => { if (card.open) fillMetrics(); });
+  $("#importance-run").onclick = compute;
+  window.addEventListener("resize", () => { if (bars) bars.resize(); for (const c of scatters) c.resize(); });
+}
