@@ -90,6 +90,7 @@ class StepLoop:
         (also when a step raises, before the error-path hooks).
         """
         cb_params, run_context = self.cb_params, self.run_context
+        _set_sampler_epoch(dataset, cb_params.cur_epoch_num - 1)
         begin, end = self.hooks_begin, self.hooks_end
         hooked = begin or end
         call, step_end = self.manager.call, self.step_end
@@ -200,3 +201,11 @@ class Cycle:
             fresh = False
             count += 1
             yield batch
+
+
+def _set_sampler_epoch(dataset: Iterable[Any], epoch: int) -> None:
+    """Reshuffle a ``DistributedSampler`` per epoch, as every torch DDP loop must (0-based)."""
+    sampler = getattr(dataset, "sampler", None)
+    set_epoch = getattr(sampler, "set_epoch", None)
+    if callable(set_epoch):
+        set_epoch(epoch)
