@@ -18,19 +18,6 @@ from typing import Any
 
 __all__ = ["render_table", "format_value", "table_columns", "LABELS", "RUN_COLUMNS"]
 
-# fixed fields in the order they are worth a column when they vary
-_FIELDS = (
-    "optimizer",
-    "learning_rate",
-    "batch_size",
-    "epoch",
-    "network",
-    "loss_function",
-    "device_num",
-    "train_dataset_count",
-    "dataset_mark",
-    "model_size",
-)
 LABELS = {
     "learning_rate": "lr",
     "loss": "train loss",
@@ -70,8 +57,11 @@ def table_columns(rows: list[dict[str, Any]], customized: dict[str, Any]) -> tup
     list[str], dict[str, Any]
 ]:  # fmt: skip
     """(columns in priority order, {field: value} of the fields equal in every row)."""
+    from trainledger.query import HYPERPARAMETERS  # the query engine on use (fast --help)
+
     metrics = [c for c in customized if c.startswith("metric/")]
-    candidates = [*_FIELDS, "loss", *(c for c in customized if not c.startswith("metric/"))]
+    others = [c for c in customized if not c.startswith("metric/")]
+    candidates = [*HYPERPARAMETERS, "model_size", "loss", *others]
     candidates += [c for c in RUN_COLUMNS if c != "status"]
     varying, same = [], {}
     for column in candidates:

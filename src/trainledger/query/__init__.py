@@ -23,6 +23,7 @@ _EXPORTS: dict[str, str] = {
     "token_fingerprint": "trainledger.query.audit",
     "CONTROL_KEYS": "trainledger.query.conditions",
     "FIELDS": "trainledger.query.conditions",
+    "HYPERPARAMETERS": "trainledger.query.conditions",
     "lineage_types": "trainledger.query.conditions",
     "MIN_RUNS": "trainledger.query.importance",
     "hyperparameter_importance": "trainledger.query.importance",
@@ -54,6 +55,7 @@ __all__ = [
     "flatten_result",
     "get_summary_lineage",
     "hyperparameter_importance",
+    "HYPERPARAMETERS",
     "lineage_table",
     "lineage_types",
     "LineageIndex",
@@ -72,7 +74,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.query.annotations import UNSET
     from trainledger.query.audit import append_audit, cli_actor, read_audit, token_fingerprint
-    from trainledger.query.conditions import CONTROL_KEYS, FIELDS, lineage_types
+    from trainledger.query.conditions import CONTROL_KEYS, FIELDS, HYPERPARAMETERS, lineage_types
     from trainledger.query.importance import MIN_RUNS, hyperparameter_importance
     from trainledger.query.index import LineageIndex
     from trainledger.query.lineage_api import filter_summary_lineage, get_summary_lineage

@@ -74,6 +74,19 @@ FLOAT_FIELDS = frozenset({"learning_rate", "loss"})
 OPERATORS: tuple[str, ...] = ("eq", "lt", "gt", "le", "ge", "in", "not_in")
 # Keys of a search condition that are not field filters.
 CONTROL_KEYS = ("limit", "offset", "sorted_name", "sorted_type", "lineage_type")
+#: the fixed fields that are hyperparameters (not results, not identifiers), in the order they
+#: are worth a column: what tells runs apart (the CLI table, hyperparameter importance)
+HYPERPARAMETERS: tuple[str, ...] = (
+    "optimizer",
+    "learning_rate",
+    "batch_size",
+    "epoch",
+    "network",
+    "loss_function",
+    "device_num",
+    "train_dataset_count",
+    "dataset_mark",
+)
 LINEAGE_TYPES = ("dataset", "model")
 PREFIXES = ("metric/", "user_defined/")
 _INT_MAX = 2**63 - 1

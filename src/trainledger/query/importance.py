@@ -19,24 +19,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainledger.lazy import missing_extra
+from trainledger.query.conditions import HYPERPARAMETERS
 from trainledger.query.table import flatten_object
 
 __all__ = ["MIN_RUNS", "hyperparameter_importance"]
 
 #: fewer runs than this carry too little signal for a forest: the answer says why instead
 MIN_RUNS = 8
-# fixed fields that are hyperparameters (not results, not identifiers)
-_PARAMS = (
-    "optimizer",
-    "learning_rate",
-    "batch_size",
-    "epoch",
-    "network",
-    "loss_function",
-    "device_num",
-    "train_dataset_count",
-    "dataset_mark",
-)
 
 
 def _number(value: Any) -> float | None:
@@ -47,7 +36,8 @@ def _number(value: Any) -> float | None:
 
 def _columns(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
     """(name, "numeric" | "categorical") of every parameter that varies across ``rows``."""
-    names = [*_PARAMS, *sorted({k for r in rows for k in r if k.startswith("user_defined/")})]
+    user = sorted({k for r in rows for k in r if k.startswith("user_defined/")})
+    names = [*HYPERPARAMETERS, *user]
     out = []
     for name in names:
         values = [r.get(name) for r in rows if r.get(name) is not None]
