@@ -410,13 +410,10 @@ def test_our_run_hostile_tag_is_text(page: Any, media_server: LiveServer) -> Non
     shot(page, "run-media-ours")
 
 
-def test_archive_and_delete_from_the_run_page_ask_first(browser: Any, tmp_path: Path) -> None:
+def test_archive_and_delete_from_the_run_page_ask_first(page: Any, tmp_path: Path) -> None:
     base = make_base(tmp_path / "runs", n=3, scalars=0)
     server = LiveServer(base).start()
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
     try:
-        page = context.new_page()
-        page.set_default_timeout(WAIT_MS)
         page.goto(server.url + "#/run/run01")
         page.wait_for_selector("#run-archive:not([hidden])")
         page.once("dialog", lambda dialog: dialog.dismiss())  # "no": nothing happens
@@ -429,7 +426,6 @@ def test_archive_and_delete_from_the_run_page_ask_first(browser: Any, tmp_path: 
         assert "run01" not in table_runs(page)
         assert (base / ".trainledger-archive" / "run01").is_dir()
     finally:
-        context.close()
         server.stop()
 
 
@@ -463,15 +459,11 @@ def test_the_table_fits_1400px_with_a_sticky_run_and_labelled_axes(
     assert option["visualMap"][0]["text"][0].endswith("(eval)")  # the colour bar's label
 
 
-def test_importance_panel_ranks_parameters_and_draws_scatters(browser: Any, tmp_path: Path) -> None:
+def test_importance_panel_ranks_parameters_and_draws_scatters(page: Any, tmp_path: Path) -> None:
     from tests.query.test_importance import _base as importance_base
 
-    base = importance_base(tmp_path)
-    server = LiveServer(base).start()
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    server = LiveServer(importance_base(tmp_path)).start()
     try:
-        page = context.new_page()
-        page.set_default_timeout(WAIT_MS)
         open_view(page, server.url, "lineage")
         wait_rows(page, 20)
         page.click("#importance-card summary")
@@ -485,7 +477,6 @@ def test_importance_panel_ranks_parameters_and_draws_scatters(browser: Any, tmp_
         assert set(top_two) == {"learning_rate", "optimizer"}, option["yAxis"][0]["data"]
         assert page.locator("#importance-scatter .chart.scatter").count() >= 3
         assert "40 runs" in page.locator("#importance-note").inner_text()
-        page.locator("#importance-card").screenshot(path="/tmp/importance.png")
+        shot(page, "importance")
     finally:
-        context.close()
         server.stop()
