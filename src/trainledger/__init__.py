@@ -44,6 +44,7 @@ _EXPORTS: dict[str, str] = {
     "CheckpointManager": "trainledger.checkpoint",
     "save_checkpoint": "trainledger.checkpoint",
     "load_checkpoint": "trainledger.checkpoint",
+    "load_distributed_checkpoint": "trainledger.checkpoint",
     "load_param_into_net": "trainledger.checkpoint",
     # lineage queries
     "get_summary_lineage": "trainledger.query",
@@ -68,6 +69,7 @@ __all__ = [
     "LambdaCallback",
     "lineage_table",
     "load_checkpoint",
+    "load_distributed_checkpoint",
     "load_param_into_net",
     "LossMonitor",
     "metrics",
@@ -124,6 +126,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         CheckpointConfig,
         CheckpointManager,
         load_checkpoint,
+        load_distributed_checkpoint,
         load_param_into_net,
         save_checkpoint,
     )

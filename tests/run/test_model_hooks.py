@@ -24,6 +24,7 @@ TRAIN_FIELDS = (
     "list_callback",
     "parallel_mode",
     "device_number",
+    "rank",
     "mode",
     "dataset_sink_mode",
     "sink_size",
@@ -150,6 +151,7 @@ def test_train_cb_params_fields() -> None:
     assert isinstance(seen["train_dataset_element"], tuple)
     assert seen["list_callback"] == [grab]
     assert seen["parallel_mode"] == "stand_alone" and seen["device_number"] == 1
+    assert seen["rank"] == 0
     assert seen["mode"] == "train"
     assert seen["dataset_sink_mode"] is False and seen["sink_size"] == -1
     assert seen["initial_epoch"] == 0

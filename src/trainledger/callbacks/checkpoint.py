@@ -9,6 +9,14 @@ with an async saver they are published once the background write has committed. 
 ``ModelCheckpoint`` before ``TrainLineage`` in the callback list: the lineage callback reads them
 at train end, after the final save.
 
+Under torch.distributed: with ``integrated_save=True`` (the default) rank 0 writes the full
+state (a DDP network's, unwrapped, so it loads on any world size) and applies retention; the
+other ranks write nothing. With ``integrated_save=False`` every rank writes its shard of a
+sharded checkpoint directory (``checkpoint/sharded.py``), synchronously, at the same steps
+(so ``save_checkpoint_seconds`` is refused there: ranks' clocks would disagree). A barrier at
+train end makes sure no rank goes on (or reads a checkpoint) before rank 0 has committed.
+Resume from either form with ``load_distributed_checkpoint``.
+
 Resume: when ``cb_params.initial_epoch > 0`` (or ``resume_from`` is given) the run keeps its
 prefix (no ``_N`` suffix), adopts the prefix's files into retention and never deletes the file
 it resumed from (the newest file of the prefix, or ``resume_from``).
@@ -34,9 +42,11 @@ from trainledger.checkpoint import (
     read_container,
     read_info,
     resume_prefix,
+    save_sharded,
     should_save,
+    unwrap_network,
 )
-from trainledger.run import Callback, RunContext
+from trainledger.run import Callback, RunContext, barrier, rank_and_world
 from trainledger.storage import sweep_temp_files, writable_dir
 
 __all__ = ["ModelCheckpoint"]
@@ -91,6 +101,7 @@ class ModelCheckpoint(Callback):
         self._last_time = 0.0
         self._pending = False
         self._last_eval: Any = None
+        self._rank, self._world = 0, 1
 
     # --- public state -------------------------------------------------------------------
     @property
@@ -115,6 +126,13 @@ class ModelCheckpoint(Callback):
     def on_train_begin(self, run_context: RunContext) -> None:
         cb = run_context.original_args()
         cfg = self._config
+        self._rank, self._world = rank_and_world()
+        if self._sharded and cfg.save_checkpoint_seconds:
+            raise ValueError(
+                "ModelCheckpoint with integrated_save=False under torch.distributed expected "
+                "save_checkpoint_steps, received: save_checkpoint_seconds="
+                f"{cfg.save_checkpoint_seconds} (ranks must save at the same step)"
+            )
         self._directory.mkdir(parents=True, exist_ok=True)
         resume = self._resume_from is not None or int(cb.get("initial_epoch") or 0) > 0
         if resume:
@@ -144,9 +162,10 @@ class ModelCheckpoint(Callback):
         self._last_time = time.time()
         self._pending = False
         self._last_eval = cb.get("eval_results")
-        self._saver = make_saver(cfg.async_save)
+        self._saver = make_saver(cfg.async_save if not self._sharded else False)
         self._inflight = None
         self._cb = cb
+        barrier()  # every rank chose the prefix before rank 0 writes a file of it
 
     def on_train_step_end(self, run_context: RunContext) -> None:
         cb = run_context.original_args()
@@ -201,6 +220,8 @@ class ModelCheckpoint(Callback):
             elif self._pending or int(cb.get("cur_step_num") or 0) > self._last_step:
                 self._save(cb)
             self._wait_commit()
+            if cb.get("exception") is None:
+                barrier()  # rank 0's last checkpoint is complete before any rank goes on
         finally:
             saver, self._saver = self._saver, None
             self._cb = None  # do not keep the run (network, optimizer) alive
@@ -215,9 +236,20 @@ class ModelCheckpoint(Callback):
                 _log.error("background checkpoint save failed: %s", exc)
 
     # --- saving -------------------------------------------------------------------------
+    @property
+    def _sharded(self) -> bool:
+        return self._world > 1 and not self._config.integrated_save
+
     def _save(self, cb: Any, breakpoint: bool = False, sync: bool = False) -> None:
         if self._manager is None or self._saver is None:
             raise RuntimeError("ModelCheckpoint saved before on_train_begin")
+        if self._rank != 0 and not self._sharded:
+            self._last_step = int(cb.get("cur_step_num") or 0)  # rank 0 writes the full state
+            self._last_time = time.time()
+            return
+        if breakpoint and self._sharded:
+            _log.error("no breakpoint checkpoint: a sharded save needs every rank, one failed")
+            return
         self._wait_commit()  # one save in flight; a background error raises here
         cfg = self._config
         epoch = int(cb.get("cur_epoch_num") or 1)
@@ -249,7 +281,16 @@ class ModelCheckpoint(Callback):
         network = cfg.saved_network if cfg.saved_network is not None else cb.get("network")
         if network is None:
             network = cb.get("train_network")
-        named, header = build_payload(network, cb.get("optimizer"), append, info)
+        if self._sharded:
+            info["append_info"] = append
+            save_sharded(path, network, cb.get("optimizer"), info)
+            if self._rank == 0:
+                self._commit(path, step, score)
+            else:
+                self._latest = str(path)
+            self._last_step, self._last_time = step, time.time()
+            return
+        named, header = build_payload(unwrap_network(network), cb.get("optimizer"), append, info)
         if sync or isinstance(self._saver, SyncSaver):
             SyncSaver().save(path, named, header, cfg.enc_key, cfg.enc_mode)
             self._commit(path, step, score)

@@ -24,6 +24,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
+from trainledger.checkpoint import unwrap_network
 from trainledger.run import call_network, split_batch
 from trainledger.summary import GraphNode, graph_def_bytes
 
@@ -197,8 +198,9 @@ def capture_graph(network: Any, batch: Any, with_loss_fn: bool) -> bytes | None:
 
 
 def first_batch_graph(params: Any) -> bytes | None:
-    """``capture_graph`` on a training step's cb_params (network, batch, loss_fn)."""
-    network = params.get("network") or params.get("train_network")
+    """``capture_graph`` on a training step's cb_params (network, batch, loss_fn). A DDP
+    network is captured unwrapped: its forward would run collectives on rank 0 alone."""
+    network = unwrap_network(params.get("network") or params.get("train_network"))
     batch = params.get("train_dataset_element")
     if network is None or batch is None:
         return None

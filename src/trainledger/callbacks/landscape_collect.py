@@ -21,7 +21,7 @@ import logging
 import os
 from typing import Any
 
-from trainledger.checkpoint import save_checkpoint, wait_async_save
+from trainledger.checkpoint import save_checkpoint, unwrap_network, wait_async_save
 from trainledger.run import RunContext
 from trainledger.storage import atomic_write_bytes
 
@@ -66,7 +66,7 @@ class LandscapeSaver:
                 self._save(params, int(epoch))
 
     def _save(self, params: Any, number: int) -> None:
-        network = params.get("network") or params.get("train_network")
+        network = unwrap_network(params.get("network") or params.get("train_network"))
         if network is None or str(number) in self._files:
             return
         path = os.path.join(self.ckpt_dir, snapshot_name(network, number, self.unit))

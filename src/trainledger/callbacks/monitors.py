@@ -6,14 +6,15 @@ import math
 import time
 from typing import Any
 
-from trainledger.run import Callback, RunContext, loss_value
+from trainledger.run import Callback, RunContext, is_main_rank, loss_value
 
 __all__ = ["LossMonitor", "TimeMonitor"]
 
 
 class LossMonitor(Callback):
     """Print the training loss every ``per_print_times`` steps (0: never) and, inside ``fit``,
-    the evaluation results at each epoch end. A NaN or infinite loss stops training with a
+    the evaluation results at each epoch end (under torch.distributed: on rank 0 only; every
+    rank still checks its own loss). A NaN or infinite loss stops training with a
     ``ValueError`` (wrapped in ``CallbackError``), as in MindSpore.
 
     In sink mode a "step" is one sink unit, so the loss printed is the unit's last step.
@@ -53,17 +54,18 @@ class LossMonitor(Callback):
         cur = cb_params.get("cur_step_num") or 0
         if self._per_print_times and cur - self._last_print_step >= self._per_print_times:
             self._last_print_step = cur
-            print(f"epoch: {epoch} step: {step}, loss is {loss}", flush=True)
+            if is_main_rank():
+                print(f"epoch: {epoch} step: {step}, loss is {loss}", flush=True)
 
     def on_train_epoch_end(self, run_context: RunContext) -> None:
         results = run_context.original_args().get("eval_results")
-        if results:
+        if results and is_main_rank():
             epoch = run_context.original_args().get("cur_epoch_num")
             print(f"Eval result: epoch {epoch}, metrics: {results}", flush=True)
 
 
 class TimeMonitor(Callback):
-    """Print each epoch's wall time and time per step.
+    """Print each epoch's wall time and time per step (on rank 0 under torch.distributed).
 
     ``data_size`` is the number of steps per epoch; default: the steps the epoch really ran
     (from ``cur_step_num``), so an epoch cut short by a stop request is not under-reported.
@@ -96,10 +98,11 @@ class TimeMonitor(Callback):
         per_step = elapsed / steps
         self.epoch_times.append(elapsed)
         self.step_times.append(per_step)
-        print(
-            f"epoch time: {elapsed * 1000:.3f} ms, per step time: {per_step * 1000:.3f} ms",
-            flush=True,
-        )
+        if is_main_rank():
+            print(
+                f"epoch time: {elapsed * 1000:.3f} ms, per step time: {per_step * 1000:.3f} ms",
+                flush=True,
+            )
 
 
 def step_in_epoch(cb_params: Any, counted: int) -> int:

@@ -1,7 +1,8 @@
 """``ProgressBar``: a rich progress bar with epoch, step, loss and steps/s.
 
-Quiet when the console is not a terminal (CI logs, pipes, files): it then does nothing at all,
-so it is safe to leave in scripts. ``Model.train`` adds one by default on a TTY.
+Quiet when the console is not a terminal (CI logs, pipes, files) and on every rank but 0 under
+torch.distributed: it then does nothing at all, so it is safe to leave in scripts.
+``Model.train`` adds one by default on a TTY.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from trainledger.run import Callback, RunContext, loss_value
+from trainledger.run import Callback, RunContext, is_main_rank, loss_value
 
 __all__ = ["ProgressBar"]
 
@@ -59,6 +60,8 @@ class ProgressBar(Callback):
     def _open(self, owner: str) -> bool:
         if self._progress is not None:
             return True
+        if not is_main_rank():
+            return False  # one bar per job, not one per rank
         console = self._console if self._console is not None else Console()
         if not console.is_terminal:
             return False

@@ -9,8 +9,7 @@ Lineage never goes into the TensorBoard files: the lineage switches (``collect_t
 ``TrainLineage`` / ``EvalLineage`` (``trainledger.callbacks.lineage``) on ``summary_dir``, so
 lineage is written by the one lineage writer, exactly as those callbacks write it.
 
-Its differences from MindSpore and its per-step cost are described in
-``docs/summary_collector.md``.
+Its differences from MindSpore and its per-step cost: ``docs/summary_collector.md``.
 
 Values staged with ``collector.add_value(plugin, name, value)`` (MindSpore's summary
 operators) are written at the next collected step; ``tensor`` values only at the steps of the
@@ -35,6 +34,7 @@ from trainledger.callbacks.summary_options import (
     is_tensor_plugin,
     process_custom_lineage_data,
     process_specified_data,
+    rank_summary_dir,
     tensor_range,
 )
 from trainledger.callbacks.summary_parts import (
@@ -44,7 +44,6 @@ from trainledger.callbacks.summary_parts import (
     read_deferred,
 )
 from trainledger.run import Callback, CallbackParams, RunContext, loss_value
-from trainledger.storage import writable_dir
 from trainledger.summary import SummaryRecord, process_export_options
 
 __all__ = ["SummaryCollector"]
@@ -67,10 +66,10 @@ class SummaryCollector(Callback):
     differences). Errors in arguments are raised here, naming the argument or key.
     ``num_process`` is accepted and checked (MindSpore sized a pool of encoding processes
     with it), then unused: one background thread per ``SummaryRecord`` writes, whatever it is.
+    Under torch.distributed only rank 0 collects (``all_ranks``: each, into ``rank_<n>/``).
     """
 
-    # the run the per-step fast path serves; None while it is off (not eligible, or staged
-    # values waiting for the general path)
+    # the run the per-step fast path serves; None while off (ineligible, or values staged)
     _fast_context: RunContext | None
 
     def __init__(
@@ -84,6 +83,8 @@ class SummaryCollector(Callback):
         collect_tensor_freq: int | None = None,
         max_file_size: int | None = None,
         export_options: dict[str, Any] | None = None,
+        *,
+        all_ranks: bool = False,
     ) -> None:
         if not isinstance(summary_dir, (str, os.PathLike)):
             raise TypeError(
@@ -96,8 +97,7 @@ class SummaryCollector(Callback):
         self._export_options = process_export_options(export_options)
         self._specified = process_specified_data(collect_specified_data, keep_default_action)
         self._custom_lineage_data = process_custom_lineage_data(custom_lineage_data)
-        self._summary_dir = writable_dir(summary_dir, "summary_dir")
-        os.makedirs(self._summary_dir, exist_ok=True)
+        self._summary_dir, self.rank_active = rank_summary_dir(summary_dir, all_ranks)
         self._collect_freq = collect_freq
         self._num_process = num_process
         self._collect_tensor_freq = collect_tensor_freq

@@ -14,6 +14,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from trainledger.run import rank_and_world
+from trainledger.storage import writable_dir
+
 __all__ = [
     "is_not_tensor_plugin",
     "is_tensor_plugin",
@@ -279,3 +282,16 @@ def is_tensor_plugin(plugin: str) -> bool:
 def is_not_tensor_plugin(plugin: str) -> bool:
     """The plugin filter of a step that is not a tensor step."""
     return plugin != "tensor"
+
+
+def rank_summary_dir(summary_dir: str | os.PathLike[str], all_ranks: bool) -> tuple[str, bool]:
+    """(directory, whether this rank collects): rank 0 alone by default under
+    torch.distributed; every rank into ``rank_<n>/`` with ``all_ranks``. Made when it collects."""
+    directory = writable_dir(summary_dir, "summary_dir")
+    rank, world = rank_and_world()
+    if world > 1 and all_ranks:
+        directory = os.path.join(directory, f"rank_{rank}")
+    active = rank == 0 or bool(all_ranks)
+    if active:
+        os.makedirs(directory, exist_ok=True)
+    return directory, active

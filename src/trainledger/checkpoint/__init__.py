@@ -10,6 +10,7 @@
 * ``writer_process``  the process saver's child (``python -m``; no torch)
 * ``crypto``          AES-GCM, or AES-CBC + HMAC, over the container bytes
 * ``mindspore_ckpt``  MindSpore's protobuf ``.ckpt`` files, read (schema in ``proto/``)
+* ``sharded``         sharded checkpoints under torch.distributed (DCP planner, safetensors)
 * ``export``          one checkpoint (ours or MindSpore's) as a plain ``.safetensors`` file
 
 Atomic writes and checkpoint file names come from ``trainledger.storage``; ``ModelCheckpoint``
@@ -40,6 +41,10 @@ _EXPORTS: dict[str, str] = {
     "read_container": "trainledger.checkpoint.format",
     "read_info": "trainledger.checkpoint.format",
     "CheckpointManager": "trainledger.checkpoint.retention",
+    "is_sharded_checkpoint": "trainledger.checkpoint.sharded",
+    "load_distributed_checkpoint": "trainledger.checkpoint.sharded",
+    "save_sharded": "trainledger.checkpoint.sharded",
+    "unwrap_network": "trainledger.checkpoint.torch_adapter",
     "next_free_prefix": "trainledger.checkpoint.retention",
     "resume_prefix": "trainledger.checkpoint.retention",
     "should_save": "trainledger.checkpoint.policy",
@@ -51,6 +56,10 @@ __all__ = [
     "checkpoint_info",
     "CheckpointConfig",
     "CheckpointManager",
+    "is_sharded_checkpoint",
+    "load_distributed_checkpoint",
+    "save_sharded",
+    "unwrap_network",
     "export_safetensors",
     "latest_checkpoint",
     "load_checkpoint",
@@ -87,3 +96,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from trainledger.checkpoint.policy import should_save
     from trainledger.checkpoint.retention import CheckpointManager, next_free_prefix, resume_prefix
+    from trainledger.checkpoint.sharded import (
+        is_sharded_checkpoint,
+        load_distributed_checkpoint,
+        save_sharded,
+    )
+    from trainledger.checkpoint.torch_adapter import unwrap_network

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -194,7 +195,7 @@ class CheckpointManager:
             if not self.owns(path) or path.name in self._pinned:
                 continue  # defensive: never touch a file that is not ours
             try:
-                os.unlink(path)
+                remove_checkpoint(path)
             except FileNotFoundError:
                 pass
             except OSError as exc:
@@ -256,6 +257,19 @@ class CheckpointManager:
             raise ValueError(
                 f"{file_name} is not a checkpoint of prefix {self.prefix!r} in {self.directory}"
             )
-        path.unlink(missing_ok=True)
+        try:
+            remove_checkpoint(path)
+        except FileNotFoundError:
+            pass
         self._records.pop(path.name, None)
         fsync_dir(self.directory)
+
+
+def remove_checkpoint(path: Path) -> None:
+    """Delete a checkpoint file, or a sharded checkpoint's directory (``checkpoint.sharded``):
+    its manifest first, so a half-deleted directory is never taken for a complete one."""
+    if path.is_dir() and not path.is_symlink():
+        (path / "manifest.json").unlink(missing_ok=True)
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)

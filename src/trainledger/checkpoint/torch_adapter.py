@@ -22,6 +22,7 @@ from trainledger.storage import run_chunks
 __all__ = [
     "OPTIM_PREFIX",
     "collect_tensors",
+    "unwrap_network",
     "copy_all",
     "container_tensors",
     "decode_tree",
@@ -215,3 +216,11 @@ def container_tensors(container: Container) -> dict[str, torch.Tensor]:
             piece = piece.clone()  # a file from another writer with unaligned offsets
         out[e.name] = piece.view(dtype).reshape(e.shape)
     return out
+
+
+def unwrap_network(network: Any) -> Any:
+    """The module inside a ``DistributedDataParallel`` wrapper (its names lack ``module.``),
+    so a full-state checkpoint loads into a plain network and on any world size."""
+    if isinstance(network, torch.nn.parallel.DistributedDataParallel):
+        return network.module
+    return network

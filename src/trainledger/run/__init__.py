@@ -19,6 +19,9 @@ _EXPORTS: dict[str, str] = {
     "TRAIN_TO_OLD": "trainledger.run.callback",
     "CallbackManager": "trainledger.run.callback_manager",
     "add_default_callback": "trainledger.run.defaults",
+    "barrier": "trainledger.run.distributed",
+    "is_main_rank": "trainledger.run.distributed",
+    "rank_and_world": "trainledger.run.distributed",
     "metrics": "trainledger.run.metrics",
     "Model": "trainledger.run.model",
     "loss_value": "trainledger.run.outputs",
@@ -28,16 +31,19 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "add_default_callback",
+    "barrier",
     "call_network",
     "Callback",
     "CallbackManager",
     "CallbackParams",
     "extract_loss",
     "HOOKS",
+    "is_main_rank",
     "loss_value",
     "metrics",
     "Model",
     "RecModel",
+    "rank_and_world",
     "RunContext",
     "split_batch",
     "StepLoop",
@@ -53,6 +59,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.run.callback import HOOKS, TRAIN_TO_OLD, Callback, CallbackParams, RunContext
     from trainledger.run.callback_manager import CallbackManager
     from trainledger.run.defaults import add_default_callback
+    from trainledger.run.distributed import barrier, is_main_rank, rank_and_world
     from trainledger.run.model import Model
     from trainledger.run.outputs import extract_loss, loss_value
     from trainledger.run.rec_model import RecModel

@@ -118,7 +118,12 @@ class Callback:
 
     A callback is a context manager: the host enters every callback before the run and exits it
     after, even when the run fails, so resources are released.
+
+    ``rank_active`` (an extension): a callback that sets it False (e.g. a ``SummaryCollector``
+    on a rank other than 0 under torch.distributed) is neither entered nor called.
     """
+
+    rank_active: bool = True
 
     def __enter__(self) -> Callback:
         return self

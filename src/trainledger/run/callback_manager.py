@@ -67,10 +67,11 @@ class CallbackManager:
 
     def __init__(self, callbacks: Callback | Iterable[Callback] | None = None) -> None:
         self._callbacks: list[Callback] = as_callback_list(callbacks)
+        self._live = [cb for cb in self._callbacks if cb.rank_active]  # see Callback
         self._active: dict[str, list[tuple[Callback, HookFn]]] = {}
         for hook in HOOKS:
             pairs = []
-            for cb in self._callbacks:
+            for cb in self._live:
                 fn = hook_function(cb, hook)
                 if fn is not None:
                     pairs.append((cb, fn))
@@ -92,7 +93,7 @@ class CallbackManager:
         self._failed = set()
         stack = ExitStack()
         try:
-            for cb in self._callbacks:
+            for cb in self._live:
                 stack.enter_context(cb)  # type: ignore[arg-type]
         except BaseException:
             stack.close()

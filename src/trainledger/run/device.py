@@ -1,10 +1,10 @@
-"""Where the network lives: its device, and the process group it trains in."""
+"""Where the network lives: its device."""
 
 from __future__ import annotations
 
 import torch
 
-__all__ = ["device_of", "parallel_info"]
+__all__ = ["device_of"]
 
 
 def device_of(network: torch.nn.Module) -> torch.device:
@@ -14,11 +14,3 @@ def device_of(network: torch.nn.Module) -> torch.device:
     for buf in network.buffers():
         return buf.device
     return torch.device("cpu")
-
-
-def parallel_info() -> tuple[str, int]:
-    """MindSpore's ``(parallel_mode, device_number)`` from torch.distributed."""
-    dist = torch.distributed
-    if dist.is_available() and dist.is_initialized():
-        return "data_parallel", dist.get_world_size()
-    return "stand_alone", 1

@@ -17,6 +17,7 @@ from trainledger.run.amp import AmpPolicy
 from trainledger.run.batches import call_network, checked_call, dataset_len, split_batch
 from trainledger.run.callback import RunContext
 from trainledger.run.callback_manager import CallbackManager
+from trainledger.run.eval_shard import EvalShard, head
 from trainledger.run.metrics import Metric
 
 __all__ = ["Evaluator"]
@@ -54,7 +55,9 @@ class Evaluator:
         amp: AmpPolicy,
     ) -> dict[str, Any]:
         """One pass over ``valid_dataset``; returns ``{metric: value}``. The eval hooks fire
-        through ``manager``; with ``sink`` the step hooks fire once for the whole pass."""
+        through ``manager``; with ``sink`` the step hooks fire once for the whole pass. Over a
+        ``DistributedSampler`` the metrics leave its padding out and are merged over the
+        ranks (``run/eval_shard.py``)."""
         cb_params = run_context.original_args()
         cb_params.eval_network = self.eval_network
         cb_params.valid_dataset = valid_dataset
@@ -65,6 +68,7 @@ class Evaluator:
         cb_params.metrics = {}
         for metric in self.metrics.values():
             metric.clear()
+        shard = EvalShard.of(valid_dataset)
         net = self.eval_network
         was_training = net.training
         net.eval()
@@ -82,7 +86,7 @@ class Evaluator:
                         cb_params.cur_step_num += 1
                         if step_hooks:
                             manager.call("on_eval_step_begin", run_context)
-                        cb_params.net_outputs = self.step(batch, amp, first)
+                        cb_params.net_outputs = self.step(batch, amp, first, shard)
                         if step_hooks:
                             manager.call_all("on_eval_step_end", run_context)
                     if cb_params.cur_step_num == 0:
@@ -91,6 +95,8 @@ class Evaluator:
                         cb_params.batch_num = cb_params.cur_step_num
                     if sink:
                         manager.call_all("on_eval_step_end", run_context)
+                if shard is not None:
+                    shard.merge(self.metrics)
                 results = {name: metric.eval() for name, metric in self.metrics.items()}
                 cb_params.metrics = results
         finally:
@@ -116,13 +122,21 @@ class Evaluator:
             cb_params.update(saved)
         cb_params.eval_results = dict(results)
 
-    def step(self, batch: Any, amp: AmpPolicy, first: bool = False) -> tuple[Any, Any, Any]:
+    def step(
+        self, batch: Any, amp: AmpPolicy, first: bool = False, shard: EvalShard | None = None
+    ) -> tuple[Any, Any, Any]:
         """Forward one eval batch and update every metric; returns (loss, predictions, label).
-        ``first``: the pass's first batch, whose shape errors name the batch's structure."""
+        ``first``: the pass's first batch, whose shape errors name the batch's structure;
+        ``shard``: this rank's shard, whose padding is left out of the metrics."""
         if first:
             loss, y_pred, label = checked_call(self._forward, batch, amp)
         else:
             loss, y_pred, label = self._forward(batch, amp)
+        keep = shard.keep(label) if shard is not None else None
+        if keep is not None:
+            if keep == 0:
+                return loss, y_pred, label
+            loss, y_pred, label = self._head(loss, y_pred, label, keep, amp)
         for name, metric in self.metrics.items():
             if metric.needs_loss:
                 if loss is None:
@@ -134,6 +148,20 @@ class Evaluator:
             else:
                 metric.update(y_pred, label)
         return loss, y_pred, label
+
+    def _head(
+        self, loss: Any, y_pred: Any, label: Any, keep: int, amp: AmpPolicy
+    ) -> tuple[Any, Any, Any]:
+        """The first ``keep`` samples' loss, predictions and labels. A batch-mean loss is
+        recomputed over them with ``loss_fn``; a per-sample loss is cut like the labels."""
+        size = len(label)
+        y_pred, label = head(y_pred, keep), head(label, keep)
+        if self.loss_fn is not None and self.eval_indexes is None:
+            with amp.autocast():
+                return self.loss_fn(y_pred, label), y_pred, label
+        if getattr(loss, "shape", ())[:1] == (size,):
+            return head(loss, keep), y_pred, label
+        return loss, y_pred, label  # an eval network's batch-mean loss: padding kept
 
     def _forward(self, batch: Any, amp: AmpPolicy) -> tuple[Any, Any, Any]:
         with amp.autocast():

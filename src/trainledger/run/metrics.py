@@ -63,6 +63,17 @@ class Metric:
         """The metric over everything accumulated since ``clear``."""
         raise NotImplementedError
 
+    def state(self) -> dict[str, np.ndarray] | None:
+        """What ``update`` accumulated, as arrays, so ranks that each saw part of the data can
+        be merged (``merge``). None (the default for user metrics): this metric cannot be
+        merged, and under a sharded evaluation it keeps its own rank's value."""
+        return None
+
+    def merge(self, states: list[dict[str, np.ndarray]]) -> None:
+        """Become the metric of the union of ``states`` (every rank's ``state()``, this one's
+        included)."""
+        raise NotImplementedError(f"{type(self).__name__} has no merge")
+
     @staticmethod
     def _pair(inputs: tuple[Any, ...], name: str) -> tuple[np.ndarray, np.ndarray]:
         if len(inputs) != 2:
@@ -98,6 +109,36 @@ def _class_labels(y_pred: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.nda
     return pred, true, max(num_classes, int(true.max(initial=0)) + 1)
 
 
+def _summed(states: list[dict[str, np.ndarray]], key: str) -> np.ndarray:
+    """The element-wise sum of ``key`` over ``states``; shorter arrays (a rank that saw fewer
+    classes) are padded with zeros."""
+    arrays = [np.asarray(st[key]) for st in states]
+    size = max(a.size for a in arrays)
+    return sum((np.pad(a, (0, size - a.size)) for a in arrays), np.zeros(size, np.int64))
+
+
+class _Mean(Metric):
+    """A float ``_sum`` over ``_count`` elements (Loss, MAE, MSE)."""
+
+    _name = "Mean"
+
+    def clear(self) -> None:
+        self._sum = 0.0
+        self._count = 0
+
+    def eval(self) -> float:
+        if self._count == 0:
+            raise self._empty(self._name)
+        return self._sum / self._count
+
+    def state(self) -> dict[str, np.ndarray]:
+        return {"sum": np.array([self._sum], np.float64), "count": np.array([self._count])}
+
+    def merge(self, states: list[dict[str, np.ndarray]]) -> None:
+        self._sum = float(sum(float(st["sum"][0]) for st in states))
+        self._count = int(sum(int(st["count"][0]) for st in states))
+
+
 class Accuracy(Metric):
     """Share of samples whose predicted class is the label."""
 
@@ -115,15 +156,18 @@ class Accuracy(Metric):
             raise self._empty("Accuracy")
         return self._correct / self._total
 
+    def state(self) -> dict[str, np.ndarray]:
+        return {"counts": np.array([self._correct, self._total], dtype=np.int64)}
 
-class Loss(Metric):
+    def merge(self, states: list[dict[str, np.ndarray]]) -> None:
+        self._correct, self._total = (int(v) for v in _summed(states, "counts"))
+
+
+class Loss(_Mean):
     """Mean of the loss values given to ``update`` (scalars, or per-sample vectors)."""
 
     needs_loss = True
-
-    def clear(self) -> None:
-        self._sum = 0.0
-        self._count = 0
+    _name = "Loss"
 
     def update(self, *inputs: Any) -> None:
         if len(inputs) != 1:
@@ -131,11 +175,6 @@ class Loss(Metric):
         loss = to_numpy(inputs[0]).astype(np.float64)
         self._sum += float(loss.sum()) if loss.ndim else float(loss)
         self._count += int(loss.size) if loss.ndim else 1
-
-    def eval(self) -> float:
-        if self._count == 0:
-            raise self._empty("Loss")
-        return self._sum / self._count
 
 
 class _Confusion(Metric):
@@ -168,6 +207,12 @@ class _Confusion(Metric):
         self._tp += np.bincount(true[pred == true], minlength=size)
         self._pred += np.bincount(pred, minlength=size)
         self._true += np.bincount(true, minlength=size)
+
+    def state(self) -> dict[str, np.ndarray]:
+        return {"tp": self._tp, "pred": self._pred, "true": self._true}
+
+    def merge(self, states: list[dict[str, np.ndarray]]) -> None:
+        self._tp, self._pred, self._true = (_summed(states, k) for k in ("tp", "pred", "true"))
 
     def _reduce(self, num: np.ndarray, den: np.ndarray) -> Any:
         if self._true.sum() == 0:
@@ -209,12 +254,8 @@ class F1(_Confusion):
         return self._reduce(2 * self._tp, self._pred + self._true)
 
 
-class _Regression(Metric):
+class _Regression(_Mean):
     _name = "Regression"
-
-    def clear(self) -> None:
-        self._sum = 0.0
-        self._count = 0
 
     def _error(self, inputs: tuple[Any, ...]) -> np.ndarray:
         y_pred, y = self._pair(inputs, self._name)
@@ -226,11 +267,6 @@ class _Regression(Metric):
                 f"{y_pred.shape} and {y.shape}"
             )
         return y_pred.reshape(-1) - y.reshape(-1)  # type: ignore[no-any-return]
-
-    def eval(self) -> float:
-        if self._count == 0:
-            raise self._empty(self._name)
-        return self._sum / self._count
 
 
 class MAE(_Regression):
@@ -295,6 +331,15 @@ class ROCAUC(Metric):
         y_pred, y = self._pair(inputs, "ROCAUC")
         self._scores.append(y_pred.astype(np.float64))
         self._labels.append(y)
+
+    def state(self) -> dict[str, np.ndarray]:
+        if not self._scores:
+            return {}
+        return {"scores": np.concatenate(self._scores), "labels": np.concatenate(self._labels)}
+
+    def merge(self, states: list[dict[str, np.ndarray]]) -> None:
+        self._scores = [st["scores"] for st in states if "scores" in st]
+        self._labels = [st["labels"] for st in states if "labels" in st]
 
     def eval(self) -> float:
         if not self._scores:

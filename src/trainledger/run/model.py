@@ -42,7 +42,8 @@ from trainledger.run.batches import (
 from trainledger.run.callback import Callback, CallbackParams, RunContext
 from trainledger.run.callback_manager import CallbackManager, as_callback_list
 from trainledger.run.defaults import default_callbacks
-from trainledger.run.device import device_of, parallel_info
+from trainledger.run.device import device_of
+from trainledger.run.distributed import is_distributed, rank_and_world
 from trainledger.run.evaluation import Evaluator
 from trainledger.run.metrics import Metric, get_metrics
 from trainledger.run.outputs import extract_loss
@@ -268,7 +269,7 @@ class Model:
                             )
                     if valid is not None:
                         cb_params.eval_results = {}
-                    if run_context.get_stop_requested():
+                    if loop.epoch_stop():
                         break
                 self._finish_train(cb_params, run_context)
 
@@ -289,7 +290,7 @@ class Model:
         sink_size: int = -1,
     ) -> CallbackParams:
         """Every cb_params field of a training run (see the README's cb_params table)."""
-        parallel_mode, device_number = parallel_info()
+        rank, world = rank_and_world()
         return CallbackParams(
             train_network=self._train_network,
             network=self._network,
@@ -305,8 +306,9 @@ class Model:
             train_dataset=train_dataset,
             train_dataset_element=None,
             list_callback=list_callback,
-            parallel_mode=parallel_mode,
-            device_number=device_number,
+            parallel_mode="data_parallel" if is_distributed() else "stand_alone",
+            device_number=world,
+            rank=rank,
             mode="train",
             dataset_sink_mode=dataset_sink_mode,
             sink_size=sink_size,
@@ -440,6 +442,8 @@ class Model:
 
 
 def _should_eval(epoch: int, freq: int | list[int], run_context: RunContext) -> bool:
-    if run_context.stop_reason == "signal":
-        return False  # the user asked to stop now; evaluation could take long
+    if run_context.stop_reason == "signal" and not is_distributed():
+        # the user asked to stop now; evaluation could take long. Not under a process group:
+        # the signal may not have reached every rank yet, and evaluation has collectives
+        return False
     return epoch in freq if isinstance(freq, list) else epoch % freq == 0

@@ -23,6 +23,7 @@ import torch
 from trainledger.errors import DatasetError
 from trainledger.run.callback import RunContext
 from trainledger.run.callback_manager import CallbackManager
+from trainledger.run.distributed import STOP_SYNC_STEPS, agree_stop, is_distributed
 
 __all__ = ["Cycle", "InlineParts", "StepLoop"]
 
@@ -50,6 +51,12 @@ class StepLoop:
         self.hooks_end = manager.has("on_train_step_end")
         # a failing hook ends the run, so the list of functions to call never shrinks during it
         self._end_fns = manager.functions("on_train_step_end")
+        # under torch.distributed a stop takes effect on every rank at the same step: ranks
+        # agree every STOP_SYNC_STEPS steps (and at epoch ends), not at every step
+        self.distributed = is_distributed()
+        self._since_sync = 0
+        if self.distributed:
+            self.stop_requested = self._agreed_stop  # type: ignore[method-assign]
 
     # --- the pieces RecModel's online loop composes ----------------------------------------
     def step_begin(self) -> None:
@@ -79,6 +86,22 @@ class StepLoop:
         return outputs
 
     def stop_requested(self) -> bool:
+        """Whether to stop after this step (under a process group: whether the ranks agreed
+        to, checked every ``STOP_SYNC_STEPS`` calls)."""
+        return self.run_context.get_stop_requested()
+
+    def _agreed_stop(self) -> bool:
+        self._since_sync += 1
+        if self._since_sync < STOP_SYNC_STEPS:
+            return False
+        self._since_sync = 0
+        return agree_stop(self.run_context)
+
+    def epoch_stop(self) -> bool:
+        """At an epoch end: whether to stop (the ranks agree: one collective per epoch)."""
+        if self.distributed:
+            self._since_sync = 0
+            return agree_stop(self.run_context)
         return self.run_context.get_stop_requested()
 
     # --- Model's epoch and sink unit -------------------------------------------------------
@@ -95,7 +118,8 @@ class StepLoop:
         hooked = begin or end
         call, step_end = self.manager.call, self.step_end
         move, train_step, inline_parts = self.move, self.train_step, self.inline_parts
-        stop_requested = run_context.get_stop_requested
+        stop_requested = self.stop_requested if self.distributed else run_context.get_stop_requested
+        self._since_sync = 0
         parts = inline_parts()  # None until the run's first batch was checked
         tensor = torch.Tensor
         steps, in_step = 0, False
@@ -167,8 +191,8 @@ class StepLoop:
         for batch in batches:
             self.step(batch)
             steps += 1
-            if run_context.stop_reason == "signal":
-                break
+            if run_context.stop_reason == "signal" and not self.distributed:
+                break  # under a process group the ranks agree at the unit's end instead
         if steps == 0:
             raise DatasetError(
                 f"train_dataset yielded no batches in epoch {cb_params.cur_epoch_num}"
