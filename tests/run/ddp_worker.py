@@ -2,7 +2,8 @@
 
 ``python -m torch.distributed.run --standalone --nproc_per_node=N ddp_worker.py MODE OUT``
 
-MODE: ``fit`` (train, evaluate, checkpoint, lineage), ``stop`` (rank 1 asks to stop at step 3),
+MODE: ``fit`` (train, evaluate, checkpoint, lineage), ``fsdp``/``fsdp_sharded``/``fsdp_resume``
+(the same with an FSDP2 ``fully_shard`` network), ``stop`` (rank 1 asks to stop at step 3),
 ``fail`` (rank 1 raises at step 3), ``signal`` (long run, waiting for SIGTERM),
 ``sharded`` (fit with ``integrated_save=False``), ``resume`` (from the checkpoint given as a
 third argument). A third argument ``nccl`` runs on one GPU per process instead of gloo.
@@ -88,10 +89,15 @@ def main(mode: str, out: Path) -> None:
     rank = dist.get_rank()
     data = dataset()
     net = network()
+    fsdp = mode.startswith("fsdp")
     if nccl:  # one GPU per process
         local = int(os.environ["LOCAL_RANK"])
         torch.cuda.set_device(local)
         ddp = DistributedDataParallel(net.cuda(local), device_ids=[local])
+    elif fsdp:  # FSDP2: parameters become DTensor shards
+        from torch.distributed.fsdp import fully_shard
+
+        ddp = fully_shard(net)
     else:
         ddp = DistributedDataParallel(net)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
@@ -100,9 +106,9 @@ def main(mode: str, out: Path) -> None:
     model = Model(ddp, torch.nn.CrossEntropyLoss(), optimizer, metrics={"accuracy"})
     seen = Seen(mode, out)
     config = CheckpointConfig(
-        save_checkpoint_steps=10, keep_checkpoint_max=2, integrated_save=mode != "sharded"
+        save_checkpoint_steps=10, keep_checkpoint_max=2, integrated_save=mode not in ("sharded", "fsdp_sharded")
     )
-    resume = mode == "resume"
+    resume = mode.endswith("resume")
     callbacks = [
         ModelCheckpoint("net", directory=out / "ckpt", config=config),
         TrainLineage(str(out / "run")),
@@ -119,8 +125,15 @@ def main(mode: str, out: Path) -> None:
     model.fit(epochs + resume * 2, train, valid, callbacks=callbacks, initial_epoch=resume * 2)
     evaluator = Model(ddp, torch.nn.CrossEntropyLoss(reduction="none"), metrics=eval_metrics())
     results = evaluator.eval(valid, callbacks=[EvalLineage(str(out / "run"))])
-    state = {k: v.detach().cpu().clone().contiguous() for k, v in net.state_dict().items()}
-    save_file(state, str(out / f"weights{rank}.safetensors"))
+    if fsdp:
+        from trainledger.checkpoint import full_state
+
+        gathered, _ = full_state(net, None)  # rank 0 holds it, the others nothing
+    else:
+        gathered = net.state_dict()
+    state = {k: v.detach().cpu().clone().contiguous() for k, v in gathered.items()}
+    if state:
+        save_file(state, str(out / f"weights{rank}.safetensors"))
     (out / f"rank{rank}.json").write_text(json.dumps({"seen": seen.fields, "eval": results}))
     dist.destroy_process_group()
 

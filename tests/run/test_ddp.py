@@ -198,6 +198,30 @@ def test_a_sharded_save_resumes_on_another_world_size_like_a_full_state(tmp_path
     assert results[0] == results[1]
 
 
+def test_fsdp_full_and_sharded_checkpoints_resume_on_another_world_size(tmp_path: Path) -> None:
+    """FSDP2 (``fully_shard``) on 2 processes: the gathered full state (rank 0 writes) and the
+    sharded save resume FSDP on 3 processes, and the sharded one resumes a DDP job too."""
+    full, sharded = tmp_path / "full", tmp_path / "sharded"
+    for out, mode in ((full, "fsdp"), (sharded, "fsdp_sharded")):
+        done = torchrun(2, mode, out)
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert (full / "ckpt" / "net-2_13.ckpt").is_file()
+    assert is_sharded_checkpoint(sharded / "ckpt" / "net-2_13.ckpt")
+    reference = one_process_eval(load_file(str(full / "weights0.safetensors")))
+    assert ranks(full, 2)[0]["eval"]["acc"] == reference["acc"]
+    results = []
+    for name, mode, origin in (
+        ("a", "fsdp_resume", full),
+        ("b", "fsdp_resume", sharded),
+        ("c", "resume", sharded),
+    ):
+        done = torchrun(3, mode, tmp_path / name, str(origin / "ckpt" / "net-2_13.ckpt"))
+        assert done.returncode == 0, done.stderr[-3000:]
+        results.append(ranks(tmp_path / name, 3)[0]["eval"])
+    for other in results[1:]:
+        assert other == pytest.approx(results[0], rel=1e-6)
+
+
 @pytest.mark.skipif(
     not torch.cuda.is_available() or torch.cuda.device_count() < 2,
     reason="the nccl path needs 2 CUDA devices; this machine has none",

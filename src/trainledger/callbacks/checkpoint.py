@@ -36,6 +36,8 @@ from trainledger.checkpoint import (
     CheckpointManager,
     SyncSaver,
     build_payload,
+    full_state,
+    is_fsdp,
     latest_checkpoint,
     make_saver,
     next_free_prefix,
@@ -127,11 +129,11 @@ class ModelCheckpoint(Callback):
         cb = run_context.original_args()
         cfg = self._config
         self._rank, self._world = rank_and_world()
-        if self._sharded and cfg.save_checkpoint_seconds:
+        if self._collective(self._network(cb)) and cfg.save_checkpoint_seconds:
             raise ValueError(
-                "ModelCheckpoint with integrated_save=False under torch.distributed expected "
+                "ModelCheckpoint of a sharded save or an FSDP network expected "
                 "save_checkpoint_steps, received: save_checkpoint_seconds="
-                f"{cfg.save_checkpoint_seconds} (ranks must save at the same step)"
+                f"{cfg.save_checkpoint_seconds} (every rank must save at the same step)"
             )
         self._directory.mkdir(parents=True, exist_ok=True)
         resume = self._resume_from is not None or int(cb.get("initial_epoch") or 0) > 0
@@ -240,15 +242,26 @@ class ModelCheckpoint(Callback):
     def _sharded(self) -> bool:
         return self._world > 1 and not self._config.integrated_save
 
+    def _collective(self, network: Any) -> bool:
+        """Whether a save needs every rank: a sharded save, or gathering an FSDP state."""
+        return self._sharded or (self._world > 1 and is_fsdp(network))
+
+    def _network(self, cb: Any) -> Any:
+        cfg = self._config
+        network = cfg.saved_network if cfg.saved_network is not None else cb.get("network")
+        return network if network is not None else cb.get("train_network")
+
     def _save(self, cb: Any, breakpoint: bool = False, sync: bool = False) -> None:
         if self._manager is None or self._saver is None:
             raise RuntimeError("ModelCheckpoint saved before on_train_begin")
-        if self._rank != 0 and not self._sharded:
+        network = self._network(cb)
+        collective = self._collective(network)
+        if self._rank != 0 and not collective:
             self._last_step = int(cb.get("cur_step_num") or 0)  # rank 0 writes the full state
             self._last_time = time.time()
             return
-        if breakpoint and self._sharded:
-            _log.error("no breakpoint checkpoint: a sharded save needs every rank, one failed")
+        if breakpoint and collective:
+            _log.error("no breakpoint checkpoint: saving it needs every rank, and one failed")
             return
         self._wait_commit()  # one save in flight; a background error raises here
         cfg = self._config
@@ -278,9 +291,6 @@ class ModelCheckpoint(Callback):
         }
         if score is not None:
             info["monitor"] = {"name": cfg.monitor, "mode": cfg.mode, "value": score}
-        network = cfg.saved_network if cfg.saved_network is not None else cb.get("network")
-        if network is None:
-            network = cb.get("train_network")
         if self._sharded:
             info["append_info"] = append
             save_sharded(path, network, cb.get("optimizer"), info)
@@ -290,7 +300,18 @@ class ModelCheckpoint(Callback):
                 self._latest = str(path)
             self._last_step, self._last_time = step, time.time()
             return
-        named, header = build_payload(unwrap_network(network), cb.get("optimizer"), append, info)
+        if collective:  # FSDP: every rank gathers, rank 0 writes
+            model_state, optim_state = full_state(network, cb.get("optimizer"))
+            if self._rank != 0:
+                self._last_step, self._last_time = step, time.time()
+                return
+            info["optimizer_keys"] = "names"
+            optimizer = _StateOf(optim_state) if optim_state is not None else None
+            named, header = build_payload(model_state, optimizer, append, info)
+        else:
+            named, header = build_payload(
+                unwrap_network(network), cb.get("optimizer"), append, info
+            )
         if sync or isinstance(self._saver, SyncSaver):
             SyncSaver().save(path, named, header, cfg.enc_key, cfg.enc_mode)
             self._commit(path, step, score)
@@ -341,6 +362,16 @@ class ModelCheckpoint(Callback):
         if isinstance(monitor, dict) and monitor.get("name") == self._config.monitor:
             return _as_float(monitor.get("value"))
         return None
+
+
+class _StateOf:
+    """An optimizer stand-in whose ``state_dict()`` is a gathered state (``build_payload``)."""
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        self._state = state
+
+    def state_dict(self) -> dict[str, Any]:
+        return self._state
 
 
 def _as_float(value: Any) -> float | None:

@@ -24,7 +24,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
-from trainledger.checkpoint import unwrap_network
+from trainledger.checkpoint import is_fsdp, unwrap_network
 from trainledger.run import call_network, split_batch
 from trainledger.summary import GraphNode, graph_def_bytes
 
@@ -199,9 +199,13 @@ def capture_graph(network: Any, batch: Any, with_loss_fn: bool) -> bytes | None:
 
 def first_batch_graph(params: Any) -> bytes | None:
     """``capture_graph`` on a training step's cb_params (network, batch, loss_fn). A DDP
-    network is captured unwrapped: its forward would run collectives on rank 0 alone."""
+    network is captured unwrapped: its forward would run collectives on rank 0 alone; an FSDP
+    network is not captured, for the same reason."""
     network = unwrap_network(params.get("network") or params.get("train_network"))
     batch = params.get("train_dataset_element")
     if network is None or batch is None:
+        return None
+    if is_fsdp(network):  # FSDP: a forward on rank 0 alone would start its all-gathers
+        logger.warning("collect_graph: no graph of an FSDP network (its forward is collective)")
         return None
     return capture_graph(network, batch, params.get("loss_fn") is not None)

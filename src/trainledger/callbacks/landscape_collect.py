@@ -21,7 +21,8 @@ import logging
 import os
 from typing import Any
 
-from trainledger.checkpoint import save_checkpoint, unwrap_network, wait_async_save
+from trainledger.callbacks.summary_parts import warn_once
+from trainledger.checkpoint import is_fsdp, save_checkpoint, unwrap_network, wait_async_save
 from trainledger.run import RunContext
 from trainledger.storage import atomic_write_bytes
 
@@ -68,6 +69,9 @@ class LandscapeSaver:
     def _save(self, params: Any, number: int) -> None:
         network = unwrap_network(params.get("network") or params.get("train_network"))
         if network is None or str(number) in self._files:
+            return
+        if is_fsdp(network):
+            warn_once("collect_landscape: no snapshots of an FSDP network (sharded weights)")
             return
         path = os.path.join(self.ckpt_dir, snapshot_name(network, number, self.unit))
         try:

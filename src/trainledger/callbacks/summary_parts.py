@@ -3,6 +3,7 @@ the learning rate from a step's cb_params, and choosing the parameters for histo
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable, Iterator
@@ -10,6 +11,7 @@ from typing import Any
 
 import torch
 
+from trainledger.checkpoint import unwrap_network
 from trainledger.summary import SummaryRecord
 
 logger = logging.getLogger("trainledger.summary")
@@ -80,13 +82,23 @@ _MAX_INPUT_IMAGES = 16
 
 def add_histograms(params: Any, record: SummaryRecord, regular: str | None) -> None:
     """Stage ``<param>/auto`` histograms of the network's parameters (see
-    ``select_parameters``)."""
-    network = params.get("network") or params.get("train_network")
+    ``select_parameters``). FSDP's sharded parameters are skipped: rank 0 holds only a shard,
+    and gathering them would need every rank."""
+    network = unwrap_network(params.get("network") or params.get("train_network"))
     named = getattr(network, "named_parameters", None)
     if named is None:
         return
     for name, param in select_parameters(named(), regular, _HISTOGRAM_DEFAULT_COUNT):
+        if type(param).__name__ == "DTensor":
+            warn_once("SummaryCollector: no histograms of FSDP's sharded parameters")
+            continue
         record.add_value("histogram", f"{name}/auto", param)
+
+
+@functools.cache
+def warn_once(message: str) -> None:
+    """Log ``message`` once per process (a per-step condition must not flood the log)."""
+    logger.warning(message)
 
 
 def add_input_images(params: Any, record: SummaryRecord) -> bool:

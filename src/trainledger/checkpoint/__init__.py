@@ -41,6 +41,8 @@ _EXPORTS: dict[str, str] = {
     "read_container": "trainledger.checkpoint.format",
     "read_info": "trainledger.checkpoint.format",
     "CheckpointManager": "trainledger.checkpoint.retention",
+    "full_state": "trainledger.checkpoint.sharded",
+    "is_fsdp": "trainledger.checkpoint.sharded",
     "is_sharded_checkpoint": "trainledger.checkpoint.sharded",
     "load_distributed_checkpoint": "trainledger.checkpoint.sharded",
     "save_sharded": "trainledger.checkpoint.sharded",
@@ -56,6 +58,8 @@ __all__ = [
     "checkpoint_info",
     "CheckpointConfig",
     "CheckpointManager",
+    "full_state",
+    "is_fsdp",
     "is_sharded_checkpoint",
     "load_distributed_checkpoint",
     "save_sharded",
@@ -97,6 +101,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.checkpoint.policy import should_save
     from trainledger.checkpoint.retention import CheckpointManager, next_free_prefix, resume_prefix
     from trainledger.checkpoint.sharded import (
+        full_state,
+        is_fsdp,
         is_sharded_checkpoint,
         load_distributed_checkpoint,
         save_sharded,

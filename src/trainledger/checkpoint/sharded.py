@@ -52,6 +52,8 @@ __all__ = [
     "is_sharded_checkpoint",
     "load_distributed_checkpoint",
     "load_sharded",
+    "full_state",
+    "is_fsdp",
     "save_sharded",
 ]
 
@@ -290,6 +292,27 @@ def _flatten(network: torch.nn.Module, optimizer: Any) -> tuple[dict[str, Any], 
     return tensors, {"model": list(model_sd), "optimizer": tree}
 
 
+def is_fsdp(network: torch.nn.Module) -> bool:
+    """Whether the network is sharded by FSDP (``fully_shard`` or ``FullyShardedDataParallel``):
+    its full state then exists only after a gather in which every rank takes part. By module
+    type, not by parameter type: after a forward FSDP leaves the root's parameters unsharded."""
+    from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
+
+    kinds = (FSDPModule, FullyShardedDataParallel)
+    return any(isinstance(module, kinds) for module in network.modules())
+
+
+def full_state(network: torch.nn.Module, optimizer: Any) -> tuple[dict[str, Any], Any]:
+    """The gathered full state of a sharded network and its optimizer (keyed by parameter
+    names), on rank 0; empty elsewhere. A collective."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
+
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    opt = optimizer if optimizer is not None else []
+    model_sd, optim_sd = get_state_dict(network, opt, options=options)
+    return model_sd, (optim_sd if optimizer is not None else None)
+
+
 def load_distributed_checkpoint(
     path: str | os.PathLike[str], network: torch.nn.Module, optimizer: Any = None
 ) -> dict[str, Any]:
@@ -301,6 +324,17 @@ def load_distributed_checkpoint(
     from trainledger.checkpoint.io import load_param_into_net, read_checkpoint
 
     ckpt = read_checkpoint(path)
+    if ckpt.info.get("optimizer_keys") == "names" or is_fsdp(network):
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_state_dict
+
+        set_state_dict(  # a gathered FSDP state, or a state into a sharded network
+            network,
+            optimizer if optimizer is not None else [],
+            model_state_dict=ckpt.tensors,
+            optim_state_dict=ckpt.optimizer_state or {},
+            options=StateDictOptions(full_state_dict=True, strict=True),
+        )
+        return dict(ckpt.info)
     load_param_into_net(unwrap_network(network), ckpt.tensors, strict_load=True)
     if optimizer is not None:
         if ckpt.optimizer_state is None:
