@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import pytest
 from tests.trained import train_run
 from trainledger.lineage import read_lineage
 from trainledger.lineage.writer import clear_registry
-from trainledger.query import LineageIndex
+from trainledger.query import LineageIndex, QueryService
 from trainledger.storage import INDEX_DIRNAME, INDEX_FILE
 
 BASELINE_DB = (
@@ -126,3 +127,16 @@ def test_a_run_changed_before_the_upgrade_is_re_parsed_and_stays_fresh(old_base:
         assert _dirs(index.query({"status": {"eq": "stopped"}})) == ["./halted", "./killed"]
         get_writer(old_base / "live").write([run_event(RunValues(status="failed"))])
         assert _dirs(index.query({"status": {"eq": "failed"}})) == ["./boom", "./live"]
+
+
+def test_the_query_service_serves_the_filled_statuses(old_base: Path) -> None:
+    """The web UI's service answers from the index at once and re-scans in the background;
+    the filled statuses are a new data version, so no answer cached before them is served."""
+    service = QueryService(old_base, rescan_interval=0.0, stale_after=0.0)
+    try:
+        deadline = time.monotonic() + 10
+        while _dirs(service.search({"status": {"eq": "running"}})) != ["./killed"]:
+            assert time.monotonic() < deadline, "the filled statuses never showed"
+            time.sleep(0.05)
+    finally:
+        service.close()
