@@ -23,9 +23,10 @@ from trainledger.storage import list_lineage_files, read_records
 
 __all__ = ["read_status"]
 
-# LineageEvent's oneof ``what`` (lineage.proto): the kinds that start a new training, and the
-# evaluation, which only updates the current one
+# LineageEvent's oneof ``what`` (lineage.proto): the kinds that start a new training, the
+# evaluation, which only updates the current one, and the members that are not lineage
 _TRAIN, _EVAL, _GRAPH, _RUN = 6, 7, 9, 100
+_VERSION, _USER_INFO = 3, 10
 _STARTS_TRAINING = frozenset({_TRAIN, _GRAPH, _RUN})
 _LENGTH_DELIMITED, _VARINT, _FIXED64, _FIXED32 = 2, 0, 1, 5
 
@@ -59,7 +60,7 @@ def _kind(payload: bytes) -> tuple[int | None, bytes]:
             size, pos = _varint(payload, pos)
             if field in (_TRAIN, _EVAL, _GRAPH, _RUN):
                 kind, body = field, payload[pos : pos + size]
-            elif field >= 3:  # another member of the oneof (version, user info): not lineage
+            elif field in (_VERSION, _USER_INFO):  # the oneof's last member wins
                 kind, body = None, b""
             pos += size
         else:
