@@ -44,6 +44,10 @@ def test_the_old_index_answers_without_re_parsing(old_base: Path) -> None:
         assert index.get_annotations() == {
             "./adam_lr001": {"tag": 5, "remark": "from the original version"}
         }
+        # migrated to schema 5 in place: MindSpore's runs have no run record, so no status
+        assert stats.statuses == 0
+        assert index.query({"status": {"in": [None]}})["count"] == 4
+        assert index.query({"status": {"eq": "finished"}})["count"] == 0
     assert not list((old_base / ".trainledger").glob("index.db.damaged*"))
 
 

@@ -92,6 +92,16 @@ INVALID: list[tuple[Any, str]] = [
         "The parameter user_defined/team is invalid. It should be a dict and the value should be "
         "a string, an integer or a float.",
     ),
+    (
+        {"status": {"eq": 3}},
+        "The parameter status is invalid. It should be a dict and the value should be a string "
+        "(running, finished, failed or stopped).",
+    ),
+    (
+        {"status": {"gt": "failed"}},
+        "The parameter status is invalid. Its operation should be `eq`, `in` or `not_in`.",
+    ),
+    ({"status": "finished"}, "TypeError. The search_condition element status should be dict."),
 ]
 
 
@@ -116,6 +126,9 @@ def test_sorted_name_message_lists_fields() -> None:
         {"limit": 1},
         {"offset": 100000},
         {"sorted_name": "tag"},
+        {"sorted_name": "status", "sorted_type": "descending"},
+        {"status": {"eq": "finished"}},
+        {"status": {"in": ["failed", None], "not_in": ["stopped"]}},
         {"sorted_name": "metric/acc", "sorted_type": None},
         {"learning_rate": {"not_in": [0.1]}},
         {"metric/acc": {"not_in": [1, 2.5]}},

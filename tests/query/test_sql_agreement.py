@@ -31,6 +31,7 @@ INT_FIELDS = [
     "model_size",
 ]
 STR_FIELDS = ["loss_function", "train_dataset_path", "test_dataset_path", "network", "optimizer"]
+STATUSES = st.sampled_from(["running", "finished", "failed", "stopped", "Finished", ""])
 
 
 @st.composite
@@ -50,6 +51,7 @@ def record(draw: Any, i: int) -> dict[str, Any]:
         st.dictionaries(st.sampled_from(["team", "trial"]), SCALAR, max_size=2)
     )
     r["dataset_graph"] = draw(GRAPHS)
+    r["status"] = draw(st.one_of(st.none(), STATUSES))
     return r
 
 
@@ -71,6 +73,7 @@ FIELD = st.sampled_from(
         "user_defined/trial",
         "summary_dir",
         "dataset_mark",
+        "status",
     ]
 )
 
@@ -82,6 +85,8 @@ def _value_for(field: str) -> st.SearchStrategy[Any]:
         return STRS if field != "summary_dir" else st.sampled_from(["./r0", "./r1", "r2"])
     if field == "dataset_mark":
         return st.sampled_from(["1", "2", "3"])
+    if field == "status":
+        return st.one_of(STATUSES, NUMS)  # a number: refused by validation, as on str fields
     if field.startswith("user_defined/"):
         return SCALAR
     return NUMS
@@ -136,6 +141,8 @@ def test_sql_agrees_with_python(
         for i, tag in tags.items():
             index.set_annotation(f"./r{i}", tag=tag)
         stored = index.records()
+        by_dir = {r["summary_dir"]: r.get("status") for r in records}
+        assert {r["summary_dir"]: r["status"] for r in stored} == by_dir  # the column's values
         checked = 0
         for raw in conds:
             try:
@@ -157,6 +164,7 @@ def test_agreement_on_a_fixed_corpus_with_every_operator() -> None:
             "metric": m,
             "user_defined": u,
             "dataset_graph": {"g": i % 2},
+            "status": (None, "finished", "failed", "running")[i],
         }
         for i, (b, o, lr, m, u) in enumerate(
             [
@@ -174,13 +182,22 @@ def test_agreement_on_a_fixed_corpus_with_every_operator() -> None:
             "learning_rate": [0.1, [0.05]],
             "metric/acc": [0.5, [0.9]],
             "user_defined/t": [1, "x", [1, "x", None]],
+            "status": ["finished", ["failed", "running"], ["finished", None]],
         }.items()
         for v in vals
         for op in (["in", "not_in"] if isinstance(v, list) else ["eq", "lt", "gt", "le", "ge"])
+        if f != "status" or op in ("eq", "in", "not_in")  # a string field: no ordering
     ]
     conds += [
         {"sorted_name": f, "sorted_type": t}
-        for f in ("batch_size", "metric/acc", "user_defined/t", "optimizer", "dataset_mark")
+        for f in (
+            "batch_size",
+            "metric/acc",
+            "user_defined/t",
+            "optimizer",
+            "dataset_mark",
+            "status",
+        )
         for t in ("ascending", "descending")
     ]
     with tempfile.TemporaryDirectory() as base, LineageIndex(base) as index:
@@ -189,3 +206,6 @@ def test_agreement_on_a_fixed_corpus_with_every_operator() -> None:
         for cond in conds:
             valid = index._resolve(validate_condition(cond))
             assert index.query(cond, refresh=False) == evaluate(stored, valid), cond
+        finished = index.query({"status": {"eq": "finished"}}, refresh=False)
+        assert [o["summary_dir"] for o in finished["object"]] == ["./r1"]
+        assert "status" not in finished["object"][0]["model_lineage"]  # not MindInsight's

@@ -278,6 +278,20 @@ def test_where_compiles_to_a_condition(client) -> None:  # type: ignore[no-untyp
     assert r.json() == {"condition": {"metric/accuracy": {"gt": 0.5}, "epoch": {"in": [1, 2]}}}
 
 
+def test_status_filters_and_sorts_the_runs(client, base: Path) -> None:  # type: ignore[no-untyped-def]
+    sample_run(base, "crashed", 8, status="failed")
+    sample_run(base, "live", 9, status="running")
+    r = client.post("/api/v1/runs", params={"where": "status != finished"}, json={})
+    assert sorted(ids(r)) == ["crashed", "live"]
+    assert all("status" not in obj["model_lineage"] for obj in r.json()["object"])
+    r = client.post("/api/v1/runs", json={"status": {"eq": "running"}})
+    assert ids(r) == ["live"] and r.json()["object"][0]["run"]["status"] == "running"
+    r = client.post("/api/v1/runs", json={"sorted_name": "status", "sorted_type": "descending"})
+    assert ids(r)[0] == "live" and ids(r)[-1] == "crashed"  # running > finished > failed
+    assert "run/status" in client.post("/api/v1/runs/columns", json={}).json()["sortable"]
+    assert "run/hostname" not in client.post("/api/v1/runs/columns", json={}).json()["sortable"]
+
+
 def test_objects_carry_run_extension_fields(client, base: Path) -> None:  # type: ignore[no-untyped-def]
     sample_run(base, "crashed", 8, status="failed")
     r = client.post("/api/v1/runs", json={"sorted_name": "summary_dir", "limit": 10, "offset": 0})

@@ -167,6 +167,30 @@ def test_filter_box_changes_table_and_chart(page: Any, live: LiveServer) -> None
     wait_rows(page, N_RUNS)
 
 
+def test_status_filters_and_sorts_the_table(page: Any, tmp_path: Path) -> None:
+    base = make_base(tmp_path / "runs", n=3, scalars=0)
+    sample_run(base, "crashed", 4, status="failed")
+    sample_run(base, "live", 5, status="running")
+    server = LiveServer(base).start()
+    try:
+        open_view(page, server.url, "lineage")
+        wait_rows(page, 5)
+        page.fill("#filter-input", "status != finished")
+        page.click("#filter-form button[type=submit]")
+        wait_rows(page, 2)
+        assert sorted(table_runs(page)) == ["crashed", "live"]
+        page.click("#filter-clear")
+        wait_rows(page, 5)
+        page.locator('#runs-table th[data-column="run/status"]').click()  # ascending
+        page.wait_for_function(
+            "document.querySelector('#runs-table tbody tr').dataset.run === 'crashed'"
+        )
+        assert table_runs(page)[-1] == "live"  # failed < finished < running
+        shot(page, "lineage-status-sorted")
+    finally:
+        server.stop()
+
+
 def test_brush_on_an_axis_filters_the_table(page: Any, live: LiveServer) -> None:
     open_view(page, live.url, "lineage")
     wait_rows(page, N_RUNS)

@@ -56,7 +56,7 @@ def _csv(result: dict[str, Any]) -> str:
     multiple=True,
     metavar="EXPR",
     help="FIELD OP VALUE, e.g. 'optimizer = Adam', 'learning_rate > 0.05', "
-    "'metric/Accuracy >= 0.9', 'batch_size in [16, 32]'. Repeat to AND.",
+    "'metric/Accuracy >= 0.9', 'batch_size in [16, 32]', 'status = finished'. Repeat to AND.",
 )
 @click.option("--sort", "-s", metavar="[-]FIELD", help="Sort by FIELD; '-' for descending.")
 @click.option("--limit", "-n", type=int, help="Runs per page (1..100).")
@@ -94,7 +94,7 @@ def lineage(
     columns: str | None,
 ) -> None:
     """Filter, sort and page the lineage of the runs under BASE."""
-    from trainledger.query import FIELDS, filter_summary_lineage, parse_where  # on use
+    from trainledger.query import FIELDS, RUN_FIELDS, filter_summary_lineage, parse_where
 
     try:
         condition = parse_where(wheres, sort=sort, limit=limit, page=page)
@@ -112,7 +112,8 @@ def lineage(
     except (LineageError, ValueError) as exc:
         hint = ""
         if "not supported" in str(exc) or "sorted_name must be" in str(exc):
-            hint = f"\nfields: {', '.join(FIELDS)}, metric/<name>, user_defined/<name>"
+            names = ", ".join([*FIELDS, *RUN_FIELDS])
+            hint = f"\nfields: {names}, metric/<name>, user_defined/<name>"
         raise click.ClickException(f"{exc}{hint}") from exc
     _check_named_columns(result, condition, columns)
     if fmt in ("json", "csv"):  # output meant to leave the machine: TRAINLEDGER_REDACT applies

@@ -7,6 +7,7 @@
 * ``writer``      the process's append-only, fsynced writer per run directory; it creates each
   file with a unique, increasing ``<unix_ts>`` (the names themselves: ``trainledger.storage``)
 * ``reader``      ``read_lineage(run_dir)``: ``get_summary_lineage``'s dict (no torch needed)
+* ``skim``        ``read_status(run_dir)``: the run's status alone, decoding only run events
 * ``analyzers``   torch objects -> plain values (dataset walk, backbone, optimizer, env)
 
 The callbacks that use them are ``trainledger.callbacks.lineage.TrainLineage/EvalLineage``.
@@ -52,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "file_size": "trainledger.lineage.run_facts",
     "latest_checkpoint": "trainledger.lineage.run_facts",
     "run_status": "trainledger.lineage.run_facts",
+    "read_status": "trainledger.lineage.skim",
     "get_writer": "trainledger.lineage.writer",
 }
 
@@ -75,6 +77,7 @@ __all__ = [
     "network_name",
     "optimizer_name",
     "read_lineage",
+    "read_status",
     "REDACT_ENV",
     "redact_event",
     "redact_object",
@@ -122,4 +125,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from trainledger.lineage.redaction import REDACT_ENV, Redaction, redact_event, redact_object
     from trainledger.lineage.run_facts import as_int, file_size, latest_checkpoint, run_status
+    from trainledger.lineage.skim import read_status
     from trainledger.lineage.writer import get_writer

@@ -5,8 +5,9 @@ Public names (``__all__``): MindInsight's ``get_summary_lineage`` and
 ``set_annotation``, ``get_annotations``); ``QueryService`` (an index with background re-scans,
 data versions and a result cache, for long-lived readers such as the web UI);
 ``lineage_table`` and ``flatten_object``/``flatten_result`` (flat rows); ``parse_where``
-(the ``FIELD OP VALUE`` compiler); ``FIELDS``, ``CONTROL_KEYS`` and ``lineage_types`` of
-search conditions. Nothing here imports torch.
+(the ``FIELD OP VALUE`` compiler); ``FIELDS`` (MindInsight's), ``RUN_FIELDS`` (trainledger's:
+``status``), ``CONTROL_KEYS`` and ``lineage_types`` of search conditions. Nothing here imports
+torch.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     "CONTROL_KEYS": "trainledger.query.conditions",
     "FIELDS": "trainledger.query.conditions",
     "HYPERPARAMETERS": "trainledger.query.conditions",
+    "RUN_FIELDS": "trainledger.query.conditions",
     "lineage_types": "trainledger.query.conditions",
     "MIN_RUNS": "trainledger.query.importance",
     "hyperparameter_importance": "trainledger.query.importance",
@@ -64,6 +66,7 @@ __all__ = [
     "QueryService",
     "read_audit",
     "restore_run",
+    "RUN_FIELDS",
     "run_id_of",
     "token_fingerprint",
     "UNSET",
@@ -74,7 +77,13 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.query.annotations import UNSET
     from trainledger.query.audit import append_audit, cli_actor, read_audit, token_fingerprint
-    from trainledger.query.conditions import CONTROL_KEYS, FIELDS, HYPERPARAMETERS, lineage_types
+    from trainledger.query.conditions import (
+        CONTROL_KEYS,
+        FIELDS,
+        HYPERPARAMETERS,
+        RUN_FIELDS,
+        lineage_types,
+    )
     from trainledger.query.importance import MIN_RUNS, hyperparameter_importance
     from trainledger.query.index import LineageIndex
     from trainledger.query.lineage_api import filter_summary_lineage, get_summary_lineage

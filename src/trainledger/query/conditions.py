@@ -20,6 +20,8 @@ Documented differences from MindInsight (fixes):
 - Two operations on ``summary_dir`` or ``lineage_type`` (``{"eq": ..., "in": ...}``) are
   rejected with MindInsight's documented "More than one operation of <field>." (2.3.1 ANDed
   them silently).
+- ``status`` (trainledger's run state, see ``RUN_FIELDS``) is a field like the string fields
+  (``eq``, ``in``, ``not_in``) and a ``sorted_name``; MindInsight had no such field.
 - Every bad condition raises ``LineageSearchConditionParamError`` (a ``LineageError``),
   never another type; numbers of any size are accepted (see ``numbers.py`` for how integers
   beyond 64 bits compare).
@@ -71,6 +73,11 @@ INT_FIELDS = frozenset(
     }
 )
 FLOAT_FIELDS = frozenset({"learning_rate", "loss"})
+#: trainledger's own filterable fields (not MindInsight's): from the run record, so they are
+#: allowed in conditions and sorting but never shown in ``model_lineage``. ``status`` is the
+#: run's state as written by the training (running, finished, failed, stopped; None when the
+#: lineage has no run record, as in MindSpore's files).
+RUN_FIELDS: tuple[str, ...] = ("status",)
 OPERATORS: tuple[str, ...] = ("eq", "lt", "gt", "le", "ge", "in", "not_in")
 # Keys of a search condition that are not field filters.
 CONTROL_KEYS = ("limit", "offset", "sorted_name", "sorted_type", "lineage_type")
@@ -120,6 +127,8 @@ _FIELD_MESSAGES: dict[str, str] = {
     "It should be an integer between 0 and pow(2, 63) -1.",
     "dataset_mark": "The parameter dataset_mark is invalid. It should be a string.",
     "lineage_type": "The parameter lineage_type is invalid. It should be 'dataset' or 'model'.",
+    "status": "The parameter status is invalid. It should be a dict and the value should be "
+    "a string (running, finished, failed or stopped).",
 }
 _PREFIX = "Search_condition param error: "
 # Fields that take exactly one operation (MindInsight's documented rule).
@@ -145,7 +154,11 @@ def is_field(name: Any) -> bool:
     """Whether ``name`` is a filterable/sortable field (after normalization)."""
     if not isinstance(name, str):
         return False
-    return name in FIELDS or any(name.startswith(p) and len(name) > len(p) for p in PREFIXES)
+    return (
+        name in FIELDS
+        or name in RUN_FIELDS
+        or any(name.startswith(p) and len(name) > len(p) for p in PREFIXES)
+    )
 
 
 def _is_scalar(value: Any) -> bool:
@@ -247,11 +260,13 @@ def _validate_fields(cond: dict[str, Any]) -> None:
         raise _fail(_FIELD_MESSAGES["offset"])
     if "lineage_type" in cond and not isinstance(cond["lineage_type"], dict):
         raise _fail(_FIELD_MESSAGES["lineage_type"])
-    # MindInsight ran its validators in the alphabetical order of their method names.
+    # MindInsight ran its validators in the alphabetical order of their method names; ours
+    # (RUN_FIELDS) come after them.
     order = sorted(
         [f for f in (*FIELDS, "lineage_type") if f in cond],
         key=lambda f: "check_" + f,
     )
+    order += [f for f in RUN_FIELDS if f in cond]
     for field in order:
         ops = cond[field]
         try:
@@ -271,7 +286,7 @@ def _validate_fields(cond: dict[str, Any]) -> None:
                 ]
                 if not set(wanted).issubset(LINEAGE_TYPES):
                     raise _Invalid(f"Given lineage type should be one of {list(LINEAGE_TYPES)}.")
-            elif field in STR_FIELDS:
+            elif field in STR_FIELDS or field in RUN_FIELDS:
                 _check_operation(ops)
                 _check_typed(ops, "str")
             elif field in INT_FIELDS:

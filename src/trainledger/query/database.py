@@ -4,7 +4,9 @@ Why split from ``index.py``: the concurrency rules live here in one place. The d
 WAL mode (readers never block the writer), every write is a short ``BEGIN IMMEDIATE``
 transaction (so a writer waits on the busy handler instead of failing on a lock upgrade), and
 ``retrying`` re-runs an operation on "database is locked/busy" with backoff, so that error never
-reaches the user. The index is derived data: a schema mismatch or a damaged file rebuilds it.
+reaches the user. The index is derived data: a damaged file or an unknown schema version
+rebuilds it; a known older version is migrated in place (``MIGRATIONS``), so an upgrade does
+not re-parse every run.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from typing import TypeVar
 from trainledger.errors import LineageQuerySummaryDataError
 from trainledger.storage import INDEX_DIRNAME, exclusive_lock
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
+#: the key in ``meta`` telling the index to fill ``runs.status`` of the runs a migration kept
+STATUS_BACKFILL = "status_backfill"
 BUSY_TIMEOUT_MS = 20_000
 RETRY_SECONDS = 120.0
 T = TypeVar("T")
@@ -40,7 +44,7 @@ CREATE TABLE IF NOT EXISTS runs (
     custom_types TEXT NOT NULL,
     loss_function, train_dataset_path, train_dataset_count, test_dataset_path,
     test_dataset_count, network, optimizer, learning_rate, epoch, batch_size, device_num,
-    loss, model_size, dataset_mark
+    loss, model_size, dataset_mark, status
 );
 CREATE INDEX IF NOT EXISTS runs_default_order ON runs (update_time DESC, summary_dir);
 CREATE TABLE IF NOT EXISTS records (run_id INTEGER PRIMARY KEY, record TEXT NOT NULL);
@@ -59,6 +63,15 @@ CREATE TABLE IF NOT EXISTS annotations (
 );
 """
 _TABLES = ("meta", "runs", "records", "custom", "unreadable", "marks", "listings", "annotations")
+#: version -> the statements that bring an index of that version to the next one
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # 5: the run's status is a query field. Its column starts empty; the index fills it from
+    # the runs' run events only (``LineageIndex``, ``lineage.read_status``), not by re-parsing.
+    4: (
+        "ALTER TABLE runs ADD COLUMN status",
+        f"INSERT OR REPLACE INTO meta (key, value) VALUES ('{STATUS_BACKFILL}', 1)",
+    ),
+}
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -226,8 +239,26 @@ def _version(conn: sqlite3.Connection) -> int | None:
     return int(row[0]) if row else None
 
 
+def _migrate(conn: sqlite3.Connection, current: int | None) -> bool:
+    """Bring an index of an older version to ``SCHEMA_VERSION`` in place, if every step is
+    known (inside the caller's transaction). True if it did."""
+    steps: list[str] = []
+    while current is not None and current != SCHEMA_VERSION and current in MIGRATIONS:
+        steps.extend(MIGRATIONS[current])
+        current += 1
+    if current != SCHEMA_VERSION or not steps:
+        return False
+    for statement in steps:
+        conn.execute(statement)
+    conn.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
+    )
+    return True
+
+
 def ensure_schema(conn: sqlite3.Connection) -> bool:
-    """Create the schema, or drop and recreate it on a version mismatch. True if (re)built."""
+    """Create the schema, migrate a known older one, or drop and recreate it on any other
+    version. True if (re)built (a migrated index keeps its runs: False)."""
     if _version(conn) == SCHEMA_VERSION:
         return False
 
@@ -235,7 +266,7 @@ def ensure_schema(conn: sqlite3.Connection) -> bool:
         conn.execute("BEGIN IMMEDIATE")
         try:
             current = _version(conn)
-            if current == SCHEMA_VERSION:
+            if current == SCHEMA_VERSION or _migrate(conn, current):
                 conn.execute("COMMIT")
                 return False
             if current is not None or _has_tables(conn):

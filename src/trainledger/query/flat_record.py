@@ -60,4 +60,12 @@ def to_record(lineage: dict[str, Any], summary_dir: str, update_time: float) -> 
     record["user_defined"] = _clean_dict(lineage.get("user_defined"))
     record["dataset_graph"] = lineage.get("dataset_graph") or {}
     record["update_time"] = float(update_time)
+    record["status"] = status_of(lineage)
     return record
+
+
+def status_of(lineage: dict[str, Any]) -> str | None:
+    """The run record's status (running, finished, ...), None without a run record."""
+    run = lineage.get("run")
+    status = run.get("status") if isinstance(run, dict) else None
+    return status if isinstance(status, str) else None

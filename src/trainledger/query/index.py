@@ -4,8 +4,9 @@ Why: MindInsight re-parsed every lineage file on every query. Here each query fi
 cheap scan (a directory listing plus a stat of each lineage file) and re-parses only runs whose
 lineage files are new or changed; filtering, sorting and paging then run in SQL. The index is
 derived from the files: deleting ``index.db`` loses nothing (annotations live in
-``annotations.json`` beside it and are read back), a schema-version change rebuilds it, and
-several processes may scan, query and train at once (see ``store.py``).
+``annotations.json`` beside it and are read back), an index of an older schema is migrated in
+place (the runs' status, new in schema 5, is then filled from their run events alone), and
+several processes may scan, query and train at once (see ``database.py``).
 
 ``LineageIndex`` is reusable (the web server keeps one per base): it holds one connection,
 reopens it if the file was deleted, and is safe to share between threads.
@@ -43,6 +44,7 @@ from trainledger.query.discovery import (
 )
 from trainledger.query.flat_record import to_record
 from trainledger.query.sql import compile_order, compile_where
+from trainledger.query.status_fill import fill_statuses
 from trainledger.storage import INDEX_FILE
 
 __all__ = ["LineageIndex", "ScanStats"]
@@ -58,6 +60,7 @@ class ScanStats:
     parsed: int = 0  # runs (re-)parsed because their lineage files were new or changed
     removed: int = 0  # runs gone from disk
     unreadable: int = 0  # runs whose lineage files held no usable lineage
+    statuses: int = 0  # runs of a migrated index whose status was filled from their run events
 
 
 def _default_reader(run_dir: str) -> dict[str, Any]:
@@ -103,6 +106,7 @@ class LineageIndex:
         self._synced: dict[str, RunFiles] = {}
         self._synced_generation: int | None = None
         self._checked: list[RunFiles] | None = None  # last scan result found fully in sync
+        self._statuses_filled = False  # no status of a migrated index left to fill
 
     # -- connection -----------------------------------------------------------------------
 
@@ -131,6 +135,7 @@ class LineageIndex:
         self._known_generation = None
         self._listings_loaded = False
         self._synced, self._synced_generation, self._checked = {}, None, None
+        self._statuses_filled = False
         return self._conn
 
     def _damage(self, exc: Exception) -> str | None:
@@ -246,6 +251,9 @@ class LineageIndex:
                     bump=False,
                 )
             stats = ScanStats(runs=len(on_disk))
+            if not self._statuses_filled:
+                stats.statuses = fill_statuses(self._read, self._write, on_disk)
+                self._statuses_filled = True
             seen = self._read(self._known_signatures)
             if self._synced_generation != self._known_generation:
                 self._synced = {}

@@ -14,14 +14,16 @@ from collections.abc import Iterable
 from typing import Any
 
 from trainledger.query import semantics
-from trainledger.query.conditions import FIELDS
+from trainledger.query.conditions import FIELDS, RUN_FIELDS
 from trainledger.query.discovery import DirListing, RunFiles
 from trainledger.query.flat_record import graph_hash
 from trainledger.query.numbers import sql_number
 
 log = logging.getLogger(__name__)
 
-_VALUE_COLUMNS = [f for f in FIELDS if f != "summary_dir"]
+# MindInsight's fields, then ours (``status``: a column only, the record JSON leaves it out so
+# the column, which the migration from schema 4 fills, is the one source)
+_VALUE_COLUMNS = [f for f in FIELDS if f != "summary_dir"] + list(RUN_FIELDS)
 _INSERT_RUN = (
     "INSERT INTO runs (summary_dir, signature, update_time, graph_hash, custom_types, "
     + ", ".join(_VALUE_COLUMNS)
@@ -104,7 +106,7 @@ def insert_record(conn: sqlite3.Connection, record: semantics.Record, signature:
     ghash = graph_hash(record.get("dataset_graph"))
     record = dict(record)
     record["dataset_mark"] = assign_mark(conn, ghash)
-    stored = {k: v for k, v in record.items() if k != "added_info"}
+    stored = {k: v for k, v in record.items() if k != "added_info" and k not in RUN_FIELDS}
     pairs = [
         (f"{group}/{key}", value)
         for group in ("metric", "user_defined")
@@ -133,7 +135,7 @@ def insert_record(conn: sqlite3.Connection, record: semantics.Record, signature:
     )
 
 
-def _record(row: tuple[str, Any, Any]) -> semantics.Record:
+def _record(row: tuple[str, Any, Any, Any]) -> semantics.Record:
     record: semantics.Record = json.loads(row[0])
     added = {}
     if row[1] is not None:
@@ -141,11 +143,12 @@ def _record(row: tuple[str, Any, Any]) -> semantics.Record:
     if row[2] is not None:
         added["remark"] = row[2]
     record["added_info"] = added
+    record["status"] = row[3]
     return record
 
 
 _RECORD_SELECT = (
-    "SELECT runs.id, r.record, a.tag, a.remark FROM runs "
+    "SELECT runs.id, r.record, a.tag, a.remark, runs.status FROM runs "
     "JOIN records AS r ON r.run_id = runs.id "
     "LEFT JOIN annotations AS a ON a.run_id = runs.summary_dir"
 )
@@ -182,13 +185,13 @@ def fetch(
         part = ids[start : start + _IN_CHUNK]
         marks = ", ".join("?" for _ in part)
         for run_id, *row in conn.execute(f"{_RECORD_SELECT} WHERE runs.id IN ({marks})", part):
-            by_id[run_id] = _record((row[0], row[1], row[2]))
+            by_id[run_id] = _record((row[0], row[1], row[2], row[3]))
     return count, [by_id[i] for i in ids], types
 
 
 def all_records(conn: sqlite3.Connection) -> list[semantics.Record]:
     """Every indexed run's record (with dataset_mark and added_info)."""
-    return [_record((row[1], row[2], row[3])) for row in conn.execute(_RECORD_SELECT)]
+    return [_record((row[1], row[2], row[3], row[4])) for row in conn.execute(_RECORD_SELECT)]
 
 
 def load_listings(conn: sqlite3.Connection) -> dict[str, DirListing]:

@@ -6,7 +6,8 @@ no cap on the number of runs (MindInsight stopped at 999); ``customized`` descri
 result, not the current page; ``dataset_mark`` numbers never collide and stay stable as runs
 are added (numbered from 1 in order of first appearance); ``not_in`` accepted on numeric
 fields; ``metric_<name>`` accepted for ``metric/<name>``; run directories may be nested
-(``max_depth``); ``added_info`` carries the run's annotations (tag, remark).
+(``max_depth``); ``added_info`` carries the run's annotations (tag, remark); a run's
+``status`` can be filtered and sorted on.
 """
 
 from __future__ import annotations
@@ -122,8 +123,11 @@ def filter_summary_lineage(
     0.05}}``; fields summary_dir, loss_function, train_dataset_path, train_dataset_count,
     test_dataset_path, test_dataset_count, network, optimizer, learning_rate, epoch,
     batch_size, device_num, loss, model_size, dataset_mark, ``metric/<name>``,
-    ``user_defined/<name>``; operators eq, lt, gt, le, ge, in, not_in), ``sorted_name``,
-    ``sorted_type``, ``offset`` (page number), ``limit`` (page size), ``lineage_type``.
+    ``user_defined/<name>``, and trainledger's ``status``; operators eq, lt, gt, le, ge, in,
+    not_in), ``sorted_name``, ``sorted_type``, ``offset`` (page number), ``limit`` (page size),
+    ``lineage_type``. ``status`` is the run record's state (running, finished, failed,
+    stopped; None without a run record, as in MindSpore's files): a filter and a sort key
+    that ``model_lineage`` never shows, so answers keep MindInsight's shape.
 
     Returns ``{"customized": {...}, "object": [...], "count": N}``; each object has
     ``summary_dir`` ("./run1"), ``model_lineage``, ``dataset_graph`` and ``added_info``.

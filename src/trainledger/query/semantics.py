@@ -2,8 +2,10 @@
 
 A *record* is one run flattened the way MindInsight's querier saw it: the fields of
 ``conditions.FIELDS`` (``summary_dir`` relative to the base, e.g. ``"./run1"``), plus
-``metric``, ``user_defined`` and ``dataset_graph`` dicts, ``update_time`` (seconds) and
-``added_info`` ({"tag": int, "remark": str}, keys present only when set).
+``metric``, ``user_defined`` and ``dataset_graph`` dicts, ``update_time`` (seconds),
+``added_info`` ({"tag": int, "remark": str}, keys present only when set) and ``status`` (the
+run record's state, ``conditions.RUN_FIELDS``; None or absent when there is none), which
+conditions and sorting see but ``model_lineage`` never shows (MindInsight has no such field).
 
 The SQL compiler (``sql.py``) implements exactly these rules; tests check that both agree on
 generated corpora. The rules are MindInsight's:

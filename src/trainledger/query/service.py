@@ -118,7 +118,10 @@ class QueryService:
                 return
             stats = self._index.refresh()
             mtime = self._annotations_file_mtime()
-            changed = bool(stats.parsed or stats.removed) or mtime != self._annotations_mtime
+            changed = (
+                bool(stats.parsed or stats.removed or stats.statuses)
+                or mtime != self._annotations_mtime
+            )
             self._annotations_mtime = mtime
             self._checked_at = time.monotonic()
             if changed:

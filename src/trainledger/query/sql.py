@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainledger.query.conditions import FIELDS, filter_items
+from trainledger.query.conditions import FIELDS, RUN_FIELDS, filter_items
 from trainledger.query.numbers import sql_number
 
 # fixed field -> column expression of the ``runs`` table
-_COLUMNS: dict[str, str] = {f: f"runs.{f}" for f in FIELDS}
+_COLUMNS: dict[str, str] = {f: f"runs.{f}" for f in (*FIELDS, *RUN_FIELDS)}
 _CUSTOM = "(SELECT c.value FROM custom AS c WHERE c.run_id = runs.id AND c.name = ?)"
 _TAG = "(SELECT a.tag FROM annotations AS a WHERE a.run_id = runs.summary_dir)"
 _NUM_TYPES = "('integer', 'real')"

@@ -7,6 +7,8 @@ goes through the same validation as any condition, so nothing malformed reaches 
 Operators: ``=`` (or ``==``) eq, ``!=`` not equal (``not_in [v]``), ``<`` ``<=`` ``>`` ``>=``,
 ``in`` and ``notin`` (or ``not_in``) with a list ``[a, b]``. Values: numbers (``3``, ``0.05``,
 ``1e-3``), quoted strings (``'a b'`` or ``"a b"``), ``null``, or a bare word (a string).
+Fields: MindInsight's, ``metric/<name>``, ``user_defined/<name>``, and trainledger's run
+``status`` (``status = finished``, ``status in [failed, stopped]``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from trainledger.errors import LineageSearchConditionParamError
-from trainledger.query.conditions import FIELDS, is_field, normalize_field, validate_condition
+from trainledger.query.conditions import (
+    FIELDS,
+    RUN_FIELDS,
+    is_field,
+    normalize_field,
+    validate_condition,
+)
 
 __all__ = ["parse_where", "parse_expression", "parse_value", "parse_sort", "check_field"]
 
@@ -126,7 +134,7 @@ def check_field(field: str, what: str = "field") -> str:
     name = ALIASES.get(field, normalize_field(field))
     if is_field(name) or name == "tag":
         return name
-    known = [*FIELDS, "tag"]
+    known = [*FIELDS, *RUN_FIELDS, "tag"]
     close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     raise _error(

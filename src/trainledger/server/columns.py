@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from trainledger.query import FIELDS
+from trainledger.query import RUN_FIELDS as QUERY_RUN_FIELDS
 
 # The standard model_lineage fields, in the order MindInsight's table shows them (the
 # filterable fields of the query engine).
@@ -22,7 +23,8 @@ STANDARD_FIELDS: tuple[str, ...] = FIELDS
 # The column chooser's groups (metric/ and user_defined/ columns are grouped by prefix).
 HYPERPARAMETERS: tuple[str, ...] = ("learning_rate", "batch_size", "epoch", "device_num")
 METRIC_FIELDS: tuple[str, ...] = ("loss",)
-# our ``run`` extension fields, as columns (shown, exported; not sortable in the index)
+# our ``run`` extension fields, as columns (shown, exported; sortable and filterable only when
+# the index holds them too: ``SORTABLE_RUN_FIELDS``)
 RUN_FIELDS: tuple[str, ...] = (
     "run/status",
     "run/start_time",
@@ -32,6 +34,9 @@ RUN_FIELDS: tuple[str, ...] = (
     "run/hostname",
     "run/git_commit",
 )
+#: run columns the index sorts by: ``run/<field>`` for the query fields ``query.RUN_FIELDS``
+#: (the page sorts ``run/status`` by ``status``)
+SORTABLE_RUN_FIELDS: tuple[str, ...] = tuple(f"run/{f}" for f in QUERY_RUN_FIELDS)
 
 
 def column_group(name: str) -> str:

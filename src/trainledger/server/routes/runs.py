@@ -10,7 +10,12 @@ from fastapi.responses import Response, StreamingResponse
 
 from trainledger.query import flatten_object
 from trainledger.server import schemas
-from trainledger.server.columns import STANDARD_FIELDS, column_group, columns_of
+from trainledger.server.columns import (
+    SORTABLE_RUN_FIELDS,
+    STANDARD_FIELDS,
+    column_group,
+    columns_of,
+)
 from trainledger.server.condition_merge import merge_conditions
 from trainledger.server.dataset_groups import group_datasets
 from trainledger.server.export import csv_parts, on_export_pool, stream_on_pool
@@ -107,7 +112,11 @@ def run_columns(
     for name in names:
         groups[column_group(name)].append(name)
     sortable = [
-        n for n in names if n in STANDARD_FIELDS or n.startswith(("metric/", "user_defined/"))
+        n
+        for n in names
+        if n in STANDARD_FIELDS
+        or n in SORTABLE_RUN_FIELDS
+        or n.startswith(("metric/", "user_defined/"))
     ]
     return {"groups": groups, "sortable": sortable}
 

@@ -50,10 +50,15 @@ function mergeInto(target, extra) {
   return target;
 }
 
+// a sortable run/<field> column (run/status) sorts by the query field of its name
+function sortField(column) {
+  return column.startsWith("run/") ? column.slice(4) : column;
+}
+
 function tableCondition() {
   const cond = mergeInto(mergeInto({}, selectionCondition()), state.brush);
   if (state.sort.name) {
-    cond.sorted_name = state.sort.name;
+    cond.sorted_name = sortField(state.sort.name);
     cond.sorted_type = state.sort.type;
   }
   cond.offset = state.page;
