@@ -105,8 +105,9 @@ def main(mode: str, out: Path) -> None:
     valid = DataLoader(data, batch_size=32, sampler=DistributedSampler(data, shuffle=False))
     model = Model(ddp, torch.nn.CrossEntropyLoss(), optimizer, metrics={"accuracy"})
     seen = Seen(mode, out)
+    integrated = mode not in ("sharded", "fsdp_sharded")
     config = CheckpointConfig(
-        save_checkpoint_steps=10, keep_checkpoint_max=2, integrated_save=mode not in ("sharded", "fsdp_sharded")
+        save_checkpoint_steps=10, keep_checkpoint_max=2, integrated_save=integrated
     )
     resume = mode.endswith("resume")
     callbacks = [
