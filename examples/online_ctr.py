@@ -19,15 +19,25 @@ from trainledger.demos.online_ctr import run
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("online-ctr-runs"),
-                        help="directory for the run, its checkpoints and the stream files")
-    parser.add_argument("--max-steps", type=int, default=2000,
-                        help="stop after this many steps (0: run until Ctrl-C or --max-seconds)")
-    parser.add_argument("--max-seconds", type=float, default=None,
-                        help="stop after this many seconds")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("online-ctr-runs"),
+        help="directory for the run, its checkpoints and the stream files",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=2000,
+        help="stop after this many steps (0: run until Ctrl-C or --max-seconds)",
+    )
+    parser.add_argument(
+        "--max-seconds", type=float, default=None, help="stop after this many seconds"
+    )
     parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--checkpoint-seconds", type=float, default=10.0,
-                        help="save a checkpoint every N seconds")
+    parser.add_argument(
+        "--checkpoint-seconds", type=float, default=10.0, help="save a checkpoint every N seconds"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     result = run(

@@ -194,8 +194,9 @@ class CheckpointConfig:
             ``keep_checkpoint_per_n_minutes`` keeps 1, as MindSpore.
         keep_checkpoint_per_n_minutes: keep one checkpoint per N-minute window; used only
             when ``keep_checkpoint_max`` is 0/None.
-        integrated_save: accepted for compatibility; a single-process state dict is always
-            whole.
+        integrated_save: under torch.distributed, True: rank 0 writes one full-state file
+            (an FSDP state is gathered first); False: every rank writes its shard of a sharded
+            checkpoint directory (docs/distributed.md). Alone, a state is always whole.
         async_save: False, True/"thread" (a named background thread) or "process" (a spawned
             writer process); training waits only for a memory copy.
         saved_network: a ``torch.nn.Module`` to save instead of the trained network.

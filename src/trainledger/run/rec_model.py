@@ -35,7 +35,7 @@ from trainledger.run.batches import dataset_len
 from trainledger.run.callback import Callback, CallbackParams, RunContext
 from trainledger.run.model import Model
 from trainledger.run.outputs import loss_of
-from trainledger.run.steploop import StepLoop
+from trainledger.run.steploop import StepLoop, set_sampler_epoch
 from trainledger.run.stream_commits import StreamCommits
 from trainledger.run.windowed import WindowedMetrics
 
@@ -243,6 +243,7 @@ class _OnlineLoop:
         while True:
             if self._should_stop():  # e.g. a stop requested in on_train_begin
                 return
+            set_sampler_epoch(dataset, cb_params.cur_epoch_num)  # the coming pass, 0-based
             it = iter(dataset)
             first = next(it, _END)
             if first is _END:

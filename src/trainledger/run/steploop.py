@@ -25,7 +25,7 @@ from trainledger.run.callback import RunContext
 from trainledger.run.callback_manager import CallbackManager
 from trainledger.run.distributed import STOP_SYNC_STEPS, agree_stop, is_distributed
 
-__all__ = ["Cycle", "InlineParts", "StepLoop"]
+__all__ = ["Cycle", "InlineParts", "StepLoop", "set_sampler_epoch"]
 
 InlineParts = tuple[torch.nn.Module, Callable[[Any, Any], Any], Any]
 
@@ -113,7 +113,7 @@ class StepLoop:
         (also when a step raises, before the error-path hooks).
         """
         cb_params, run_context = self.cb_params, self.run_context
-        _set_sampler_epoch(dataset, cb_params.cur_epoch_num - 1)
+        set_sampler_epoch(dataset, cb_params.cur_epoch_num - 1)
         begin, end = self.hooks_begin, self.hooks_end
         hooked = begin or end
         call, step_end = self.manager.call, self.step_end
@@ -187,6 +187,8 @@ class StepLoop:
         self.manager.call("on_train_step_begin", run_context)
         steps = 0
         limit = cb_params.sink_size if cb_params.sink_size > 0 else None
+        if not isinstance(source, Cycle):  # a whole pass per sink unit: a new epoch's order
+            set_sampler_epoch(source, cb_params.cur_epoch_num - 1)
         batches = source.take(limit) if isinstance(source, Cycle) else iter(source)
         for batch in batches:
             self.step(batch)
@@ -227,7 +229,7 @@ class Cycle:
             yield batch
 
 
-def _set_sampler_epoch(dataset: Iterable[Any], epoch: int) -> None:
+def set_sampler_epoch(dataset: Iterable[Any], epoch: int) -> None:
     """Reshuffle a ``DistributedSampler`` per epoch, as every torch DDP loop must (0-based)."""
     sampler = getattr(dataset, "sampler", None)
     set_epoch = getattr(sampler, "set_epoch", None)
