@@ -107,7 +107,10 @@ def main(mode: str, out: Path) -> None:
     seen = Seen(mode, out)
     integrated = mode not in ("sharded", "fsdp_sharded")
     config = CheckpointConfig(
-        save_checkpoint_steps=10, keep_checkpoint_max=2, integrated_save=integrated
+        save_checkpoint_steps=10,
+        keep_checkpoint_max=2,
+        integrated_save=integrated,
+        async_save=integrated,  # rank 0's background writer (sharded saves are synchronous)
     )
     resume = mode.endswith("resume")
     callbacks = [

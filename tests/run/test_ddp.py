@@ -118,6 +118,12 @@ def test_fit_under_torchrun(tmp_path: Path, procs: int) -> None:
     final = tmp_path / "ckpt" / f"net-2_{steps_per_epoch(procs)}.ckpt"
     params = load_checkpoint(final)
     assert all(torch.equal(params[k], weights[0][k]) for k in weights[0])
+    spe = steps_per_epoch(procs)
+    last = (2 * spe - 1) // 10 * 10  # the last save by steps before the final one
+    epoch = (last - 1) // spe + 1
+    previous = f"net-{epoch}_{last - (epoch - 1) * spe}.ckpt"
+    kept = sorted(p.name for p in (tmp_path / "ckpt").iterdir())  # async save, retention 2
+    assert kept == sorted([final.name, previous])
 
     # monitors print once per job, not once per rank
     assert done.stdout.count("epoch: 1 step: 5, loss is") == 1
