@@ -5,6 +5,8 @@ Same MLP, same pre-built batches (so data loading does not hide the loop's cost)
 * hand loop:   ``zero_grad; loss_fn(net(x), y).backward(); step`` in a ``for`` loop
 * Model.train without callbacks
 * Model.train with LossMonitor + ProgressBar (drawn to an in-memory terminal)
+* with ``--terminal``: Model.train on a pseudo-terminal, so it adds its default ProgressBar,
+  with LossMonitor(per_print_times=100): what a user at a terminal gets (target: within 3%)
 
 Rounds are interleaved (hand, model, model+callbacks, hand, ...) so a machine shared with
 other work loads every variant alike; rates are steps per second of process CPU time, and the
@@ -20,7 +22,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import statistics
+import threading
 import time
 from collections.abc import Callable
 
@@ -73,6 +77,34 @@ def model_train(batches: Batches, hidden: int, with_callbacks: bool) -> float:
     return len(batches) / elapsed
 
 
+class PseudoTerminal:
+    """stdout on a pseudo-terminal, drained by a thread (as a terminal emulator would read it),
+    so ``Model`` adds its default ``ProgressBar`` exactly as for a user at a terminal."""
+
+    def __init__(self) -> None:
+        master, slave = os.openpty()
+        self._master = master
+        self.stdout = os.fdopen(slave, "w", buffering=1)
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        with contextlib.suppress(OSError):
+            while os.read(self._master, 65536):
+                pass
+
+
+def model_train_on_terminal(batches: Batches, hidden: int, terminal: PseudoTerminal) -> float:
+    """The default terminal experience: Model's own ProgressBar + LossMonitor(100)."""
+    net, opt = make(hidden)
+    model = Model(net, nn.CrossEntropyLoss(), opt)
+    with contextlib.redirect_stdout(terminal.stdout):
+        start = _clock()
+        model.train(1, batches, callbacks=[LossMonitor(per_print_times=100)])
+        elapsed = _clock() - start
+    return len(batches) / elapsed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=250, help="steps per round")
@@ -80,6 +112,11 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    parser.add_argument(
+        "--terminal",
+        action="store_true",
+        help="also train on a pseudo-terminal: Model's default ProgressBar + LossMonitor(100)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)  # one thread: steadier figures on a shared machine
 
@@ -96,6 +133,11 @@ def main() -> None:
         "Model.train, no callbacks": lambda: model_train(batches, args.hidden, False),
         "Model.train, LossMonitor+ProgressBar": lambda: model_train(batches, args.hidden, True),
     }
+    if args.terminal:
+        terminal = PseudoTerminal()
+        variants["default on a pty (bar + LossMonitor)"] = lambda: model_train_on_terminal(
+            batches, args.hidden, terminal
+        )
     for fn in variants.values():  # warm-up: allocator, autograd graph caches
         fn()
     rates: dict[str, list[float]] = {name: [] for name in variants}

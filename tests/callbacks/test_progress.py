@@ -59,3 +59,30 @@ def test_model_adds_a_bar_only_on_a_tty(monkeypatch: pytest.MonkeyPatch) -> None
 def test_bad_refresh_interval() -> None:
     with pytest.raises(ValueError, match="refresh_interval expected seconds >= 0"):
         ProgressBar(refresh_interval=-1)
+
+
+def test_lines_printed_under_the_bar_come_out_in_order_even_when_training_fails(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """LossMonitor's lines are held while the bar is drawn and printed above it at its next
+    draw; none is lost, including those printed just before a failure."""
+    from trainledger.callbacks.monitors import LossMonitor
+    from trainledger.errors import CallbackError
+
+    class Fail(Callback):
+        def on_train_step_end(self, run_context: object) -> None:
+            cb = run_context.original_args()  # type: ignore[attr-defined]
+            if cb.cur_step_num == 7:
+                print("last words")
+                raise RuntimeError("boom")
+
+    out = io.StringIO()
+    bar = ProgressBar(console=Console(file=out, force_terminal=True, width=120))
+    with pytest.raises(CallbackError):
+        model().train(3, data(n=32), callbacks=[LossMonitor(1), bar, Fail()])
+    assert sys.stdout is not None and not bar.active
+    printed = capsys.readouterr().out + out.getvalue()
+    steps = [f"epoch: {e} step: {s}," for e in (1, 2) for s in (1, 2, 3, 4)][:7]
+    positions = [printed.index(line) for line in steps]
+    assert positions == sorted(positions)
+    assert printed.index("last words") > positions[-1]
