@@ -16,12 +16,13 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 SETTINGS = {"intervals": [[1, 2, 3, 4], [5, 6, 8, 10, 12]], "num_samples": 40, "landscape_size": 5}
 
 
-def make_structure_base(base: Path) -> Path:
+def make_structure_base(base: Path, size: int = 5) -> Path:
+    """The two runs under ``base``; ``size`` is the landscapes' grid (5 x 5 by default)."""
     import trainledger
     from tests.landscape.helpers import data, train_run
 
     base.mkdir(parents=True, exist_ok=True)
-    model, net = train_run(base / "ours", SETTINGS)
+    model, net = train_run(base / "ours", {**SETTINGS, "landscape_size": size})
     landscape = trainledger.SummaryLandscape(base / "ours", seed=0, show_progress=False)
     landscape.gen_landscapes_with_multi_process(lambda: (model, net, data(), {"loss"}))
     landscape.clean_ckpt()
