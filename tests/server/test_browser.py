@@ -602,6 +602,9 @@ def test_graph_of_a_trained_run_has_module_boxes_that_close(
     drawn = pixels(page, section.locator(".graph-canvas"))
     assert drawn["inked"] > 0.01 * drawn["total"] and drawn["coloured"] > 500, drawn  # drawn
     doc_image(section, "graph")
+    _click_node(page, "n:Net/Linear[fc1]/linear")  # an operator: its module stays open
+    page.wait_for_timeout(300)
+    assert page.evaluate("trainledger.graph.cy.$id('s:Net/Linear[fc1]').hasClass('open')")
     _click_node(page, "s:Net/Linear[fc1]")  # an open module's box: closes it
     page.wait_for_function("trainledger.graph.cy.$id('s:Net/Linear[fc1]').hasClass('closed')")
     ids = page.evaluate("trainledger.graph.cy.nodes().map(n => n.id())")

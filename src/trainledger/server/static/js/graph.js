@@ -129,8 +129,14 @@ function render(section) {
   const box = $(".graph-canvas", section);
   if (!cy) {
     cy = window.cytoscape({ container: box, style: STYLE, wheelSensitivity: 0.3, minZoom: 0.05 });
-    cy.on("tap", "node.closed", (event) => toggle(section, event.target.data("scope"), true));
-    cy.on("tap", "node.open", (event) => toggle(section, event.target.data("scope"), false));
+    // On the core, not on nodes: a tap bubbles from a node to the modules around it, which
+    // would close the module holding whatever was clicked.
+    cy.on("tap", (event) => {
+      const node = event.target;
+      if (node === cy || !node.isNode()) return;
+      if (node.hasClass("closed")) toggle(section, node.data("scope"), true);
+      else if (node.hasClass("open")) toggle(section, node.data("scope"), false);
+    });
   }
   cy.batch(() => {
     cy.elements().remove();
