@@ -166,3 +166,15 @@ def test_graph_view_reads_output_indices_and_control_edges() -> None:
         ("Net/split", "Net/Block[b]"),
         ("Net/Block[b]", "Net/out"),
     }
+
+
+def test_a_graph_too_large_even_at_the_top_keeps_its_operators() -> None:
+    weights = [GraphNode(f"w{i}", "Parameter", shapes=((2,),)) for i in range(30)]
+    ops = [GraphNode(f"op{i}", "mul", inputs=(f"w{i}",)) for i in range(5)]
+    view = graph_view(pb.GraphDef.FromString(graph_def_bytes(weights + ops)), max_nodes=10)
+    assert view["truncated"] and view["total_nodes"] == 35 and view["collapsed_depth"] is None
+    ids = [n["id"] for n in view["nodes"]]
+    assert len(ids) == 10 and {f"op{i}" for i in range(5)} <= set(ids)
+    assert {(e["source"], e["target"]) for e in view["edges"]} == {
+        (f"w{i}", f"op{i}") for i in range(5)
+    }

@@ -22,6 +22,8 @@ __all__ = ["MAX_NODES", "graph_view"]
 
 #: Nodes sent at most; a larger graph is collapsed to module level (see the module docstring).
 MAX_NODES = 1500
+#: Ops that hold values rather than compute; the first dropped when a graph must be cut.
+VALUE_OPS = frozenset({"Parameter", "Buffer", "Const"})
 _OUTPUT_INDEX = re.compile(r"^(.*):(\d+)$")
 
 
@@ -73,10 +75,11 @@ def _cut(name: str, depth: int) -> str:
 def _collapse(names: list[str], max_nodes: int) -> tuple[dict[str, str], int | None]:
     """Each name -> what stands for it, at the deepest scope depth where at most
     ``max_nodes`` remain (depth None: nothing collapsed)."""
-    if len(names) <= max_nodes:
+    deepest = max((n.count("/") for n in names), default=0)
+    if len(names) <= max_nodes or deepest == 0:  # small, or no scope to collapse
         return {name: name for name in names}, None
     depth = 1
-    for candidate in range(max(n.count("/") for n in names), 0, -1):
+    for candidate in range(deepest, 0, -1):
         if len({_cut(name, candidate) for name in names}) <= max_nodes:
             depth = candidate
             break
@@ -110,7 +113,8 @@ def graph_view(graph: Any, max_nodes: int = MAX_NODES) -> dict[str, Any]:
     "truncated"}``. A node's ``shape`` is its first output's (None: not recorded), an edge's
     the tensor it carries; a collapsed module is a node of op "Module" whose ``count`` is the
     nodes it holds; ``collapsed_depth`` is None unless the graph was collapsed; ``truncated``
-    says nodes were dropped because even the top level had more than ``max_nodes``."""
+    says nodes were dropped because even the top level had more than ``max_nodes``
+    (parameters, buffers and constants first)."""
     nodes: dict[str, _Node] = {}  # graph: a TensorBoard GraphDef (``read_graph``)
     for proto in graph.node:
         nodes[proto.name] = _Node(
@@ -121,8 +125,10 @@ def graph_view(graph: Any, max_nodes: int = MAX_NODES) -> dict[str, Any]:
     for stands_for in shown.values():
         members[stands_for] = members.get(stands_for, 0) + 1
     truncated = len(members) > max_nodes
-    if truncated:
-        kept = set(list(members)[:max_nodes])
+    if truncated:  # operators and modules first (MindSpore lists every weight at the top)
+        values = {s for s in members if s in nodes and nodes[s].op in VALUE_OPS}
+        ranked = [s for s in members if s not in values] + [s for s in members if s in values]
+        kept = set(ranked[:max_nodes])
         shown = {name: s for name, s in shown.items() if s in kept}
         members = {s: n for s, n in members.items() if s in kept}
     visible_scopes = _scopes_of(members)
