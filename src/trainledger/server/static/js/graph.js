@@ -9,6 +9,7 @@ const SCRIPTS = ["/static/vendor/cytoscape-3.34.4/cytoscape.min.js",
   "/static/vendor/cytoscape-dagre-4.0.1/cytoscape-dagre.min.js"];
 const INITIAL_NODES = 24; // elements shown when the view opens (scopes opened level by level)
 const SMALL_GRAPH = 60; // up to this many nodes, parameters and constants show from the start
+const MAX_FIT_ZOOM = 1.3; // "fit" never enlarges past this
 const OP_CLASSES = { Parameter: "param", Buffer: "param", Const: "param", "IO Node": "io", Module: "module" };
 const PARAM_OPS = new Set(["Parameter", "Buffer", "Const"]);
 
@@ -144,8 +145,17 @@ function render(section) {
   });
   const layout = cy.layout({ name: "dagre", rankDir: "TB", nodeSep: 18, rankSep: 34, padding: 16, animate: false });
   layout.run();
-  cy.fit(undefined, 16);
+  fit();
   section.dataset.visible = String(cy.nodes().length);
+}
+
+// The whole graph in view, but a few boxes not blown up past reading size.
+function fit() {
+  cy.fit(undefined, 16);
+  if (cy.zoom() > MAX_FIT_ZOOM) {
+    cy.zoom(MAX_FIT_ZOOM);
+    cy.center();
+  }
 }
 
 function toggle(section, scope, open) {
@@ -202,7 +212,7 @@ export function initGraph() {
     showParams = event.target.checked;
     render(section);
   });
-  $(".graph-fit", section).addEventListener("click", () => cy && cy.fit(undefined, 16));
+  $(".graph-fit", section).addEventListener("click", () => cy && fit());
 }
 
 export function showGraph(id) {
