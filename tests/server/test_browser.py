@@ -615,6 +615,12 @@ def test_graph_of_a_trained_run_has_module_boxes_that_close(
         "trainledger.graph.cy.edges().map(e => [e.source().id(), e.target().id(), e.data('label')])"
     )
     assert ["n:input/input.0", "s:Net/Linear[fc1]", "16×6"] in shapes
+    loads = int(section.get_attribute("data-loads"))
+    page.request.put(structure_server.url + "api/v1/runs/ours/annotation", data={"tag": 3})
+    page.wait_for_function(  # the page's poll sees a new data version and reloads the run
+        f"Number(document.getElementById('run-graph').dataset.loads) > {loads}"
+    )
+    assert page.evaluate("trainledger.graph.cy.$id('s:Net/Linear[fc1]').hasClass('closed')")
 
 
 def _click_node(page: Any, node_id: str) -> None:

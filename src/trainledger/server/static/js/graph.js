@@ -179,14 +179,19 @@ async function load(section) {
   try {
     const graph = await api.graph(runId);
     await libraries();
-    model = { ...graph, scopes: new Map(graph.scopes.map((s) => [s.id, s])) };
+    const again = model !== null && model.runId === runId; // a refresh: keep what is open
+    model = { ...graph, runId, scopes: new Map(graph.scopes.map((s) => [s.id, s])) };
     canvas.hidden = false;
     $(".graph-controls", section).hidden = false;
     empty.hidden = true;
     $(".graph-info", section).textContent = note(graph);
-    showParams = graph.nodes.length <= SMALL_GRAPH;
+    if (again) {
+      expanded = new Set([...expanded].filter((s) => model.scopes.has(s)));
+    } else {
+      showParams = graph.nodes.length <= SMALL_GRAPH;
+      initialExpansion();
+    }
     $(".graph-params", section).checked = showParams;
-    initialExpansion();
     render(section);
   } catch (error) {
     canvas.hidden = true;
@@ -195,6 +200,7 @@ async function load(section) {
     empty.textContent = error.status === 404 ? "No computational graph in this run's summaries." : error.message;
   }
   section.dataset.loaded = runId;
+  section.dataset.loads = String(Number(section.dataset.loads || 0) + 1);
 }
 
 export function initGraph() {

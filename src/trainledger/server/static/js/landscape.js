@@ -162,12 +162,17 @@ async function load(section) {
   const body = $(".media-body", section);
   const empty = $(".landscape-empty", section);
   try {
+    const select = $("select", section);
+    const shown = section.dataset.run === runId ? items[Number(select.value)]?.tag : undefined;
     items = (await api.landscapes(runId)).landscapes;
+    section.dataset.run = runId;
     $(".landscape-views", section).hidden = !items.length;
     $(".landscape-controls", section).hidden = !items.length;
     empty.hidden = !!items.length;
-    $("select", section).replaceChildren(...items.map((item, i) =>
+    select.replaceChildren(...items.map((item, i) =>
       h("option", { value: String(i), text: `${item.tag}: ${describe(item)}` })));
+    const keep = items.findIndex((item) => item.tag === shown); // a refresh keeps the choice
+    if (keep >= 0) select.value = String(keep);
     if (items.length) await draw(section);
   } catch (error) {
     body.prepend(h("div", { class: "error", text: error.message }));
