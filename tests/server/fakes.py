@@ -150,6 +150,14 @@ class FakeStore:
         self._get(run_id)
         return {}
 
+    def landscapes(self, run_id: str) -> list[dict[str, Any]]:
+        self._get(run_id)
+        return []
+
+    def graph(self, run_id: str, max_nodes: int) -> dict[str, Any] | None:
+        self._get(run_id)
+        return None
+
     def close(self) -> None:
         self.closed = True
 

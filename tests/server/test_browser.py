@@ -5,6 +5,8 @@ Each test saves a screenshot to ``test-artifacts/`` for a human to look at.
 
 from __future__ import annotations
 
+import base64
+import os
 import shutil
 import socket
 import threading
@@ -17,6 +19,7 @@ import numpy as np
 import pytest
 
 from tests.runs import make_base, sample_run
+from tests.server.structure_runs import make_structure_base
 from trainledger.summary import SummaryRecord
 
 pytestmark = pytest.mark.browser
@@ -504,3 +507,174 @@ def test_importance_panel_ranks_parameters_and_draws_scatters(page: Any, tmp_pat
         shot(page, "importance")
     finally:
         server.stop()
+
+
+# --- the run page's loss landscape and computational graph ----------------------------------
+
+DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "img"
+# Counts, in a PNG, the opaque pixels that are not the white background ("inked"), those that
+# are coloured (not white, grey or black) and those that are the path's red; run in the page,
+# so no image library is needed here.
+COUNT_PIXELS = """async ([url, skipTop]) => {
+  const img = new Image();
+  img.src = url;
+  await img.decode();
+  const canvas = document.createElement("canvas");
+  canvas.width = img.width;
+  canvas.height = img.height;
+  const g = canvas.getContext("2d");
+  g.drawImage(img, 0, 0);
+  const d = g.getImageData(0, skipTop, canvas.width, canvas.height - skipTop).data;
+  let inked = 0, coloured = 0, red = 0;
+  for (let i = 0; i < d.length; i += 4) {
+    if (d[i + 3] < 200) continue;
+    if (Math.min(d[i], d[i + 1], d[i + 2]) < 220) inked++;
+    if (Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 60) coloured++;
+    if (d[i] > 200 && d[i + 1] < 100 && d[i + 2] < 100) red++;
+  }
+  return { inked, coloured, red, total: d.length / 4 };
+}"""
+
+
+def pixels(page: Any, element: Any, skip_top: int = 0) -> dict[str, int]:
+    """What a screenshot of ``element`` shows (the pixels on screen, WebGL included), less
+    its top ``skip_top`` pixels (where a legend would count)."""
+    data = base64.b64encode(element.screenshot()).decode("ascii")
+    counts: dict[str, int] = page.evaluate(
+        COUNT_PIXELS, [f"data:image/png;base64,{data}", skip_top]
+    )
+    return counts
+
+
+def doc_image(element: Any, name: str) -> None:
+    """Screenshots for the docs: test-artifacts/ always, docs/img/ with UPDATE_DOC_IMAGES=1
+    (so a test run leaves the work tree as it was)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    element.screenshot(path=str(ARTIFACTS / f"ui-{name}.png"))
+    if os.environ.get("UPDATE_DOC_IMAGES") == "1":
+        element.screenshot(path=str(DOC_IMAGES / f"{name}.png"))
+
+
+@pytest.fixture(scope="module")
+def structure_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    base = make_structure_base(tmp_path_factory.mktemp("structure") / "base", size=25)
+    server = LiveServer(base).start()
+    yield server
+    server.stop()
+
+
+def _open_section(page: Any, section: str, run: str) -> Any:
+    page.click(f"#{section} > summary")
+    page.wait_for_function(f"document.getElementById({section!r}).dataset.loaded === {run!r}")
+    return page.locator(f"#{section}")
+
+
+def test_landscape_surface_and_contour_draw_with_the_training_path(
+    page: Any, structure_server: LiveServer
+) -> None:
+    open_view(page, structure_server.url, "run/ours")
+    section = _open_section(page, "run-landscapes", "ours")
+    options = section.locator("select option").all_inner_texts()
+    assert options == [
+        "landscape_[1, 4]: Training (PCA), steps 1–4",
+        "landscape_[5, 12]: Training (PCA), steps 5–12",
+        "landscape_[12]: Result (Random), step 12",
+    ]
+    section.locator("select").select_option(label=options[1])
+    page.wait_for_function(
+        "document.getElementById('run-landscapes').dataset.drawn === 'landscape_[5, 12]'"
+    )
+    assert section.locator(".landscape-info").inner_text() == "25 × 25 grid, path of 5 points"
+    traces = page.evaluate(
+        "document.querySelector('#run-landscapes .landscape-surface').data"
+        ".map(t => [t.type, t.name, t.z.length])"
+    )
+    assert traces == [
+        ["surface", "loss", 25],
+        ["scatter3d", "training path", 5],
+        ["scatter3d", "final weights", 1],
+    ]
+    surface = pixels(page, section.locator(".landscape-surface canvas").first, skip_top=80)
+    assert surface["coloured"] > 0.15 * surface["total"], surface  # the WebGL surface drew
+    assert surface["red"] > 30, surface  # ... and the path on it
+    contour = pixels(page, section.locator(".landscape-contour"))
+    assert contour["coloured"] > 0.3 * contour["total"] and contour["red"] > 30, contour
+    page.mouse.move(10, 10)  # no hover label in the pictures
+    doc_image(section.locator(".landscape-views"), "landscape")
+    section.locator("select").select_option(label=options[2])
+    page.wait_for_function(
+        "document.getElementById('run-landscapes').dataset.drawn === 'landscape_[12]'"
+    )
+    names = page.evaluate(
+        "document.querySelector('#run-landscapes .landscape-surface').data.map(t => t.name)"
+    )
+    assert names == ["loss", "final weights"]  # a result landscape has no path
+
+
+def test_graph_of_a_trained_run_has_module_boxes_that_close(
+    page: Any, structure_server: LiveServer
+) -> None:
+    open_view(page, structure_server.url, "run/ours")
+    section = _open_section(page, "run-graph", "ours")
+    ids = page.evaluate("trainledger.graph.cy.nodes().map(n => n.id())")
+    assert {"n:Net/Linear[fc1]/linear", "n:Net/Linear[fc1]/weight", "s:Net/Linear[fc1]"} <= set(ids)
+    shapes = page.evaluate(
+        "trainledger.graph.cy.edges().map(e => [e.source().id(), e.target().id(), e.data('label')])"
+    )
+    assert ["n:input/input.0", "n:Net/Linear[fc1]/linear", "16×6"] in shapes
+    assert ["n:Net/relu", "n:Net/Linear[fc2]/linear", "16×12"] in shapes
+    drawn = pixels(page, section.locator(".graph-canvas"))
+    assert drawn["inked"] > 0.01 * drawn["total"] and drawn["coloured"] > 500, drawn  # drawn
+    doc_image(section, "graph")
+    _click_node(page, "n:Net/Linear[fc1]/linear")  # an operator: its module stays open
+    page.wait_for_timeout(300)
+    assert page.evaluate("trainledger.graph.cy.$id('s:Net/Linear[fc1]').hasClass('open')")
+    _click_node(page, "s:Net/Linear[fc1]")  # an open module's box: closes it
+    page.wait_for_function("trainledger.graph.cy.$id('s:Net/Linear[fc1]').hasClass('closed')")
+    ids = page.evaluate("trainledger.graph.cy.nodes().map(n => n.id())")
+    assert "n:Net/Linear[fc1]/linear" not in ids
+    label = page.evaluate("trainledger.graph.cy.$id('s:Net/Linear[fc1]').data('label')")
+    assert label == "+ Linear[fc1] (3)"
+    shapes = page.evaluate(
+        "trainledger.graph.cy.edges().map(e => [e.source().id(), e.target().id(), e.data('label')])"
+    )
+    assert ["n:input/input.0", "s:Net/Linear[fc1]", "16×6"] in shapes
+    loads = int(section.get_attribute("data-loads"))
+    page.request.put(structure_server.url + "api/v1/runs/ours/annotation", data={"tag": 3})
+    page.wait_for_function(  # the page's poll sees a new data version and reloads the run
+        f"Number(document.getElementById('run-graph').dataset.loads) > {loads}"
+    )
+    assert page.evaluate("trainledger.graph.cy.$id('s:Net/Linear[fc1]').hasClass('closed')")
+
+
+def _click_node(page: Any, node_id: str) -> None:
+    """A real mouse click on a drawn node (an open module: on its title above the box)."""
+    box = page.evaluate(
+        f"(() => {{ const n = trainledger.graph.cy.$id({node_id!r});"
+        " const b = n.renderedBoundingBox({includeLabels: false});"
+        " const r = trainledger.graph.cy.container().getBoundingClientRect();"
+        " const dy = n.isParent() ? 4 : b.h / 2;"
+        " return {x: r.left + (b.x1 + b.x2) / 2, y: r.top + b.y1 + dy}; })()"
+    )
+    page.mouse.click(box["x"], box["y"])
+
+
+def test_mindspore_graph_opens_module_by_module(page: Any, structure_server: LiveServer) -> None:
+    open_view(page, structure_server.url, "run/ms")
+    section = _open_section(page, "run-graph", "ms")
+    assert section.locator(".graph-info").inner_text().startswith("98 nodes")
+    network = "s:Default/network-WithLossCell"
+    assert page.evaluate(f"trainledger.graph.cy.$id({network!r}).hasClass('closed')")
+    before = page.evaluate("trainledger.graph.cy.nodes().length")
+    _click_node(page, network)
+    page.wait_for_function(f"trainledger.graph.cy.$id({network!r}).hasClass('open')")
+    assert page.evaluate("trainledger.graph.cy.nodes().length") > before
+    assert not section.locator(".graph-params").is_checked()  # 98 nodes: operators only
+    section.locator(".graph-params").check()
+    page.wait_for_function("trainledger.graph.cy.$id('n:inputs0').length === 1")
+    drawn = pixels(page, section.locator(".graph-canvas"))
+    assert drawn["inked"] > 0.01 * drawn["total"] and drawn["coloured"] > 500, drawn
+    shot(page, "graph-mindspore")
+    _open_section(page, "run-landscapes", "ms")
+    page.wait_for_function("document.getElementById('run-landscapes').dataset.drawn")
+    assert "written by MindSpore" in section.page.locator(".landscape-info").inner_text()

@@ -13,7 +13,7 @@ from tests.runs import sample_run
 from tests.server.conftest import client_for
 from trainledger.lineage import reader as lineage_reader
 from trainledger.query import lineage_api
-from trainledger.server import media_store
+from trainledger.server import media_store, structure_store
 from trainledger.server import run_store as store_module
 from trainledger.server.security import RunNotFound, check_run_id, resolve_run
 
@@ -72,6 +72,13 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             super().__init__(run_dir)
 
     monkeypatch.setattr(media_store, "RunMedia", SpyMedia)
+    real_key = structure_store.files_key
+
+    def spy_key(run_dir: Path) -> Any:  # the first read of the landscape and graph routes
+        calls.append(f"structure:{run_dir}")
+        return real_key(run_dir)
+
+    monkeypatch.setattr(structure_store, "files_key", spy_key)
     for module, name in (
         (lineage_api, "get_summary_lineage"),
         (lineage_reader, "read_lineage"),
@@ -109,6 +116,8 @@ def test_traversal_is_404_and_reads_nothing(guarded, reads, run_id: str) -> None
             c.get(f"/api/v1/runs/{run_id}/images/file", params={"tag": "x"}),
             c.get(f"/api/v1/runs/{run_id}/histograms/series", params={"tag": "x"}),
             c.get(f"/api/v1/runs/{run_id}/tensors/value", params={"tag": "x"}),
+            c.get(f"/api/v1/runs/{run_id}/landscapes"),
+            c.get(f"/api/v1/runs/{run_id}/graph"),
         ]
         for r in responses:
             # a literal "/etc/passwd" path segment or a NUL may be refused by routing itself
@@ -116,7 +125,9 @@ def test_traversal_is_404_and_reads_nothing(guarded, reads, run_id: str) -> None
     assert reads == []
     with client_for(guarded["base"]) as c:  # the spies do see reads of a real run
         assert c.get("/api/v1/runs/run00").status_code == 200
+        assert c.get("/api/v1/runs/run00/landscapes").status_code == 200
     assert any(call.startswith("get_summary_lineage:") for call in reads)
+    assert any(call.startswith("structure:") for call in reads)
     assert not (guarded["outside"].parent / "base" / ".trainledger" / "annotations.json").exists()
 
 

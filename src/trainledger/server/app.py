@@ -23,7 +23,7 @@ from trainledger.errors import (
     LineageFileNotFoundError,
     LineageParamSummaryPathError,
 )
-from trainledger.server.routes import admin, importance, media, meta, runs, scalars
+from trainledger.server.routes import admin, importance, media, meta, runs, scalars, structure
 from trainledger.server.run_store import EngineStore, RunStore
 from trainledger.server.security import (
     READ,
@@ -104,6 +104,7 @@ def create_app(
     _add_error_handlers(app)
     app.include_router(meta.router)
     app.include_router(media.router)  # before runs: /runs/{run_id:path} would match these
+    app.include_router(structure.router)  # the same
     app.include_router(runs.router)
     app.include_router(scalars.router)
     app.include_router(admin.router)

@@ -37,6 +37,11 @@ from trainledger.query import (
 from trainledger.server.columns import RUN_FIELDS
 from trainledger.server.media_store import Kind, MediaCache
 from trainledger.server.security import RunNotFound, check_run_id, resolve_run
+from trainledger.server.structure_store import (
+    StructureCache,
+    read_run_graph,
+    read_run_landscapes,
+)
 from trainledger.storage import is_temp_name, parse_checkpoint_name
 from trainledger.summary import RunReader
 
@@ -111,6 +116,12 @@ class RunStore(Protocol):
     def media(self, run_id: str, kind: Kind) -> dict[str, list[Any]]:
         """``{tag: [event]}`` of the run's images, histograms or tensors (``ImageEvent``,
         ``HistogramEvent``, ``TensorEvent``), read incrementally; callers must not modify it."""
+
+    def landscapes(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's loss landscapes as JSON (``structure_store.landscape_json``)."""
+
+    def graph(self, run_id: str, max_nodes: int) -> dict[str, Any] | None:
+        """The run's computational graph as JSON (``graph_view.graph_view``), or None."""
 
     def close(self) -> None:
         """Release files and connections."""
@@ -236,6 +247,7 @@ class EngineStore:
         self._run_infos: dict[str, tuple[int, Any, dict[str, Any]]] = {}
         self._scalars: OrderedDict[str, _RunScalars] = OrderedDict()
         self._media = MediaCache(interval=scalar_interval, max_runs=max(1, max_cached_runs // 4))
+        self._structure = StructureCache(max_runs=max(1, max_cached_runs // 4))
 
     def stamp(self) -> dict[str, Any]:
         """Re-scans in the caller's thread: the page's poll may wait; its table requests not."""
@@ -402,6 +414,20 @@ class EngineStore:
 
     def media(self, run_id: str, kind: Kind) -> dict[str, list[Any]]:
         return self._media.get(check_run_id(run_id), self._path(run_id), kind)
+
+    def landscapes(self, run_id: str) -> list[dict[str, Any]]:
+        path = self._path(run_id)
+        found: list[dict[str, Any]] = self._structure.get(
+            check_run_id(run_id), path, "landscapes", read_run_landscapes
+        )
+        return found
+
+    def graph(self, run_id: str, max_nodes: int) -> dict[str, Any] | None:
+        path = self._path(run_id)
+        found: dict[str, Any] | None = self._structure.get(
+            check_run_id(run_id), path, f"graph-{max_nodes}", lambda p: read_run_graph(p, max_nodes)
+        )
+        return found
 
     def close(self) -> None:
         self.service.close()

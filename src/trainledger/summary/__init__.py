@@ -20,6 +20,7 @@ _EXPORTS: dict[str, str] = {
     "graph_def_bytes": "trainledger.summary.graph",
     "module_graph_def": "trainledger.summary.graph",
     "parse_graph_def": "trainledger.summary.graph",
+    "read_graph": "trainledger.summary.graph_read",
     "LANDSCAPE_PLUGIN": "trainledger.summary.landscape",
     "read_landscapes": "trainledger.summary.landscape",
     "HistogramEvent": "trainledger.summary.media",
@@ -58,6 +59,7 @@ __all__ = [
     "module_graph_def",
     "parse_graph_def",
     "process_export_options",
+    "read_graph",
     "read_histograms",
     "read_images",
     "read_landscapes",
@@ -81,6 +83,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         module_graph_def,
         parse_graph_def,
     )
+    from trainledger.summary.graph_read import read_graph
     from trainledger.summary.hparams import (
         session_end_event,
         session_start_event,

@@ -2,6 +2,7 @@
 // brings new runs in without a reload.
 import { api } from "./js/api.js";
 import { showDatasets } from "./js/datasets.js";
+import { graphState } from "./js/graph.js";
 import { initImportance } from "./js/importance.js";
 import { lineageState, refreshLineage, showLineage } from "./js/lineage.js";
 import { refreshRun, showRun } from "./js/run.js";
@@ -64,7 +65,7 @@ async function poll() {
   }
 }
 
-window.trainledger = { lineage: lineageState, scalars: scalarState };
+window.trainledger = { lineage: lineageState, scalars: scalarState, graph: graphState };
 window.addEventListener("hashchange", render);
 poll().then(render);
 setInterval(poll, POLL_MS);

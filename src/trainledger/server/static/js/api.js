@@ -58,6 +58,9 @@ export const api = {
   tensorTags: (id) => request("GET", `/runs/${enc(id)}/tensors`),
   tensorValue: (id, tag, index) =>
     request("GET", `/runs/${enc(id)}/tensors/value`, { query: { tag, index } }),
+  landscapes: (id) => request("GET", `/runs/${enc(id)}/landscapes`),
+  graph: (id, maxNodes) =>
+    request("GET", `/runs/${enc(id)}/graph`, { query: maxNodes ? { max_nodes: maxNodes } : {} }),
   datasets: () => request("GET", "/datasets"),
   importance: (metric, where) => request("GET", "/importance", { query: { metric, where } }),
   scalarTags: (runs) => request("GET", "/scalars/tags", { query: { run: runs } }),

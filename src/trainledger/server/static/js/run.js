@@ -1,5 +1,7 @@
 // Run detail: every lineage field, checkpoints, user fields, status, annotation, dataset graph.
 import { api } from "./api.js";
+import { initGraph, showGraph } from "./graph.js";
+import { initLandscapes, showLandscapes } from "./landscape.js";
 import { initMedia, showMedia } from "./media.js";
 import { $, fmt, fmtBytes, fmtTime, h, tagChip, toast, treeOption } from "./util.js";
 
@@ -15,6 +17,8 @@ const TIME_KEYS = /(^|_)(time|start|end|wall_time|started|ended)$/;
 let chart = null;
 let currentId = null;
 initMedia();
+initLandscapes();
+initGraph();
 
 function kv(entries) {
   const dl = h("dl", { class: "kv" });
@@ -65,6 +69,8 @@ export async function showRun(id, { onCompare } = {}) {
   $("#run-delete").onclick = () => act(id, "remove",
     `Delete ${id} and its checkpoints? This cannot be undone.`);
   showMedia(id);
+  showLandscapes(id);
+  showGraph(id);
 
   const lineage = detail.lineage || {};
   const keys = [...ORDER.filter((k) => k in lineage),

@@ -151,3 +151,20 @@ function openTagMenu(anchor, onPick) {
   const close = () => { menu.remove(); document.removeEventListener("click", close); };
   setTimeout(() => document.addEventListener("click", close), 0);
 }
+
+// A classic script (a vendored library) loaded on first use; the same promise after that.
+const scripts = new Map();
+export function loadScript(src) {
+  if (!scripts.has(src)) {
+    scripts.set(src, new Promise((resolve, reject) => {
+      const el = h("script", { src });
+      el.addEventListener("load", () => resolve());
+      el.addEventListener("error", () => {
+        scripts.delete(src);
+        reject(new Error(`could not load ${src}`));
+      });
+      document.head.append(el);
+    }));
+  }
+  return scripts.get(src);
+}
