@@ -15,11 +15,13 @@ hyperparameters, epoch/step info) lives in the manifest as JSON (``encode_tree``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import warnings
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -221,7 +223,8 @@ def save_sharded(
     _barrier()
     tensors, tree = _flatten(network, optimizer)
     extra = {"state": tree, "info": dict(info or {})}
-    dcp.save(tensors, storage_writer=_Writer(temp, extra))
+    with _one_process_is_fine():
+        dcp.save(tensors, storage_writer=_Writer(temp, extra))
     if rank == 0:
         fsync_dir(temp)
         if final.exists():
@@ -259,7 +262,8 @@ def load_sharded(
             f"{path} does not match this network/optimizer: in the checkpoint only "
             f"{missing[:5]}, in the network only {extra[:5]}"
         )
-    dcp.load(targets, storage_reader=_Reader(directory, manifest))
+    with _one_process_is_fine():
+        dcp.load(targets, storage_reader=_Reader(directory, manifest))
     state = manifest["state"]
     state["optimizer"] = decode_tree(state["optimizer"], targets)
     set_state_dict(
@@ -341,6 +345,14 @@ def load_distributed_checkpoint(
             raise CheckpointFormatError(f"{path} holds no optimizer state")
         optimizer.load_state_dict(ckpt.optimizer_state)
     return dict(ckpt.info)
+
+
+@contextlib.contextmanager
+def _one_process_is_fine() -> Iterator[None]:
+    """DCP warns when there is no process group; one process is a supported use here."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled")
+        yield
 
 
 def _barrier() -> None:

@@ -39,7 +39,11 @@ def latest_checkpoint(params: Mapping[str, Any]) -> str | None:
 
 
 def file_size(path: str) -> int | None:
+    """Bytes of a checkpoint: a file's size, or the sum of a sharded checkpoint directory's
+    files (shards and manifest)."""
     try:
+        if os.path.isdir(path):
+            return sum(e.stat().st_size for e in os.scandir(path) if e.is_file())
         return os.path.getsize(path)
     except OSError:
         return None

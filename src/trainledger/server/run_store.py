@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from trainledger.lineage import lineage_files, read_lineage
+from trainledger.lineage import file_size, lineage_files, read_lineage
 from trainledger.query import (
     QueryService,
     append_audit,
@@ -134,7 +134,8 @@ def _parts(condition: Mapping[str, Any]) -> list[str]:
 
 
 def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
-    """Checkpoint files under a run directory (a few levels deep, links not followed).
+    """Checkpoint files under a run directory (a few levels deep, links not followed); a
+    sharded checkpoint (a directory with a manifest) is one entry with its files' total size.
 
     The step and epoch come from the ``<prefix>-<epoch>_<step>[_breakpoint].ckpt`` names
     ModelCheckpoint (and MindSpore) writes; other names report None. Sorted by modification
@@ -151,7 +152,8 @@ def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
         for entry in entries:
             if entry.is_symlink():
                 continue
-            if entry.is_dir():
+            sharded = entry.is_dir() and (entry / "manifest.json").is_file()
+            if entry.is_dir() and not sharded:
                 if depth + 1 < _CKPT_MAX_DEPTH and not entry.name.startswith("."):
                     stack.append((entry, depth + 1))
                 continue
@@ -159,13 +161,14 @@ def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
                 continue
             try:
                 st = entry.stat()
+                size = file_size(str(entry)) if sharded else st.st_size
             except OSError:
                 continue
             parsed = parse_checkpoint_name(entry.name)
             found.append(
                 {
                     "name": entry.relative_to(run_dir).as_posix(),
-                    "size": st.st_size,
+                    "size": size,
                     "epoch": parsed.epoch if parsed else None,
                     "step": parsed.step if parsed else None,
                     "time": st.st_mtime,
