@@ -171,3 +171,43 @@ def test_safetensors_export_of_our_own_checkpoint(tmp_path: Path) -> None:
     with safe_open(str(dst), "pt") as fh:
         metadata = fh.metadata()
     assert metadata["note"] == "hi" and metadata["epoch"] == "3"
+
+
+def test_both_exports_read_from_s3(s3_bucket: str, tmp_path: Path) -> None:
+    """SRC as an s3:// URL (a real local S3 server): the same results as from the disk."""
+    import boto3
+    from safetensors.torch import load_file
+
+    client = boto3.client("s3")
+    ckpt = GOLDEN / "mindspore-full" / "ckpt-dtypes" / "dtypes.ckpt"
+    client.upload_file(str(ckpt), s3_bucket, "ckpts/dtypes.ckpt")
+    run = GOLDEN / RUNS[0]
+    for path in run.rglob("*"):
+        if path.is_file():
+            key = f"base/{run.name}/{path.relative_to(run).as_posix()}"
+            client.upload_file(str(path), s3_bucket, key)
+
+    a, b = tmp_path / "a.safetensors", tmp_path / "b.safetensors"
+    done = _run("export", "safetensors", f"s3://{s3_bucket}/ckpts/dtypes.ckpt", str(a))
+    assert done.exit_code == 0, done.output
+    local = _run("export", "safetensors", str(ckpt), str(b))
+    assert local.exit_code == 0, local.output
+    remote, here = load_file(str(a)), load_file(str(b))
+    assert remote.keys() == here.keys()
+    assert all(torch.equal(remote[k], here[k]) for k in here)
+
+    done = _run("export", "tensorboard", f"s3://{s3_bucket}/base/{run.name}", str(tmp_path / "tb"))
+    assert done.exit_code == 0, done.output
+    local = _run("export", "tensorboard", str(run), str(tmp_path / "tb_local"))
+    assert local.exit_code == 0, local.output
+    assert sorted(p.name for p in (tmp_path / "tb").iterdir()) == [run.name]
+    remote_scalars = read_scalars(tmp_path / "tb" / run.name)
+    assert (
+        remote_scalars
+        and remote_scalars.keys() == read_scalars(tmp_path / "tb_local" / run.name).keys()
+    )
+
+    missing = _run(
+        "export", "safetensors", f"s3://{s3_bucket}/ckpts/none.ckpt", str(tmp_path / "c")
+    )
+    assert missing.exit_code == 2 and "no such object" in missing.output

@@ -33,6 +33,7 @@ from trainledger.storage.locations import (
     no_checkpoints,
     public_path,
     readable_dir,
+    readable_file,
     writable_dir,
 )
 from trainledger.storage.naming import (
@@ -79,6 +80,7 @@ __all__ = [
     "no_checkpoints",
     "public_path",
     "readable_dir",
+    "readable_file",
     "writable_dir",
     "ANNOTATIONS_FILE",
     "ARCHIVE_DIRNAME",

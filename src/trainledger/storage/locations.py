@@ -10,10 +10,18 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from trainledger.storage.mirror import staging_dir, staging_root, sync_down
+from trainledger.errors import ObjectStoreError
+from trainledger.storage.mirror import cache_dir, staging_dir, staging_root, sync_down
 from trainledger.storage.objects import ObjectLocation, check_location, is_object_url
 
-__all__ = ["writable_dir", "readable_dir", "public_path", "READ_MAX_AGE", "no_checkpoints"]
+__all__ = [
+    "writable_dir",
+    "readable_dir",
+    "readable_file",
+    "public_path",
+    "READ_MAX_AGE",
+    "no_checkpoints",
+]
 
 #: seconds a copy of a remote base is used before the store is listed again (staleness bound)
 READ_MAX_AGE = float(os.environ.get("TRAINLEDGER_OBJECT_MAX_AGE", "5"))
@@ -51,6 +59,23 @@ def readable_dir(
     if not is_object_url(text):
         return text
     return sync_down(text, want, max_age=READ_MAX_AGE if max_age is None else max_age)
+
+
+def readable_file(path: str | os.PathLike[str], what: str = "file") -> str:
+    """The local file to read for ``path``: ``path`` itself, or for an ``s3://`` URL of one
+    object a fresh copy in a cache directory of its own (so no directory cache is touched).
+    A URL naming no object is an ``ObjectStoreError`` saying so."""
+    text = os.fspath(path)
+    check_location(text, what)
+    if not is_object_url(text):
+        return text
+    loc = ObjectLocation.parse(text)
+    parent, _, name = loc.url.rstrip("/").rpartition("/")
+    local = sync_down(parent, lambda rel: rel == name, local_dir=cache_dir(loc))
+    found = os.path.join(local, name)
+    if not os.path.isfile(found):
+        raise ObjectStoreError(f"{what} expected an object at {text}, received: no such object")
+    return found
 
 
 def public_path(local: str | os.PathLike[str]) -> str:
