@@ -54,3 +54,42 @@ def test_time_monitor(capsys: pytest.CaptureFixture[str]) -> None:
     assert monitor.step_times[0] == pytest.approx(monitor.epoch_times[0] / 4)
     with pytest.raises(ValueError, match="data_size expected a positive int"):
         TimeMonitor(0)
+
+
+def _nan_from(step: int) -> tuple[object, list[int]]:
+    """A loss that turns NaN from the ``step``-th call on, and the calls made."""
+    calls: list[int] = []
+
+    def loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        calls.append(len(calls) + 1)
+        value = torch.nn.functional.cross_entropy(out, y)
+        return value * float("nan") if len(calls) >= step else value
+
+    return loss, calls
+
+
+@pytest.mark.parametrize(
+    ("bad", "every", "hook", "named", "steps_run"),
+    [
+        (3, 4, "on_train_step_end", "epoch: 1 step: 3.", 4),  # at the print of step 4
+        (7, 5, "on_train_epoch_end", "epoch: 1 step: 7.", 8),  # no print due: the epoch's end
+        (9, 5, "on_train_step_end", "epoch: 2 step: 1.", 10),  # epoch 2's print at step 10
+    ],
+)
+def test_held_losses_are_checked_at_each_print_and_epoch_end(
+    bad: int, every: int, hook: str, named: str, steps_run: int
+) -> None:
+    """per_print_times > 1: no per-step read; the error still names the first bad step."""
+    loss, calls = _nan_from(bad)
+    with pytest.raises(CallbackError, match=f"LossMonitor.{hook}.*{named} Invalid loss nan"):
+        model(loss_fn=loss).train(2, data(n=64), callbacks=LossMonitor(every))
+    assert len(calls) == steps_run
+
+
+def test_last_loss_is_the_last_steps_even_when_held(capsys: pytest.CaptureFixture[str]) -> None:
+    monitor = LossMonitor(3)
+    m = model()
+    m.train(1, data(n=40), callbacks=monitor)  # 5 steps: printed at 3, held 4 and 5
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines == [lines[0]] and lines[0].startswith("epoch: 1 step: 3, loss is ")
+    assert isinstance(monitor.last_loss, float)
