@@ -71,6 +71,7 @@ def main() -> None:
         LossMonitor(per_print_times=20),  # printed once, by rank 0
     ]
     model.fit(args.epochs, train_loader, valid_loader, callbacks=callbacks)
+    dist.barrier()  # no rank tears the group down while another still uses it
     dist.destroy_process_group()
 
 
