@@ -20,45 +20,14 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from trainledger.errors import LineageQuerySummaryDataError
+from trainledger.query import schema
 from trainledger.storage import INDEX_DIRNAME, exclusive_lock
 
-SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 20_000
 RETRY_SECONDS = 120.0
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 _MAGIC = b"SQLite format 3\x00"
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY,
-    summary_dir UNIQUE NOT NULL,
-    signature TEXT NOT NULL,
-    update_time REAL NOT NULL,
-    graph_hash TEXT NOT NULL,
-    custom_types TEXT NOT NULL,
-    loss_function, train_dataset_path, train_dataset_count, test_dataset_path,
-    test_dataset_count, network, optimizer, learning_rate, epoch, batch_size, device_num,
-    loss, model_size, dataset_mark
-);
-CREATE INDEX IF NOT EXISTS runs_default_order ON runs (update_time DESC, summary_dir);
-CREATE TABLE IF NOT EXISTS records (run_id INTEGER PRIMARY KEY, record TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS custom (
-    run_id INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    value,
-    vtype TEXT NOT NULL,
-    PRIMARY KEY (run_id, name)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS unreadable (summary_dir TEXT PRIMARY KEY, signature TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS marks (graph_hash TEXT PRIMARY KEY, mark INTEGER UNIQUE NOT NULL);
-CREATE TABLE IF NOT EXISTS listings (path TEXT PRIMARY KEY, data TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS annotations (
-    run_id TEXT PRIMARY KEY, tag INTEGER, remark TEXT
-);
-"""
-_TABLES = ("meta", "runs", "records", "custom", "unreadable", "marks", "listings", "annotations")
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -216,49 +185,39 @@ def _connect(path: str) -> sqlite3.Connection:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _version(conn: sqlite3.Connection) -> int | None:
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
-            return None
-        raise
-    return int(row[0]) if row else None
+def _tables(conn: sqlite3.Connection) -> list[str]:
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return [row[0] for row in rows]
+
+
+def _version(conn: sqlite3.Connection) -> tuple[int | None, int | None]:
+    """(schema_version, compatible_from) of the file, Nones without a meta table."""
+    if "meta" not in _tables(conn):
+        return None, None
+    return schema.read_meta(conn, "schema_version"), schema.read_meta(conn, "compatible_from")
 
 
 def ensure_schema(conn: sqlite3.Connection) -> bool:
-    """Create the schema, or drop and recreate it on a version mismatch. True if (re)built."""
-    if _version(conn) == SCHEMA_VERSION:
+    """Apply the missing migrations (see ``schema.py``); True if the schema changed.
+
+    An index written by a newer trainledger that this one cannot use is rebuilt: the file
+    is private derived data (annotations live in ``annotations.json``).
+    """
+    if schema.usable(*_version(conn)):
         return False
 
     def build() -> bool:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            current = _version(conn)
-            if current == SCHEMA_VERSION:
-                conn.execute("COMMIT")
-                return False
-            if current is not None or _has_tables(conn):
-                for table in _TABLES:
-                    conn.execute(f"DROP TABLE IF EXISTS {table}")
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
-                (SCHEMA_VERSION,),
+            version, _ = _version(conn)
+            changed = schema.migrate(
+                conn, schema.SQLITE, version, _tables(conn), rebuild_newer=True
             )
-            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', 0)")
             conn.execute("COMMIT")
-            return True
+            return changed
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
 
     return retrying(build)
-
-
-def _has_tables(conn: sqlite3.Connection) -> bool:
-    row = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()
-    return bool(row[0])

@@ -338,7 +338,8 @@ class LineageIndex:
                 [(k, v.get("tag"), v.get("remark")) for k, v in items.items()],
             )
             c.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('annotations_mtime', ?)",
+                "INSERT INTO meta (key, value) VALUES ('annotations_mtime', ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (mtime,),
             )
 
@@ -396,14 +397,12 @@ class LineageIndex:
     def query(self, search_condition: Any = None, *, refresh: bool = True) -> dict[str, Any]:
         """``filter_summary_lineage`` over this index: validate, scan, filter/sort/page in SQL."""
         cond = self._resolve(validate_condition(search_condition))
-        where, wparams = compile_where(cond)
-        order, oparams = compile_order(cond)
         start, stop = page_bounds(cond)
         fetch = functools.partial(
             index_tables.fetch,
-            where=(where, wparams),
-            order=(order, oparams),
-            limit=-1 if stop is None else stop - start,
+            where=compile_where(cond),
+            order=compile_order(cond),
+            limit=None if stop is None else stop - start,
             offset=start,
         )
 

@@ -9,30 +9,48 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
 from trainledger.query import semantics
-from trainledger.query.conditions import FIELDS
 from trainledger.query.discovery import DirListing, RunFiles
 from trainledger.query.flat_record import graph_hash
 from trainledger.query.numbers import sql_number
+from trainledger.query.schema import VALUE_FIELDS, Connection
 
 log = logging.getLogger(__name__)
 
-_VALUE_COLUMNS = [f for f in FIELDS if f != "summary_dir"]
 _INSERT_RUN = (
     "INSERT INTO runs (summary_dir, signature, update_time, graph_hash, custom_types, "
-    + ", ".join(_VALUE_COLUMNS)
+    + ", ".join(f"{f}_num, {f}_txt" for f in VALUE_FIELDS)
     + ") VALUES (?, ?, ?, ?, ?, "
-    + ", ".join("?" for _ in _VALUE_COLUMNS)
-    + ")"
+    + ", ".join("?, ?" for _ in VALUE_FIELDS)
+    + ") RETURNING id"
 )
 _IN_CHUNK = 500
 
 
-def delete_runs(conn: sqlite3.Connection, summary_dirs: Iterable[str]) -> None:
+def split_value(value: Any) -> tuple[Any, str | None]:
+    """(number, text) columns of a value: one of them, or neither for None (and NaN).
+
+    Why: a value may be a number in one run and text in another; each engine then compares
+    numbers with numbers and text with text only (see ``schema.py``). Other types raise
+    TypeError: such a run is indexed as unreadable.
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None, None
+    if isinstance(value, str):
+        return None, value
+    if isinstance(value, bool):
+        return int(value), None
+    if isinstance(value, (int, float)):
+        return sql_number(value), None
+    raise TypeError(f"cannot index a value of type {type(value).__name__}: {value!r}")
+
+
+def delete_runs(conn: Connection, summary_dirs: Iterable[str]) -> None:
     """Forget runs (their records, custom values and unreadable markers)."""
     for d in summary_dirs:
         for table in ("custom", "records"):
@@ -44,9 +62,7 @@ def delete_runs(conn: sqlite3.Connection, summary_dirs: Iterable[str]) -> None:
         conn.execute("DELETE FROM unreadable WHERE summary_dir = ?", (d,))
 
 
-def store_batch(
-    conn: sqlite3.Connection, batch: list[tuple[RunFiles, semantics.Record | None]]
-) -> int:
+def store_batch(conn: Connection, batch: list[tuple[RunFiles, semantics.Record | None]]) -> int:
     """Replace the given runs with their new records (None: no usable lineage).
 
     Returns how many runs were stored as unreadable (no record, or values it cannot store).
@@ -66,7 +82,7 @@ def store_batch(
     return unreadable
 
 
-def _insert_isolated(conn: sqlite3.Connection, record: semantics.Record, signature: str) -> bool:
+def _insert_isolated(conn: Connection, record: semantics.Record, signature: str) -> bool:
     """Insert one run inside a savepoint; False (nothing kept) if its values cannot be stored.
 
     Why: one run with a value SQLite refuses (a lone surrogate in a name, say) must be marked
@@ -75,7 +91,13 @@ def _insert_isolated(conn: sqlite3.Connection, record: semantics.Record, signatu
     conn.execute("SAVEPOINT one_run")
     try:
         insert_record(conn, record, signature)
-    except (sqlite3.InterfaceError, sqlite3.DataError, ValueError, TypeError, OverflowError) as exc:
+    except (
+        sqlite3.InterfaceError,
+        sqlite3.DataError,
+        ValueError,  # (the PostgreSQL adapter raises ValueError for a value it cannot store)
+        TypeError,
+        OverflowError,
+    ) as exc:
         conn.execute("ROLLBACK TO one_run")
         conn.execute("RELEASE one_run")
         log.warning("cannot index run %s: %s", record.get("summary_dir"), exc)
@@ -84,22 +106,23 @@ def _insert_isolated(conn: sqlite3.Connection, record: semantics.Record, signatu
     return True
 
 
-def assign_mark(conn: sqlite3.Connection, ghash: str) -> str:
+def assign_mark(conn: Connection, ghash: str) -> str:
     """The dataset mark of a graph: its existing number, or the next unused one.
 
     Marks are never reused or renumbered, so they cannot collide and stay stable as runs are
     added (the caller's write transaction serializes concurrent assignments).
     """
     conn.execute(
-        "INSERT OR IGNORE INTO marks (graph_hash, mark) "
-        "SELECT ?, COALESCE(MAX(mark), 0) + 1 FROM marks",
+        "INSERT INTO marks (graph_hash, mark) "
+        "SELECT CAST(? AS TEXT), COALESCE(MAX(mark), 0) + 1 FROM marks WHERE 1 = 1 "
+        "ON CONFLICT (graph_hash) DO NOTHING",  # (WHERE: SQLite's INSERT-SELECT-ON parse)
         (ghash,),
     )
     row = conn.execute("SELECT mark FROM marks WHERE graph_hash = ?", (ghash,)).fetchone()
     return str(row[0])
 
 
-def insert_record(conn: sqlite3.Connection, record: semantics.Record, signature: str) -> None:
+def insert_record(conn: Connection, record: semantics.Record, signature: str) -> None:
     """Insert one run: its filterable columns, its JSON record and its custom values."""
     ghash = graph_hash(record.get("dataset_graph"))
     record = dict(record)
@@ -113,20 +136,22 @@ def insert_record(conn: sqlite3.Connection, record: semantics.Record, signature:
     # the run's (label, type) pairs in one string: customized reads only these, per
     # distinct combination, instead of joining every matching run's custom values
     types = json.dumps([[label, semantics.custom_type_name(v)] for label, v in pairs])
-    cur = conn.execute(
+    row = conn.execute(
         _INSERT_RUN,
         [record["summary_dir"], signature, record["update_time"], ghash, types]
-        + [sql_number(record.get(f)) for f in _VALUE_COLUMNS],
-    )
-    run_id = cur.lastrowid
+        + [part for f in VALUE_FIELDS for part in split_value(record.get(f))],
+    ).fetchone()
+    run_id = row[0]
     conn.execute(
         "INSERT INTO records (run_id, record) VALUES (?, ?)",
         (run_id, json.dumps(stored, separators=(",", ":"), default=str)),
     )
     conn.executemany(
-        "INSERT OR REPLACE INTO custom (run_id, name, value, vtype) VALUES (?, ?, ?, ?)",
+        "INSERT INTO custom (run_id, name, num, txt, vtype) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (run_id, name) DO UPDATE SET "
+        "num = excluded.num, txt = excluded.txt, vtype = excluded.vtype",
         [
-            (run_id, label, sql_number(value), semantics.custom_type_name(value))
+            (run_id, label, *split_value(value), semantics.custom_type_name(value))
             for label, value in pairs
             if value is None or isinstance(value, (str, int, float))
         ],
@@ -152,15 +177,19 @@ _RECORD_SELECT = (
 
 
 def fetch(
-    conn: sqlite3.Connection,
+    conn: Connection,
     where: tuple[str, list[Any]],
-    order: tuple[str, list[Any]],
-    limit: int,
+    order: tuple[str, str, list[Any]],
+    limit: int | None,
     offset: int,
 ) -> tuple[int, list[semantics.Record], dict[str, set[str]]]:
-    """(count before paging, the page's records in order, custom label -> type names)."""
+    """(count before paging, the page's records in order, custom label -> type names).
+
+    ``order`` is ``sql.compile_order``'s (join, ORDER BY, join parameters); ``limit`` None:
+    every run from ``offset``.
+    """
     wsql, wparams = where
-    osql, oparams = order
+    join, osql, oparams = order
     # one pass gives both the count and the distinct custom-type combinations
     count = 0
     types: dict[str, set[str]] = {}
@@ -170,13 +199,15 @@ def fetch(
         count += n
         for label, vtype in json.loads(combo):
             types.setdefault(label, set()).add(vtype)
+    page, pparams = ("", []) if limit is None else (" LIMIT ? OFFSET ?", [limit, offset])
     ids = [
         row[0]
         for row in conn.execute(
-            f"SELECT runs.id FROM runs WHERE {wsql} ORDER BY {osql} LIMIT ? OFFSET ?",
-            wparams + oparams + [limit, offset],
+            f"SELECT runs.id FROM runs {join} WHERE {wsql} ORDER BY {osql}{page}",
+            oparams + wparams + pparams,
         )
     ]
+    ids = ids[offset:] if limit is None else ids
     by_id: dict[int, semantics.Record] = {}
     for start in range(0, len(ids), _IN_CHUNK):
         part = ids[start : start + _IN_CHUNK]
@@ -186,12 +217,12 @@ def fetch(
     return count, [by_id[i] for i in ids], types
 
 
-def all_records(conn: sqlite3.Connection) -> list[semantics.Record]:
+def all_records(conn: Connection) -> list[semantics.Record]:
     """Every indexed run's record (with dataset_mark and added_info)."""
     return [_record((row[1], row[2], row[3])) for row in conn.execute(_RECORD_SELECT)]
 
 
-def load_listings(conn: sqlite3.Connection) -> dict[str, DirListing]:
+def load_listings(conn: Connection) -> dict[str, DirListing]:
     """The saved directory listings (a damaged entry is skipped: listed again)."""
     rows = conn.execute("SELECT path, data FROM listings").fetchall()
     try:  # one decode for all rows (fast); per row only if some row is damaged
@@ -207,13 +238,14 @@ def load_listings(conn: sqlite3.Connection) -> dict[str, DirListing]:
     return out
 
 
-def save_listings(conn: sqlite3.Connection, changed: dict[str, DirListing | None]) -> None:
+def save_listings(conn: Connection, changed: dict[str, DirListing | None]) -> None:
     """Save (or drop, for None) the listings a scan took."""
     conn.executemany(
         "DELETE FROM listings WHERE path = ?",
         [(p,) for p, listing in changed.items() if listing is None],
     )
     conn.executemany(
-        "INSERT OR REPLACE INTO listings (path, data) VALUES (?, ?)",
+        "INSERT INTO listings (path, data) VALUES (?, ?) "
+        "ON CONFLICT (path) DO UPDATE SET data = excluded.data",
         [(p, json.dumps(listing.to_json())) for p, listing in changed.items() if listing],
     )
