@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import json
 import logging
 import os
 import random
 import sqlite3
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from trainledger.errors import LineageQuerySummaryDataError
 from trainledger.query import schema
-from trainledger.storage import INDEX_DIRNAME, exclusive_lock
+from trainledger.query.annotations import AnnotationFile
+from trainledger.query.backend import IndexDb
+from trainledger.storage import INDEX_DIRNAME, INDEX_FILE, exclusive_lock
 
 BUSY_TIMEOUT_MS = 20_000
 RETRY_SECONDS = 120.0
@@ -221,3 +224,140 @@ def ensure_schema(conn: sqlite3.Connection) -> bool:
             raise
 
     return retrying(build)
+
+
+class SqliteDb(IndexDb):
+    """The SQLite file ``index.db`` in a base's index directory; annotations in
+    ``annotations.json`` beside it (mirrored into the table), because the file is derived
+    data that may be deleted or moved aside at any time.
+
+    The connection is reopened if the file was deleted or replaced meanwhile (``epoch``
+    then changes), and after a fork.
+    """
+
+    dialect = schema.SQLITE
+    errors = (sqlite3.Error,)
+    begin_write = "BEGIN IMMEDIATE"
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.where = self.path = os.path.join(directory, INDEX_FILE)
+        self.epoch = 0
+        self._conn: sqlite3.Connection | None = None
+        self._pid = os.getpid()
+        self._ino: int | None = None
+        self._file = AnnotationFile(directory)
+        self._annotations_seen: int | None | bool = False
+
+    def connection(self, damaged: str | None = None) -> sqlite3.Connection:
+        """The connection; ``damaged`` (a reason) reopens it after moving the file aside."""
+        try:
+            ino = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            ino = None
+        fresh = self._pid == os.getpid()
+        if self._conn is not None and ino == self._ino and fresh and damaged is None:
+            return self._conn
+        if self._conn is not None and fresh:
+            self._conn.close()  # (a connection inherited through fork is dropped, not closed)
+        self._conn = None
+        self._pid = os.getpid()
+        os.makedirs(self.directory, exist_ok=True)
+        self._conn = connect(
+            self.path, damaged=None if damaged is None else (damaged, self._ino or ino)
+        )
+        self._ino = os.stat(self.path).st_ino
+        self._annotations_seen = False
+        self.epoch += 1
+        return self._conn
+
+    def in_transaction(self, conn: Any) -> bool:
+        return bool(conn.in_transaction)
+
+    def retrying(self, fn: Callable[[], T]) -> T:
+        return retrying(fn)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _damage(self, exc: Exception) -> str | None:
+        """Whether an error means the file is damaged (the reason), or is something else.
+
+        A record that does not decode and SQLite's own corruption errors are damage; for any
+        other database error ``PRAGMA quick_check`` decides (a full disk or a read-only file
+        is not damage: rebuilding would not help).
+        """
+        text = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, json.JSONDecodeError) or any(
+            word in str(exc).lower() for word in ("malformed", "not a database", "corrupt")
+        ):
+            return text
+        try:
+            rows = self.connection().execute("PRAGMA quick_check").fetchall()
+        except sqlite3.DatabaseError as check:
+            return f"{text}; quick_check: {check}"
+        if rows != [("ok",)]:
+            return f"{text}; quick_check: {rows[:3]}"
+        return None
+
+    def recovering(self, fn: Callable[[], T]) -> T:
+        """Run ``fn``; if the index file proves damaged, move it aside, rebuild, run it again.
+
+        Why: the index is derived data, so damage (garbage pages, a truncated file, a record
+        that no longer decodes) costs a rebuild from the run files, never an error loop.
+        """
+        try:
+            return fn()
+        except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
+            reason = self._damage(exc)
+            if reason is None:
+                raise LineageQuerySummaryDataError(
+                    f"Query summary data error: the lineage index {self.path} failed: {exc}"
+                ) from exc
+            self.connection(damaged=reason)
+        try:
+            return fn()
+        except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
+            raise LineageQuerySummaryDataError(
+                f"Query summary data error: the lineage index {self.path} failed again after "
+                f"a rebuild: {exc}"
+            ) from exc
+
+    # -- annotations ----------------------------------------------------------------------
+
+    def sync_annotations(self, force: bool = False) -> None:
+        """Mirror ``annotations.json`` into the index table when the file changed."""
+        mtime = self._file.mtime_ns()
+        conn = self.connection()
+        if not force and mtime == self._annotations_seen:
+            return
+        stored = conn.execute("SELECT value FROM meta WHERE key = 'annotations_mtime'").fetchone()
+        if not force and stored is not None and stored[0] == mtime:
+            self._annotations_seen = mtime
+            return
+        items = self._file.load()
+
+        def mirror(c: Any) -> None:
+            c.execute("DELETE FROM annotations")
+            c.executemany(
+                "INSERT INTO annotations (run_id, tag, remark) VALUES (?, ?, ?)",
+                [(k, v.get("tag"), v.get("remark")) for k, v in items.items()],
+            )
+            schema.set_meta(c, "annotations_mtime", mtime)
+
+        self.write(mirror)
+        self._annotations_seen = mtime
+
+    def annotate(self, run_id: str, tag: Any, remark: Any) -> dict[str, Any]:
+        entry = self._file.update(run_id, tag=tag, remark=remark)
+        self.recovering(lambda: self.sync_annotations(force=True))
+        return entry
+
+    def annotations(self) -> dict[str, dict[str, Any]]:
+        self.recovering(self.sync_annotations)
+        return self._file.load()
+
+    def annotations_stamp(self) -> object:
+        return self._file.mtime_ns()
