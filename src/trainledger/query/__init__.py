@@ -4,7 +4,8 @@ Public names (``__all__``): MindInsight's ``get_summary_lineage`` and
 ``filter_summary_lineage``; ``LineageIndex`` (a reusable index: ``query``, ``refresh``,
 ``set_annotation``, ``get_annotations``); ``QueryService`` (an index with background re-scans,
 data versions and a result cache, for long-lived readers such as the web UI);
-``lineage_table`` and ``flatten_object``/``flatten_result`` (flat rows); ``parse_where``
+``lineage_table`` and ``flatten_object``/``flatten_result`` (flat rows); ``index_url`` and
+``redact_url`` (where the index lives: SQLite or PostgreSQL); ``parse_where``
 (the ``FIELD OP VALUE`` compiler); ``FIELDS``, ``CONTROL_KEYS`` and ``lineage_types`` of
 search conditions. Nothing here imports torch.
 """
@@ -25,6 +26,8 @@ _EXPORTS: dict[str, str] = {
     "FIELDS": "trainledger.query.conditions",
     "HYPERPARAMETERS": "trainledger.query.conditions",
     "lineage_types": "trainledger.query.conditions",
+    "index_url": "trainledger.query.backend",
+    "redact_url": "trainledger.query.backend",
     "MIN_RUNS": "trainledger.query.importance",
     "hyperparameter_importance": "trainledger.query.importance",
     "LineageIndex": "trainledger.query.index",
@@ -56,6 +59,7 @@ __all__ = [
     "get_summary_lineage",
     "hyperparameter_importance",
     "HYPERPARAMETERS",
+    "index_url",
     "lineage_table",
     "lineage_types",
     "LineageIndex",
@@ -63,6 +67,7 @@ __all__ = [
     "parse_where",
     "QueryService",
     "read_audit",
+    "redact_url",
     "restore_run",
     "run_id_of",
     "token_fingerprint",
@@ -74,6 +79,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.query.annotations import UNSET
     from trainledger.query.audit import append_audit, cli_actor, read_audit, token_fingerprint
+    from trainledger.query.backend import index_url, redact_url
     from trainledger.query.conditions import CONTROL_KEYS, FIELDS, HYPERPARAMETERS, lineage_types
     from trainledger.query.importance import MIN_RUNS, hyperparameter_importance
     from trainledger.query.index import LineageIndex

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from trainledger.errors import LineageParamValueError
 from trainledger.query.schema import Connection, Dialect
 
-__all__ = ["ENV", "IndexDb", "index_url", "open_db", "redact"]
+__all__ = ["ENV", "IndexDb", "index_url", "open_db", "redact_url"]
 
 ENV = "TRAINLEDGER_INDEX_URL"
 _PG_SCHEMES = ("postgresql", "postgres")
@@ -26,7 +26,7 @@ _SQLITE = ("", "sqlite", "sqlite://")
 T = TypeVar("T")
 
 
-def redact(url: str) -> str:
+def redact_url(url: str) -> str:
     """``url`` with its password (in the netloc or a ``password=`` parameter) as ``***``:
     URLs are shown in logs and errors, passwords never."""
     try:
@@ -59,7 +59,7 @@ def index_url(index: str | None = None) -> str | None:
     if scheme in _PG_SCHEMES:
         return value
     source = "index" if index is not None else ENV
-    shown = redact(value) if scheme else repr(value)
+    shown = redact_url(value) if scheme else repr(value)
     raise LineageParamValueError(
         f"ValueError. The {source} should be a postgresql://USER@HOST[:PORT]/DATABASE URL, or "
         f"sqlite:// for the SQLite file beside the runs (the default), received: {shown} "

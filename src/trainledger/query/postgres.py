@@ -15,7 +15,7 @@ Why these rules:
   run again, for a bounded time: what was committed stays, and every write is idempotent.
 - Annotations live in the ``annotations`` table itself: it is shared by everyone and never
   dropped by a migration; the derived rows can be rebuilt from the runs at any time.
-- The URL's password never appears in a log line or an error (``backend.redact``).
+- The URL's password never appears in a log line or an error (``backend.redact_url``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 from trainledger.errors import LineageQuerySummaryDataError
 from trainledger.query import schema
-from trainledger.query.backend import IndexDb, redact
+from trainledger.query.backend import IndexDb, redact_url
 
 __all__ = ["PgDb", "schema_name"]
 
@@ -109,7 +109,7 @@ class PgDb(IndexDb):
             ) from exc
         self.errors = (psycopg.Error,)
         self.url = url
-        self.where = redact(url)
+        self.where = redact_url(url)
         self.schema = schema_name(base_name)
         self._key = _lock_key(self.schema)
         self._conn: _Conn | None = None

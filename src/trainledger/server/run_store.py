@@ -204,7 +204,8 @@ class EngineStore:
     result cache) plus the lineage, checkpoint-file and summary reads of single runs.
 
     The options are ``QueryService``'s (``max_depth``, ``rescan_interval``, ``stale_after``,
-    ``background_rescan``); scalars, images, histograms and tensors are re-read at most every
+    ``background_rescan``, ``index`` and ``name``: a shared index and the base's name there);
+    scalars, images, histograms and tensors are re-read at most every
     ``scalar_interval`` seconds per run, for the ``max_cached_runs`` runs read last (scalars)
     or a quarter of them (the media, which weigh more; see ``media_store``).
     """
@@ -219,6 +220,8 @@ class EngineStore:
         background_rescan: bool = True,
         scalar_interval: float = 0.5,
         max_cached_runs: int = 64,
+        index: str | None = None,
+        name: str | None = None,
     ) -> None:
         self.base = base
         self.scalar_interval = scalar_interval
@@ -230,6 +233,8 @@ class EngineStore:
             stale_after=stale_after,
             background_rescan=background_rescan,
             finish=self._finish,
+            index=index,
+            name=name,
         )
         self._known = _KnownRuns(self.service)
         self._lock = threading.RLock()  # guards the caches below
