@@ -33,9 +33,7 @@ def importance(
 
     try:
         condition = parse_where(wheres)
-        result = filter_summary_lineage(
-            user_location(base), condition or None, index=index or "sqlite://"
-        )
+        result = filter_summary_lineage(user_location(base), condition or None, index=index)
         answer = hyperparameter_importance(result, metric, repeats=repeats)
     except (LineageError, ValueError, ModuleNotFoundError) as exc:
         raise click.ClickException(str(exc)) from exc

@@ -102,7 +102,7 @@ def lineage(
         condition = parse_where(wheres, sort=sort, limit=limit, page=page)
         # a shell path like ../runs is the user's own: normalize it (the API rejects "..")
         result = filter_summary_lineage(
-            user_location(base), condition, max_depth=max_depth, index=index or "sqlite://"
+            user_location(base), condition, max_depth=max_depth, index=index
         )
     except LineageFileNotFoundError:  # an empty base is an answer, not a failure
         click.echo(

@@ -18,11 +18,12 @@ __all__ = ["user_location", "local_copy", "keep_fresh", "index_option"]
 
 
 def _check_index(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """The chosen index URL (None: the SQLite file), or a usage error saying what is taken."""
+    """``value`` once it is known to name a backend, or a usage error saying what is taken."""
     from trainledger.query import index_url  # the query package on use
 
     try:
-        return index_url(value)
+        index_url(value)
+        return value
     except ValueError as exc:
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from exc
 

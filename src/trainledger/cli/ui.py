@@ -81,7 +81,7 @@ def ui(
     try:  # the [ui] extra: imported here so the rest of the CLI works without it
         import uvicorn
 
-        from trainledger.query import redact_url
+        from trainledger.query import index_url, redact_url
         from trainledger.server import EngineStore, create_app
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise click.ClickException(
@@ -111,14 +111,15 @@ def ui(
         store=EngineStore(
             Path(local),
             max_depth=max_depth,
-            index=index or "sqlite://",
+            index=index,
             name=base.rstrip("/") if is_object_url(base) else None,
         ),
         allowed_hosts=allowed_hosts(host, extra_hosts),
     )
     _check_port_free(host, port)  # before saying "serving": uvicorn would fail after it
     url = ui_url(host, port, token or read_token)
-    where = f" (index {redact_url(index)})" if index else ""
+    chosen = index_url(index)
+    where = f" (index {redact_url(chosen)})" if chosen else ""
     click.echo(f"trainledger ui: serving {base}{where} at {url}  (Ctrl+C to stop)")
     if open_browser:
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()

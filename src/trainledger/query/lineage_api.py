@@ -120,7 +120,7 @@ def open_index(
         found = _indexes.get(key)
         if found is None:
             name = base_name(summary_base_dir, base)
-            found = _indexes[key] = LineageIndex(base, max_depth=max_depth, index=url, name=name)
+            found = _indexes[key] = LineageIndex(base, max_depth=max_depth, index=index, name=name)
         return found
 
 

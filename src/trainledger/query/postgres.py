@@ -113,6 +113,7 @@ class PgDb(IndexDb):
         self.schema = schema_name(base_name)
         self._key = _lock_key(self.schema)
         self._conn: _Conn | None = None
+        self._reached = False  # a server never reached is a mistake to report, not to wait on
 
     def connection(self) -> _Conn:
         if self._conn is not None and not self._conn.raw.closed:
@@ -132,6 +133,7 @@ class PgDb(IndexDb):
             raw.close()
             raise
         self._conn = conn
+        self._reached = True
         return conn
 
     def _prepare(self, conn: _Conn) -> None:
@@ -191,7 +193,8 @@ class PgDb(IndexDb):
 
     def retrying(self, fn: Callable[[], T]) -> T:
         """Run ``fn``; on a lost connection or a serialization conflict, reconnect and run it
-        again with backoff, for at most ``RETRY_SECONDS``."""
+        again with backoff, for at most ``RETRY_SECONDS`` (not before the server was reached
+        once: a wrong host or port fails at once)."""
         import psycopg
         from psycopg import errors
 
@@ -206,8 +209,10 @@ class PgDb(IndexDb):
                 errors.DeadlockDetected,
             ) as exc:
                 lost = self._conn is None or self._conn.raw.closed or self._conn.raw.broken
-                if not lost and not isinstance(
-                    exc, (errors.SerializationFailure, errors.DeadlockDetected)
+                if (
+                    not self._reached
+                    or not lost
+                    and not isinstance(exc, (errors.SerializationFailure, errors.DeadlockDetected))
                 ):
                     raise
                 self._drop()

@@ -135,6 +135,9 @@ def _v5(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
         conn.execute("DROP INDEX IF EXISTS runs_default_order")
         conn.execute("ALTER TABLE runs RENAME TO runs_v4")
         conn.execute("ALTER TABLE custom RENAME TO custom_v4")
+    else:  # rows that would name runs that are gone: rebuilt from the run files
+        for table in ("records", "custom", "unreadable", "listings"):
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
     for statement in dialect.ddl(_V5):
         conn.execute(statement)
     if old:
