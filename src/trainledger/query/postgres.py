@@ -35,7 +35,7 @@ from trainledger.errors import LineageQuerySummaryDataError
 from trainledger.query import schema
 from trainledger.query.backend import IndexDb, redact_url
 
-__all__ = ["PgDb", "schema_name"]
+__all__ = ["PgDb", "bind_value", "schema_name"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -57,7 +57,8 @@ def _pg_sql(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
-def _bind(value: Any) -> Any:
+def bind_value(value: Any) -> Any:
+    """A value as the index binds it: floats as exact NUMERICs, NaN as NULL (see above)."""
     if isinstance(value, float):
         if math.isnan(value):
             return None
@@ -75,14 +76,14 @@ class _Conn:
         import psycopg
 
         try:
-            return self.raw.execute(_pg_sql(sql), [_bind(v) for v in parameters])
+            return self.raw.execute(_pg_sql(sql), [bind_value(v) for v in parameters])
         except psycopg.DataError as exc:  # a value PostgreSQL cannot hold (a NUL in text...)
             raise ValueError(f"PostgreSQL refused a value: {exc}") from exc
 
     def executemany(self, sql: str, parameters: Any, /) -> Any:
         import psycopg
 
-        rows = [[_bind(v) for v in row] for row in parameters]
+        rows = [[bind_value(v) for v in row] for row in parameters]
         if not rows:
             return None
         try:
