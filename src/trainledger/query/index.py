@@ -144,6 +144,9 @@ class LineageIndex:
             if not self._listings_loaded:
                 self._scanner.load(self._read(index_tables.load_listings))
                 self._listings_loaded = True
+            # what the index held before the scan: a run missing from the scan is then really
+            # gone, not one that another process wrote and indexed while this scan ran
+            seen = self._read(self._known_signatures)
             on_disk = self._scanner.scan()
             if self._scanner.changed:
                 self._write(
@@ -151,7 +154,6 @@ class LineageIndex:
                     bump=False,
                 )
             stats = ScanStats(runs=len(on_disk))
-            seen = self._read(self._known_signatures)
             if self._synced_generation != self._known_generation:
                 self._synced = {}
                 self._checked = None
