@@ -307,3 +307,20 @@ def test_annotations_survive_a_rebuild_of_the_derived_rows(tmp_path: Path, pg_ur
         assert index.refresh().parsed == 3
         obj = index.query({"summary_dir": {"eq": "./r2"}})["object"][0]
         assert obj["added_info"] == {"remark": "keep me"}
+
+
+def test_a_new_shared_index_starts_with_the_sqlite_annotations(tmp_path: Path, pg_url: str) -> None:
+    write_run(tmp_path, "r0")
+    write_run(tmp_path, "r1")
+    with LineageIndex(tmp_path) as index:  # the SQLite era
+        index.set_annotation("./r0", tag=9, remark="from SQLite")
+    with LineageIndex(tmp_path, index=pg_url) as index:
+        assert index.get_annotations() == {"./r0": {"tag": 9, "remark": "from SQLite"}}
+        index.set_annotation("./r1", tag=1)
+    with LineageIndex(tmp_path) as index:  # the file is left as it was
+        index.set_annotation("./r0", tag=None)
+    with LineageIndex(tmp_path, index=pg_url) as index:  # seeded once, not again
+        assert index.get_annotations() == {
+            "./r0": {"tag": 9, "remark": "from SQLite"},
+            "./r1": {"tag": 1},
+        }

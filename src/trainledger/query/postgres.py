@@ -100,7 +100,14 @@ class PgDb(IndexDb):
     dialect = schema.POSTGRES
     begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
-    def __init__(self, url: str, base_name: str) -> None:
+    def __init__(
+        self,
+        url: str,
+        base_name: str,
+        seed: Callable[[], dict[str, dict[str, Any]]] | None = None,
+    ) -> None:
+        """``seed`` gives the annotations a new schema starts with (the base's SQLite-era
+        ``annotations.json``, so switching a team to the shared index loses none)."""
         try:
             import psycopg
         except ImportError as exc:
@@ -113,6 +120,7 @@ class PgDb(IndexDb):
         self.where = redact_url(url)
         self.schema = schema_name(base_name)
         self._key = _lock_key(self.schema)
+        self._seed = seed
         self._conn: _Conn | None = None
         self._reached = False  # a server never reached is a mistake to report, not to wait on
 
@@ -154,6 +162,12 @@ class PgDb(IndexDb):
                 ]
                 version = schema.read_meta(conn, "schema_version") if "meta" in tables else None
                 schema.migrate(conn, self.dialect, version, tables, rebuild_newer=False)
+                if version is None and self._seed is not None:
+                    conn.executemany(
+                        "INSERT INTO annotations (run_id, tag, remark) VALUES (?, ?, ?) "
+                        "ON CONFLICT (run_id) DO NOTHING",
+                        [(k, v.get("tag"), v.get("remark")) for k, v in self._seed().items()],
+                    )
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
