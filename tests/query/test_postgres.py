@@ -324,3 +324,31 @@ def test_a_new_shared_index_starts_with_the_sqlite_annotations(tmp_path: Path, p
             "./r0": {"tag": 9, "remark": "from SQLite"},
             "./r1": {"tag": 1},
         }
+
+
+def test_numbers_of_any_size_answer_alike_on_both_backends(tmp_path: Path, pg_url: str) -> None:
+    from trainledger.query.conditions import validate_condition
+    from trainledger.query.semantics import evaluate
+
+    big = 2**64 + 1
+    for name, count in [("plain", 7), ("uint64", big), ("huge", 10**400), ("neg", -(2**70))]:
+        write_run(tmp_path, name, metrics={"acc": 0.5, "count": count}, learning_rate=0.1)
+    write_run(tmp_path, "edge", metrics={"count": 2**53 + 1})
+    write_run(tmp_path, "edge_f", metrics={"count": float(2**53)})
+    conds: list[dict[str, Any]] = [
+        {"metric/count": {op: v}}
+        for v in (2**63, 2**64, 10**300, 0, 7, 2**53, 2**53 + 1, float(2**53), -(2**70))
+        for op in ("eq", "lt", "gt", "le", "ge")
+    ]
+    conds += [
+        {"metric/count": {"in": [big, 7, 2**53 + 1]}},
+        {"metric/count": {"not_in": [2**53, None]}},
+        {"sorted_name": "metric/count", "sorted_type": "ascending"},
+        {"sorted_name": "metric/count", "sorted_type": "descending"},
+    ]
+    with LineageIndex(tmp_path) as lite, LineageIndex(tmp_path, index=pg_url) as pg:
+        stored = lite.records(refresh=True)
+        for cond in conds:
+            expected = evaluate(stored, validate_condition(cond))
+            assert lite.query(cond) == expected, cond
+            assert pg.query(cond) == expected, cond

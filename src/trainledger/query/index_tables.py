@@ -18,35 +18,34 @@ from trainledger.query import semantics
 from trainledger.query.discovery import DirListing, RunFiles
 from trainledger.query.flat_record import graph_hash
 from trainledger.query.numbers import sql_number
-from trainledger.query.schema import VALUE_FIELDS, Connection
+from trainledger.query.schema import BIG, VALUE_FIELDS, Connection
 
 log = logging.getLogger(__name__)
 
 _INSERT_RUN = (
     "INSERT INTO runs (summary_dir, signature, update_time, graph_hash, custom_types, "
-    + ", ".join(f"{f}_num, {f}_txt" for f in VALUE_FIELDS)
+    + ", ".join(f"{f}_num, {f}_big, {f}_txt" for f in VALUE_FIELDS)
     + ") VALUES (?, ?, ?, ?, ?, "
-    + ", ".join("?, ?" for _ in VALUE_FIELDS)
+    + ", ".join("?, ?, ?" for _ in VALUE_FIELDS)
     + ") RETURNING id"
 )
 _IN_CHUNK = 500
 
 
-def split_value(value: Any) -> tuple[Any, str | None]:
-    """(number, text) columns of a value: one of them, or neither for None (and NaN).
+def split_value(value: Any) -> tuple[float | None, Any, str | None]:
+    """(num, big, txt) columns of a value (see ``schema.py``); all None for None and NaN.
 
-    Why: a value may be a number in one run and text in another; each engine then compares
-    numbers with numbers and text with text only (see ``schema.py``). Other types raise
-    TypeError: such a run is indexed as unreadable.
+    A number is its float64 and, from magnitude 2**53 on, also its exact value (an int, or
+    a float that is integral there; numbers beyond int64 count as float64, see numbers.py).
+    Other types raise TypeError: such a run is indexed as unreadable.
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None, None
+        return None, None, None
     if isinstance(value, str):
-        return None, value
-    if isinstance(value, bool):
-        return int(value), None
+        return None, None, value
     if isinstance(value, (int, float)):
-        return sql_number(value), None
+        number = sql_number(int(value) if isinstance(value, bool) else value)
+        return float(number), (number if abs(number) >= BIG else None), None
     raise TypeError(f"cannot index a value of type {type(value).__name__}: {value!r}")
 
 
@@ -147,9 +146,9 @@ def insert_record(conn: Connection, record: semantics.Record, signature: str) ->
         (run_id, json.dumps(stored, separators=(",", ":"), default=str)),
     )
     conn.executemany(
-        "INSERT INTO custom (run_id, name, num, txt, vtype) VALUES (?, ?, ?, ?, ?) "
+        "INSERT INTO custom (run_id, name, num, big, txt, vtype) VALUES (?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (run_id, name) DO UPDATE SET "
-        "num = excluded.num, txt = excluded.txt, vtype = excluded.vtype",
+        "num = excluded.num, big = excluded.big, txt = excluded.txt, vtype = excluded.vtype",
         [
             (run_id, label, *split_value(value), semantics.custom_type_name(value))
             for label, value in pairs

@@ -5,8 +5,7 @@ Why these rules:
 - Each base has a schema of its own (``tl_`` + a hash of the base's name, its ``s3://`` URL
   or real path), so one database serves many bases and every statement stays unqualified.
 - Statements are written once with ``?`` (``schema.py``); :class:`_Conn` turns them into
-  psycopg's ``%s`` and binds Python floats as exact NUMERICs, so that ints and floats
-  compare exactly, as in SQLite and Python (NaN binds as NULL, as SQLite stores it).
+  psycopg's ``%s`` and binds large floats exactly (``bind_value``).
 - Writers from any number of processes and machines take a transaction-level advisory lock
   per base: write transactions run one at a time, as SQLite's ``BEGIN IMMEDIATE`` does, so
   "delete then insert" of a run and the numbering of dataset marks never race. Readers use
@@ -34,6 +33,7 @@ from typing import Any, TypeVar
 from trainledger.errors import LineageQuerySummaryDataError
 from trainledger.query import schema
 from trainledger.query.backend import IndexDb, redact_url
+from trainledger.query.schema import BIG
 
 __all__ = ["PgDb", "bind_value", "schema_name"]
 
@@ -58,11 +58,14 @@ def _pg_sql(sql: str) -> str:
 
 
 def bind_value(value: Any) -> Any:
-    """A value as the index binds it: floats as exact NUMERICs, NaN as NULL (see above)."""
+    """A value as the index binds it: NaN as NULL (as SQLite stores it), and a float of
+    magnitude 2**53 or more (integral there) as its exact NUMERIC, as ``_big`` columns and
+    their comparisons need (PostgreSQL's own float-to-numeric cast keeps 15 digits)."""
     if isinstance(value, float):
         if math.isnan(value):
             return None
-        return Decimal(value)  # exact: 0.1 is 0.1000000000000000055511151231257827...
+        if not abs(value) < BIG:
+            return Decimal(value)  # (Decimal('Infinity') for inf)
     return value
 
 

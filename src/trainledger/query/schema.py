@@ -2,10 +2,13 @@
 
 Why one text: the tables must mean the same on SQLite and PostgreSQL, so the DDL is written
 once with a few type slots (``{num}``, ``{txt}``...) that each :class:`Dialect` fills.
-Why a number column and a text column per value: SQLite's columns are untyped, but
+Why number columns and a text column per value: SQLite's columns are untyped, but
 PostgreSQL's are not, and a lineage value may be a number in one run and text in another.
 Keeping them apart (``<field>_num`` / ``<field>_txt``) lets every comparison and sort be the
-same SQL on both engines (see ``sql.py``).
+same SQL on both engines (see ``sql.py``). A number is stored as a float64 (``_num``: fast
+to scan, and exact below 2**53 in magnitude, where every int and float is a float64) plus,
+only when its magnitude is 2**53 or more, its exact value (``_big``), so that ints and floats
+still compare exactly, as in Python.
 
 Versions: ``meta.schema_version`` says which migrations ran; :func:`migrate` applies the
 missing ones in order, in the caller's write transaction. ``meta.compatible_from`` is the
@@ -30,6 +33,7 @@ __all__ = [
     "SQLITE",
     "POSTGRES",
     "VALUE_FIELDS",
+    "BIG",
     "migrate",
     "NewerSchemaError",
 ]
@@ -49,7 +53,7 @@ class Dialect:
 
     name: str
     id_pk: str  # an auto-numbered integer primary key
-    num: str  # an exact number (int64 and float64 both, compared exactly)
+    num: str  # an exact number (a ``_big`` value: int64, or an integral float64)
     txt: str  # text ordered by code point, as Python orders str
     real: str
     int: str
@@ -96,7 +100,7 @@ CREATE TABLE runs (
     graph_hash TEXT NOT NULL,
     custom_types TEXT NOT NULL,
     """
-    + ",\n    ".join(f"{f}_num {{num}}, {f}_txt {{txt}}" for f in VALUE_FIELDS)
+    + ",\n    ".join(f"{f}_num {{real}}, {f}_big {{num}}, {f}_txt {{txt}}" for f in VALUE_FIELDS)
     + """
 );
 CREATE INDEX runs_default_order ON runs (update_time DESC, summary_dir);
@@ -104,7 +108,8 @@ CREATE TABLE IF NOT EXISTS records (run_id {int} PRIMARY KEY, record TEXT NOT NU
 CREATE TABLE custom (
     run_id {int} NOT NULL,
     name {txt} NOT NULL,
-    num {num},
+    num {real},
+    big {num},
     txt {txt},
     vtype TEXT NOT NULL,
     PRIMARY KEY (run_id, name)
@@ -119,10 +124,15 @@ class NewerSchemaError(Exception):
     """The index was written by a newer trainledger that this one cannot use."""
 
 
+BIG = 2**53  # from this magnitude on, a number's exact value is kept beside its float64
+
+
 def _split(column: str) -> str:
-    """SQLite's untyped ``column`` as its (number, text) pair (version 4 existed on SQLite only)."""
+    """SQLite's untyped ``column`` as its (num, big, txt) columns (version 4 was SQLite's)."""
+    number = f"typeof({column}) IN ('integer', 'real')"
     return (
-        f"CASE WHEN typeof({column}) IN ('integer', 'real') THEN {column} END, "
+        f"CASE WHEN {number} THEN CAST({column} AS REAL) END, "
+        f"CASE WHEN {number} AND abs({column}) >= {BIG} THEN {column} END, "
         f"CASE WHEN typeof({column}) = 'text' THEN {column} END"
     )
 
@@ -144,13 +154,13 @@ def _v5(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
         fixed = "id, summary_dir, signature, update_time, graph_hash, custom_types"
         conn.execute(
             f"INSERT INTO runs ({fixed}, "
-            + ", ".join(f"{f}_num, {f}_txt" for f in VALUE_FIELDS)
+            + ", ".join(f"{f}_num, {f}_big, {f}_txt" for f in VALUE_FIELDS)
             + f") SELECT {fixed}, "
             + ", ".join(_split(f) for f in VALUE_FIELDS)
             + " FROM runs_v4"
         )
         conn.execute(
-            "INSERT INTO custom (run_id, name, num, txt, vtype) "
+            "INSERT INTO custom (run_id, name, num, big, txt, vtype) "
             f"SELECT run_id, name, {_split('value')}, vtype FROM custom_v4"
         )
         conn.execute("DROP TABLE runs_v4")

@@ -2,11 +2,13 @@
 
 Why the care: SQL compares across types where Python refuses (``3 < 'a'`` is true in SQLite,
 an error in PostgreSQL, a TypeError that MindInsight treated as "no match"), and NULL never
-equals anything. Each value is stored as a number column and a text column (``schema.py``):
-a number condition reads only the number column, a text condition only the text one, so a
-mismatch is simply false on both engines. Every predicate is two-valued (never NULL), so
-``NOT`` means "does not match". Field names never enter the SQL text: fixed fields map to
-fixed columns, custom fields are looked up by a bound name.
+equals anything. Each value is stored as number columns and a text column (``schema.py``):
+a number condition reads only the number columns, a text condition only the text one, so a
+mismatch is simply false on both engines. A number below 2**53 in magnitude compares with
+the float64 column alone (exact: any stored number on the other side of 2**53 keeps its
+order as a float64); a larger one with the exact value. Every predicate is two-valued (never
+NULL), so ``NOT`` means "does not match". Field names never enter the SQL text: fixed fields
+map to fixed columns, custom fields are looked up by a bound name.
 """
 
 from __future__ import annotations
@@ -15,44 +17,61 @@ from typing import Any
 
 from trainledger.query.conditions import filter_items
 from trainledger.query.numbers import sql_number
-from trainledger.query.schema import VALUE_FIELDS
+from trainledger.query.schema import BIG, VALUE_FIELDS
 from trainledger.query.semantics import is_match
 
 _SQL_OPS = {"eq": "=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
 _TRUE, _FALSE = "1 = 1", "1 = 0"
-# fixed field -> (number column, text column) of the ``runs`` table
-_COLUMNS: dict[str, tuple[str, str]] = {f: (f"runs.{f}_num", f"runs.{f}_txt") for f in VALUE_FIELDS}
-_COLUMNS["summary_dir"] = ("NULL", "runs.summary_dir")
-# field kind -> (table, alias's join condition on runs, number column, text column)
-_CUSTOM = ("custom", "{a}.run_id = runs.id AND {a}.name = ?", "{a}.num", "{a}.txt")
-_TAG = ("annotations", "{a}.run_id = runs.summary_dir", "{a}.tag", "NULL")
+# fixed field -> (float64, exact number, text) columns of the ``runs`` table
+_COLUMNS: dict[str, tuple[str, str, str]] = {
+    f: (f"runs.{f}_num", f"runs.{f}_big", f"runs.{f}_txt") for f in VALUE_FIELDS
+}
+_COLUMNS["summary_dir"] = ("NULL", "NULL", "runs.summary_dir")
+# field kind -> (table, alias's join condition on runs, float64, exact number, text)
+_CUSTOM = ("custom", "{a}.run_id = runs.id AND {a}.name = ?", "{a}.num", "{a}.big", "{a}.txt")
+_TAG = ("annotations", "{a}.run_id = runs.summary_dir", "{a}.tag", "NULL", "NULL")
 
 
 def _is_num(value: Any) -> bool:
     return isinstance(value, (int, float))
 
 
-def _source(field: str) -> tuple[str, str, str, str]:
+def _source(field: str) -> tuple[str, str, str, str, str]:
     return _TAG if field == "tag" else _CUSTOM
 
 
-def _match(num: str, txt: str, op: str, value: Any) -> tuple[str, list[Any]]:
-    """Two-valued SQL for ``<num, txt> op value`` over one stored value."""
+def _exact(num: str, big: str) -> str:
+    """The exact value of a stored number (its float64 is exact below 2**53)."""
+    return num if big == "NULL" else f"COALESCE({big}, CAST({num} AS NUMERIC))"
+
+
+def _in(column: str, items: list[Any]) -> str:
+    return f"({column} IS NOT NULL AND {column} IN ({', '.join('?' for _ in items)}))"
+
+
+def _match(num: str, big: str, txt: str, op: str, value: Any) -> tuple[str, list[Any]]:
+    """Two-valued SQL for ``<num, big, txt> op value`` over one stored value."""
     if op in ("in", "not_in"):
         items = [sql_number(v) for v in value if v is not None]
-        nums = [v for v in items if _is_num(v)]
+        small = [v for v in items if _is_num(v) and abs(v) < BIG]
+        large = [v for v in items if _is_num(v) and not abs(v) < BIG]
         txts = [v for v in items if not _is_num(v)]
-        parts: list[str] = []
-        if nums:
-            parts.append(f"({num} IS NOT NULL AND {num} IN ({', '.join('?' for _ in nums)}))")
-        if txts:
-            parts.append(f"({txt} IS NOT NULL AND {txt} IN ({', '.join('?' for _ in txts)}))")
+        parts = [
+            _in(column, group)
+            for column, group in ((num, small), (_exact(num, big), large), (txt, txts))
+            if group
+        ]
         if len(items) != len(value):
             parts.append(f"({num} IS NULL AND {txt} IS NULL)")
         member = "(" + " OR ".join(parts) + ")" if parts else _FALSE
-        return (member if op == "in" else f"NOT {member}"), nums + txts
-    col = num if _is_num(value) else txt
-    return f"({col} IS NOT NULL AND {col} {_SQL_OPS[op]} ?)", [sql_number(value)]
+        return (member if op == "in" else f"NOT {member}"), small + large + txts
+    value = sql_number(value)
+    if not _is_num(value):
+        col = txt
+    else:
+        col = num if abs(value) < BIG else _exact(num, big)
+    sql = f"({num if _is_num(value) else txt} IS NOT NULL AND {col} {_SQL_OPS[op]} ?)"
+    return sql, [value]
 
 
 def _predicate(field: str, op: str, value: Any) -> tuple[str, list[Any]]:
@@ -62,12 +81,12 @@ def _predicate(field: str, op: str, value: Any) -> tuple[str, list[Any]]:
     # a custom value or the tag lives in another table: a run without a row there has the
     # value None, so the test is EXISTS a matching row, or NOT EXISTS a failing one when
     # None itself matches (``not_in`` without None, ``in`` with it)
-    table, on, num, txt = (part.format(a="v") for part in _source(field))
+    table, on, num, big, txt = (part.format(a="v") for part in _source(field))
     on_params = [field] if "?" in on else []
     if is_match(op, value, None):
-        sql, params = _match(num, txt, "not_in" if op == "in" else "in", value)
+        sql, params = _match(num, big, txt, "not_in" if op == "in" else "in", value)
         return f"NOT EXISTS (SELECT 1 FROM {table} AS v WHERE {on} AND {sql})", on_params + params
-    sql, params = _match(num, txt, op, value)
+    sql, params = _match(num, big, txt, op, value)
     return f"EXISTS (SELECT 1 FROM {table} AS v WHERE {on} AND {sql})", on_params + params
 
 
@@ -90,19 +109,20 @@ def compile_order(cond: dict[str, Any]) -> tuple[str, str, list[Any]]:
 
     The sort key, then the default order for ties. Ascending is None first, then numbers,
     then text (MindInsight's rule), descending the reverse: a rank column (0 None, 1 number,
-    2 text) orders the kinds, the number then the text column order within a kind.
+    2 text) orders the kinds, then the float64, the exact number (telling apart large numbers
+    with one float64) and the text column order within a kind.
     """
     name = cond.get("sorted_name")
     if name is None:
         return "", DEFAULT_ORDER, []
     join, params = "", []
     if name in _COLUMNS:
-        num, txt = _COLUMNS[name]
+        num, big, txt = _COLUMNS[name]
     else:
-        table, on, num, txt = (part.format(a="s") for part in _source(name))
+        table, on, num, big, txt = (part.format(a="s") for part in _source(name))
         join = f"LEFT JOIN {table} AS s ON {on}"
         params = [name] if "?" in on else []
     d = "DESC" if cond.get("sorted_type") == "descending" else "ASC"
     rank = f"CASE WHEN {num} IS NOT NULL THEN 1 WHEN {txt} IS NOT NULL THEN 2 ELSE 0 END"
-    keys = [rank] + [c for c in (num, txt) if c != "NULL"]
+    keys = [rank] + [c for c in (num, big, txt) if c != "NULL"]
     return join, ", ".join(f"{k} {d}" for k in keys) + f", {DEFAULT_ORDER}", params
