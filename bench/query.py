@@ -270,7 +270,7 @@ def synthetic_records(n: int, seed: int = 0) -> list[dict[str, Any]]:
 
 def load_postgres(index: LineageIndex, records: list[dict[str, Any]]) -> float:
     """COPY ``records`` into the (emptied) index's tables, the rows ``index_tables`` writes."""
-    from trainledger.query.index_tables import split_value
+    from trainledger.query.index_tables import custom_types, split_value
     from trainledger.query.postgres import bind_value
     from trainledger.query.schema import VALUE_FIELDS
 
@@ -288,7 +288,7 @@ def load_postgres(index: LineageIndex, records: list[dict[str, Any]]) -> float:
                 pairs = [(f"{g}/{k}", v) for g in groups for k, v in r[g].items()]
                 ghash = graph_hash(r["dataset_graph"])
                 marks.setdefault(ghash, int(r["dataset_mark"]))
-                types = json.dumps([[label, custom_type_name(v)] for label, v in pairs])
+                types = custom_types(pairs)
                 values = [part for f in VALUE_FIELDS for part in split_value(r.get(f))]
                 copy.write_row(
                     [i, r["summary_dir"], "copied", r["update_time"], ghash, types]

@@ -35,7 +35,7 @@ from trainledger.query.discovery import (
 )
 from trainledger.query.flat_record import to_record
 from trainledger.query.schema import Connection
-from trainledger.query.sql import compile_order, compile_where
+from trainledger.query.sql import compile_order, compile_segments, compile_where
 
 __all__ = ["LineageIndex", "ScanStats"]
 log = logging.getLogger(__name__)
@@ -294,6 +294,7 @@ class LineageIndex:
             order=compile_order(cond),
             limit=None if stop is None else stop - start,
             offset=start,
+            segments=compile_segments(cond),
         )
 
         def answer() -> Any:

@@ -49,6 +49,22 @@ def split_value(value: Any) -> tuple[float | None, Any, str | None]:
     raise TypeError(f"cannot index a value of type {type(value).__name__}: {value!r}")
 
 
+def value_kind(value: Any) -> int:
+    """0 for a value stored as None (absent, None, NaN, not a scalar), 1 number, 2 text:
+    the sort segment of a run (``sql.compile_segments``)."""
+    if not (value is None or isinstance(value, (str, int, float))):
+        return 0
+    num, _, txt = split_value(value)
+    return 1 if num is not None else 2 if txt is not None else 0
+
+
+def custom_types(pairs: list[tuple[str, Any]]) -> str:
+    """A run's (label, type name, kind) triples in one string: the count query groups by it,
+    so it tells the types of the result (``customized``) and the size of each sort segment
+    without reading a custom value."""
+    return json.dumps([[label, semantics.custom_type_name(v), value_kind(v)] for label, v in pairs])
+
+
 def delete_runs(conn: Connection, summary_dirs: Iterable[str]) -> None:
     """Forget runs (their records, custom values and unreadable markers)."""
     for d in summary_dirs:
@@ -132,9 +148,7 @@ def insert_record(conn: Connection, record: semantics.Record, signature: str) ->
         for group in ("metric", "user_defined")
         for key, value in (record.get(group) or {}).items()
     ]
-    # the run's (label, type) pairs in one string: customized reads only these, per
-    # distinct combination, instead of joining every matching run's custom values
-    types = json.dumps([[label, semantics.custom_type_name(v)] for label, v in pairs])
+    types = custom_types(pairs)
     row = conn.execute(
         _INSERT_RUN,
         [record["summary_dir"], signature, record["update_time"], ghash, types]
@@ -175,38 +189,80 @@ _RECORD_SELECT = (
 )
 
 
+def _page_ids(
+    conn: Connection,
+    where: tuple[str, list[Any]],
+    segments: tuple[str, list[tuple[int, str, str, str]]],
+    sizes: dict[int, int],
+    limit: int | None,
+    offset: int,
+) -> list[int]:
+    """The page's run ids, read segment by segment (``sql.compile_segments``): only the
+    segments the page overlaps, each in the order an index on its values gives."""
+    wsql, wparams = where
+    name, parts = segments
+    ids: list[int] = []
+    first = 0
+    for kind, join, test, osql in parts:
+        size = sizes.get(kind, 0)
+        lo = max(offset, first)
+        hi = first + size if limit is None else min(offset + limit, first + size)
+        if lo < hi:
+            ids += [
+                row[0]
+                for row in conn.execute(
+                    f"SELECT runs.id FROM runs {join} WHERE {test} AND {wsql} "
+                    f"ORDER BY {osql} LIMIT ? OFFSET ?",
+                    [name, *wparams, hi - lo, lo - first],
+                )
+            ]
+        first += size
+    return ids
+
+
 def fetch(
     conn: Connection,
     where: tuple[str, list[Any]],
     order: tuple[str, str, list[Any]],
     limit: int | None,
     offset: int,
+    segments: tuple[str, list[tuple[int, str, str, str]]] | None = None,
 ) -> tuple[int, list[semantics.Record], dict[str, set[str]]]:
     """(count before paging, the page's records in order, custom label -> type names).
 
-    ``order`` is ``sql.compile_order``'s (join, ORDER BY, join parameters); ``limit`` None:
-    every run from ``offset``.
+    ``order`` is ``sql.compile_order``'s (join, ORDER BY, join parameters); ``segments``
+    ``sql.compile_segments``' (used when every run's custom_types tells its segment);
+    ``limit`` None: every run from ``offset``.
     """
     wsql, wparams = where
     join, osql, oparams = order
-    # one pass gives both the count and the distinct custom-type combinations
+    # one pass gives the count, the distinct custom-type combinations and the segment sizes
     count = 0
     types: dict[str, set[str]] = {}
+    sizes: dict[int, int] | None = {} if segments is not None else None
     for combo, n in conn.execute(
         f"SELECT runs.custom_types, count(*) FROM runs WHERE {wsql} GROUP BY 1", wparams
     ):
         count += n
-        for label, vtype in json.loads(combo):
+        kind = 0
+        for label, vtype, *rest in json.loads(combo):
             types.setdefault(label, set()).add(vtype)
-    page, pparams = ("", []) if limit is None else (" LIMIT ? OFFSET ?", [limit, offset])
-    ids = [
-        row[0]
-        for row in conn.execute(
-            f"SELECT runs.id FROM runs {join} WHERE {wsql} ORDER BY {osql}{page}",
-            oparams + wparams + pparams,
-        )
-    ]
-    ids = ids[offset:] if limit is None else ids
+            if segments is not None and label == segments[0]:
+                kind = rest[0] if rest else -1  # (an index converted from version 4: unknown)
+        if sizes is not None:
+            sizes[kind] = sizes.get(kind, 0) + n
+    if segments is not None and sizes is not None and -1 not in sizes:
+        ids = _page_ids(conn, where, segments, sizes, limit, offset)
+    else:
+        page, pparams = ("", []) if limit is None else (" LIMIT ? OFFSET ?", [limit, offset])
+        ids = [
+            row[0]
+            for row in conn.execute(
+                f"SELECT runs.id FROM runs {join} WHERE {wsql} ORDER BY {osql}{page}",
+                oparams + wparams + pparams,
+            )
+        ]
+        ids = ids[offset:] if limit is None else ids
     by_id: dict[int, semantics.Record] = {}
     for start in range(0, len(ids), _IN_CHUNK):
         part = ids[start : start + _IN_CHUNK]

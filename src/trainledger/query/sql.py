@@ -126,3 +126,27 @@ def compile_order(cond: dict[str, Any]) -> tuple[str, str, list[Any]]:
     rank = f"CASE WHEN {num} IS NOT NULL THEN 1 WHEN {txt} IS NOT NULL THEN 2 ELSE 0 END"
     keys = [rank] + [c for c in (num, big, txt) if c != "NULL"]
     return join, ", ".join(f"{k} {d}" for k in keys) + f", {DEFAULT_ORDER}", params
+
+
+def compile_segments(cond: dict[str, Any]) -> tuple[str, list[tuple[int, str, str, str]]] | None:
+    """For a sort on a ``metric/`` or ``user_defined/`` field: (its label, the segments in
+    page order as (kind, join, test, ORDER BY)); None for any other sort.
+
+    Why: ``compile_order``'s single LEFT JOIN makes the engine join every matching run's
+    value before it can sort (seconds at a million runs). Split by kind (0 None, 1 number,
+    2 text, the rank of ``compile_order``), each segment is in the order of the index on
+    ``custom (name, num, ...)``, so a page reads about as many rows as it shows. The segment
+    sizes come from the count query (``index_tables.fetch``).
+    """
+    name = cond.get("sorted_name")
+    if name is None or name in _COLUMNS or name == "tag":
+        return None
+    d = "DESC" if cond.get("sorted_type") == "descending" else "ASC"
+    join = "JOIN custom AS s ON s.run_id = runs.id AND s.name = ?"
+    parts = {
+        0: (f"LEFT {join}", "s.num IS NULL AND s.txt IS NULL", DEFAULT_ORDER),
+        1: (join, "s.num IS NOT NULL", f"s.num {d}, s.big {d}, {DEFAULT_ORDER}"),
+        2: (join, "s.txt IS NOT NULL", f"s.txt {d}, {DEFAULT_ORDER}"),
+    }
+    kinds = (2, 1, 0) if d == "DESC" else (0, 1, 2)
+    return name, [(k, *parts[k]) for k in kinds]
