@@ -418,7 +418,7 @@ def main() -> None:
         for n in args.pg_sizes if args.postgres else []:
             pg[n] = r = bench_postgres(args.postgres, n, args.reps, work)
             print(
-                f"PostgreSQL N={n}: generated {r['generate']:.0f} s, COPY + ANALYZE "
+                f"PostgreSQL N={n}: generated {r['generate']:.0f} s, COPY + VACUUM ANALYZE "
                 f"{r['load']:.0f} s | warm (median [min-max] of {args.reps}): "
                 + ", ".join(
                     f"{q} {r[q]['median'] * 1e3:.0f} ms [{r[q]['min'] * 1e3:.0f}-"

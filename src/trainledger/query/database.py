@@ -4,7 +4,8 @@ Why split from ``index.py``: the concurrency rules live here in one place. The d
 WAL mode (readers never block the writer), every write is a short ``BEGIN IMMEDIATE``
 transaction (so a writer waits on the busy handler instead of failing on a lock upgrade), and
 ``retrying`` re-runs an operation on "database is locked/busy" with backoff, so that error never
-reaches the user. The index is derived data: a schema mismatch or a damaged file rebuilds it.
+reaches the user. The index is derived data: a damaged file is rebuilt; the schema is
+migrated (``schema.py``). ``SqliteDb`` is this backend behind ``backend.IndexDb``.
 """
 
 from __future__ import annotations

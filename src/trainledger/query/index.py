@@ -1,14 +1,16 @@
-"""The lineage index: a SQLite (WAL) cache of every run's flat record under a base directory.
+"""The lineage index: a cache of every run's flat record under a base directory, in a
+SQLite (WAL) file beside the runs or in a shared PostgreSQL database (``backend.py``).
 
 Why: MindInsight re-parsed every lineage file on every query. Here each query first does a
 cheap scan (a directory listing plus a stat of each lineage file) and re-parses only runs whose
 lineage files are new or changed; filtering, sorting and paging then run in SQL. The index is
 derived from the files: deleting ``index.db`` loses nothing (annotations live in
-``annotations.json`` beside it and are read back), a schema-version change rebuilds it, and
-several processes may scan, query and train at once (see ``store.py``).
+``annotations.json`` beside it, or in the shared database's own table), a schema change is
+migrated (``schema.py``), and several processes may scan, query and train at once.
 
 ``LineageIndex`` is reusable (the web server keeps one per base): it holds one connection,
-reopens it if the file was deleted, and is safe to share between threads.
+reopens it if the file was deleted or the server went away, and is safe to share between
+threads.
 """
 
 from __future__ import annotations
@@ -64,6 +66,9 @@ class LineageIndex:
     Main calls: ``query(search_condition)`` (validate, cheap scan, answer in SQL — the same
     result as ``filter_summary_lineage``), ``refresh()``, ``records()``,
     ``set_annotation(run_id, tag=..., remark=...)``, ``get_annotations()``, ``close()``.
+    ``index``: where the index lives (``backend.index_url``: a ``postgresql://`` URL, or
+    None for ``$TRAINLEDGER_INDEX_URL`` else the SQLite file); ``name``: the base's name in a
+    shared index (default its real path; the ``s3://`` URL of a base read through a cache).
     """
 
     def __init__(

@@ -2,15 +2,16 @@
 
 Why two index objects: the index's re-scan (a stat of every run directory, about 0.2 s for
 10,000 runs, more on a busy machine) holds its index object while it works. Queries go
-through a second object on the same SQLite file (WAL: readers never wait for the writer), and
-re-scans run in a background thread at most every ``rescan_interval`` seconds when a caller
-asks for ``stamp()`` (in the caller's own thread; other calls start one in the background only
-when the data is older than ``stale_after``), so a burst of sorting and paging costs SQL only.
-At start-up, an index left on disk by an earlier process answers at once while the re-scan
-catches up; only a base without an index waits for the first build. Every change of the runs
-or of ``annotations.json`` bumps the data version, and answers are cached per version, so
-paging back and forth is a dictionary lookup. ``background_rescan=False`` (tests) scans inside
-the call instead.
+through a second object on the same index (SQLite's WAL, PostgreSQL's snapshots: readers
+never wait for the writer), and re-scans run in a background thread at most every
+``rescan_interval`` seconds when a caller asks for ``stamp()`` (in the caller's own thread;
+other calls start one in the background only when the data is older than ``stale_after``),
+so a burst of sorting and paging costs SQL only. At start-up, an index left by an earlier
+process answers at once while the re-scan catches up; only a base without an index waits
+for the first build. Every change of the runs or of the annotations, by any process
+(``LineageIndex.data_stamp``), bumps the data version, and answers are cached per version,
+so paging back and forth is a dictionary lookup. ``background_rescan=False`` (tests) scans
+inside the call instead.
 """
 
 from __future__ import annotations
