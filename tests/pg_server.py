@@ -68,7 +68,10 @@ class PgServer:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
-    pytest.importorskip("psycopg", reason="psycopg is in the postgres extra (make install)")
+    try:
+        import psycopg  # noqa: F401 - the postgres extra, part of dev
+    except ImportError:
+        pytest.fail("psycopg is not installed: `make install` installs the postgres extra")
     bindir = _bin_dir()
     if bindir is None:
         pytest.fail("PostgreSQL is not installed: `make system-deps` installs it")
