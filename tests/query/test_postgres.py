@@ -352,3 +352,15 @@ def test_numbers_of_any_size_answer_alike_on_both_backends(tmp_path: Path, pg_ur
             expected = evaluate(stored, validate_condition(cond))
             assert lite.query(cond) == expected, cond
             assert pg.query(cond) == expected, cond
+
+
+def test_a_driver_message_never_carries_the_password(tmp_path: Path) -> None:
+    """Whatever the driver says about a bad URL, the password is not in our message."""
+    write_run(tmp_path, "r0")
+    for url in (
+        "postgresql://me:hunter2@127.0.0.1:notaport/db",
+        "postgresql://me@127.0.0.1:1/db?password=hunter2&sslmode=bogus",
+    ):
+        with pytest.raises(LineageQuerySummaryDataError) as err:
+            LineageIndex(tmp_path, index=url).query()
+        assert "hunter2" not in str(err.value), str(err.value)

@@ -26,6 +26,7 @@ import logging
 import math
 import random
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any, TypeVar
@@ -121,6 +122,12 @@ class PgDb(IndexDb):
         self.errors = (psycopg.Error,)
         self.url = url
         self.where = redact_url(url)
+        try:
+            parts = urllib.parse.urlsplit(url)
+            given = [parts.password or ""] + urllib.parse.parse_qs(parts.query).get("password", [])
+        except ValueError:
+            given = []
+        self._passwords = [p for p in given if p]
         self.schema = schema_name(base_name)
         self._key = _lock_key(self.schema)
         self._seed = seed
@@ -180,10 +187,17 @@ class PgDb(IndexDb):
                 raise
         except schema.NewerSchemaError as exc:
             raise LineageQuerySummaryDataError(
-                f"Query summary data error: the lineage index {self.where}: {exc}"
+                f"Query summary data error: the lineage index {self.where}: {self._say(exc)}"
             ) from exc
         finally:
             conn.execute("SELECT pg_advisory_unlock(?)", (self._key,))
+
+    def _say(self, exc: BaseException) -> str:
+        """An error's text without the URL's password (a driver may echo the DSN)."""
+        text = str(exc)
+        for password in self._passwords:
+            text = text.replace(password, "***")
+        return text
 
     def in_transaction(self, conn: Any) -> bool:
         from psycopg.pq import TransactionStatus
@@ -240,9 +254,9 @@ class PgDb(IndexDb):
                 if time.monotonic() > end:
                     raise LineageQuerySummaryDataError(
                         f"Query summary data error: the lineage index {self.where} stayed "
-                        f"unreachable for {RETRY_SECONDS:.0f} s ({exc})."
+                        f"unreachable for {RETRY_SECONDS:.0f} s ({self._say(exc)})."
                     ) from exc
-                log.info("lineage index %s: %s; reconnecting", self.where, exc)
+                log.info("lineage index %s: %s; reconnecting", self.where, self._say(exc))
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, 1.0)
 
@@ -253,7 +267,7 @@ class PgDb(IndexDb):
             return fn()
         except (psycopg.Error, json.JSONDecodeError) as exc:
             raise LineageQuerySummaryDataError(
-                f"Query summary data error: the lineage index {self.where} failed: {exc}"
+                f"Query summary data error: the lineage index {self.where} failed: {self._say(exc)}"
             ) from exc
 
     # -- annotations ----------------------------------------------------------------------
