@@ -74,6 +74,8 @@ def get_summary_lineage(
     all of ``LINEAGE_KEYS``: metric, hyper_parameters (incl. parallel_mode), algorithm,
     train_dataset, model, valid_dataset, dataset_graph, and trainledger's user_defined and
     run), or ``{}`` when its lineage files hold no lineage (an empty file, as MindInsight).
+    It reads the run's own files, never an index, so it takes no ``index=`` (a run's tag and
+    remark come with ``filter_summary_lineage``'s ``added_info``).
 
     Raises:
         LineageFileNotFoundError: the directory holds no lineage file at all.
