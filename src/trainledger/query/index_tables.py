@@ -32,19 +32,34 @@ _INSERT_RUN = (
 _IN_CHUNK = 500
 
 
+_NOTHING: tuple[None, None, None] = (None, None, None)
+
+
 def split_value(value: Any) -> tuple[float | None, Any, str | None]:
     """(num, big, txt) columns of a value (see ``schema.py``); all None for None and NaN.
 
     A number is its float64 and, from magnitude 2**53 on, also its exact value (an int, or
     a float that is integral there; numbers beyond int64 count as float64, see numbers.py).
-    Other types raise TypeError: such a run is indexed as unreadable.
+    Other types raise TypeError: such a run is indexed as unreadable. (Called for every
+    field of every run: the common types go first.)
     """
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None, None, None
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str:
         return None, None, value
+    if kind is float:
+        if value != value:  # NaN
+            return _NOTHING
+        return value, (None if -BIG < value < BIG else value), None
+    if value is None:
+        return _NOTHING
+    if kind is int and -BIG < value < BIG:
+        return float(value), None, None
+    if isinstance(value, str):
+        return None, None, str(value)
     if isinstance(value, (int, float)):
         number = sql_number(int(value) if isinstance(value, bool) else value)
+        if isinstance(number, float) and math.isnan(number):
+            return _NOTHING
         return float(number), (number if abs(number) >= BIG else None), None
     raise TypeError(f"cannot index a value of type {type(value).__name__}: {value!r}")
 
