@@ -15,10 +15,14 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
-# Debian packages the browser tests drive (installed only when missing).
+# Debian packages the tests drive (installed only when missing): the browser tests' Chromium,
+# and the PostgreSQL server the shared-index tests start themselves (tests/pg_server.py).
 system-deps:
 	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
+	fi
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; \
 	fi
 
 demo: $(STAMP)

@@ -18,6 +18,14 @@ most 999 run directories, so over 1k runs it sees 999.
 
     .venv/bin/python bench/query.py --sizes 1000 10000 100000 \\
         --mindinsight .venv-mindinsight/bin/python
+
+``--postgres URL`` adds the shared-index case: ``--pg-sizes`` runs (default 1,000,000) are
+generated in memory with the same distributions and loaded straight into the index's tables
+with COPY (no run files: queries use ``refresh=False``, what the web UI pays between its
+re-scans), then the issue-19 queries are timed warm (``--reps`` each after one warm-up) and
+their answers checked against the plain-Python semantics over the same records.
+
+    .venv/bin/python bench/query.py --sizes 1000 --postgres postgresql://USER@HOST/DB
 """
 
 from __future__ import annotations
@@ -44,8 +52,9 @@ from trainledger.lineage.records import (
     user_defined_event,
 )
 from trainledger.query.conditions import validate_condition
+from trainledger.query.flat_record import graph_hash
 from trainledger.query.index import LineageIndex
-from trainledger.query.semantics import evaluate
+from trainledger.query.semantics import custom_type_name, evaluate
 
 try:
     from trainledger.storage import frame, lineage_file_name
@@ -214,6 +223,127 @@ def bench_ours(base: Path, reps: int) -> dict[str, Any]:
     return out
 
 
+_GRAPHS = [
+    {
+        "op_type": "Batch",
+        "batch_size": b,
+        "children": [{"op_type": "GeneratorDataset", "num_parallel_workers": w, "children": []}],
+    }
+    for b in (16, 32, 64, 128)
+    for w in (1, 2, 4, 8)
+]
+
+
+def synthetic_records(n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """``n`` flat records (as the index stores them) with ``generate``'s distributions."""
+    rng = random.Random(seed)
+    marks: dict[str, str] = {}
+    out = []
+    for i in range(n):
+        graph = rng.choice(_GRAPHS)
+        mark = marks.setdefault(graph_hash(graph), str(len(marks) + 1))
+        out.append(
+            {
+                "summary_dir": f"./run{i:07d}",
+                "loss_function": "CrossEntropyLoss",
+                "train_dataset_path": None,
+                "train_dataset_count": 60000,
+                "test_dataset_path": None,
+                "test_dataset_count": 10000,
+                "network": "MLP",
+                "optimizer": rng.choice(["Adam", "SGD", "Momentum"]),
+                "learning_rate": rng.choice([0.001, 0.01, 0.02, 0.05, 0.1, 0.2]),
+                "epoch": rng.randint(1, 20),
+                "batch_size": rng.choice([16, 32, 64, 128]),
+                "device_num": 1,
+                "loss": rng.random(),
+                "model_size": rng.randint(1, 10**7),
+                "metric": {"Accuracy": rng.random(), "Loss": rng.random()},
+                "user_defined": {"team": rng.choice("abcd"), "trial": i},
+                "dataset_graph": graph,
+                "update_time": float(1_700_000_000 + i),
+                "dataset_mark": mark,
+            }
+        )
+    return out
+
+
+def load_postgres(index: LineageIndex, records: list[dict[str, Any]]) -> float:
+    """COPY ``records`` into the (emptied) index's tables, the rows ``index_tables`` writes."""
+    from trainledger.query.index_tables import custom_types, split_value
+    from trainledger.query.postgres import bind_value
+    from trainledger.query.schema import VALUE_FIELDS
+
+    conn = index.db.connection().raw  # type: ignore[attr-defined]
+    start = time.perf_counter()
+    conn.execute("TRUNCATE runs, records, custom, marks, unreadable")
+    run_cols = "id, summary_dir, signature, update_time, graph_hash, custom_types, " + ", ".join(
+        f"{f}_num, {f}_big, {f}_txt" for f in VALUE_FIELDS
+    )
+    marks: dict[str, int] = {}
+    with conn.transaction(), conn.cursor() as cur:
+        with cur.copy(f"COPY runs ({run_cols}) FROM STDIN") as copy:
+            for i, r in enumerate(records, 1):
+                groups = ("metric", "user_defined")
+                pairs = [(f"{g}/{k}", v) for g in groups for k, v in r[g].items()]
+                ghash = graph_hash(r["dataset_graph"])
+                marks.setdefault(ghash, int(r["dataset_mark"]))
+                types = custom_types(pairs)
+                values = [part for f in VALUE_FIELDS for part in split_value(r.get(f))]
+                copy.write_row(
+                    [i, r["summary_dir"], "copied", r["update_time"], ghash, types]
+                    + [bind_value(v) for v in values]
+                )
+        with cur.copy("COPY records (run_id, record) FROM STDIN") as copy:
+            for i, r in enumerate(records, 1):
+                copy.write_row([i, json.dumps(r, separators=(",", ":"))])
+        with cur.copy("COPY custom (run_id, name, num, big, txt, vtype) FROM STDIN") as copy:
+            for i, r in enumerate(records, 1):
+                for group in ("metric", "user_defined"):
+                    for key, value in r[group].items():
+                        num, big, txt = split_value(value)
+                        copy.write_row(
+                            [i, f"{group}/{key}", bind_value(num), bind_value(big), txt]
+                            + [custom_type_name(value)]
+                        )
+        with cur.copy("COPY marks (graph_hash, mark) FROM STDIN") as copy:
+            for ghash, mark in marks.items():
+                copy.write_row([ghash, mark])
+        cur.execute("SELECT setval(pg_get_serial_sequence('runs', 'id'), %s)", [len(records)])
+        cur.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+    conn.execute("VACUUM ANALYZE")  # statistics, and the visibility map for index-only scans
+    return time.perf_counter() - start
+
+
+def bench_postgres(url: str, n: int, reps: int, work: Path) -> dict[str, Any]:
+    """Load ``n`` runs into a PostgreSQL index with COPY, then time the queries warm."""
+    t = time.perf_counter()
+    records = synthetic_records(n)
+    out: dict[str, Any] = {"generate": time.perf_counter() - t}
+    base = work / f"pg-base{n}"  # no run files: the index is loaded directly
+    base.mkdir(parents=True, exist_ok=True)
+    index = LineageIndex(base, index=url, name=f"bench-query-{n}")
+    out["load"] = load_postgres(index, records)
+    expected_records = [{**r, "added_info": {}} for r in records]
+    for name in ("issue19", "issue19_user", "filter"):
+        cond = QUERIES[name]
+        index.query(cond, refresh=False)  # warm-up
+        times = []
+        for _ in range(reps):
+            seconds, result = _timed(lambda c=cond: index.query(c, refresh=False))
+            times.append(seconds)
+        expected = evaluate(expected_records, validate_condition(cond))
+        assert result == expected, f"{name}: SQL answer differs from the Python semantics"
+        out[name] = {
+            "median": statistics.median(times),
+            "min": min(times),
+            "max": max(times),
+            "count": result["count"],
+        }
+    index.close()
+    return out
+
+
 def bench_mindinsight(python: str, base: Path, reps: int) -> dict[str, Any]:
     proc = subprocess.run(
         [python, "-c", _MI_SCRIPT, str(base), json.dumps(QUERIES), str(reps)],
@@ -231,6 +361,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--mindinsight", help="python of a MindInsight 2.3.1 venv")
     parser.add_argument("--dir", help="work directory (default: a temp dir, removed)")
+    parser.add_argument("--postgres", metavar="URL", help="also time a PostgreSQL index")
+    parser.add_argument("--pg-sizes", type=int, nargs="+", default=[1_000_000])
     args = parser.parse_args()
     work = Path(args.dir or tempfile.mkdtemp(prefix="tl-bench-query-"))
     results: dict[int, dict[str, Any]] = {}
@@ -282,7 +414,23 @@ def main() -> None:
                         f"  {q}, N={n}: MindInsight@1k {mi[q]['seconds'] * 1e3:.0f} ms, ours "
                         f"{r[q]['seconds'] * 1e3:.1f} ms: x{mi[q]['seconds'] / r[q]['seconds']:.0f}"
                     )
-        print(json.dumps({"trainledger": results, "mindinsight_1k": mi}, default=str))
+        pg: dict[int, dict[str, Any]] = {}
+        for n in args.pg_sizes if args.postgres else []:
+            pg[n] = r = bench_postgres(args.postgres, n, args.reps, work)
+            print(
+                f"PostgreSQL N={n}: generated {r['generate']:.0f} s, COPY + VACUUM ANALYZE "
+                f"{r['load']:.0f} s | warm (median [min-max] of {args.reps}): "
+                + ", ".join(
+                    f"{q} {r[q]['median'] * 1e3:.0f} ms [{r[q]['min'] * 1e3:.0f}-"
+                    f"{r[q]['max'] * 1e3:.0f}] (count {r[q]['count']})"
+                    for q in ("issue19", "issue19_user", "filter")
+                )
+            )
+        print(
+            json.dumps(
+                {"trainledger": results, "mindinsight_1k": mi, "postgresql": pg}, default=str
+            )
+        )
     finally:
         if not args.dir:
             shutil.rmtree(work, ignore_errors=True)

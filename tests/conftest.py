@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-#: fixtures of real servers the tests start themselves (S3: moto in server mode)
-pytest_plugins = ["tests.s3_server"]
+#: fixtures of real servers the tests start themselves (S3: moto in server mode; PostgreSQL)
+pytest_plugins = ["tests.s3_server", "tests.pg_server"]
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests" / "golden"

@@ -27,3 +27,12 @@ def copy_golden(dest: Path) -> Path:
 @pytest.fixture
 def golden_base(tmp_path: Path) -> Path:
     return copy_golden(tmp_path / "runs")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def index_url(request: pytest.FixtureRequest) -> str | None:
+    """Each backend in turn: None (the SQLite file beside the runs) or a fresh PostgreSQL
+    database on the session's server."""
+    if request.param == "sqlite":
+        return None
+    return str(request.getfixturevalue("pg_url"))

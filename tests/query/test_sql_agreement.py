@@ -1,4 +1,5 @@
-"""SQL and Python evaluate the same semantics: hypothesis-generated corpora and conditions."""
+"""SQL and Python evaluate the same semantics: hypothesis-generated corpora and conditions,
+on each index backend (``index_url``: SQLite, then a real PostgreSQL server)."""
 
 from __future__ import annotations
 
@@ -126,7 +127,11 @@ def condition(draw: Any) -> dict[str, Any]:
 @settings(
     max_examples=100,
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,  # index_url: one database, a fresh base each time
+    ],
 )
 @given(
     records=corpus(),
@@ -134,9 +139,12 @@ def condition(draw: Any) -> dict[str, Any]:
     tags=st.dictionaries(st.integers(0, 7), st.integers(0, 10), max_size=3),
 )
 def test_sql_agrees_with_python(
-    records: list[dict[str, Any]], conds: list[dict[str, Any]], tags: dict[int, int]
+    index_url: str | None,
+    records: list[dict[str, Any]],
+    conds: list[dict[str, Any]],
+    tags: dict[int, int],
 ) -> None:
-    with tempfile.TemporaryDirectory() as base, LineageIndex(base) as index:
+    with tempfile.TemporaryDirectory() as base, LineageIndex(base, index=index_url) as index:
         index.add_records(records)
         for i, tag in tags.items():
             index.set_annotation(f"./r{i}", tag=tag)
@@ -153,7 +161,7 @@ def test_sql_agrees_with_python(
             checked += 1
 
 
-def test_agreement_on_a_fixed_corpus_with_every_operator() -> None:
+def test_agreement_on_a_fixed_corpus_with_every_operator(index_url: str | None) -> None:
     recs = [
         {
             "summary_dir": f"./r{i}",
@@ -200,7 +208,7 @@ def test_agreement_on_a_fixed_corpus_with_every_operator() -> None:
         )
         for t in ("ascending", "descending")
     ]
-    with tempfile.TemporaryDirectory() as base, LineageIndex(base) as index:
+    with tempfile.TemporaryDirectory() as base, LineageIndex(base, index=index_url) as index:
         index.add_records(recs)
         stored = index.records()
         for cond in conds:
@@ -209,3 +217,48 @@ def test_agreement_on_a_fixed_corpus_with_every_operator() -> None:
         finished = index.query({"status": {"eq": "finished"}}, refresh=False)
         assert [o["summary_dir"] for o in finished["object"]] == ["./r1"]
         assert "status" not in finished["object"][0]["model_lineage"]  # not MindInsight's
+
+
+def test_agreement_on_numbers_each_engine_could_round(index_url: str | None) -> None:
+    """Exact comparisons of ints with floats (PostgreSQL binds floats as exact NUMERICs),
+    int64 limits, float64 near-ties and text ordered by code point (not by locale)."""
+    values: list[Any] = [
+        0.3,
+        0.1 + 0.2,
+        2**53,
+        2**53 + 1,
+        float(2**53),
+        2**63 - 1,
+        -(2**63),
+        1e308,
+        "B",
+        "a",
+        "é",
+        "Z",
+        "",
+        None,
+    ]
+    recs = [
+        {"summary_dir": f"./r{i}", "update_time": 1.0, "metric": {"m": v} if v is not None else {}}
+        | {"user_defined": {"u": v}, "learning_rate": v}
+        for i, v in enumerate(values)
+    ]
+    probes = [0.3, 0.1 + 0.2, 2**53, 2**53 + 1, float(2**53), 2**63 - 1, "a", "Z", "é"]
+    conds: list[dict[str, Any]] = [
+        {field: {op: v}}
+        for field in ("user_defined/u", "learning_rate", "metric/m")
+        for v in probes
+        for op in ("eq", "lt", "ge")
+        if not (field != "user_defined/u" and isinstance(v, str))
+    ]
+    conds += [
+        {"sorted_name": f, "sorted_type": t}
+        for f in ("user_defined/u", "learning_rate", "metric/m")
+        for t in ("ascending", "descending")
+    ]
+    with tempfile.TemporaryDirectory() as base, LineageIndex(base, index=index_url) as index:
+        index.add_records(recs)
+        stored = index.records()
+        for cond in conds:
+            valid = index._resolve(validate_condition(cond))
+            assert index.query(cond, refresh=False) == evaluate(stored, valid), cond

@@ -114,3 +114,32 @@ def test_run_info_is_reused_within_a_version_and_refreshed_after_a_change(
         assert store.run_info("live")["status"] == "finished"
     finally:
         store.close()
+
+
+def test_two_servers_on_one_postgresql_index_see_each_others_annotations(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Two UI processes of a team (here two stores) share the index: a tag set through one
+    is a new data version for the other, whose cached answers are dropped."""
+    base = make_base(tmp_path / "runs", n=3, scalars=0)
+
+    def server() -> EngineStore:
+        return EngineStore(
+            base, rescan_interval=0.0, stale_after=0.0, background_rescan=False, index=pg_url
+        )
+
+    a, b = server(), server()
+    try:
+        assert a.stamp()["count"] == b.stamp()["count"] == 3
+        before = b.stamp()["stamp"]
+        cached = b.search({"sorted_name": "tag", "sorted_type": "descending"})
+        a.annotate("run01", tag=5, remark="seen by b")
+        assert b.stamp()["stamp"] != before
+        top = b.search({"sorted_name": "tag", "sorted_type": "descending"})
+        assert top is not cached
+        assert top["object"][0]["run_id"] == "run01"
+        assert top["object"][0]["added_info"] == {"tag": 5, "remark": "seen by b"}
+        assert not (base / ".trainledger" / "annotations.json").exists()  # kept in the database
+    finally:
+        a.close()
+        b.close()

@@ -269,3 +269,46 @@ def test_a_writer_killed_mid_upload_leaves_no_partial_object(
     assert objects(s3_bucket) == {}  # and nothing is visible under any name
     ObjectStore().put_file(str(big), ObjectLocation.parse(url))  # a retry completes it
     assert objects(s3_bucket)["runs/r0/m-3_300.ckpt"] == big.read_bytes()
+
+
+def test_the_ui_lists_the_checkpoints_of_a_run_in_the_store(
+    s3_bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The UI reads an s3:// base through a copy without checkpoints; its checkpoint table
+    lists them from the store (files and a sharded directory), each once."""
+    from trainledger.checkpoint import save_sharded
+    from trainledger.server import EngineStore
+
+    monkeypatch.chdir(tmp_path)
+    base = f"s3://{s3_bucket}/team/runs"
+    _train(f"{base}/r0")
+    close_mirrors()
+    net = nn.Linear(3, 2)
+    sharded = save_sharded(tmp_path / "m-9_1.ckpt", net, torch.optim.SGD(net.parameters(), 0.1))
+    store_client = boto3_client()
+    for part in sharded.iterdir():
+        store_client.upload_file(str(part), s3_bucket, f"team/runs/r0/m-9_1.ckpt/{part.name}")
+    keys = objects(s3_bucket, "team/runs/r0/")
+    from trainledger.storage import readable_dir  # what `trainledger ui s3://...` reads
+
+    store = EngineStore(Path(readable_dir(base)), background_rescan=False, remote=base)
+    try:
+        rows = store.checkpoints("r0")
+    finally:
+        store.close()
+    names = [r["name"] for r in rows]
+    files = sorted(k.split("/", 3)[3] for k in keys if k.endswith(".ckpt"))
+    assert sorted(n for n in names if n != "m-9_1.ckpt") == files and len(files) >= 2
+    assert len(names) == len(set(names)), repr(names)  # a recorded checkpoint is not listed twice
+    (shard_row,) = [r for r in rows if r["name"] == "m-9_1.ckpt"]
+    assert shard_row["size"] == sum(len(v) for k, v in keys.items() if "/m-9_1.ckpt/" in k)
+    assert (shard_row["epoch"], shard_row["step"]) == (9, 1)
+    for row in rows:
+        if row["name"] in files:
+            assert row["size"] == len(keys[f"team/runs/r0/{row['name']}"]) and row["time"]
+
+
+def boto3_client() -> object:
+    import boto3
+
+    return boto3.client("s3")

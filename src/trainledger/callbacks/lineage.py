@@ -350,6 +350,7 @@ class TrainLineage(_LineageCallback):
         checkpoints = [(p, file_size(p)) for p in self._checkpoints]
         if final:
             checkpoints = [(p, s) for p, s in checkpoints if s is not None]
+        checkpoints = [(public_path(p), s) for p, s in checkpoints]  # s3:// when uploaded
         return RunValues(
             status=status,
             start_time=self._start,

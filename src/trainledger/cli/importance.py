@@ -6,7 +6,7 @@ import json
 
 import click
 
-from trainledger.cli.locations import user_location
+from trainledger.cli.locations import index_option, user_location
 from trainledger.errors import LineageError
 
 __all__ = ["importance"]
@@ -18,8 +18,14 @@ __all__ = ["importance"]
 @click.option("--where", "-w", "wheres", multiple=True, metavar="EXPR", help="As in lineage.")
 @click.option("--repeats", default=5, show_default=True, type=click.IntRange(1, 100))
 @click.option("--json", "as_json", is_flag=True, help="The whole answer, scatter points included.")
+@index_option
 def importance(
-    base: str, metric: str, wheres: tuple[str, ...], repeats: int, as_json: bool
+    base: str,
+    metric: str,
+    wheres: tuple[str, ...],
+    repeats: int,
+    as_json: bool,
+    index: str | None,
 ) -> None:
     """Importance of each hyperparameter for METRIC over the runs under BASE (a random
     forest's permutation importance, repeated over 3 seeds; scikit-learn, extra [demo])."""
@@ -27,7 +33,7 @@ def importance(
 
     try:
         condition = parse_where(wheres)
-        result = filter_summary_lineage(user_location(base), condition or None)
+        result = filter_summary_lineage(user_location(base), condition or None, index=index)
         answer = hyperparameter_importance(result, metric, repeats=repeats)
     except (LineageError, ValueError, ModuleNotFoundError) as exc:
         raise click.ClickException(str(exc)) from exc

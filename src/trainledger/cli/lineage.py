@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from trainledger.cli.hints import cli_command
-from trainledger.cli.locations import user_location
+from trainledger.cli.locations import index_option, user_location
 from trainledger.cli.table import RUN_COLUMNS, format_value, render_table
 from trainledger.errors import LineageError, LineageFileNotFoundError
 from trainledger.lineage import Redaction, redact_object
@@ -83,6 +83,7 @@ def _csv(result: dict[str, Any]) -> str:
     help="Table columns, e.g. 'optimizer,learning_rate,metric/accuracy' (default: the "
     "metrics and the fields that differ between the runs, as many as fit).",
 )
+@index_option
 def lineage(
     base: str,
     wheres: tuple[str, ...],
@@ -92,6 +93,7 @@ def lineage(
     fmt: str,
     max_depth: int,
     columns: str | None,
+    index: str | None,
 ) -> None:
     """Filter, sort and page the lineage of the runs under BASE."""
     from trainledger.query import FIELDS, RUN_FIELDS, filter_summary_lineage, parse_where
@@ -99,7 +101,9 @@ def lineage(
     try:
         condition = parse_where(wheres, sort=sort, limit=limit, page=page)
         # a shell path like ../runs is the user's own: normalize it (the API rejects "..")
-        result = filter_summary_lineage(user_location(base), condition, max_depth=max_depth)
+        result = filter_summary_lineage(
+            user_location(base), condition, max_depth=max_depth, index=index
+        )
     except LineageFileNotFoundError:  # an empty base is an answer, not a failure
         click.echo(
             f"no runs under {base} (a run is a directory holding lineage: train with "

@@ -1,18 +1,44 @@
 """Run and base locations as the CLI takes them: a local path (made absolute, so ``../runs``
-works) or an ``s3://`` URL; any other ``scheme://`` is refused with the storage's message."""
+works) or an ``s3://`` URL; any other ``scheme://`` is refused with the storage's message.
+``--index URL`` (``index_option``) says where the lineage index of a base lives."""
 
 from __future__ import annotations
 
 import os
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import click
 
 from trainledger.errors import MissingExtraError, ObjectStoreError, UnsupportedLocationError
 from trainledger.storage import check_location, is_object_url, no_checkpoints, readable_dir
 
-__all__ = ["user_location", "local_copy", "keep_fresh"]
+__all__ = ["user_location", "local_copy", "keep_fresh", "index_option"]
+
+
+def _check_index(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``value`` once it is known to name a backend, or a usage error saying what is taken."""
+    from trainledger.query import index_url  # the query package on use
+
+    try:
+        index_url(value)
+        return value
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from exc
+
+
+def index_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--index URL``: a shared PostgreSQL index instead of the SQLite file beside the runs."""
+    return click.option(
+        "--index",
+        "index",
+        metavar="URL",
+        callback=_check_index,
+        help="Where the lineage index is: postgresql://USER@HOST/DB (shared by a team; "
+        "pip install 'trainledger[postgres]') or sqlite:// (the file beside the runs). "
+        "Default: $TRAINLEDGER_INDEX_URL, else sqlite://.",
+    )(fn)
 
 
 def user_location(path: str) -> str:

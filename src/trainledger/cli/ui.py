@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from trainledger.cli.locations import keep_fresh, local_copy
+from trainledger.cli.locations import index_option, keep_fresh, local_copy
 from trainledger.server import MIN_TOKEN_LENGTH, allowed_hosts, is_loopback
 from trainledger.storage import READ_MAX_AGE, is_object_url
 
@@ -65,6 +65,7 @@ def ui_url(host: str, port: int, token: str | None = None) -> str:
     type=click.IntRange(0, 16),
     help="How many directory levels below BASE to look for runs.",
 )
+@index_option
 def ui(
     base: str,
     host: str,
@@ -74,11 +75,13 @@ def ui(
     extra_hosts: tuple[str, ...],
     open_browser: bool,
     max_depth: int,
+    index: str | None,
 ) -> None:
     """Browse, compare and export the runs under BASE in a web browser."""
     try:  # the [ui] extra: imported here so the rest of the CLI works without it
         import uvicorn
 
+        from trainledger.query import index_url, redact_url
         from trainledger.server import EngineStore, create_app
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise click.ClickException(
@@ -105,12 +108,20 @@ def ui(
         local,
         token=token,
         read_token=read_token,
-        store=EngineStore(Path(local), max_depth=max_depth),
+        store=EngineStore(
+            Path(local),
+            max_depth=max_depth,
+            index=index,
+            name=base.rstrip("/") if is_object_url(base) else None,
+            remote=base if is_object_url(base) else None,
+        ),
         allowed_hosts=allowed_hosts(host, extra_hosts),
     )
     _check_port_free(host, port)  # before saying "serving": uvicorn would fail after it
     url = ui_url(host, port, token or read_token)
-    click.echo(f"trainledger ui: serving {base} at {url}  (Ctrl+C to stop)")
+    chosen = index_url(index)
+    where = f" (index {redact_url(chosen)})" if chosen else ""
+    click.echo(f"trainledger ui: serving {base}{where} at {url}  (Ctrl+C to stop)")
     if open_browser:
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
     config: dict[str, Any] = {"host": host, "port": port, "log_level": "warning"}

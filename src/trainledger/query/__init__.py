@@ -4,7 +4,8 @@ Public names (``__all__``): MindInsight's ``get_summary_lineage`` and
 ``filter_summary_lineage``; ``LineageIndex`` (a reusable index: ``query``, ``refresh``,
 ``set_annotation``, ``get_annotations``); ``QueryService`` (an index with background re-scans,
 data versions and a result cache, for long-lived readers such as the web UI);
-``lineage_table`` and ``flatten_object``/``flatten_result`` (flat rows); ``parse_where``
+``lineage_table`` and ``flatten_object``/``flatten_result`` (flat rows); ``index_url`` and
+``redact_url`` (where the index lives: SQLite or PostgreSQL); ``parse_where``
 (the ``FIELD OP VALUE`` compiler); ``FIELDS`` (MindInsight's), ``RUN_FIELDS`` (trainledger's:
 ``status``), ``CONTROL_KEYS`` and ``lineage_types`` of search conditions. Nothing here imports
 torch.
@@ -27,6 +28,8 @@ _EXPORTS: dict[str, str] = {
     "HYPERPARAMETERS": "trainledger.query.conditions",
     "RUN_FIELDS": "trainledger.query.conditions",
     "lineage_types": "trainledger.query.conditions",
+    "index_url": "trainledger.query.backend",
+    "redact_url": "trainledger.query.backend",
     "MIN_RUNS": "trainledger.query.importance",
     "hyperparameter_importance": "trainledger.query.importance",
     "LineageIndex": "trainledger.query.index",
@@ -58,6 +61,7 @@ __all__ = [
     "get_summary_lineage",
     "hyperparameter_importance",
     "HYPERPARAMETERS",
+    "index_url",
     "lineage_table",
     "lineage_types",
     "LineageIndex",
@@ -65,6 +69,7 @@ __all__ = [
     "parse_where",
     "QueryService",
     "read_audit",
+    "redact_url",
     "restore_run",
     "RUN_FIELDS",
     "run_id_of",
@@ -77,6 +82,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.query.annotations import UNSET
     from trainledger.query.audit import append_audit, cli_actor, read_audit, token_fingerprint
+    from trainledger.query.backend import index_url, redact_url
     from trainledger.query.conditions import (
         CONTROL_KEYS,
         FIELDS,

@@ -4,74 +4,34 @@ Why split from ``index.py``: the concurrency rules live here in one place. The d
 WAL mode (readers never block the writer), every write is a short ``BEGIN IMMEDIATE``
 transaction (so a writer waits on the busy handler instead of failing on a lock upgrade), and
 ``retrying`` re-runs an operation on "database is locked/busy" with backoff, so that error never
-reaches the user. The index is derived data: a damaged file or an unknown schema version
-rebuilds it; a known older version is migrated in place (``MIGRATIONS``), so an upgrade does
-not re-parse every run.
+reaches the user. The index is derived data: a damaged file is rebuilt; the schema is
+migrated (``schema.py``). ``SqliteDb`` is this backend behind ``backend.IndexDb``.
 """
 
 from __future__ import annotations
 
 import glob
 import hashlib
+import json
 import logging
 import os
 import random
 import sqlite3
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from trainledger.errors import LineageQuerySummaryDataError
-from trainledger.storage import INDEX_DIRNAME, exclusive_lock
+from trainledger.query import schema
+from trainledger.query.annotations import AnnotationFile
+from trainledger.query.backend import IndexDb
+from trainledger.storage import INDEX_DIRNAME, INDEX_FILE, exclusive_lock
 
-SCHEMA_VERSION = 5
-#: the key in ``meta`` telling the index to fill ``runs.status`` of the runs a migration kept
-STATUS_BACKFILL = "status_backfill"
 BUSY_TIMEOUT_MS = 20_000
 RETRY_SECONDS = 120.0
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 _MAGIC = b"SQLite format 3\x00"
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY,
-    summary_dir UNIQUE NOT NULL,
-    signature TEXT NOT NULL,
-    update_time REAL NOT NULL,
-    graph_hash TEXT NOT NULL,
-    custom_types TEXT NOT NULL,
-    loss_function, train_dataset_path, train_dataset_count, test_dataset_path,
-    test_dataset_count, network, optimizer, learning_rate, epoch, batch_size, device_num,
-    loss, model_size, dataset_mark, status
-);
-CREATE INDEX IF NOT EXISTS runs_default_order ON runs (update_time DESC, summary_dir);
-CREATE TABLE IF NOT EXISTS records (run_id INTEGER PRIMARY KEY, record TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS custom (
-    run_id INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    value,
-    vtype TEXT NOT NULL,
-    PRIMARY KEY (run_id, name)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS unreadable (summary_dir TEXT PRIMARY KEY, signature TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS marks (graph_hash TEXT PRIMARY KEY, mark INTEGER UNIQUE NOT NULL);
-CREATE TABLE IF NOT EXISTS listings (path TEXT PRIMARY KEY, data TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS annotations (
-    run_id TEXT PRIMARY KEY, tag INTEGER, remark TEXT
-);
-"""
-_TABLES = ("meta", "runs", "records", "custom", "unreadable", "marks", "listings", "annotations")
-#: version -> the statements that bring an index of that version to the next one
-MIGRATIONS: dict[int, tuple[str, ...]] = {
-    # 5: the run's status is a query field. Its column starts empty; the index fills it from
-    # the runs' run events only (``LineageIndex``, ``lineage.read_status``), not by re-parsing.
-    4: (
-        "ALTER TABLE runs ADD COLUMN status",
-        f"INSERT OR REPLACE INTO meta (key, value) VALUES ('{STATUS_BACKFILL}', 1)",
-    ),
-}
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -229,59 +189,36 @@ def _connect(path: str) -> sqlite3.Connection:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _version(conn: sqlite3.Connection) -> int | None:
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
-            return None
-        raise
-    return int(row[0]) if row else None
+def _tables(conn: sqlite3.Connection) -> list[str]:
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return [row[0] for row in rows]
 
 
-def _migrate(conn: sqlite3.Connection, current: int | None) -> bool:
-    """Bring an index of an older version to ``SCHEMA_VERSION`` in place, if every step is
-    known (inside the caller's transaction). True if it did."""
-    steps: list[str] = []
-    while current is not None and current != SCHEMA_VERSION and current in MIGRATIONS:
-        steps.extend(MIGRATIONS[current])
-        current += 1
-    if current != SCHEMA_VERSION or not steps:
-        return False
-    for statement in steps:
-        conn.execute(statement)
-    conn.execute(
-        "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
-    )
-    return True
+def _version(conn: sqlite3.Connection) -> tuple[int | None, int | None]:
+    """(schema_version, compatible_from) of the file, Nones without a meta table."""
+    if "meta" not in _tables(conn):
+        return None, None
+    return schema.read_meta(conn, "schema_version"), schema.read_meta(conn, "compatible_from")
 
 
 def ensure_schema(conn: sqlite3.Connection) -> bool:
-    """Create the schema, migrate a known older one, or drop and recreate it on any other
-    version. True if (re)built (a migrated index keeps its runs: False)."""
-    if _version(conn) == SCHEMA_VERSION:
+    """Apply the missing migrations (see ``schema.py``); True if the schema changed.
+
+    An index written by a newer trainledger that this one cannot use is rebuilt: the file
+    is private derived data (annotations live in ``annotations.json``).
+    """
+    if schema.usable(*_version(conn)):
         return False
 
     def build() -> bool:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            current = _version(conn)
-            if current == SCHEMA_VERSION or _migrate(conn, current):
-                conn.execute("COMMIT")
-                return False
-            if current is not None or _has_tables(conn):
-                for table in _TABLES:
-                    conn.execute(f"DROP TABLE IF EXISTS {table}")
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
-                (SCHEMA_VERSION,),
+            version, _ = _version(conn)
+            changed = schema.migrate(
+                conn, schema.SQLITE, version, _tables(conn), rebuild_newer=True
             )
-            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', 0)")
             conn.execute("COMMIT")
-            return True
+            return changed
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -290,6 +227,138 @@ def ensure_schema(conn: sqlite3.Connection) -> bool:
     return retrying(build)
 
 
-def _has_tables(conn: sqlite3.Connection) -> bool:
-    row = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()
-    return bool(row[0])
+class SqliteDb(IndexDb):
+    """The SQLite file ``index.db`` in a base's index directory; annotations in
+    ``annotations.json`` beside it (mirrored into the table), because the file is derived
+    data that may be deleted or moved aside at any time.
+
+    The connection is reopened if the file was deleted or replaced meanwhile (``epoch``
+    then changes), and after a fork.
+    """
+
+    dialect = schema.SQLITE
+    errors = (sqlite3.Error,)
+    begin_write = "BEGIN IMMEDIATE"
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.where = self.path = os.path.join(directory, INDEX_FILE)
+        self.epoch = 0
+        self._conn: sqlite3.Connection | None = None
+        self._pid = os.getpid()
+        self._ino: int | None = None
+        self._file = AnnotationFile(directory)
+        self._annotations_seen: int | None | bool = False
+
+    def connection(self, damaged: str | None = None) -> sqlite3.Connection:
+        """The connection; ``damaged`` (a reason) reopens it after moving the file aside."""
+        try:
+            ino = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            ino = None
+        fresh = self._pid == os.getpid()
+        if self._conn is not None and ino == self._ino and fresh and damaged is None:
+            return self._conn
+        if self._conn is not None and fresh:
+            self._conn.close()  # (a connection inherited through fork is dropped, not closed)
+        self._conn = None
+        self._pid = os.getpid()
+        os.makedirs(self.directory, exist_ok=True)
+        self._conn = connect(
+            self.path, damaged=None if damaged is None else (damaged, self._ino or ino)
+        )
+        self._ino = os.stat(self.path).st_ino
+        self._annotations_seen = False
+        self.epoch += 1
+        return self._conn
+
+    def in_transaction(self, conn: Any) -> bool:
+        return bool(conn.in_transaction)
+
+    def retrying(self, fn: Callable[[], T]) -> T:
+        return retrying(fn)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _damage(self, exc: Exception) -> str | None:
+        """Whether an error means the file is damaged (the reason), or is something else.
+
+        A record that does not decode and SQLite's own corruption errors are damage; for any
+        other database error ``PRAGMA quick_check`` decides (a full disk or a read-only file
+        is not damage: rebuilding would not help).
+        """
+        text = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, json.JSONDecodeError) or any(
+            word in str(exc).lower() for word in ("malformed", "not a database", "corrupt")
+        ):
+            return text
+        try:
+            rows = self.connection().execute("PRAGMA quick_check").fetchall()
+        except sqlite3.DatabaseError as check:
+            return f"{text}; quick_check: {check}"
+        if rows != [("ok",)]:
+            return f"{text}; quick_check: {rows[:3]}"
+        return None
+
+    def recovering(self, fn: Callable[[], T]) -> T:
+        """Run ``fn``; if the index file proves damaged, move it aside, rebuild, run it again.
+
+        Why: the index is derived data, so damage (garbage pages, a truncated file, a record
+        that no longer decodes) costs a rebuild from the run files, never an error loop.
+        """
+        try:
+            return fn()
+        except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
+            reason = self._damage(exc)
+            if reason is None:
+                raise LineageQuerySummaryDataError(
+                    f"Query summary data error: the lineage index {self.path} failed: {exc}"
+                ) from exc
+            self.connection(damaged=reason)
+        try:
+            return fn()
+        except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
+            raise LineageQuerySummaryDataError(
+                f"Query summary data error: the lineage index {self.path} failed again after "
+                f"a rebuild: {exc}"
+            ) from exc
+
+    # -- annotations ----------------------------------------------------------------------
+
+    def sync_annotations(self, force: bool = False) -> None:
+        """Mirror ``annotations.json`` into the index table when the file changed."""
+        mtime = self._file.mtime_ns()
+        conn = self.connection()
+        if not force and mtime == self._annotations_seen:
+            return
+        stored = conn.execute("SELECT value FROM meta WHERE key = 'annotations_mtime'").fetchone()
+        if not force and stored is not None and stored[0] == mtime:
+            self._annotations_seen = mtime
+            return
+        items = self._file.load()
+
+        def mirror(c: Any) -> None:
+            c.execute("DELETE FROM annotations")
+            c.executemany(
+                "INSERT INTO annotations (run_id, tag, remark) VALUES (?, ?, ?)",
+                [(k, v.get("tag"), v.get("remark")) for k, v in items.items()],
+            )
+            schema.set_meta(c, "annotations_mtime", mtime)
+
+        self.write(mirror)
+        self._annotations_seen = mtime
+
+    def annotate(self, run_id: str, tag: Any, remark: Any) -> dict[str, Any]:
+        entry = self._file.update(run_id, tag=tag, remark=remark)
+        self.recovering(lambda: self.sync_annotations(force=True))
+        return entry
+
+    def annotations(self) -> dict[str, dict[str, Any]]:
+        self.recovering(self.sync_annotations)
+        return self._file.load()
+
+    def annotations_stamp(self) -> object:
+        return self._file.mtime_ns()

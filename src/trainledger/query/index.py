@@ -1,40 +1,34 @@
-"""The lineage index: a SQLite (WAL) cache of every run's flat record under a base directory.
+"""The lineage index: a cache of every run's flat record under a base directory, in a
+SQLite (WAL) file beside the runs or in a shared PostgreSQL database (``backend.py``).
 
 Why: MindInsight re-parsed every lineage file on every query. Here each query first does a
 cheap scan (a directory listing plus a stat of each lineage file) and re-parses only runs whose
 lineage files are new or changed; filtering, sorting and paging then run in SQL. The index is
 derived from the files: deleting ``index.db`` loses nothing (annotations live in
-``annotations.json`` beside it and are read back), an index of an older schema is migrated in
-place (the runs' status, new in schema 5, is then filled from their run events alone), and
-several processes may scan, query and train at once (see ``database.py``).
+``annotations.json`` beside it, or in the shared database's own table), a schema change is
+migrated (``schema.py``; the runs' status, new in schema 5, is then filled from their run
+events alone), and several processes may scan, query and train at once.
 
 ``LineageIndex`` is reusable (the web server keeps one per base): it holds one connection,
-reopens it if the file was deleted, and is safe to share between threads.
+reopens it if the file was deleted or the server went away, and is safe to share between
+threads.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
-import sqlite3
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from trainledger.errors import LineageQuerySummaryDataError
-from trainledger.query import index_tables, semantics
-from trainledger.query.annotations import (
-    UNSET,
-    AnnotationFile,
-    check_remark,
-    check_run_id,
-    check_tag,
-)
+from trainledger.query import index_tables, schema, semantics
+from trainledger.query.annotations import UNSET, check_remark, check_run_id, check_tag
+from trainledger.query.backend import index_url, open_db
 from trainledger.query.conditions import lineage_types, page_bounds, validate_condition
-from trainledger.query.database import connect, index_dir, retrying
+from trainledger.query.database import index_dir
 from trainledger.query.discovery import (
     RunFiles,
     Scanner,
@@ -43,9 +37,9 @@ from trainledger.query.discovery import (
     validate_base,
 )
 from trainledger.query.flat_record import to_record
-from trainledger.query.sql import compile_order, compile_where
+from trainledger.query.schema import Connection
+from trainledger.query.sql import compile_order, compile_segments, compile_where
 from trainledger.query.status_fill import fill_statuses
-from trainledger.storage import INDEX_FILE
 
 __all__ = ["LineageIndex", "ScanStats"]
 log = logging.getLogger(__name__)
@@ -75,6 +69,9 @@ class LineageIndex:
     Main calls: ``query(search_condition)`` (validate, cheap scan, answer in SQL — the same
     result as ``filter_summary_lineage``), ``refresh()``, ``records()``,
     ``set_annotation(run_id, tag=..., remark=...)``, ``get_annotations()``, ``close()``.
+    ``index``: where the index lives (``backend.index_url``: a ``postgresql://`` URL, or
+    None for ``$TRAINLEDGER_INDEX_URL`` else the SQLite file); ``name``: the base's name in a
+    shared index (default its real path; the ``s3://`` URL of a base read through a cache).
     """
 
     def __init__(
@@ -84,20 +81,18 @@ class LineageIndex:
         max_depth: int = 1,
         reader: Callable[[str], dict[str, Any]] | None = None,
         watch: bool = True,
+        index: str | None = None,
+        name: str | None = None,
     ) -> None:
         if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
             raise ValueError(f"max_depth expected a non-negative int, received: {max_depth!r}")
         self.base = validate_base(base)
         self.max_depth = max_depth
         self.directory = index_dir(self.base)
-        self.path = os.path.join(self.directory, INDEX_FILE)
+        self.db = open_db(self.directory, index_url(index), name or self.base)
+        self._epoch: int | None = None
         self._reader = reader or _default_reader
-        self._annotations = AnnotationFile(self.directory)
         self._lock = threading.RLock()
-        self._conn: sqlite3.Connection | None = None
-        self._pid = os.getpid()
-        self._ino: int | None = None
-        self._annotations_seen: int | None | bool = False
         self._scanner = Scanner(self.base, max_depth, watch=watch)
         # summary_dir -> signature of what the index holds, valid while the generation holds
         self._known: dict[str, str] = {}
@@ -110,126 +105,41 @@ class LineageIndex:
 
     # -- connection -----------------------------------------------------------------------
 
-    def _db(self, damaged: str | None = None) -> sqlite3.Connection:
-        """The connection, reopened if ``index.db`` was deleted or replaced meanwhile.
+    @property
+    def path(self) -> str:
+        """Where the index is: the SQLite file's path, or the database's redacted URL."""
+        return self.db.where
 
-        ``damaged`` (a reason) reopens it after moving the file seen so far aside.
-        """
-        try:
-            ino = os.stat(self.path).st_ino
-        except FileNotFoundError:
-            ino = None
-        fresh = self._pid == os.getpid()
-        if self._conn is not None and ino == self._ino and fresh and damaged is None:
-            return self._conn
-        if self._conn is not None and fresh:
-            self._conn.close()  # (a connection inherited through fork is dropped, not closed)
-        self._conn = None
-        self._pid = os.getpid()
-        os.makedirs(self.directory, exist_ok=True)
-        self._conn = connect(
-            self.path, damaged=None if damaged is None else (damaged, self._ino or ino)
-        )
-        self._ino = os.stat(self.path).st_ino
-        self._annotations_seen = False
-        self._known_generation = None
-        self._listings_loaded = False
-        self._synced, self._synced_generation, self._checked = {}, None, None
-        self._statuses_filled = False
-        return self._conn
+    def _fresh(self, conn: Connection) -> Connection:
+        """Forget what was cached about the index when the backend says it may have changed
+        without a generation bump (a new SQLite file)."""
+        if self._epoch != self.db.epoch:
+            self._epoch = self.db.epoch
+            self._known_generation = None
+            self._listings_loaded = False
+            self._synced, self._synced_generation, self._checked = {}, None, None
+            self._statuses_filled = False
+        return conn
 
-    def _damage(self, exc: Exception) -> str | None:
-        """Whether an error means the file is damaged (the reason), or is something else.
+    def _write(self, fn: Callable[[Connection], Any], bump: bool = True) -> Any:
+        return self.db.write(lambda conn: fn(self._fresh(conn)), bump)
 
-        A record that does not decode and SQLite's own corruption errors are damage; for any
-        other database error ``PRAGMA quick_check`` decides (a full disk or a read-only file
-        is not damage: rebuilding would not help).
-        """
-        text = f"{type(exc).__name__}: {exc}"
-        if isinstance(exc, json.JSONDecodeError) or any(
-            word in str(exc).lower() for word in ("malformed", "not a database", "corrupt")
-        ):
-            return text
-        try:
-            rows = self._db().execute("PRAGMA quick_check").fetchall()
-        except sqlite3.DatabaseError as check:
-            return f"{text}; quick_check: {check}"
-        if rows != [("ok",)]:
-            return f"{text}; quick_check: {rows[:3]}"
-        return None
+    def _read(self, fn: Callable[[Connection], Any]) -> Any:
+        return self.db.read(lambda conn: fn(self._fresh(conn)))
 
     def _recovering(self, fn: Callable[[], Any]) -> Any:
-        """Run ``fn``; if the index file proves damaged, move it aside, rebuild, run it again.
-
-        Why: the index is derived data, so damage (garbage pages, a truncated file, a record
-        that no longer decodes) costs a rebuild from the run files, never an error loop.
-        """
-        try:
-            return fn()
-        except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
-            reason = self._damage(exc)
-            if reason is None:
-                raise LineageQuerySummaryDataError(
-                    f"Query summary data error: the lineage index {self.path} failed: {exc}"
-                ) from exc
-            self._db(damaged=reason)
-        try:
-            return fn()
-        except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
-            raise LineageQuerySummaryDataError(
-                f"Query summary data error: the lineage index {self.path} failed again after "
-                f"a rebuild: {exc}"
-            ) from exc
+        return self.db.recovering(fn)
 
     def close(self) -> None:
         with self._lock:
             self._scanner.close()  # lets its base watcher go when no one else uses it
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            self.db.close()
 
     def __enter__(self) -> LineageIndex:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def _write(self, fn: Callable[[sqlite3.Connection], Any], bump: bool = True) -> Any:
-        """Run ``fn`` in one short BEGIN IMMEDIATE transaction, retried while busy.
-
-        ``bump`` advances the index generation (runs changed), which tells every process to
-        re-read what the index holds.
-        """
-        conn = self._db()
-
-        def attempt() -> Any:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = fn(conn)
-                if bump:
-                    conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
-                conn.execute("COMMIT")
-                return result
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-
-        return retrying(attempt)
-
-    def _read(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
-        """Run ``fn`` in one read transaction (a consistent snapshot), retried while busy."""
-        conn = self._db()
-
-        def attempt() -> Any:
-            conn.execute("BEGIN")
-            try:
-                return fn(conn)
-            finally:
-                if conn.in_transaction:
-                    conn.execute("COMMIT")
-
-        return retrying(attempt)
 
     # -- scanning -------------------------------------------------------------------------
 
@@ -244,6 +154,9 @@ class LineageIndex:
             if not self._listings_loaded:
                 self._scanner.load(self._read(index_tables.load_listings))
                 self._listings_loaded = True
+            # what the index held before the scan: a run missing from the scan is then really
+            # gone, not one that another process wrote and indexed while this scan ran
+            seen = self._read(self._known_signatures)
             on_disk = self._scanner.scan()
             if self._scanner.changed:
                 self._write(
@@ -254,7 +167,6 @@ class LineageIndex:
             if not self._statuses_filled:
                 stats.statuses = fill_statuses(self._read, self._write, on_disk)
                 self._statuses_filled = True
-            seen = self._read(self._known_signatures)
             if self._synced_generation != self._known_generation:
                 self._synced = {}
                 self._checked = None
@@ -287,7 +199,7 @@ class LineageIndex:
             self._checked = None if (changed or gone) else on_disk
             return stats
 
-    def _known_signatures(self, conn: sqlite3.Connection) -> dict[str, str]:
+    def _known_signatures(self, conn: Connection) -> dict[str, str]:
         """What the index holds per run, re-read only when another write happened."""
         generation = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
         if generation != self._known_generation:
@@ -318,7 +230,7 @@ class LineageIndex:
         with self._lock:
             items = sorted(records, key=lambda r: (r.get("update_time", 0.0), r["summary_dir"]))
 
-            def store(conn: sqlite3.Connection) -> None:
+            def store(conn: Connection) -> None:
                 index_tables.delete_runs(conn, [r["summary_dir"] for r in items])
                 for rec in items:
                     index_tables.insert_record(conn, rec, "added")
@@ -328,30 +240,7 @@ class LineageIndex:
     # -- annotations ----------------------------------------------------------------------
 
     def _sync_annotations(self, force: bool = False) -> None:
-        """Mirror ``annotations.json`` into the index table when the file changed."""
-        mtime = self._annotations.mtime_ns()
-        conn = self._db()
-        if not force and mtime == self._annotations_seen:
-            return
-        stored = conn.execute("SELECT value FROM meta WHERE key = 'annotations_mtime'").fetchone()
-        if not force and stored is not None and stored[0] == mtime:
-            self._annotations_seen = mtime
-            return
-        items = self._annotations.load()
-
-        def mirror(c: sqlite3.Connection) -> None:
-            c.execute("DELETE FROM annotations")
-            c.executemany(
-                "INSERT INTO annotations (run_id, tag, remark) VALUES (?, ?, ?)",
-                [(k, v.get("tag"), v.get("remark")) for k, v in items.items()],
-            )
-            c.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('annotations_mtime', ?)",
-                (mtime,),
-            )
-
-        self._write(mirror)
-        self._annotations_seen = mtime
+        self.db.sync_annotations(force)
 
     def set_annotation(
         self, run_id: str, *, tag: Any = UNSET, remark: Any = UNSET
@@ -366,15 +255,22 @@ class LineageIndex:
         if remark is not UNSET:
             check_remark(remark)
         with self._lock:
-            entry = self._annotations.update(run_id, tag=tag, remark=remark)
-            self._recovering(functools.partial(self._sync_annotations, force=True))
-            return entry
+            return self.db.annotate(run_id, tag, remark)
 
     def get_annotations(self) -> dict[str, dict[str, Any]]:
         """All annotations: {run_id: {"tag": int, "remark": str}} (keys present when set)."""
         with self._lock:
-            self._recovering(self._sync_annotations)
-            return self._annotations.load()
+            return self.db.annotations()
+
+    def data_stamp(self) -> tuple[Any, object]:
+        """Changes whenever any process changed the indexed runs or an annotation (for
+        caches of answers): (the index generation, the annotations' stamp)."""
+        with self._lock:
+
+            def generation(conn: Connection) -> Any:
+                return schema.read_meta(conn, "generation")
+
+            return self._recovering(lambda: (self._read(generation), self.db.annotations_stamp()))
 
     # -- querying -------------------------------------------------------------------------
 
@@ -404,15 +300,14 @@ class LineageIndex:
     def query(self, search_condition: Any = None, *, refresh: bool = True) -> dict[str, Any]:
         """``filter_summary_lineage`` over this index: validate, scan, filter/sort/page in SQL."""
         cond = self._resolve(validate_condition(search_condition))
-        where, wparams = compile_where(cond)
-        order, oparams = compile_order(cond)
         start, stop = page_bounds(cond)
         fetch = functools.partial(
             index_tables.fetch,
-            where=(where, wparams),
-            order=(order, oparams),
-            limit=-1 if stop is None else stop - start,
+            where=compile_where(cond),
+            order=compile_order(cond),
+            limit=None if stop is None else stop - start,
             offset=start,
+            segments=compile_segments(cond),
         )
 
         def answer() -> Any:

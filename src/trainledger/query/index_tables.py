@@ -9,32 +9,79 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
 from trainledger.query import semantics
-from trainledger.query.conditions import FIELDS, RUN_FIELDS
+from trainledger.query.conditions import RUN_FIELDS
 from trainledger.query.discovery import DirListing, RunFiles
 from trainledger.query.flat_record import graph_hash
 from trainledger.query.numbers import sql_number
+from trainledger.query.schema import BIG, VALUE_FIELDS, Connection
 
 log = logging.getLogger(__name__)
 
-# MindInsight's fields, then ours (``status``: a column only, the record JSON leaves it out so
-# the column, which the migration from schema 4 fills, is the one source)
-_VALUE_COLUMNS = [f for f in FIELDS if f != "summary_dir"] + list(RUN_FIELDS)
 _INSERT_RUN = (
     "INSERT INTO runs (summary_dir, signature, update_time, graph_hash, custom_types, "
-    + ", ".join(_VALUE_COLUMNS)
+    + ", ".join(f"{f}_num, {f}_big, {f}_txt" for f in VALUE_FIELDS)
     + ") VALUES (?, ?, ?, ?, ?, "
-    + ", ".join("?" for _ in _VALUE_COLUMNS)
-    + ")"
+    + ", ".join("?, ?, ?" for _ in VALUE_FIELDS)
+    + ") RETURNING id"
 )
 _IN_CHUNK = 500
 
 
-def delete_runs(conn: sqlite3.Connection, summary_dirs: Iterable[str]) -> None:
+_NOTHING: tuple[None, None, None] = (None, None, None)
+
+
+def split_value(value: Any) -> tuple[float | None, Any, str | None]:
+    """(num, big, txt) columns of a value (see ``schema.py``); all None for None and NaN.
+
+    A number is its float64 and, from magnitude 2**53 on, also its exact value (an int, or
+    a float that is integral there; numbers beyond int64 count as float64, see numbers.py).
+    Other types raise TypeError: such a run is indexed as unreadable. (Called for every
+    field of every run: the common types go first.)
+    """
+    kind = type(value)
+    if kind is str:
+        return None, None, value
+    if kind is float:
+        if value != value:  # NaN
+            return _NOTHING
+        return value, (None if -BIG < value < BIG else value), None
+    if value is None:
+        return _NOTHING
+    if kind is int and -BIG < value < BIG:
+        return float(value), None, None
+    if isinstance(value, str):
+        return None, None, str(value)
+    if isinstance(value, (int, float)):
+        number = sql_number(int(value) if isinstance(value, bool) else value)
+        if isinstance(number, float) and math.isnan(number):
+            return _NOTHING
+        return float(number), (number if abs(number) >= BIG else None), None
+    raise TypeError(f"cannot index a value of type {type(value).__name__}: {value!r}")
+
+
+def value_kind(value: Any) -> int:
+    """0 for a value stored as None (absent, None, NaN, not a scalar), 1 number, 2 text:
+    the sort segment of a run (``sql.compile_segments``)."""
+    if not (value is None or isinstance(value, (str, int, float))):
+        return 0
+    num, _, txt = split_value(value)
+    return 1 if num is not None else 2 if txt is not None else 0
+
+
+def custom_types(pairs: list[tuple[str, Any]]) -> str:
+    """A run's (label, type name, kind) triples in one string: the count query groups by it,
+    so it tells the types of the result (``customized``) and the size of each sort segment
+    without reading a custom value."""
+    return json.dumps([[label, semantics.custom_type_name(v), value_kind(v)] for label, v in pairs])
+
+
+def delete_runs(conn: Connection, summary_dirs: Iterable[str]) -> None:
     """Forget runs (their records, custom values and unreadable markers)."""
     for d in summary_dirs:
         for table in ("custom", "records"):
@@ -46,9 +93,7 @@ def delete_runs(conn: sqlite3.Connection, summary_dirs: Iterable[str]) -> None:
         conn.execute("DELETE FROM unreadable WHERE summary_dir = ?", (d,))
 
 
-def store_batch(
-    conn: sqlite3.Connection, batch: list[tuple[RunFiles, semantics.Record | None]]
-) -> int:
+def store_batch(conn: Connection, batch: list[tuple[RunFiles, semantics.Record | None]]) -> int:
     """Replace the given runs with their new records (None: no usable lineage).
 
     Returns how many runs were stored as unreadable (no record, or values it cannot store).
@@ -68,7 +113,7 @@ def store_batch(
     return unreadable
 
 
-def _insert_isolated(conn: sqlite3.Connection, record: semantics.Record, signature: str) -> bool:
+def _insert_isolated(conn: Connection, record: semantics.Record, signature: str) -> bool:
     """Insert one run inside a savepoint; False (nothing kept) if its values cannot be stored.
 
     Why: one run with a value SQLite refuses (a lone surrogate in a name, say) must be marked
@@ -77,7 +122,13 @@ def _insert_isolated(conn: sqlite3.Connection, record: semantics.Record, signatu
     conn.execute("SAVEPOINT one_run")
     try:
         insert_record(conn, record, signature)
-    except (sqlite3.InterfaceError, sqlite3.DataError, ValueError, TypeError, OverflowError) as exc:
+    except (
+        sqlite3.InterfaceError,
+        sqlite3.DataError,
+        ValueError,  # (the PostgreSQL adapter raises ValueError for a value it cannot store)
+        TypeError,
+        OverflowError,
+    ) as exc:
         conn.execute("ROLLBACK TO one_run")
         conn.execute("RELEASE one_run")
         log.warning("cannot index run %s: %s", record.get("summary_dir"), exc)
@@ -86,22 +137,23 @@ def _insert_isolated(conn: sqlite3.Connection, record: semantics.Record, signatu
     return True
 
 
-def assign_mark(conn: sqlite3.Connection, ghash: str) -> str:
+def assign_mark(conn: Connection, ghash: str) -> str:
     """The dataset mark of a graph: its existing number, or the next unused one.
 
     Marks are never reused or renumbered, so they cannot collide and stay stable as runs are
     added (the caller's write transaction serializes concurrent assignments).
     """
     conn.execute(
-        "INSERT OR IGNORE INTO marks (graph_hash, mark) "
-        "SELECT ?, COALESCE(MAX(mark), 0) + 1 FROM marks",
+        "INSERT INTO marks (graph_hash, mark) "
+        "SELECT CAST(? AS TEXT), COALESCE(MAX(mark), 0) + 1 FROM marks WHERE 1 = 1 "
+        "ON CONFLICT (graph_hash) DO NOTHING",  # (WHERE: SQLite's INSERT-SELECT-ON parse)
         (ghash,),
     )
     row = conn.execute("SELECT mark FROM marks WHERE graph_hash = ?", (ghash,)).fetchone()
     return str(row[0])
 
 
-def insert_record(conn: sqlite3.Connection, record: semantics.Record, signature: str) -> None:
+def insert_record(conn: Connection, record: semantics.Record, signature: str) -> None:
     """Insert one run: its filterable columns, its JSON record and its custom values."""
     ghash = graph_hash(record.get("dataset_graph"))
     record = dict(record)
@@ -112,23 +164,23 @@ def insert_record(conn: sqlite3.Connection, record: semantics.Record, signature:
         for group in ("metric", "user_defined")
         for key, value in (record.get(group) or {}).items()
     ]
-    # the run's (label, type) pairs in one string: customized reads only these, per
-    # distinct combination, instead of joining every matching run's custom values
-    types = json.dumps([[label, semantics.custom_type_name(v)] for label, v in pairs])
-    cur = conn.execute(
+    types = custom_types(pairs)
+    row = conn.execute(
         _INSERT_RUN,
         [record["summary_dir"], signature, record["update_time"], ghash, types]
-        + [sql_number(record.get(f)) for f in _VALUE_COLUMNS],
-    )
-    run_id = cur.lastrowid
+        + [part for f in VALUE_FIELDS for part in split_value(record.get(f))],
+    ).fetchone()
+    run_id = row[0]
     conn.execute(
         "INSERT INTO records (run_id, record) VALUES (?, ?)",
         (run_id, json.dumps(stored, separators=(",", ":"), default=str)),
     )
     conn.executemany(
-        "INSERT OR REPLACE INTO custom (run_id, name, value, vtype) VALUES (?, ?, ?, ?)",
+        "INSERT INTO custom (run_id, name, num, big, txt, vtype) VALUES (?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (run_id, name) DO UPDATE SET "
+        "num = excluded.num, big = excluded.big, txt = excluded.txt, vtype = excluded.vtype",
         [
-            (run_id, label, sql_number(value), semantics.custom_type_name(value))
+            (run_id, label, *split_value(value), semantics.custom_type_name(value))
             for label, value in pairs
             if value is None or isinstance(value, (str, int, float))
         ],
@@ -148,38 +200,86 @@ def _record(row: tuple[str, Any, Any, Any]) -> semantics.Record:
 
 
 _RECORD_SELECT = (
-    "SELECT runs.id, r.record, a.tag, a.remark, runs.status FROM runs "
+    "SELECT runs.id, r.record, a.tag, a.remark, runs.status_txt FROM runs "
     "JOIN records AS r ON r.run_id = runs.id "
     "LEFT JOIN annotations AS a ON a.run_id = runs.summary_dir"
 )
 
 
-def fetch(
-    conn: sqlite3.Connection,
+def _page_ids(
+    conn: Connection,
     where: tuple[str, list[Any]],
-    order: tuple[str, list[Any]],
-    limit: int,
+    segments: tuple[str, list[tuple[int, str, str, str]]],
+    sizes: dict[int, int],
+    limit: int | None,
     offset: int,
-) -> tuple[int, list[semantics.Record], dict[str, set[str]]]:
-    """(count before paging, the page's records in order, custom label -> type names)."""
+) -> list[int]:
+    """The page's run ids, read segment by segment (``sql.compile_segments``): only the
+    segments the page overlaps, each in the order an index on its values gives."""
     wsql, wparams = where
-    osql, oparams = order
-    # one pass gives both the count and the distinct custom-type combinations
+    name, parts = segments
+    ids: list[int] = []
+    first = 0
+    for kind, join, test, osql in parts:
+        size = sizes.get(kind, 0)
+        lo = max(offset, first)
+        hi = first + size if limit is None else min(offset + limit, first + size)
+        if lo < hi:
+            ids += [
+                row[0]
+                for row in conn.execute(
+                    f"SELECT runs.id FROM runs {join} WHERE {test} AND {wsql} "
+                    f"ORDER BY {osql} LIMIT ? OFFSET ?",
+                    [name, *wparams, hi - lo, lo - first],
+                )
+            ]
+        first += size
+    return ids
+
+
+def fetch(
+    conn: Connection,
+    where: tuple[str, list[Any]],
+    order: tuple[str, str, list[Any]],
+    limit: int | None,
+    offset: int,
+    segments: tuple[str, list[tuple[int, str, str, str]]] | None = None,
+) -> tuple[int, list[semantics.Record], dict[str, set[str]]]:
+    """(count before paging, the page's records in order, custom label -> type names).
+
+    ``order`` is ``sql.compile_order``'s (join, ORDER BY, join parameters); ``segments``
+    ``sql.compile_segments``' (used when every run's custom_types tells its segment);
+    ``limit`` None: every run from ``offset``.
+    """
+    wsql, wparams = where
+    join, osql, oparams = order
+    # one pass gives the count, the distinct custom-type combinations and the segment sizes
     count = 0
     types: dict[str, set[str]] = {}
+    sizes: dict[int, int] | None = {} if segments is not None else None
     for combo, n in conn.execute(
         f"SELECT runs.custom_types, count(*) FROM runs WHERE {wsql} GROUP BY 1", wparams
     ):
         count += n
-        for label, vtype in json.loads(combo):
+        kind = 0
+        for label, vtype, *rest in json.loads(combo):
             types.setdefault(label, set()).add(vtype)
-    ids = [
-        row[0]
-        for row in conn.execute(
-            f"SELECT runs.id FROM runs WHERE {wsql} ORDER BY {osql} LIMIT ? OFFSET ?",
-            wparams + oparams + [limit, offset],
-        )
-    ]
+            if segments is not None and label == segments[0]:
+                kind = rest[0] if rest else -1  # (an index converted from version 4: unknown)
+        if sizes is not None:
+            sizes[kind] = sizes.get(kind, 0) + n
+    if segments is not None and sizes is not None and -1 not in sizes:
+        ids = _page_ids(conn, where, segments, sizes, limit, offset)
+    else:
+        page, pparams = ("", []) if limit is None else (" LIMIT ? OFFSET ?", [limit, offset])
+        ids = [
+            row[0]
+            for row in conn.execute(
+                f"SELECT runs.id FROM runs {join} WHERE {wsql} ORDER BY {osql}{page}",
+                oparams + wparams + pparams,
+            )
+        ]
+        ids = ids[offset:] if limit is None else ids
     by_id: dict[int, semantics.Record] = {}
     for start in range(0, len(ids), _IN_CHUNK):
         part = ids[start : start + _IN_CHUNK]
@@ -189,12 +289,12 @@ def fetch(
     return count, [by_id[i] for i in ids], types
 
 
-def all_records(conn: sqlite3.Connection) -> list[semantics.Record]:
+def all_records(conn: Connection) -> list[semantics.Record]:
     """Every indexed run's record (with dataset_mark and added_info)."""
     return [_record((row[1], row[2], row[3], row[4])) for row in conn.execute(_RECORD_SELECT)]
 
 
-def load_listings(conn: sqlite3.Connection) -> dict[str, DirListing]:
+def load_listings(conn: Connection) -> dict[str, DirListing]:
     """The saved directory listings (a damaged entry is skipped: listed again)."""
     rows = conn.execute("SELECT path, data FROM listings").fetchall()
     try:  # one decode for all rows (fast); per row only if some row is damaged
@@ -210,13 +310,14 @@ def load_listings(conn: sqlite3.Connection) -> dict[str, DirListing]:
     return out
 
 
-def save_listings(conn: sqlite3.Connection, changed: dict[str, DirListing | None]) -> None:
+def save_listings(conn: Connection, changed: dict[str, DirListing | None]) -> None:
     """Save (or drop, for None) the listings a scan took."""
     conn.executemany(
         "DELETE FROM listings WHERE path = ?",
         [(p,) for p, listing in changed.items() if listing is None],
     )
     conn.executemany(
-        "INSERT OR REPLACE INTO listings (path, data) VALUES (?, ?)",
+        "INSERT INTO listings (path, data) VALUES (?, ?) "
+        "ON CONFLICT (path) DO UPDATE SET data = excluded.data",
         [(p, json.dumps(listing.to_json())) for p, listing in changed.items() if listing],
     )

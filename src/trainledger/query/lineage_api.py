@@ -1,7 +1,9 @@
 """``get_summary_lineage`` and ``filter_summary_lineage``: MindInsight's lineage API.
 
 Same names, arguments, result shapes, error classes and messages as MindInsight's lineagemgr,
-answered from the SQLite index instead of re-parsing every file per call. Documented fixes:
+answered from the index (a SQLite file beside the runs, or a shared PostgreSQL database:
+``index=``, ``TRAINLEDGER_INDEX_URL``) instead of re-parsing every file per call. Documented
+fixes:
 no cap on the number of runs (MindInsight stopped at 999); ``customized`` describes the whole
 result, not the current page; ``dataset_mark`` numbers never collide and stay stable as runs
 are added (numbered from 1 in order of first appearance); ``not_in`` accepted on numeric
@@ -13,7 +15,6 @@ fields; ``metric_<name>`` accepted for ``metric/<name>``; run directories may be
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 from typing import Any
 
@@ -24,6 +25,7 @@ from trainledger.errors import (
     LineageQuerySummaryDataError,
 )
 from trainledger.lineage import SUMMARY_KEYS, read_lineage
+from trainledger.query.backend import index_url
 from trainledger.query.discovery import validate_base, validate_run_dir
 from trainledger.query.index import LineageIndex
 from trainledger.storage import is_object_url, list_lineage_files, readable_dir
@@ -37,7 +39,7 @@ LINEAGE_KEYS: tuple[str, ...] = SUMMARY_KEYS
 NO_RUN_LINEAGE = "File not found error: There is no summary log file under summary_dir."
 NO_BASE_LINEAGE = "File not found error: There is no summary log file under summary_base_dir."
 
-_indexes: dict[tuple[str, int], LineageIndex] = {}
+_indexes: dict[tuple[str, int, str | None], LineageIndex] = {}
 _indexes_lock = threading.Lock()
 
 
@@ -73,6 +75,8 @@ def get_summary_lineage(
     all of ``LINEAGE_KEYS``: metric, hyper_parameters (incl. parallel_mode), algorithm,
     train_dataset, model, valid_dataset, dataset_graph, and trainledger's user_defined and
     run), or ``{}`` when its lineage files hold no lineage (an empty file, as MindInsight).
+    It reads the run's own files, never an index, so it takes no ``index=`` (a run's tag and
+    remark come with ``filter_summary_lineage``'s ``added_info``).
 
     Raises:
         LineageFileNotFoundError: the directory holds no lineage file at all.
@@ -100,15 +104,27 @@ def get_summary_lineage(
     return result
 
 
-def open_index(summary_base_dir: str | os.PathLike[str], max_depth: int = 1) -> LineageIndex:
-    """The process-wide ``LineageIndex`` of a base directory (created on first use)."""
+def base_name(summary_base_dir: str | os.PathLike[str], real: str) -> str:
+    """The name a shared index knows a base by: its ``s3://`` URL (every machine reads it
+    through a cache of its own), else its real path."""
+    text = os.fspath(summary_base_dir)
+    return text.rstrip("/") if is_object_url(text) else real
+
+
+def open_index(
+    summary_base_dir: str | os.PathLike[str], max_depth: int = 1, index: str | None = None
+) -> LineageIndex:
+    """The process-wide ``LineageIndex`` of a base directory (created on first use);
+    ``index`` as in ``filter_summary_lineage``."""
+    url = index_url(index)
     base = validate_base(readable_dir(summary_base_dir, "summary_base_dir"))
-    key = (base, max_depth)
+    key = (base, max_depth, url)
     with _indexes_lock:
-        index = _indexes.get(key)
-        if index is None:
-            index = _indexes[key] = LineageIndex(base, max_depth=max_depth)
-        return index
+        found = _indexes.get(key)
+        if found is None:
+            name = base_name(summary_base_dir, base)
+            found = _indexes[key] = LineageIndex(base, max_depth=max_depth, index=index, name=name)
+        return found
 
 
 def filter_summary_lineage(
@@ -116,6 +132,7 @@ def filter_summary_lineage(
     search_condition: dict[str, Any] | None = None,
     *,
     max_depth: int = 1,
+    index: str | None = None,
 ) -> dict[str, Any]:
     """Filter, sort and page the lineage of every run under ``summary_base_dir``.
 
@@ -129,6 +146,10 @@ def filter_summary_lineage(
     stopped; None without a run record, as in MindSpore's files): a filter and a sort key
     that ``model_lineage`` never shows, so answers keep MindInsight's shape.
 
+    ``index`` is where the index lives: ``postgresql://USER@HOST/DB`` (an index shared by a
+    team; the ``postgres`` extra), ``sqlite://`` or None (the SQLite file beside the runs);
+    None reads ``TRAINLEDGER_INDEX_URL`` first.
+
     Returns ``{"customized": {...}, "object": [...], "count": N}``; each object has
     ``summary_dir`` ("./run1"), ``model_lineage``, ``dataset_graph`` and ``added_info``.
 
@@ -137,14 +158,15 @@ def filter_summary_lineage(
         LineageSearchConditionParamError: the condition is malformed (MindInsight's messages).
         LineageFileNotFoundError: no directory under the base (within ``max_depth``) holds a
             lineage file; a run whose lineage file is empty still counts, as in MindInsight.
+        LineageParamValueError: ``index`` is not a URL of a supported backend.
         LineageQuerySummaryDataError: the index could not be read.
     """
-    index = open_index(summary_base_dir, max_depth)
+    lineage_index = open_index(summary_base_dir, max_depth, index)
     try:
-        result = index.query(search_condition)
+        result = lineage_index.query(search_condition)
         # an empty answer: tell "nothing matched" from "no runs at all" (a cached re-scan)
-        runs = index.refresh().runs if result["count"] == 0 else 1
-    except sqlite3.Error as exc:
+        runs = lineage_index.refresh().runs if result["count"] == 0 else 1
+    except lineage_index.db.errors as exc:
         raise LineageQuerySummaryDataError(
             f"Query summary data error: Filter summary lineage failed. {exc}"
         ) from exc

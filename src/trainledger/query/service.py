@@ -2,22 +2,22 @@
 
 Why two index objects: the index's re-scan (a stat of every run directory, about 0.2 s for
 10,000 runs, more on a busy machine) holds its index object while it works. Queries go
-through a second object on the same SQLite file (WAL: readers never wait for the writer), and
-re-scans run in a background thread at most every ``rescan_interval`` seconds when a caller
-asks for ``stamp()`` (in the caller's own thread; other calls start one in the background only
-when the data is older than ``stale_after``), so a burst of sorting and paging costs SQL only.
-At start-up, an index left on disk by an earlier process answers at once while the re-scan
-catches up; only a base without an index waits for the first build. Every change of the runs
-or of ``annotations.json`` bumps the data version, and answers are cached per version, so
-paging back and forth is a dictionary lookup. ``background_rescan=False`` (tests) scans inside
-the call instead.
+through a second object on the same index (SQLite's WAL, PostgreSQL's snapshots: readers
+never wait for the writer), and re-scans run in a background thread at most every
+``rescan_interval`` seconds when a caller asks for ``stamp()`` (in the caller's own thread;
+other calls start one in the background only when the data is older than ``stale_after``),
+so a burst of sorting and paging costs SQL only. At start-up, an index left by an earlier
+process answers at once while the re-scan catches up; only a base without an index waits
+for the first build. Every change of the runs or of the annotations, by any process
+(``LineageIndex.data_stamp``), bumps the data version, and answers are cached per version,
+so paging back and forth is a dictionary lookup. ``background_rescan=False`` (tests) scans
+inside the call instead.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -27,7 +27,6 @@ from typing import Any
 
 from trainledger.query.annotations import UNSET
 from trainledger.query.index import LineageIndex
-from trainledger.storage import ANNOTATIONS_FILE
 
 __all__ = ["QueryService"]
 
@@ -40,7 +39,8 @@ class QueryService:
     """Re-scans, data versions and a result cache over one base's ``LineageIndex``.
 
     ``finish`` (the web UI adds run ids and run info) runs once on each fresh result; the
-    cached, finished result is shared between callers, who must not modify it.
+    cached, finished result is shared between callers, who must not modify it. ``index`` and
+    ``name`` are ``LineageIndex``'s (a shared PostgreSQL index, the base's name there).
     """
 
     def __init__(
@@ -52,19 +52,21 @@ class QueryService:
         stale_after: float = 10.0,
         background_rescan: bool = True,
         finish: Finish | None = None,
+        index: str | None = None,
+        name: str | None = None,
     ) -> None:
         self.base = base
         self.rescan_interval = rescan_interval
         self.stale_after = max(stale_after, rescan_interval)
         self.background_rescan = background_rescan
         self._finish = finish
-        self._index = LineageIndex(base, max_depth=max_depth)  # re-scans only
-        self._reader = LineageIndex(base, max_depth=max_depth)  # queries and annotations
+        self._index = LineageIndex(base, max_depth=max_depth, index=index, name=name)  # scans
+        self._reader = LineageIndex(base, max_depth=max_depth, index=index, name=name)
         self._lock = threading.RLock()  # guards the caches below
         self._scan_lock = threading.Lock()  # one scan at a time
         self._scanned = threading.Event()
         self._checked_at = -math.inf
-        self._annotations_mtime: int | None = None
+        self._data_stamp: object = None
         self._version = 0
         self._results: OrderedDict[tuple[int, str], dict[str, Any]] = OrderedDict()
         self._counts: dict[int, int] = {}
@@ -77,11 +79,9 @@ class QueryService:
 
     # -- scanning ---------------------------------------------------------------------------
 
-    def _annotations_file_mtime(self) -> int | None:
-        try:
-            return os.stat(os.path.join(self._index.directory, ANNOTATIONS_FILE)).st_mtime_ns
-        except OSError:
-            return None
+    def _stamp_now(self) -> object:
+        """What changes when any process changed the runs or annotations of the index."""
+        return self._reader.data_stamp()
 
     def _first_scan(self) -> None:
         with self._scan_lock:
@@ -91,7 +91,7 @@ class QueryService:
             if not stale_ok:
                 self._index.refresh()
                 self._checked_at = time.monotonic()
-            self._annotations_mtime = self._annotations_file_mtime()
+            self._data_stamp = self._stamp_now()
             self._bump()
             self._scanned.set()
 
@@ -117,12 +117,11 @@ class QueryService:
             if not force and time.monotonic() - self._checked_at < self.rescan_interval:
                 return
             stats = self._index.refresh()
-            mtime = self._annotations_file_mtime()
+            stamp = self._stamp_now()
             changed = (
-                bool(stats.parsed or stats.removed or stats.statuses)
-                or mtime != self._annotations_mtime
+                bool(stats.parsed or stats.removed or stats.statuses) or stamp != self._data_stamp
             )
-            self._annotations_mtime = mtime
+            self._data_stamp = stamp
             self._checked_at = time.monotonic()
             if changed:
                 self._bump()

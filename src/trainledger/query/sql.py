@@ -1,67 +1,93 @@
-"""The query semantics of ``semantics.py`` compiled to SQLite, with bound parameters only.
+"""The query semantics of ``semantics.py`` compiled to SQL, the same text for both engines.
 
-Why the care: SQLite compares across types where Python refuses (``3 < 'a'`` is true in
-SQLite, a TypeError that MindInsight treated as "no match"), and NULL never equals anything.
-Value columns are declared without a type so SQLite applies no affinity conversion, and each
-ordering comparison is guarded by ``typeof``. Field names never enter the SQL text: fixed
-fields map to fixed column names, custom fields are looked up by a bound name.
+Why the care: SQL compares across types where Python refuses (``3 < 'a'`` is true in SQLite,
+an error in PostgreSQL, a TypeError that MindInsight treated as "no match"), and NULL never
+equals anything. Each value is stored as number columns and a text column (``schema.py``):
+a number condition reads only the number columns, a text condition only the text one, so a
+mismatch is simply false on both engines. A number below 2**53 in magnitude compares with
+the float64 column alone (exact: any stored number on the other side of 2**53 keeps its
+order as a float64); a larger one with the exact value. Every predicate is two-valued (never
+NULL), so ``NOT`` means "does not match". Field names never enter the SQL text: fixed fields
+map to fixed columns, custom fields are looked up by a bound name.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from trainledger.query.conditions import FIELDS, RUN_FIELDS, filter_items
+from trainledger.query.conditions import filter_items
 from trainledger.query.numbers import sql_number
+from trainledger.query.schema import BIG, VALUE_FIELDS
+from trainledger.query.semantics import is_match
 
-# fixed field -> column expression of the ``runs`` table
-_COLUMNS: dict[str, str] = {f: f"runs.{f}" for f in (*FIELDS, *RUN_FIELDS)}
-_CUSTOM = "(SELECT c.value FROM custom AS c WHERE c.run_id = runs.id AND c.name = ?)"
-_TAG = "(SELECT a.tag FROM annotations AS a WHERE a.run_id = runs.summary_dir)"
-_NUM_TYPES = "('integer', 'real')"
 _SQL_OPS = {"eq": "=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
-
-
-def _column(field: str) -> tuple[str, list[Any]]:
-    """SQL expression (and its parameters) yielding the field's value for one run."""
-    if field in _COLUMNS:
-        return _COLUMNS[field], []
-    if field == "tag":
-        return _TAG, []
-    return _CUSTOM, [field]  # metric/<name> or user_defined/<name>, stored by full label
+_TRUE, _FALSE = "1 = 1", "1 = 0"
+# fixed field -> (float64, exact number, text) columns of the ``runs`` table
+_COLUMNS: dict[str, tuple[str, str, str]] = {
+    f: (f"runs.{f}_num", f"runs.{f}_big", f"runs.{f}_txt") for f in VALUE_FIELDS
+}
+_COLUMNS["summary_dir"] = ("NULL", "NULL", "runs.summary_dir")
+# field kind -> (table, alias's join condition on runs, float64, exact number, text)
+_CUSTOM = ("custom", "{a}.run_id = runs.id AND {a}.name = ?", "{a}.num", "{a}.big", "{a}.txt")
+_TAG = ("annotations", "{a}.run_id = runs.summary_dir", "{a}.tag", "NULL", "NULL")
 
 
 def _is_num(value: Any) -> bool:
     return isinstance(value, (int, float))
 
 
-def _predicate(field: str, op: str, value: Any) -> tuple[str, list[Any]]:
-    """SQL for one comparison; numbers beyond int64 compare as float64 (see numbers.py)."""
-    col, cparams = _column(field)
-    value = sql_number(value)
+def _source(field: str) -> tuple[str, str, str, str, str]:
+    return _TAG if field == "tag" else _CUSTOM
+
+
+def _exact(num: str, big: str) -> str:
+    """The exact value of a stored number (its float64 is exact below 2**53)."""
+    return num if big == "NULL" else f"COALESCE({big}, CAST({num} AS NUMERIC))"
+
+
+def _in(column: str, items: list[Any]) -> str:
+    return f"({column} IS NOT NULL AND {column} IN ({', '.join('?' for _ in items)}))"
+
+
+def _match(num: str, big: str, txt: str, op: str, value: Any) -> tuple[str, list[Any]]:
+    """Two-valued SQL for ``<num, big, txt> op value`` over one stored value."""
     if op in ("in", "not_in"):
         items = [sql_number(v) for v in value if v is not None]
-        has_null = len(items) != len(value)
-        marks = ", ".join("?" for _ in items)
-        params: list[Any] = []
-        if items:
-            member = f"{col} IN ({marks})"
-            params = cparams + items
-        else:
-            member = "0"
-        if op == "in":
-            if has_null:
-                return f"({col} IS NULL OR {member})", cparams + params
-            return member if items else "0", params
-        if has_null:
-            return f"({col} IS NOT NULL AND NOT {member})", cparams + params
-        return f"({col} IS NULL OR NOT {member})", cparams + params
-    if op == "eq":
-        if _is_num(value):
-            return f"(typeof({col}) IN {_NUM_TYPES} AND {col} = ?)", cparams + cparams + [value]
-        return f"(typeof({col}) = 'text' AND {col} = ?)", cparams + cparams + [value]
-    guard = f"typeof({col}) IN {_NUM_TYPES}" if _is_num(value) else f"typeof({col}) = 'text'"
-    return f"({guard} AND {col} {_SQL_OPS[op]} ?)", cparams + cparams + [value]
+        small = [v for v in items if _is_num(v) and abs(v) < BIG]
+        large = [v for v in items if _is_num(v) and not abs(v) < BIG]
+        txts = [v for v in items if not _is_num(v)]
+        parts = [
+            _in(column, group)
+            for column, group in ((num, small), (_exact(num, big), large), (txt, txts))
+            if group
+        ]
+        if len(items) != len(value):
+            parts.append(f"({num} IS NULL AND {txt} IS NULL)")
+        member = "(" + " OR ".join(parts) + ")" if parts else _FALSE
+        return (member if op == "in" else f"NOT {member}"), small + large + txts
+    value = sql_number(value)
+    if not _is_num(value):
+        col = txt
+    else:
+        col = num if abs(value) < BIG else _exact(num, big)
+    sql = f"({num if _is_num(value) else txt} IS NOT NULL AND {col} {_SQL_OPS[op]} ?)"
+    return sql, [value]
+
+
+def _predicate(field: str, op: str, value: Any) -> tuple[str, list[Any]]:
+    """SQL for one comparison; numbers beyond int64 compare as float64 (see numbers.py)."""
+    if field in _COLUMNS:
+        return _match(*_COLUMNS[field], op, value)
+    # a custom value or the tag lives in another table: a run without a row there has the
+    # value None, so the test is EXISTS a matching row, or NOT EXISTS a failing one when
+    # None itself matches (``not_in`` without None, ``in`` with it)
+    table, on, num, big, txt = (part.format(a="v") for part in _source(field))
+    on_params = [field] if "?" in on else []
+    if is_match(op, value, None):
+        sql, params = _match(num, big, txt, "not_in" if op == "in" else "in", value)
+        return f"NOT EXISTS (SELECT 1 FROM {table} AS v WHERE {on} AND {sql})", on_params + params
+    sql, params = _match(num, big, txt, op, value)
+    return f"EXISTS (SELECT 1 FROM {table} AS v WHERE {on} AND {sql})", on_params + params
 
 
 def compile_where(cond: dict[str, Any]) -> tuple[str, list[Any]]:
@@ -72,21 +98,55 @@ def compile_where(cond: dict[str, Any]) -> tuple[str, list[Any]]:
         sql, p = _predicate(field, op, value)
         parts.append(sql)
         params.extend(p)
-    return (" AND ".join(parts) if parts else "1"), params
+    return (" AND ".join(parts) if parts else _TRUE), params
 
 
 DEFAULT_ORDER = "runs.update_time DESC, runs.summary_dir ASC"
 
 
-def compile_order(cond: dict[str, Any]) -> tuple[str, list[Any]]:
-    """ORDER BY clause (without the keyword): sort key, then the default order for ties.
+def compile_order(cond: dict[str, Any]) -> tuple[str, str, list[Any]]:
+    """(LEFT JOIN clause, ORDER BY clause without the keyword, the join's parameters).
 
-    SQLite already orders NULL < numbers < text ascending (and the reverse descending),
-    which is MindInsight's None-first/numbers-before-strings rule.
+    The sort key, then the default order for ties. Ascending is None first, then numbers,
+    then text (MindInsight's rule), descending the reverse: a rank column (0 None, 1 number,
+    2 text) orders the kinds, then the float64, the exact number (telling apart large numbers
+    with one float64) and the text column order within a kind.
     """
     name = cond.get("sorted_name")
     if name is None:
-        return DEFAULT_ORDER, []
-    col, params = _column(name)
-    direction = "DESC" if cond.get("sorted_type") == "descending" else "ASC"
-    return f"{col} {direction}, {DEFAULT_ORDER}", params
+        return "", DEFAULT_ORDER, []
+    join, params = "", []
+    if name in _COLUMNS:
+        num, big, txt = _COLUMNS[name]
+    else:
+        table, on, num, big, txt = (part.format(a="s") for part in _source(name))
+        join = f"LEFT JOIN {table} AS s ON {on}"
+        params = [name] if "?" in on else []
+    d = "DESC" if cond.get("sorted_type") == "descending" else "ASC"
+    rank = f"CASE WHEN {num} IS NOT NULL THEN 1 WHEN {txt} IS NOT NULL THEN 2 ELSE 0 END"
+    keys = [rank] + [c for c in (num, big, txt) if c != "NULL"]
+    return join, ", ".join(f"{k} {d}" for k in keys) + f", {DEFAULT_ORDER}", params
+
+
+def compile_segments(cond: dict[str, Any]) -> tuple[str, list[tuple[int, str, str, str]]] | None:
+    """For a sort on a ``metric/`` or ``user_defined/`` field: (its label, the segments in
+    page order as (kind, join, test, ORDER BY)); None for any other sort.
+
+    Why: ``compile_order``'s single LEFT JOIN makes the engine join every matching run's
+    value before it can sort (seconds at a million runs). Split by kind (0 None, 1 number,
+    2 text, the rank of ``compile_order``), each segment is in the order of the index on
+    ``custom (name, num, ...)``, so a page reads about as many rows as it shows. The segment
+    sizes come from the count query (``index_tables.fetch``).
+    """
+    name = cond.get("sorted_name")
+    if name is None or name in _COLUMNS or name == "tag":
+        return None
+    d = "DESC" if cond.get("sorted_type") == "descending" else "ASC"
+    join = "JOIN custom AS s ON s.run_id = runs.id AND s.name = ?"
+    parts = {
+        0: (f"LEFT {join}", "s.num IS NULL AND s.txt IS NULL", DEFAULT_ORDER),
+        1: (join, "s.num IS NOT NULL", f"s.num {d}, s.big {d}, {DEFAULT_ORDER}"),
+        2: (join, "s.txt IS NOT NULL", f"s.txt {d}, {DEFAULT_ORDER}"),
+    }
+    kinds = (2, 1, 0) if d == "DESC" else (0, 1, 2)
+    return name, [(k, *parts[k]) for k in kinds]

@@ -1,7 +1,7 @@
 """Filling the status of the runs an index migrated from schema 4 kept.
 
-Why apart: the migration (``database.MIGRATIONS``) runs inside SQLite and only adds the
-``runs.status`` column; it cannot read run files. ``LineageIndex`` calls ``fill_statuses`` on
+Why apart: the migration (``schema.py``, version 5) runs inside the database and leaves the
+status columns empty; it cannot read run files. ``LineageIndex`` calls ``fill_statuses`` on
 its next scan: each run kept unchanged gets the status of its run events alone
 (``lineage.read_status``: the other events are skipped unread), once per index. A run that
 changed meanwhile was re-parsed whole and holds its status already.
@@ -10,18 +10,17 @@ changed meanwhile was re-parsed whole and holds its status already.
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from trainledger.query.database import STATUS_BACKFILL
 from trainledger.query.discovery import RunFiles
+from trainledger.query.schema import STATUS_BACKFILL, Connection
 
 __all__ = ["fill_statuses"]
 log = logging.getLogger(__name__)
 
-Read = Callable[[Callable[[sqlite3.Connection], Any]], Any]
-Write = Callable[[Callable[[sqlite3.Connection], Any], bool], Any]
+Read = Callable[[Callable[[Connection], Any]], Any]
+Write = Callable[[Callable[[Connection], Any], bool], Any]
 
 
 def read_status(run_dir: str) -> str | None:
@@ -35,11 +34,12 @@ def read_status(run_dir: str) -> str | None:
         return None
 
 
-def _pending(conn: sqlite3.Connection) -> dict[str, str] | None:
+def _pending(conn: Connection) -> dict[str, str] | None:
     """{summary_dir: signature} of the runs without a status, None when nothing is to fill."""
     if conn.execute("SELECT 1 FROM meta WHERE key = ?", (STATUS_BACKFILL,)).fetchone() is None:
         return None
-    return dict(conn.execute("SELECT summary_dir, signature FROM runs WHERE status IS NULL"))
+    rows = conn.execute("SELECT summary_dir, signature FROM runs WHERE status_txt IS NULL")
+    return {str(path): str(signature) for path, signature in rows}
 
 
 def fill_statuses(
@@ -60,9 +60,10 @@ def fill_statuses(
             if status is not None:
                 found.append((status, run.summary_dir, run.signature))
 
-    def fill(conn: sqlite3.Connection) -> None:
+    def fill(conn: Connection) -> None:
         conn.executemany(
-            "UPDATE runs SET status = ? WHERE summary_dir = ? AND signature = ? AND status IS NULL",
+            "UPDATE runs SET status_txt = ? "
+            "WHERE summary_dir = ? AND signature = ? AND status_txt IS NULL",
             found,
         )
         conn.execute("DELETE FROM meta WHERE key = ?", (STATUS_BACKFILL,))

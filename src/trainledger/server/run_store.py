@@ -36,6 +36,7 @@ from trainledger.query import (
 )
 from trainledger.server.columns import RUN_FIELDS
 from trainledger.server.media_store import Kind, MediaCache
+from trainledger.server.object_checkpoints import object_checkpoints
 from trainledger.server.security import RunNotFound, check_run_id, resolve_run
 from trainledger.server.structure_store import (
     StructureCache,
@@ -218,7 +219,9 @@ class EngineStore:
     result cache) plus the lineage, checkpoint-file and summary reads of single runs.
 
     The options are ``QueryService``'s (``max_depth``, ``rescan_interval``, ``stale_after``,
-    ``background_rescan``); scalars, images, histograms and tensors are re-read at most every
+    ``background_rescan``, ``index`` and ``name``: a shared index and the base's name there);
+    ``remote``: the ``s3://`` base copied into ``base`` (its checkpoints are listed there);
+    scalars, images, histograms and tensors are re-read at most every
     ``scalar_interval`` seconds per run, for the ``max_cached_runs`` runs read last (scalars)
     or a quarter of them (the media, which weigh more; see ``media_store``).
     """
@@ -233,8 +236,12 @@ class EngineStore:
         background_rescan: bool = True,
         scalar_interval: float = 0.5,
         max_cached_runs: int = 64,
+        index: str | None = None,
+        name: str | None = None,
+        remote: str | None = None,
     ) -> None:
         self.base = base
+        self.remote = remote  # the s3:// URL ``base`` is a local copy of (no checkpoints in it)
         self.scalar_interval = scalar_interval
         self.max_cached_runs = max_cached_runs
         self.service = QueryService(
@@ -244,6 +251,8 @@ class EngineStore:
             stale_after=stale_after,
             background_rescan=background_rescan,
             finish=self._finish,
+            index=index,
+            name=name,
         )
         self._known = _KnownRuns(self.service)
         self._lock = threading.RLock()  # guards the caches below
@@ -326,10 +335,15 @@ class EngineStore:
         path = self._path(run_id)
         found = list_checkpoints(path)
         on_disk = {str(path / c["name"]) for c in found}
+        if self.remote is not None:  # the local copy holds no checkpoint: list the store's
+            url = f"{self.remote.rstrip('/')}/{check_run_id(run_id)}"
+            stored = object_checkpoints(url)
+            on_disk |= {f"{url}/{c['name']}" for c in stored}  # how lineage names them
+            found += stored
         recorded = (read_lineage(path).get("run") or {}).get("checkpoints") or []
         for item in recorded:
             name = str(item.get("path", ""))
-            if not name or os.path.realpath(os.path.join(path, name)) in on_disk:
+            if not name or name in on_disk or os.path.realpath(os.path.join(path, name)) in on_disk:
                 continue
             parsed = parse_checkpoint_name(Path(name).name)
             found.append(

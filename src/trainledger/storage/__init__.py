@@ -61,11 +61,19 @@ from trainledger.storage.naming import (
     temp_name,
     temp_writer_pid,
 )
-from trainledger.storage.objects import check_location, is_object_url, location_scheme
+from trainledger.storage.objects import (
+    ObjectLocation,
+    ObjectStore,
+    check_location,
+    is_object_url,
+    location_scheme,
+)
 from trainledger.storage.parallel import executor, helper_threads, run_chunks
 from trainledger.storage.redact import REDACT_ENV, REDACT_KINDS, digest8, redaction_kinds
 
 __all__ = [
+    "ObjectLocation",
+    "ObjectStore",
     "note_change",
     "on_change",
     "remove_listener",

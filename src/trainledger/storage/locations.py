@@ -39,8 +39,10 @@ def writable_dir(path: Any, what: str = "directory") -> Any:
 
 
 def no_checkpoints(rel: str) -> bool:
-    """``readable_dir``'s default: everything but checkpoint files, which can be large."""
-    return not rel.endswith((".ckpt", ".safetensors", ".pt", ".pth", ".bin", ".meta"))
+    """``readable_dir``'s default: everything but checkpoint files, which can be large (and
+    the files of sharded checkpoint directories, ``<name>.ckpt/...``)."""
+    suffixes = (".ckpt", ".safetensors", ".pt", ".pth", ".bin", ".meta")
+    return not rel.endswith(suffixes) and ".ckpt/" not in f"/{rel}"
 
 
 def readable_dir(

@@ -1,0 +1,38 @@
+"""The checkpoints of a run kept in object storage, for the run page's checkpoint table.
+
+Why apart: an ``s3://`` base is read through a local copy that leaves checkpoints out (they
+can be large), so their files are not on this machine; their listing is. A sharded checkpoint
+(a ``<name>.ckpt/`` prefix holding ``manifest.json``) is one entry, its objects' total size.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainledger.storage import ObjectLocation, ObjectStore, parse_checkpoint_name
+
+__all__ = ["object_checkpoints"]
+
+_SUFFIXES = (".ckpt", ".safetensors")
+_MANIFEST = "manifest.json"
+
+
+def object_checkpoints(url: str, store: ObjectStore | None = None) -> list[dict[str, Any]]:
+    """``[{"name", "size", "epoch", "step", "time"}]`` of the checkpoints under ``url``
+    (names relative to it), oldest first."""
+    listing = (store or ObjectStore()).list(ObjectLocation.parse(url))
+    sharded = {rel[: -len(_MANIFEST) - 1] for rel in listing if rel.endswith(f".ckpt/{_MANIFEST}")}
+    entries: dict[str, dict[str, Any]] = {}
+    for rel, info in listing.items():
+        owner = next((d for d in sharded if rel.startswith(f"{d}/")), None)
+        name = owner or rel
+        if owner is None and (not rel.endswith(_SUFFIXES) or "/." in f"/{rel}"):
+            continue
+        entry = entries.setdefault(name, {"name": name, "size": 0, "time": 0.0})
+        entry["size"] += info.size
+        entry["time"] = max(entry["time"], info.mtime_ns / 1e9)
+    for entry in entries.values():
+        parsed = parse_checkpoint_name(entry["name"].rsplit("/", 1)[-1])
+        entry["epoch"] = parsed.epoch if parsed else None
+        entry["step"] = parsed.step if parsed else None
+    return sorted(entries.values(), key=lambda c: (c["time"], c["name"]))
