@@ -87,3 +87,15 @@ def test_a_typo_names_status(tmp_path: Path) -> None:
     assert "unknown field 'statsu'; did you mean 'status'?" in done.output
     done = CliRunner().invoke(cli, ["lineage", str(tmp_path / "runs"), "-s", "-statsu"])
     assert done.exit_code == 1 and "did you mean 'status'?" in done.output
+
+
+def test_a_tag_set_with_the_cli_filters_the_table(base: dict[str, Any]) -> None:
+    """``-w 'tag = 3'``: the CLI's field check accepted it, the query refused it (issue 17)."""
+    from trainledger.query import LineageIndex
+
+    runs = base["runs"]
+    with LineageIndex(runs) as index:
+        index.set_annotation("./halted", tag=3)
+        index.set_annotation("./done", tag=1)
+    assert _cli_dirs(runs, "-w", "tag = 3") == ["./halted"]
+    assert sorted(_cli_dirs(runs, "-w", "tag >= 1")) == ["./done", "./halted"]

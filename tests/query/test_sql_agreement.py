@@ -6,6 +6,7 @@ from __future__ import annotations
 import tempfile
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -262,3 +263,27 @@ def test_agreement_on_numbers_each_engine_could_round(index_url: str | None) -> 
         for cond in conds:
             valid = index._resolve(validate_condition(cond))
             assert index.query(cond, refresh=False) == evaluate(stored, valid), cond
+
+
+def test_tags_filter_and_sort_alike_on_both_paths(index_url: str | None) -> None:
+    """``tag`` (the UI's stars) is a filter as well as a sort key; an untagged run has none."""
+    recs = [{"summary_dir": f"./r{i}", "update_time": float(i)} for i in range(5)]
+    with tempfile.TemporaryDirectory() as base, LineageIndex(base, index=index_url) as index:
+        index.add_records(recs)
+        index.set_annotation("./r1", tag=1)
+        index.set_annotation("./r3", tag=3)
+        stored = index.records()
+        conds: list[dict[str, Any]] = [
+            {"tag": {"eq": 3}},
+            {"tag": {"ge": 1}},
+            {"tag": {"in": [1, None]}},
+            {"tag": {"not_in": [3]}},
+            {"tag": {"gt": 0}, "sorted_name": "tag", "sorted_type": "descending"},
+        ]
+        for cond in conds:
+            valid = index._resolve(validate_condition(cond))
+            assert index.query(cond, refresh=False) == evaluate(stored, valid), cond
+        got = index.query({"tag": {"ge": 1}, "sorted_name": "tag"}, refresh=False)
+        assert [o["summary_dir"] for o in got["object"]] == ["./r1", "./r3"]
+    with pytest.raises(LineageSearchConditionParamError, match="tag is invalid"):
+        validate_condition({"tag": {"eq": "three"}})

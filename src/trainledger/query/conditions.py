@@ -226,7 +226,7 @@ def _validate_comparisons(cond: dict[str, Any]) -> None:
     for attr, ops in cond.items():
         if attr in CONTROL_KEYS:
             continue
-        if not is_field(attr):
+        if not is_field(attr) and attr != "tag":  # tag: trainledger's, as in sorted_name
             raise _fail("ValueError. The search attribute not supported.")
         if not isinstance(ops, dict):
             raise _fail(f"TypeError. The search_condition element {attr} should be dict.")
@@ -236,7 +236,7 @@ def _validate_comparisons(cond: dict[str, Any]) -> None:
                     "ValueError. The compare condition should be in "
                     "('eq', 'lt', 'gt', 'le', 'ge', 'in', 'not_in')."
                 )
-        if attr.startswith("metric/"):
+        if attr.startswith("metric/") or attr == "tag":
             try:
                 _check_typed(ops, "num")
             except _Invalid:
