@@ -79,9 +79,11 @@ def test_an_unsupported_index_url_names_what_is_expected(tmp_path: Path) -> None
     message = str(err.value)
     assert "postgresql://" in message and "'mysql'" in message and "mysql://me:***@db" in message
     assert "hunter2" not in message
-    result = CliRunner().invoke(cli, ["lineage", str(tmp_path), "--index", "mysql://me:pw2@db/x"])
-    assert result.exit_code == 2
-    assert "postgresql://" in result.output and "pw2" not in result.output
+    for command in ("lineage", "importance", "ui"):
+        args = [command, str(tmp_path), "--index", "mysql://me:pw2@db/x"]
+        result = CliRunner().invoke(cli, args + (["-m", "acc"] if command == "importance" else []))
+        assert result.exit_code == 2, (command, result.output)
+        assert "postgresql://" in result.output and "pw2" not in result.output
 
 
 def test_an_unreachable_server_fails_at_once_without_the_password(tmp_path: Path) -> None:
