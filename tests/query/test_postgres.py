@@ -79,9 +79,11 @@ def test_an_unsupported_index_url_names_what_is_expected(tmp_path: Path) -> None
     message = str(err.value)
     assert "postgresql://" in message and "'mysql'" in message and "mysql://me:***@db" in message
     assert "hunter2" not in message
-    result = CliRunner().invoke(cli, ["lineage", str(tmp_path), "--index", "mysql://me:pw2@db/x"])
-    assert result.exit_code == 2
-    assert "postgresql://" in result.output and "pw2" not in result.output
+    for command in ("lineage", "importance", "ui"):
+        args = [command, str(tmp_path), "--index", "mysql://me:pw2@db/x"]
+        result = CliRunner().invoke(cli, args + (["-m", "acc"] if command == "importance" else []))
+        assert result.exit_code == 2, (command, result.output)
+        assert "postgresql://" in result.output and "pw2" not in result.output
 
 
 def test_an_unreachable_server_fails_at_once_without_the_password(tmp_path: Path) -> None:
@@ -364,3 +366,23 @@ def test_a_driver_message_never_carries_the_password(tmp_path: Path) -> None:
         with pytest.raises(LineageQuerySummaryDataError) as err:
             LineageIndex(tmp_path, index=url).query()
         assert "hunter2" not in str(err.value), str(err.value)
+
+
+def _query_in_child(index: LineageIndex, out: Any) -> None:
+    out.put(index.query({"limit": 1}, refresh=False)["count"])
+
+
+def test_a_forked_child_opens_its_own_session(tmp_path: Path, pg_url: str) -> None:
+    """A child inherits the parent's index object: it must not use (or close) the parent's
+    connection; both go on answering."""
+    for i in range(3):
+        write_run(tmp_path, f"r{i}")
+    with LineageIndex(tmp_path, index=pg_url) as index:
+        assert index.query()["count"] == 3
+        ctx = mp.get_context("fork")
+        out = ctx.Queue()
+        child = ctx.Process(target=_query_in_child, args=(index, out))
+        child.start()
+        child.join(60)
+        assert child.exitcode == 0 and out.get(timeout=10) == 3
+        assert index.query({"limit": 1}, refresh=False)["count"] == 3

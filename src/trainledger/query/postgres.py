@@ -24,6 +24,7 @@ import hashlib
 import json
 import logging
 import math
+import os
 import random
 import time
 import urllib.parse
@@ -132,9 +133,12 @@ class PgDb(IndexDb):
         self._key = _lock_key(self.schema)
         self._seed = seed
         self._conn: _Conn | None = None
+        self._pid = os.getpid()
         self._reached = False  # a server never reached is a mistake to report, not to wait on
 
     def connection(self) -> _Conn:
+        if self._pid != os.getpid():  # inherited through fork: the parent's session, not ours
+            self._conn, self._pid = None, os.getpid()  # (dropped, never closed from here)
         if self._conn is not None and not self._conn.raw.closed:
             return self._conn
         import psycopg
