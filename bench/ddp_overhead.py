@@ -15,6 +15,7 @@ per-step difference (normal approximation over the paired rounds). Target: withi
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import os
 import statistics
@@ -92,6 +93,7 @@ def worker(args: argparse.Namespace) -> None:
         rows.append((h, o))
     if dist.get_rank() == 0:
         report(rows, args)
+    gc.collect()  # the rounds' DDP models (and their reducers) go while the group is alive
     dist.barrier()  # no rank tears the group down while another still uses it
     dist.destroy_process_group()
 

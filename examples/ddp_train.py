@@ -13,6 +13,7 @@ On GPUs (one process per GPU, nccl), add ``--gpu``; on several machines, replace
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 
 import torch
@@ -71,6 +72,7 @@ def main() -> None:
         LossMonitor(per_print_times=20),  # printed once, by rank 0
     ]
     model.fit(args.epochs, train_loader, valid_loader, callbacks=callbacks)
+    gc.collect()  # DDP models no longer used (and their reducers) go while the group lives
     dist.barrier()  # no rank tears the group down while another still uses it
     dist.destroy_process_group()
 

@@ -12,6 +12,7 @@ Each rank writes ``OUT/rank<r>.json`` (what it saw) and ``OUT/weights<r>.safeten
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -139,6 +140,7 @@ def main(mode: str, out: Path) -> None:
     if state:
         save_file(state, str(out / f"weights{rank}.safetensors"))
     (out / f"rank{rank}.json").write_text(json.dumps({"seen": seen.fields, "eval": results}))
+    gc.collect()  # DDP models no longer used (and their reducers) go while the group lives
     dist.barrier()  # no rank tears the group down while another still uses it
     dist.destroy_process_group()
     # Under load, about 1 job in 20 here aborted after this point, in C++ destructors while
