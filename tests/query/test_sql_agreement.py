@@ -125,6 +125,14 @@ def condition(draw: Any) -> dict[str, Any]:
     return cond
 
 
+def assert_agreement(index: LineageIndex, conds: list[dict[str, Any]]) -> None:
+    """Each condition's SQL answer equals the plain-Python semantics over the same records."""
+    stored = index.records()
+    for cond in conds:
+        valid = index._resolve(validate_condition(cond))
+        assert index.query(cond, refresh=False) == evaluate(stored, valid), cond
+
+
 @settings(
     max_examples=100,
     deadline=None,
@@ -211,10 +219,7 @@ def test_agreement_on_a_fixed_corpus_with_every_operator(index_url: str | None) 
     ]
     with tempfile.TemporaryDirectory() as base, LineageIndex(base, index=index_url) as index:
         index.add_records(recs)
-        stored = index.records()
-        for cond in conds:
-            valid = index._resolve(validate_condition(cond))
-            assert index.query(cond, refresh=False) == evaluate(stored, valid), cond
+        assert_agreement(index, conds)
         finished = index.query({"status": {"eq": "finished"}}, refresh=False)
         assert [o["summary_dir"] for o in finished["object"]] == ["./r1"]
         assert "status" not in finished["object"][0]["model_lineage"]  # not MindInsight's
@@ -259,10 +264,7 @@ def test_agreement_on_numbers_each_engine_could_round(index_url: str | None) -> 
     ]
     with tempfile.TemporaryDirectory() as base, LineageIndex(base, index=index_url) as index:
         index.add_records(recs)
-        stored = index.records()
-        for cond in conds:
-            valid = index._resolve(validate_condition(cond))
-            assert index.query(cond, refresh=False) == evaluate(stored, valid), cond
+        assert_agreement(index, conds)
 
 
 def test_tags_filter_and_sort_alike_on_both_paths(index_url: str | None) -> None:
@@ -272,7 +274,6 @@ def test_tags_filter_and_sort_alike_on_both_paths(index_url: str | None) -> None
         index.add_records(recs)
         index.set_annotation("./r1", tag=1)
         index.set_annotation("./r3", tag=3)
-        stored = index.records()
         conds: list[dict[str, Any]] = [
             {"tag": {"eq": 3}},
             {"tag": {"ge": 1}},
@@ -280,9 +281,7 @@ def test_tags_filter_and_sort_alike_on_both_paths(index_url: str | None) -> None
             {"tag": {"not_in": [3]}},
             {"tag": {"gt": 0}, "sorted_name": "tag", "sorted_type": "descending"},
         ]
-        for cond in conds:
-            valid = index._resolve(validate_condition(cond))
-            assert index.query(cond, refresh=False) == evaluate(stored, valid), cond
+        assert_agreement(index, conds)
         got = index.query({"tag": {"ge": 1}, "sorted_name": "tag"}, refresh=False)
         assert [o["summary_dir"] for o in got["object"]] == ["./r1", "./r3"]
     with pytest.raises(LineageSearchConditionParamError, match="tag is invalid"):

@@ -19,7 +19,7 @@ from google.protobuf.message import DecodeError
 
 from trainledger.lineage.messages import run_dict
 from trainledger.lineage.proto import lineage_pb2 as pb
-from trainledger.storage import list_lineage_files, read_records
+from trainledger.storage import list_lineage_files, read_records, read_varint
 
 __all__ = ["read_status"]
 
@@ -31,33 +31,20 @@ _STARTS_TRAINING = frozenset({_TRAIN, _GRAPH, _RUN})
 _LENGTH_DELIMITED, _VARINT, _FIXED64, _FIXED32 = 2, 0, 1, 5
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise ValueError("truncated varint")
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-
-
 def _kind(payload: bytes) -> tuple[int | None, bytes]:
     """(the event's oneof field number, its bytes), reading only top-level tags and lengths."""
     kind, body, pos = None, b"", 0
     while pos < len(payload):
-        tag, pos = _varint(payload, pos)
+        tag, pos = read_varint(payload, pos)
         field, wire = tag >> 3, tag & 7
         if wire == _VARINT:
-            _, pos = _varint(payload, pos)
+            _, pos = read_varint(payload, pos)
         elif wire == _FIXED64:
             pos += 8
         elif wire == _FIXED32:
             pos += 4
         elif wire == _LENGTH_DELIMITED:
-            size, pos = _varint(payload, pos)
+            size, pos = read_varint(payload, pos)
             if field in (_TRAIN, _EVAL, _GRAPH, _RUN):
                 kind, body = field, payload[pos : pos + size]
             elif field in (_VERSION, _USER_INFO):  # the oneof's last member wins

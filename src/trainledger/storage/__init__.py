@@ -27,6 +27,7 @@ from trainledger.storage.framing import (
     frame_equal_length,
     masked_crc32c,
     read_records,
+    read_varint,
 )
 from trainledger.storage.locations import (
     READ_MAX_AGE,
@@ -113,6 +114,7 @@ __all__ = [
     "executor",
     "file_timestamp",
     "frame",
+    "read_varint",
     "frame_equal_length",
     "fsync_dir",
     "helper_threads",

@@ -26,6 +26,7 @@ __all__ = [
     "frame_equal_length",
     "RecordReader",
     "read_records",
+    "read_varint",
     "HEADER_SIZE",
     "FOOTER_SIZE",
     "MAX_RECORD_BYTES",
@@ -293,3 +294,19 @@ def _first_header(arr: np.ndarray, lo: int, hi: int) -> int:
             pos = a + 4 * int(cand[match[0]])
             best = pos if best < 0 else min(best, pos)
     return -1 if best < 0 else lo + best
+
+
+def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """(value, position after it) of the protobuf varint at ``pos``: the payloads of both
+    file kinds are protobuf, and readers that skim them decode tags and lengths by hand.
+    ``ValueError`` for a truncated or over-long varint."""
+    result = shift = 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise ValueError("truncated varint")
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7

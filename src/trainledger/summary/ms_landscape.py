@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from trainledger.storage import read_records
+from trainledger.storage import read_records, read_varint
 
 __all__ = ["MS_SUFFIX", "list_ms_files", "read_ms_landscapes", "decode_loss_landscape"]
 
@@ -28,33 +28,20 @@ MS_SUFFIX = "_MS"
 Fields = dict[int, list[Any]]
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(data):
-            raise ValueError("truncated varint in a MindSpore summary record")
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-
-
 def _fields(data: bytes) -> Fields:
     """``{field number: [values]}``: ints for varint/fixed fields, bytes for length-delimited."""
     out: Fields = {}
     pos = 0
     while pos < len(data):
-        key, pos = _varint(data, pos)
+        key, pos = read_varint(data, pos)
         number, wire = key >> 3, key & 7
         value: Any
         if wire == 0:
-            value, pos = _varint(data, pos)
+            value, pos = read_varint(data, pos)
         elif wire == 1:
             value, pos = data[pos : pos + 8], pos + 8
         elif wire == 2:
-            length, pos = _varint(data, pos)
+            length, pos = read_varint(data, pos)
             if pos + length > len(data):
                 raise ValueError("truncated field in a MindSpore summary record")
             value, pos = data[pos : pos + length], pos + length
@@ -75,7 +62,7 @@ def _ints(values: list[Any]) -> list[int]:
             continue
         pos = 0
         while pos < len(value):
-            number, pos = _varint(value, pos)
+            number, pos = read_varint(value, pos)
             out.append(number)
     return out
 
