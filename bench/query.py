@@ -276,27 +276,29 @@ def load_postgres(index: LineageIndex, records: list[dict[str, Any]]) -> float:
 
     conn = index.db.connection().raw  # type: ignore[attr-defined]
     start = time.perf_counter()
-    conn.execute("TRUNCATE runs, records, custom, marks, unreadable")
-    run_cols = "id, summary_dir, signature, update_time, graph_hash, custom_types, " + ", ".join(
+    conn.execute("TRUNCATE runs, records, custom, marks, unreadable, type_sets")
+    run_cols = "id, summary_dir, update_time, type_set, " + ", ".join(
         f"{f}_num, {f}_big, {f}_txt" for f in VALUE_FIELDS
     )
     marks: dict[str, int] = {}
+    type_sets: dict[str, int] = {}
     with conn.transaction(), conn.cursor() as cur:
         with cur.copy(f"COPY runs ({run_cols}) FROM STDIN") as copy:
             for i, r in enumerate(records, 1):
                 groups = ("metric", "user_defined")
                 pairs = [(f"{g}/{k}", v) for g in groups for k, v in r[g].items()]
-                ghash = graph_hash(r["dataset_graph"])
-                marks.setdefault(ghash, int(r["dataset_mark"]))
-                types = custom_types(pairs)
+                marks.setdefault(graph_hash(r["dataset_graph"]), int(r["dataset_mark"]))
+                types = type_sets.setdefault(custom_types(pairs), len(type_sets) + 1)
                 values = [part for f in VALUE_FIELDS for part in split_value(r.get(f))]
                 copy.write_row(
-                    [i, r["summary_dir"], "copied", r["update_time"], ghash, types]
-                    + [bind_value(v) for v in values]
+                    [i, r["summary_dir"], r["update_time"], types] + [bind_value(v) for v in values]
                 )
-        with cur.copy("COPY records (run_id, record) FROM STDIN") as copy:
+        with cur.copy("COPY type_sets (id, types) FROM STDIN") as copy:
+            for types, number in type_sets.items():
+                copy.write_row([number, types])
+        with cur.copy("COPY records (run_id, signature, record) FROM STDIN") as copy:
             for i, r in enumerate(records, 1):
-                copy.write_row([i, json.dumps(r, separators=(",", ":"))])
+                copy.write_row([i, "copied", json.dumps(r, separators=(",", ":"))])
         with cur.copy("COPY custom (run_id, name, num, big, txt, vtype) FROM STDIN") as copy:
             for i, r in enumerate(records, 1):
                 for group in ("metric", "user_defined"):
@@ -310,6 +312,9 @@ def load_postgres(index: LineageIndex, records: list[dict[str, Any]]) -> float:
             for ghash, mark in marks.items():
                 copy.write_row([ghash, mark])
         cur.execute("SELECT setval(pg_get_serial_sequence('runs', 'id'), %s)", [len(records)])
+        cur.execute(
+            "SELECT setval(pg_get_serial_sequence('type_sets', 'id'), %s)", [len(type_sets)]
+        )
         cur.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
     conn.execute("VACUUM ANALYZE")  # statistics, and the visibility map for index-only scans
     return time.perf_counter() - start

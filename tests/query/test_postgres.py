@@ -23,7 +23,7 @@ from tests.runs import write_run
 from trainledger.cli.main import cli
 from trainledger.errors import LineageParamValueError, LineageQuerySummaryDataError
 from trainledger.query import LineageIndex, filter_summary_lineage
-from trainledger.query.postgres import PgDb, schema_name
+from trainledger.query.postgres import schema_name
 
 N_PROCESSES = 4
 RUNS_EACH = 15
@@ -212,24 +212,6 @@ def test_a_restart_loses_nothing_committed_and_queries_reconnect(
     assert "reconnecting" in caplog.text  # the restart was seen, and handled
 
 
-def _old_index(url: str, base: str, version: int) -> PgDb:
-    """An index made by code that knew only schema versions up to ``version``."""
-    from trainledger.query import schema
-
-    db = PgDb(url, base)
-    migrate = schema.migrate
-
-    def old_migrate(*args: Any, **kwargs: Any) -> bool:
-        return migrate(*args, **{**kwargs, "target": version})
-
-    schema.migrate = old_migrate  # type: ignore[assignment]
-    try:
-        db.connection()
-    finally:
-        schema.migrate = migrate  # type: ignore[assignment]
-    return db
-
-
 def _refuse(run_dir: str) -> dict[str, Any]:
     raise AssertionError(f"re-parsed {run_dir}: the migrated index was not used")
 
@@ -237,31 +219,33 @@ def _refuse(run_dir: str) -> dict[str, Any]:
 def test_an_older_schema_is_migrated_keeping_runs_and_annotations(
     tmp_path: Path, pg_url: str
 ) -> None:
+    from tests.query.old_layouts import to_schema_6
     from trainledger.query import schema
 
     for i in range(3):
         write_run(tmp_path, f"r{i}", optimizer="Adam", metrics={"acc": i / 10})
-    real = str(tmp_path.resolve())
-    old = _old_index(pg_url, real, 5)
-    assert old.read(lambda c: schema.read_meta(c, "schema_version")) == 5
+    cond = {"metric/acc": {"gt": 0.05}, "sorted_name": "metric/acc"}
     with LineageIndex(tmp_path, index=pg_url) as index:
-        index.db = old  # the version-5 code indexes and annotates
-        index.refresh()
         index.set_annotation("./r1", tag=4, remark="kept")
-        answer = index.query({"metric/acc": {"gt": 0.05}, "sorted_name": "metric/acc"})
-    old.close()
+        answer = index.query(cond)
+        index.db.write(lambda c: to_schema_6(c, schema.POSTGRES), bump=True)
+        assert index.db.read(lambda c: schema.read_meta(c, "schema_version")) == 6
     with LineageIndex(tmp_path, index=pg_url, reader=_refuse) as index:  # current code
         assert index.refresh().parsed == 0
-        assert index.query({"metric/acc": {"gt": 0.05}, "sorted_name": "metric/acc"}) == answer
+        assert index.query(cond) == answer
         assert index.get_annotations() == {"./r1": {"tag": 4, "remark": "kept"}}
         meta = index.db.read(
             lambda c: [schema.read_meta(c, k) for k in ("schema_version", "compatible_from")]
         )
-        assert meta == [schema.SCHEMA_VERSION, 5]  # version-5 code may still read it
+        assert meta == [schema.SCHEMA_VERSION, 7]  # version-6 code cannot read version 7
         indexes = index.db.read(
             lambda c: [r[0] for r in c.execute("SELECT indexname FROM pg_indexes").fetchall()]
         )
-        assert "custom_by_value" in indexes
+        assert {"custom_by_value", "custom_by_text", "runs_default_order"} <= set(indexes)
+    write_run(tmp_path, "r3", optimizer="Adam", metrics={"acc": 0.9})
+    with LineageIndex(tmp_path, index=pg_url) as index:  # new runs' ids continue
+        newest = index.query({**cond, "sorted_type": "descending"})["object"][0]
+        assert newest["summary_dir"] == "./r3"
 
 
 def test_an_index_from_a_newer_release_is_refused_not_dropped(tmp_path: Path, pg_url: str) -> None:

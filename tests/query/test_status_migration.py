@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
+from tests.query.old_layouts import to_schema_6
 from tests.trained import train_run
 from trainledger.lineage import read_lineage
 from trainledger.lineage.writer import clear_registry
 from trainledger.query import LineageIndex, QueryService
 from trainledger.query.conditions import RUN_FIELDS
-from trainledger.query.schema import VALUE_FIELDS
+from trainledger.query.schema import SQLITE, VALUE_FIELDS
 from trainledger.storage import INDEX_DIRNAME, INDEX_FILE
 
 BASELINE_DB = (
@@ -56,13 +57,15 @@ def _schema(db: Path) -> set[tuple[str, str, str]]:
 
 
 def _to_schema_4(base: Path) -> None:
-    """Rewrite this version's index in schema 4's layout (one untyped column per field, no
-    status), with ``data/baseline_index``'s DDL, which the original code wrote."""
+    """Rewrite this version's index (by way of schema 6's) in schema 4's layout (one untyped
+    column per field, no status), with ``data/baseline_index``'s DDL, which the original code
+    wrote."""
     db = base / INDEX_DIRNAME / INDEX_FILE
     old = sqlite3.connect(BASELINE_DB)
     ddl = [sql for (sql,) in old.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL")]
     old.close()
     conn = sqlite3.connect(db)
+    to_schema_6(conn, SQLITE)
     fields = [f for f in VALUE_FIELDS if f not in RUN_FIELDS]
     for table in ("runs", "custom"):
         conn.execute(f"ALTER TABLE {table} RENAME TO {table}_new")

@@ -38,7 +38,12 @@ from trainledger.query.discovery import (
 )
 from trainledger.query.flat_record import to_record
 from trainledger.query.schema import Connection
-from trainledger.query.sql import compile_order, compile_segments, compile_where
+from trainledger.query.sql import (
+    compile_matches,
+    compile_order,
+    compile_segments,
+    compile_where,
+)
 from trainledger.query.status_fill import fill_statuses
 
 __all__ = ["LineageIndex", "ScanStats"]
@@ -205,7 +210,8 @@ class LineageIndex:
         if generation != self._known_generation:
             self._known = dict(
                 conn.execute(
-                    "SELECT summary_dir, signature FROM runs "
+                    "SELECT runs.summary_dir, r.signature FROM runs "
+                    "JOIN records AS r ON r.run_id = runs.id "
                     "UNION ALL SELECT summary_dir, signature FROM unreadable"
                 ).fetchall()
             )
@@ -304,6 +310,7 @@ class LineageIndex:
         fetch = functools.partial(
             index_tables.fetch,
             where=compile_where(cond),
+            matches=compile_matches(cond),
             order=compile_order(cond),
             limit=None if stop is None else stop - start,
             offset=start,

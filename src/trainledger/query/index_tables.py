@@ -24,9 +24,9 @@ from trainledger.query.schema import BIG, VALUE_FIELDS, Connection
 log = logging.getLogger(__name__)
 
 _INSERT_RUN = (
-    "INSERT INTO runs (summary_dir, signature, update_time, graph_hash, custom_types, "
+    "INSERT INTO runs (summary_dir, update_time, type_set, "
     + ", ".join(f"{f}_num, {f}_big, {f}_txt" for f in VALUE_FIELDS)
-    + ") VALUES (?, ?, ?, ?, ?, "
+    + ") VALUES (?, ?, ?, "
     + ", ".join("?, ?, ?" for _ in VALUE_FIELDS)
     + ") RETURNING id"
 )
@@ -75,10 +75,19 @@ def value_kind(value: Any) -> int:
 
 
 def custom_types(pairs: list[tuple[str, Any]]) -> str:
-    """A run's (label, type name, kind) triples in one string: the count query groups by it,
-    so it tells the types of the result (``customized``) and the size of each sort segment
-    without reading a custom value."""
+    """A run's (label, type name, kind) triples in one string (its ``type_sets`` entry): the
+    count query groups by its number, so it tells the types of the result (``customized``)
+    and the size of each sort segment without reading a custom value."""
     return json.dumps([[label, semantics.custom_type_name(v), value_kind(v)] for label, v in pairs])
+
+
+def type_set(conn: Connection, types: str) -> int:
+    """The number of a ``custom_types`` string in ``type_sets``, added if new (the caller's
+    write transaction serializes writers; a concurrent PostgreSQL writer's equal row wins)."""
+    conn.execute(
+        "INSERT INTO type_sets (types) VALUES (?) ON CONFLICT (types) DO NOTHING", (types,)
+    )
+    return int(conn.execute("SELECT id FROM type_sets WHERE types = ?", (types,)).fetchone()[0])
 
 
 def delete_runs(conn: Connection, summary_dirs: Iterable[str]) -> None:
@@ -164,16 +173,15 @@ def insert_record(conn: Connection, record: semantics.Record, signature: str) ->
         for group in ("metric", "user_defined")
         for key, value in (record.get(group) or {}).items()
     ]
-    types = custom_types(pairs)
     row = conn.execute(
         _INSERT_RUN,
-        [record["summary_dir"], signature, record["update_time"], ghash, types]
+        [record["summary_dir"], record["update_time"], type_set(conn, custom_types(pairs))]
         + [part for f in VALUE_FIELDS for part in split_value(record.get(f))],
     ).fetchone()
     run_id = row[0]
     conn.execute(
-        "INSERT INTO records (run_id, record) VALUES (?, ?)",
-        (run_id, json.dumps(stored, separators=(",", ":"), default=str)),
+        "INSERT INTO records (run_id, signature, record) VALUES (?, ?, ?)",
+        (run_id, signature, json.dumps(stored, separators=(",", ":"), default=str)),
     )
     conn.executemany(
         "INSERT INTO custom (run_id, name, num, big, txt, vtype) VALUES (?, ?, ?, ?, ?, ?) "
@@ -240,6 +248,7 @@ def _page_ids(
 def fetch(
     conn: Connection,
     where: tuple[str, list[Any]],
+    matches: tuple[str, list[Any]],
     order: tuple[str, str, list[Any]],
     limit: int | None,
     offset: int,
@@ -247,19 +256,23 @@ def fetch(
 ) -> tuple[int, list[semantics.Record], dict[str, set[str]]]:
     """(count before paging, the page's records in order, custom label -> type names).
 
-    ``order`` is ``sql.compile_order``'s (join, ORDER BY, join parameters); ``segments``
-    ``sql.compile_segments``' (used when every run's custom_types tells its segment);
-    ``limit`` None: every run from ``offset``.
+    ``where`` is ``sql.compile_where``'s (for the page), ``matches`` ``sql.compile_matches``'
+    (for the count: every match); ``order`` ``sql.compile_order``'s (join, ORDER BY, join
+    parameters); ``segments`` ``sql.compile_segments``' (used when every run's type set tells
+    its segment); ``limit`` None: every run from ``offset``.
     """
     wsql, wparams = where
     join, osql, oparams = order
     # one pass gives the count, the distinct custom-type combinations and the segment sizes
+    counted = conn.execute(
+        f"SELECT runs.type_set, count(*) FROM runs {matches[0]} GROUP BY 1", matches[1]
+    ).fetchall()
+    combos = _type_sets(conn, [row[0] for row in counted])
     count = 0
     types: dict[str, set[str]] = {}
     sizes: dict[int, int] | None = {} if segments is not None else None
-    for combo, n in conn.execute(
-        f"SELECT runs.custom_types, count(*) FROM runs WHERE {wsql} GROUP BY 1", wparams
-    ):
+    for type_id, n in counted:
+        combo = combos[type_id]
         count += n
         kind = 0
         for label, vtype, *rest in json.loads(combo):
@@ -287,6 +300,16 @@ def fetch(
         for run_id, *row in conn.execute(f"{_RECORD_SELECT} WHERE runs.id IN ({marks})", part):
             by_id[run_id] = _record((row[0], row[1], row[2], row[3]))
     return count, [by_id[i] for i in ids], types
+
+
+def _type_sets(conn: Connection, ids: list[int]) -> dict[int, str]:
+    """{type set number: its custom_types string} for ``ids``."""
+    found: dict[int, str] = {}
+    for start in range(0, len(ids), _IN_CHUNK):
+        part = ids[start : start + _IN_CHUNK]
+        marks = ", ".join("?" for _ in part)
+        found.update(conn.execute(f"SELECT id, types FROM type_sets WHERE id IN ({marks})", part))
+    return found
 
 
 def all_records(conn: Connection) -> list[semantics.Record]:

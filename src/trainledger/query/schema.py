@@ -16,6 +16,10 @@ oldest code version that can still use the index (a migration that only adds an 
 it), so a process of the previous release keeps reading while another has upgraded.
 Versions up to 4 were SQLite-only, untyped, and are rebuilt (derived data); annotations and
 dataset marks are kept by every migration.
+
+Why ``runs`` holds only what queries filter and sort on (version 7): a query's count reads
+every matching row, so the row's width is its cost. What only the scan reads (the files'
+signature) lives in ``records``, and a run's custom types are a number into ``type_sets``.
 """
 
 from __future__ import annotations
@@ -151,7 +155,7 @@ def _v5(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
         conn.execute("ALTER TABLE runs RENAME TO runs_v4")
         conn.execute("ALTER TABLE custom RENAME TO custom_v4")
     else:  # rows that would name runs that are gone: rebuilt from the run files
-        for table in ("records", "custom", "unreadable", "listings"):
+        for table in ("records", "custom", "unreadable", "listings", "type_sets"):
             conn.execute(f"DROP TABLE IF EXISTS {table}")
     for statement in dialect.ddl(_V5):
         conn.execute(statement)
@@ -190,10 +194,63 @@ def _v6(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
         )
 
 
+_V7 = (
+    """
+CREATE TABLE type_sets (id {id_pk}, types TEXT UNIQUE NOT NULL);
+CREATE TABLE runs (
+    id {id_pk},
+    summary_dir {txt} UNIQUE NOT NULL,
+    update_time {real} NOT NULL,
+    type_set {int} NOT NULL,
+    """
+    + ",\n    ".join(f"{f}_num {{real}}, {f}_big {{num}}, {f}_txt {{txt}}" for f in VALUE_FIELDS)
+    + """
+);
+CREATE INDEX runs_default_order ON runs (update_time DESC, summary_dir);
+CREATE TABLE records (run_id {int} PRIMARY KEY, signature TEXT NOT NULL, record TEXT NOT NULL)
+"""
+)
+_VALUE_COLUMNS = ", ".join(f"{f}_num, {f}_big, {f}_txt" for f in VALUE_FIELDS)
+
+
+def _v7(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
+    """Narrow ``runs`` rows (see the module's docstring): the signature moves to ``records``,
+    the custom types become a ``type_sets`` number; the graph hash (``marks`` keeps it) goes.
+    Every run is kept, and SQLite, which probed custom values run by run, gets the index of
+    text values PostgreSQL has (a text filter on a custom field can now start from it)."""
+    conn.execute("DROP INDEX IF EXISTS runs_default_order")
+    conn.execute("ALTER TABLE runs RENAME TO runs_v6")
+    conn.execute("ALTER TABLE records RENAME TO records_v6")
+    for statement in dialect.ddl(_V7):
+        conn.execute(statement)
+    conn.execute(
+        "INSERT INTO type_sets (types) SELECT DISTINCT custom_types FROM runs_v6 ORDER BY 1"
+    )
+    conn.execute(
+        f"INSERT INTO runs (id, summary_dir, update_time, type_set, {_VALUE_COLUMNS}) "
+        f"SELECT r.id, r.summary_dir, r.update_time, t.id, {_VALUE_COLUMNS} "
+        "FROM runs_v6 AS r JOIN type_sets AS t ON t.types = r.custom_types"
+    )
+    conn.execute(
+        "INSERT INTO records (run_id, signature, record) "
+        "SELECT o.run_id, r.signature, o.record FROM records_v6 AS o "
+        "JOIN runs_v6 AS r ON r.id = o.run_id"
+    )
+    conn.execute("DROP TABLE records_v6")
+    conn.execute("DROP TABLE runs_v6")
+    conn.execute("CREATE INDEX IF NOT EXISTS custom_by_text ON custom (name, txt, run_id)")
+    if dialect.name == "postgresql":  # (identity columns continue after the copied ids)
+        conn.execute(
+            "SELECT setval(pg_get_serial_sequence('runs', 'id'), "
+            "COALESCE((SELECT max(id) FROM runs), 0) + 1, false)"
+        )
+
+
 # version -> (migration to it, whether code of the previous version can still use the result)
 MIGRATIONS: dict[int, tuple[Callable[[Connection, Dialect, Sequence[str]], None], bool]] = {
     5: (_v5, False),
     6: (_v6, True),
+    7: (_v7, False),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 _FIRST_MIGRATABLE = 4  # versions before this (or none, with tables present) start again

@@ -38,7 +38,10 @@ def _pending(conn: Connection) -> dict[str, str] | None:
     """{summary_dir: signature} of the runs without a status, None when nothing is to fill."""
     if conn.execute("SELECT 1 FROM meta WHERE key = ?", (STATUS_BACKFILL,)).fetchone() is None:
         return None
-    rows = conn.execute("SELECT summary_dir, signature FROM runs WHERE status_txt IS NULL")
+    rows = conn.execute(
+        "SELECT runs.summary_dir, r.signature FROM runs JOIN records AS r ON r.run_id = runs.id "
+        "WHERE runs.status_txt IS NULL"
+    )
     return {str(path): str(signature) for path, signature in rows}
 
 
@@ -62,8 +65,8 @@ def fill_statuses(
 
     def fill(conn: Connection) -> None:
         conn.executemany(
-            "UPDATE runs SET status_txt = ? "
-            "WHERE summary_dir = ? AND signature = ? AND status_txt IS NULL",
+            "UPDATE runs SET status_txt = ? WHERE summary_dir = ? AND status_txt IS NULL "
+            "AND EXISTS (SELECT 1 FROM records AS r WHERE r.run_id = runs.id AND r.signature = ?)",
             found,
         )
         conn.execute("DELETE FROM meta WHERE key = ?", (STATUS_BACKFILL,))
