@@ -270,14 +270,14 @@ def synthetic_records(n: int, seed: int = 0) -> list[dict[str, Any]]:
 
 def load_postgres(index: LineageIndex, records: list[dict[str, Any]]) -> float:
     """COPY ``records`` into the (emptied) index's tables, the rows ``index_tables`` writes."""
-    from trainledger.query.index_tables import custom_types, split_value
+    from trainledger.query.index_tables import custom_json, custom_types, split_value
     from trainledger.query.postgres import bind_value
     from trainledger.query.schema import VALUE_FIELDS
 
     conn = index.db.connection().raw  # type: ignore[attr-defined]
     start = time.perf_counter()
     conn.execute("TRUNCATE runs, records, custom, marks, unreadable, type_sets")
-    run_cols = "id, summary_dir, update_time, type_set, " + ", ".join(
+    run_cols = "id, summary_dir, update_time, type_set, custom_values, " + ", ".join(
         f"{f}_num, {f}_big, {f}_txt" for f in VALUE_FIELDS
     )
     marks: dict[str, int] = {}
@@ -291,7 +291,8 @@ def load_postgres(index: LineageIndex, records: list[dict[str, Any]]) -> float:
                 types = type_sets.setdefault(custom_types(pairs), len(type_sets) + 1)
                 values = [part for f in VALUE_FIELDS for part in split_value(r.get(f))]
                 copy.write_row(
-                    [i, r["summary_dir"], r["update_time"], types] + [bind_value(v) for v in values]
+                    [i, r["summary_dir"], r["update_time"], types, custom_json(pairs)]
+                    + [bind_value(v) for v in values]
                 )
         with cur.copy("COPY type_sets (id, types) FROM STDIN") as copy:
             for types, number in type_sets.items():

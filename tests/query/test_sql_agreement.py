@@ -227,7 +227,8 @@ def test_agreement_on_a_fixed_corpus_with_every_operator(index_url: str | None) 
 
 def test_agreement_on_numbers_each_engine_could_round(index_url: str | None) -> None:
     """Exact comparisons of ints with floats (PostgreSQL binds floats as exact NUMERICs),
-    int64 limits, float64 near-ties and text ordered by code point (not by locale)."""
+    int64 limits, infinities, float64 near-ties and text ordered by code point (not by
+    locale), in the fixed columns and in custom values (PostgreSQL's JSONB copy included)."""
     values: list[Any] = [
         0.3,
         0.1 + 0.2,
@@ -237,6 +238,8 @@ def test_agreement_on_numbers_each_engine_could_round(index_url: str | None) -> 
         2**63 - 1,
         -(2**63),
         1e308,
+        float("inf"),
+        float("-inf"),
         "B",
         "a",
         "é",
@@ -249,7 +252,8 @@ def test_agreement_on_numbers_each_engine_could_round(index_url: str | None) -> 
         | {"user_defined": {"u": v}, "learning_rate": v}
         for i, v in enumerate(values)
     ]
-    probes = [0.3, 0.1 + 0.2, 2**53, 2**53 + 1, float(2**53), 2**63 - 1, "a", "Z", "é"]
+    probes = [0.3, 0.1 + 0.2, 2**53, 2**53 + 1, float(2**53), 2**63 - 1, float("inf")]
+    probes += ["a", "Z", "é"]
     conds: list[dict[str, Any]] = [
         {field: {op: v}}
         for field in ("user_defined/u", "learning_rate", "metric/m")

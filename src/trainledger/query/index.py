@@ -198,8 +198,9 @@ class LineageIndex:
             for start in range(0, len(changed), _CHUNK):
                 batch = [(run, self._parse(run)) for run in changed[start : start + _CHUNK]]
                 stats.parsed += len(batch)
+                store = index_tables.store_batch
                 stats.unreadable += self._write(
-                    functools.partial(index_tables.store_batch, batch=batch)
+                    functools.partial(store, batch=batch, dialect=self.db.dialect)
                 )
             self._checked = None if (changed or gone) else on_disk
             return stats
@@ -239,7 +240,7 @@ class LineageIndex:
             def store(conn: Connection) -> None:
                 index_tables.delete_runs(conn, [r["summary_dir"] for r in items])
                 for rec in items:
-                    index_tables.insert_record(conn, rec, "added")
+                    index_tables.insert_record(conn, rec, "added", self.db.dialect)
 
             self._write(store)
 
@@ -309,8 +310,8 @@ class LineageIndex:
         start, stop = page_bounds(cond)
         fetch = functools.partial(
             index_tables.fetch,
-            where=compile_where(cond),
-            matches=compile_matches(cond),
+            where=compile_where(cond, self.db.dialect),
+            matches=compile_matches(cond, self.db.dialect),
             order=compile_order(cond),
             limit=None if stop is None else stop - start,
             offset=start,

@@ -19,16 +19,18 @@ from trainledger.query.conditions import RUN_FIELDS
 from trainledger.query.discovery import DirListing, RunFiles
 from trainledger.query.flat_record import graph_hash
 from trainledger.query.numbers import sql_number
-from trainledger.query.schema import BIG, VALUE_FIELDS, Connection
+from trainledger.query.schema import BIG, SQLITE, VALUE_FIELDS, Connection, Dialect
 
 log = logging.getLogger(__name__)
 
-_INSERT_RUN = (
-    "INSERT INTO runs (summary_dir, update_time, type_set, "
-    + ", ".join(f"{f}_num, {f}_big, {f}_txt" for f in VALUE_FIELDS)
-    + ") VALUES (?, ?, ?, "
-    + ", ".join("?, ?, ?" for _ in VALUE_FIELDS)
-    + ") RETURNING id"
+_RUN_COLUMNS = "summary_dir, update_time, type_set, " + ", ".join(
+    f"{f}_num, {f}_big, {f}_txt" for f in VALUE_FIELDS
+)
+_RUN_VALUES = "?, ?, ?, " + ", ".join("?, ?, ?" for _ in VALUE_FIELDS)
+_INSERT_RUN = f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({_RUN_VALUES}) RETURNING id"
+_INSERT_RUN_JSON = (
+    f"INSERT INTO runs ({_RUN_COLUMNS}, custom_values) VALUES ({_RUN_VALUES}, "
+    "CAST(? AS JSONB)) RETURNING id"
 )
 _IN_CHUNK = 500
 
@@ -81,6 +83,30 @@ def custom_types(pairs: list[tuple[str, Any]]) -> str:
     return json.dumps([[label, semantics.custom_type_name(v), value_kind(v)] for label, v in pairs])
 
 
+def _as_text(number: Any) -> str | None:
+    """A stored number as PostgreSQL reads it back exactly (``float8``/``numeric`` input)."""
+    if number is None:
+        return None
+    if isinstance(number, float):
+        if math.isinf(number):
+            return "Infinity" if number > 0 else "-Infinity"
+        if number.is_integer() and not abs(number) < BIG:
+            return str(int(number))
+        return repr(number)
+    return str(number)
+
+
+def custom_json(pairs: list[tuple[str, Any]]) -> str | None:
+    """A run's custom values as ``runs.custom_values`` holds them (``schema.py``): label ->
+    [float64, exact value, text], numbers as text; None for a run without any."""
+    values = {}
+    for label, value in pairs:
+        if value is None or isinstance(value, (str, int, float)):
+            num, big, txt = split_value(value)
+            values[label] = [_as_text(num), _as_text(big), txt]
+    return json.dumps(values, ensure_ascii=False) if values else None
+
+
 def type_set(conn: Connection, types: str) -> int:
     """The number of a ``custom_types`` string in ``type_sets``, added if new (the caller's
     write transaction serializes writers; a concurrent PostgreSQL writer's equal row wins)."""
@@ -102,7 +128,11 @@ def delete_runs(conn: Connection, summary_dirs: Iterable[str]) -> None:
         conn.execute("DELETE FROM unreadable WHERE summary_dir = ?", (d,))
 
 
-def store_batch(conn: Connection, batch: list[tuple[RunFiles, semantics.Record | None]]) -> int:
+def store_batch(
+    conn: Connection,
+    batch: list[tuple[RunFiles, semantics.Record | None]],
+    dialect: Dialect = SQLITE,
+) -> int:
     """Replace the given runs with their new records (None: no usable lineage).
 
     Returns how many runs were stored as unreadable (no record, or values it cannot store).
@@ -112,7 +142,7 @@ def store_batch(conn: Connection, batch: list[tuple[RunFiles, semantics.Record |
     delete_runs(conn, [run.summary_dir for run, _ in ordered])
     unreadable = 0
     for run, record in ordered:
-        if record is not None and _insert_isolated(conn, record, run.signature):
+        if record is not None and _insert_isolated(conn, record, run.signature, dialect):
             continue
         unreadable += 1
         conn.execute(
@@ -122,7 +152,9 @@ def store_batch(conn: Connection, batch: list[tuple[RunFiles, semantics.Record |
     return unreadable
 
 
-def _insert_isolated(conn: Connection, record: semantics.Record, signature: str) -> bool:
+def _insert_isolated(
+    conn: Connection, record: semantics.Record, signature: str, dialect: Dialect
+) -> bool:
     """Insert one run inside a savepoint; False (nothing kept) if its values cannot be stored.
 
     Why: one run with a value SQLite refuses (a lone surrogate in a name, say) must be marked
@@ -130,7 +162,7 @@ def _insert_isolated(conn: Connection, record: semantics.Record, signature: str)
     """
     conn.execute("SAVEPOINT one_run")
     try:
-        insert_record(conn, record, signature)
+        insert_record(conn, record, signature, dialect)
     except (
         sqlite3.InterfaceError,
         sqlite3.DataError,
@@ -162,7 +194,9 @@ def assign_mark(conn: Connection, ghash: str) -> str:
     return str(row[0])
 
 
-def insert_record(conn: Connection, record: semantics.Record, signature: str) -> None:
+def insert_record(
+    conn: Connection, record: semantics.Record, signature: str, dialect: Dialect = SQLITE
+) -> None:
     """Insert one run: its filterable columns, its JSON record and its custom values."""
     ghash = graph_hash(record.get("dataset_graph"))
     record = dict(record)
@@ -173,11 +207,12 @@ def insert_record(conn: Connection, record: semantics.Record, signature: str) ->
         for group in ("metric", "user_defined")
         for key, value in (record.get(group) or {}).items()
     ]
-    row = conn.execute(
-        _INSERT_RUN,
-        [record["summary_dir"], record["update_time"], type_set(conn, custom_types(pairs))]
-        + [part for f in VALUE_FIELDS for part in split_value(record.get(f))],
-    ).fetchone()
+    values = [record["summary_dir"], record["update_time"], type_set(conn, custom_types(pairs))]
+    values += [part for f in VALUE_FIELDS for part in split_value(record.get(f))]
+    if dialect.custom_json:
+        row = conn.execute(_INSERT_RUN_JSON, [*values, custom_json(pairs)]).fetchone()
+    else:
+        row = conn.execute(_INSERT_RUN, values).fetchone()
     run_id = row[0]
     conn.execute(
         "INSERT INTO records (run_id, signature, record) VALUES (?, ?, ?)",
@@ -236,7 +271,7 @@ def _page_ids(
             ids += [
                 row[0]
                 for row in conn.execute(
-                    f"SELECT runs.id FROM runs {join} WHERE {test} AND {wsql} "
+                    f"SELECT runs.id FROM runs {join} {wsql} AND {test} "
                     f"ORDER BY {osql} LIMIT ? OFFSET ?",
                     [name, *wparams, hi - lo, lo - first],
                 )
@@ -257,9 +292,10 @@ def fetch(
     """(count before paging, the page's records in order, custom label -> type names).
 
     ``where`` is ``sql.compile_where``'s (for the page), ``matches`` ``sql.compile_matches``'
-    (for the count: every match); ``order`` ``sql.compile_order``'s (join, ORDER BY, join
-    parameters); ``segments`` ``sql.compile_segments``' (used when every run's type set tells
-    its segment); ``limit`` None: every run from ``offset``.
+    (for the count: every match), both what follows ``FROM runs`` (joins, then WHERE) and its
+    parameters; ``order`` ``sql.compile_order``'s (join, ORDER BY, join parameters);
+    ``segments`` ``sql.compile_segments``' (used when every run's type set tells its
+    segment); ``limit`` None: every run from ``offset``.
     """
     wsql, wparams = where
     join, osql, oparams = order
@@ -288,7 +324,7 @@ def fetch(
         ids = [
             row[0]
             for row in conn.execute(
-                f"SELECT runs.id FROM runs {join} WHERE {wsql} ORDER BY {osql}{page}",
+                f"SELECT runs.id FROM runs {join} {wsql} ORDER BY {osql}{page}",
                 oparams + wparams + pparams,
             )
         ]

@@ -1,4 +1,5 @@
-"""The query semantics of ``semantics.py`` compiled to SQL, the same text for both engines.
+"""The query semantics of ``semantics.py`` compiled to SQL, the same text for both engines
+(but where a custom value is read from: the ``custom`` rows, or PostgreSQL's JSONB copy).
 
 Why the care: SQL compares across types where Python refuses (``3 < 'a'`` is true in SQLite,
 an error in PostgreSQL, a TypeError that MindInsight treated as "no match"), and NULL never
@@ -17,7 +18,7 @@ from typing import Any
 
 from trainledger.query.conditions import filter_items
 from trainledger.query.numbers import sql_number
-from trainledger.query.schema import BIG, VALUE_FIELDS
+from trainledger.query.schema import BIG, SQLITE, VALUE_FIELDS, Dialect
 from trainledger.query.semantics import is_match
 
 _SQL_OPS = {"eq": "=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
@@ -90,44 +91,68 @@ def _predicate(field: str, op: str, value: Any) -> tuple[str, list[Any]]:
     return f"EXISTS (SELECT 1 FROM {table} AS v WHERE {on} AND {sql})", on_params + params
 
 
-def compile_where(cond: dict[str, Any]) -> tuple[str, list[Any]]:
-    """WHERE clause (without the keyword) and parameters for a *validated* condition."""
-    parts: list[str] = []
-    params: list[Any] = []
-    for field, op, value in filter_items(cond):
-        sql, p = _predicate(field, op, value)
-        parts.append(sql)
-        params.extend(p)
-    return (" AND ".join(parts) if parts else _TRUE), params
+_PICK = "SELECT runs.custom_values -> CAST(? AS TEXT) AS v"
 
 
-def compile_matches(cond: dict[str, Any]) -> tuple[str, list[Any]]:
-    """What follows ``FROM runs`` (joins and WHERE) to read every run a *validated* condition
-    matches, and its parameters.
+def _json_columns(alias: str) -> tuple[str, str, str]:
+    """(float64, exact number, text) of a custom value in ``runs.custom_values`` (PostgreSQL's
+    JSONB, ``schema.py``), by the lateral ``alias`` that picked its label; the text compares
+    by code point, as the ``custom`` table's column does."""
+    return (
+        f"CAST({alias}.v ->> 0 AS DOUBLE PRECISION)",
+        f"CAST({alias}.v ->> 1 AS NUMERIC)",
+        f'({alias}.v ->> 2) COLLATE "C"',
+    )
 
-    Why not ``compile_where``: its EXISTS test of a custom value is probed run by run (SQLite
-    does not turn it into a join), half a 100,000-run count. Here a custom test that None
-    cannot pass is an inner join (one row per run: ``custom``'s key is (run_id, name)), so the
-    engine may start from that name's index instead: a selective ``user_defined/`` filter
-    then reads only its runs. A page read along an index order keeps the EXISTS form, which
-    probes only the runs the page reaches.
-    """
+
+def _compile(cond: dict[str, Any], dialect: Dialect, joined: bool) -> tuple[str, list[Any]]:
     joins: list[str] = []
     parts: list[str] = []
     params: list[Any] = []
     where_params: list[Any] = []
     for field, op, value in filter_items(cond):
-        if field in _COLUMNS or field == "tag" or is_match(op, value, None):
+        alias = f"c{len(joins)}"
+        if field in _COLUMNS or field == "tag" or not (joined or dialect.custom_json):
             sql, p = _predicate(field, op, value)
-            parts.append(sql)
-            where_params.extend(p)
+        elif dialect.custom_json:  # a None value is all three NULL, as an absent label
+            joins.append(f"CROSS JOIN LATERAL ({_PICK}) AS {alias}")
+            params.append(field)
+            sql, p = _match(*_json_columns(alias), op, value)
+        elif is_match(op, value, None):  # (then a run without the label matches: no join)
+            sql, p = _predicate(field, op, value)
+        else:
+            table, on, num, big, txt = (part.format(a=alias) for part in _CUSTOM)
+            sql, p = _match(num, big, txt, op, value)
+            joins.append(f"JOIN {table} AS {alias} ON {on} AND {sql}")
+            params += [field, *p]
             continue
-        table, on, num, big, txt = (part.format(a=f"c{len(joins)}") for part in _CUSTOM)
-        sql, p = _match(num, big, txt, op, value)
-        joins.append(f"JOIN {table} AS c{len(joins)} ON {on} AND {sql}")
-        params += [field, *p]
+        parts.append(sql)
+        where_params.extend(p)
     where = " AND ".join(parts) if parts else _TRUE
     return " ".join([*joins, f"WHERE {where}"]), params + where_params
+
+
+def compile_where(cond: dict[str, Any], dialect: Dialect = SQLITE) -> tuple[str, list[Any]]:
+    """What follows ``FROM runs`` (joins, then WHERE) to read a page of the runs a
+    *validated* condition matches, and its parameters.
+
+    On SQLite a custom value is tested with EXISTS: probed only for the runs the page
+    reaches, when it is read along an index order (``compile_segments``).
+    """
+    return _compile(cond, dialect, joined=False)
+
+
+def compile_matches(cond: dict[str, Any], dialect: Dialect = SQLITE) -> tuple[str, list[Any]]:
+    """``compile_where``'s form for reading every run a *validated* condition matches (the
+    count).
+
+    Why another form: SQLite does not turn an EXISTS into a join, so each run's custom value
+    was probed one by one, half a 100,000-run count. Here a custom test that None cannot
+    pass is an inner join (one row per run: ``custom``'s key is (run_id, name)), so SQLite
+    may start from that name's index instead: a selective ``user_defined/`` filter then
+    reads only its runs. On PostgreSQL both forms read ``runs.custom_values`` in the scan.
+    """
+    return _compile(cond, dialect, joined=True)
 
 
 DEFAULT_ORDER = "runs.update_time DESC, runs.summary_dir ASC"
