@@ -106,6 +106,8 @@ def _json_columns(alias: str) -> tuple[str, str, str]:
 
 
 def _compile(cond: dict[str, Any], dialect: Dialect, joined: bool) -> tuple[str, list[Any]]:
+    """(joins then WHERE, parameters in their textual order); ``joined``: custom tests that
+    None cannot pass as inner joins on SQLite (see ``compile_matches``)."""
     joins: list[str] = []
     parts: list[str] = []
     params: list[Any] = []
