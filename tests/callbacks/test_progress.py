@@ -134,3 +134,22 @@ def test_render_line_without_a_known_total() -> None:
     line = render_line(task, 61.0, 80, BarStyle(color=False, unicode=True))
     assert line.startswith("\r") and len(line) == 80  # "\r" + 79 cells
     assert line[1:].rstrip() == "epoch 1 3/? loss 0.5 0:01:01"
+
+
+def test_a_stream_kept_from_training_writes_through_after_the_bar_closes() -> None:
+    kept: list[object] = []
+
+    class Keep(Callback):
+        def on_train_step_end(self, run_context: object) -> None:
+            kept.append(sys.stdout)
+
+    out = io.StringIO()
+    model().train(
+        1, data(n=8), callbacks=[Keep(), ProgressBar(Console(file=out, force_terminal=True), 0)]
+    )
+    target = io.StringIO()
+    held = kept[0]
+    assert held is not sys.stdout
+    held.target = target  # type: ignore[attr-defined]
+    print("after", file=held)  # type: ignore[arg-type]
+    assert target.getvalue() == "after\n"

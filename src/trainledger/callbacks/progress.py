@@ -122,6 +122,9 @@ class ProgressBar(Callback):
                 sys.stderr = held_err.target
             if held is not None:
                 self._out.write(held.take(whole_lines=False))  # printed during the last draw
+                held.release()
+            if held_err is not None:
+                held_err.release()
             if self._animate:
                 self._out.write(_SHOW_CURSOR)
             self._out.flush()

@@ -77,16 +77,25 @@ class HeldLines(io.TextIOBase):
     """A stdout (or stderr) that keeps what is written until the bar's next draw (``take``).
 
     stdout and stderr share one list of parts, so lines keep the order they were written in.
+    Once ``release``d (the bar closed), writes go straight to the target: something that kept
+    a reference (a logging handler set up during training) still prints.
     """
 
     def __init__(self, target: Any, parts: list[str] | None = None) -> None:
         super().__init__()
         self.target = target
         self._parts: list[str] = parts if parts is not None else []
+        self._released = False
 
     def write(self, text: str) -> int:
+        if self._released:
+            return int(self.target.write(text))
         self._parts.append(text)
         return len(text)
+
+    def release(self) -> None:
+        """Write through to the target from now on."""
+        self._released = True
 
     def take(self, whole_lines: bool = True) -> str:
         """The text held so far; with ``whole_lines``, an unfinished last line stays held (the
@@ -101,7 +110,8 @@ class HeldLines(io.TextIOBase):
         return text
 
     def flush(self) -> None:
-        return None  # the held lines are written at the next draw
+        if self._released:
+            self.target.flush()  # else: the held lines are written at the next draw
 
     def isatty(self) -> bool:
         return bool(getattr(self.target, "isatty", lambda: False)())
