@@ -60,6 +60,7 @@ class ProgressBar(Callback):
         self._epoch_first_step = 0
         self._held: HeldLines | None = None  # sys.stdout while the bar is shown
         self._held_err: HeldLines | None = None  # sys.stderr, sharing the held parts
+        self._drawn = ""  # the line last written
 
     @property
     def active(self) -> bool:
@@ -93,7 +94,8 @@ class ProgressBar(Callback):
         return True
 
     def _draw(self, final: bool = False) -> None:
-        """Print the held lines, then the bar's line (one write, one flush)."""
+        """Print the held lines, then the bar's line (one write, one flush); at the close, a
+        line already on screen as it would be drawn only gets its newline."""
         console, held = self._console, self._held
         if console is None or held is None or not (self._animate or final):
             return
@@ -105,9 +107,14 @@ class ProgressBar(Callback):
             text += "\n"
         task = self._eval_task or self._task
         line = render_line(task, now, width, self._style) if task is not None else ""
+        if final and not text and line == self._drawn:
+            self._out.write("\n" if line else "")  # the final line is already on screen
+            return
+        self._drawn = line
         clear = f"\r{' ' * (width - 1)}\r" if text and self._animate else ""
         self._out.write(f"{clear}{text}{line}{chr(10) if final and line else ''}")
-        self._out.flush()
+        if not final:
+            self._out.flush()  # at the close: one flush, after the cursor comes back
 
     def _close(self, owner: str) -> None:
         if self._console is None or self._owner != owner:
@@ -121,7 +128,7 @@ class ProgressBar(Callback):
             if held_err is not None and sys.stderr is held_err:
                 sys.stderr = held_err.target
             if held is not None:
-                self._out.write(held.take(whole_lines=False))  # printed during the last draw
+                self._out.write(held.take(whole_lines=False))  # if the last draw failed
                 held.release()
             if held_err is not None:
                 held_err.release()
@@ -129,6 +136,7 @@ class ProgressBar(Callback):
                 self._out.write(_SHOW_CURSOR)
             self._out.flush()
             self._console = self._out = self._held = self._held_err = None
+            self._drawn = ""
             self._owner = None
             self._task = self._eval_task = None
 
