@@ -9,6 +9,7 @@ import sys
 import pytest
 from rich.console import Console
 
+from trainledger.callbacks.monitors import LossMonitor
 from trainledger.callbacks.progress import ProgressBar
 from trainledger.callbacks.progress_line import BarStyle, Task, render_line
 from trainledger.run.callback import Callback
@@ -153,3 +154,20 @@ def test_a_stream_kept_from_training_writes_through_after_the_bar_closes() -> No
     held.target = target  # type: ignore[attr-defined]
     print("after", file=held)  # type: ignore[arg-type]
     assert target.getvalue() == "after\n"
+
+
+def test_a_dumb_terminal_gets_the_printed_lines_as_they_come_and_only_the_final_bar(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TERM", "dumb")
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=80)
+    seen: list[str] = []
+
+    class Look(Callback):
+        def on_train_step_end(self, run_context: object) -> None:
+            seen.append(out.getvalue())
+
+    model().train(1, data(n=32), callbacks=[LossMonitor(1), ProgressBar(console, 0), Look()])
+    assert "epoch: 1 step: 1," in seen[1] and "\r" not in seen[-1]  # no bar while training
+    assert out.getvalue().count("4/4") == 1 and out.getvalue().endswith("\n")

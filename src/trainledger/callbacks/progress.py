@@ -98,7 +98,11 @@ class ProgressBar(Callback):
         """Print the held lines, then the bar's line (one write, one flush); at the close, a
         line already on screen as it would be drawn only gets its newline."""
         console, held = self._console, self._held
-        if console is None or held is None or not (self._animate or final):
+        if console is None or held is None:
+            return
+        if not (self._animate or final):  # a dumb terminal: the held lines, no bar
+            self._out.write(held.take())
+            self._out.flush()
             return
         now = time.perf_counter()
         self._last_update = now
