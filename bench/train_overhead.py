@@ -15,6 +15,7 @@ within a round), and the best round of ours over the best round of the hand loop
 Target: Model.train without callbacks within 3% of the hand loop.
 
     .venv/bin/python bench/train_overhead.py [--steps 250] [--rounds 40] [--threads 1]
+        [--terminal [--attribute]]
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from rich.console import Console
@@ -34,6 +36,7 @@ from torch import nn
 
 from trainledger.callbacks.monitors import LossMonitor
 from trainledger.callbacks.progress import ProgressBar
+from trainledger.run import Callback, RunContext
 from trainledger.run.model import Model
 
 Batches = list[tuple[torch.Tensor, torch.Tensor]]
@@ -105,6 +108,45 @@ def model_train_on_terminal(batches: Batches, hidden: int, terminal: PseudoTermi
     return len(batches) / elapsed
 
 
+class StepEnd(Callback):
+    """A callback whose ``on_train_step_end`` does nothing: the cost of having step hooks."""
+
+    def on_train_step_end(self, run_context: RunContext) -> None:
+        return None
+
+
+def model_train_with(
+    batches: Batches, hidden: int, make_callbacks: Callable[[], list[Callback]], stdout: Any
+) -> float:
+    """``Model.train`` with the given callbacks, stdout redirected to ``stdout``."""
+    net, opt = make(hidden)
+    model = Model(net, nn.CrossEntropyLoss(), opt)
+    with contextlib.redirect_stdout(stdout):
+        start = _clock()
+        model.train(1, batches, callbacks=make_callbacks())
+        elapsed = _clock() - start
+    return len(batches) / elapsed
+
+
+def attribution_variants(
+    batches: Batches, hidden: int, terminal: PseudoTerminal
+) -> dict[str, Callable[[], float]]:
+    """Where the default terminal experience's cost goes: step hooks at all, LossMonitor
+    alone (off a terminal: no bar), the bar alone (on the pseudo-terminal)."""
+    off = io.StringIO()
+    return {
+        "no-op step_end callback": lambda: model_train_with(
+            batches, hidden, lambda: [StepEnd()], off
+        ),
+        "LossMonitor(100), no bar": lambda: model_train_with(
+            batches, hidden, lambda: [LossMonitor(per_print_times=100)], off
+        ),
+        "default bar on a pty, no LossMonitor": lambda: model_train_with(
+            batches, hidden, list, terminal.stdout
+        ),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=250, help="steps per round")
@@ -116,6 +158,11 @@ def main() -> None:
         "--terminal",
         action="store_true",
         help="also train on a pseudo-terminal: Model's default ProgressBar + LossMonitor(100)",
+    )
+    parser.add_argument(
+        "--attribute",
+        action="store_true",
+        help="with --terminal: also a no-op step callback, LossMonitor alone, the bar alone",
     )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)  # one thread: steadier figures on a shared machine
@@ -138,6 +185,8 @@ def main() -> None:
         variants["default on a pty (bar + LossMonitor)"] = lambda: model_train_on_terminal(
             batches, args.hidden, terminal
         )
+        if args.attribute:
+            variants.update(attribution_variants(batches, args.hidden, terminal))
     for fn in variants.values():  # warm-up: allocator, autograd graph caches
         fn()
     rates: dict[str, list[float]] = {name: [] for name in variants}
@@ -154,19 +203,22 @@ def main() -> None:
     )
     print(
         f"{'variant':38} {'steps/cpu-s':>11} {'best':>7} {'worst':>7} {'ours/hand':>9} "
-        f"{'best/best':>9} {'us/step vs hand':>15}"
+        f"{'best/best':>9} {'us/step vs hand':>15} {'IQR of us/step':>15}"
     )
     for name, values in rates.items():
         # ratio and extra time per round, against the hand loop of the same round: the load
         # of a shared machine drifts between rounds, much less within one
         ratio = statistics.median(v / h for v, h in zip(values, hand, strict=True))
-        extra = statistics.median((1 / v - 1 / h) * 1e6 for v, h in zip(values, hand, strict=True))
+        extras = [(1 / v - 1 / h) * 1e6 for v, h in zip(values, hand, strict=True)]
+        extra = statistics.median(extras)
+        low, _, high = statistics.quantiles(extras, n=4) if len(extras) > 1 else (extra,) * 3
         # best rounds: the least disturbed run of each variant (timeit's rationale: slower
         # rounds measure the machine's other work, not the code)
         best = max(values) / max(hand)
         print(
             f"{name:38} {statistics.median(values):11,.0f} {max(values):7,.0f} "
-            f"{min(values):7,.0f} {ratio:9.3f} {best:9.3f} {extra:+15.1f}"
+            f"{min(values):7,.0f} {ratio:9.3f} {best:9.3f} {extra:+15.1f} "
+            f"{f'{low:+.1f}..{high:+.1f}':>15}"
         )
 
 

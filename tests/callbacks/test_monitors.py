@@ -9,6 +9,7 @@ import torch
 
 from trainledger.callbacks.monitors import LossMonitor, TimeMonitor
 from trainledger.errors import CallbackError
+from trainledger.run import RunContext
 
 from ._train import data, model
 
@@ -54,3 +55,29 @@ def test_time_monitor(capsys: pytest.CaptureFixture[str]) -> None:
     assert monitor.step_times[0] == pytest.approx(monitor.epoch_times[0] / 4)
     with pytest.raises(ValueError, match="data_size expected a positive int"):
         TimeMonitor(0)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_loss_monitor_stops_on_the_step_whose_loss_is_invalid(bad: float) -> None:
+    """The loss is read at every step (not only at prints): training stops on the bad step,
+    and the error names its epoch and step, as in MindSpore."""
+    calls = []
+
+    def loss_fn(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        calls.append(1)
+        loss = torch.nn.functional.cross_entropy(out, y)
+        return loss * bad if len(calls) == 6 else loss  # epoch 2, step 2 (4 steps an epoch)
+
+    with pytest.raises(CallbackError, match=rf"epoch: 2 step: 2\. Invalid loss {bad}") as info:
+        model(loss_fn=loss_fn).train(3, data(n=32), callbacks=LossMonitor(per_print_times=100))
+    assert isinstance(info.value.__cause__, ValueError)
+    assert len(calls) == 6  # no step after the bad one
+
+
+def test_loss_monitor_reads_losses_that_are_not_float_tensors() -> None:
+    """Tuples (loss first), plain numbers and integer tensors go through ``loss_value``."""
+    monitor = LossMonitor(0)
+    for outputs, expected in [((torch.tensor(0.5), 1), 0.5), (2, 2.0), (torch.tensor(3), 3.0)]:
+        run_context = RunContext({"net_outputs": outputs, "cur_step_num": 1})
+        monitor.on_train_step_end(run_context)
+        assert monitor.last_loss == expected and type(monitor.last_loss) is float

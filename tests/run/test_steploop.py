@@ -87,6 +87,50 @@ def test_a_failing_step_end_hook_still_reaches_the_later_callbacks() -> None:
     assert later == [1]
 
 
+class _FailingBackward(torch.autograd.Function):
+    """The identity, whose backward raises: a step that fails after its forward."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError("backward failed")
+
+
+@pytest.mark.parametrize("hooked", [False, True])
+def test_an_inline_step_that_fails_in_backward_leaves_its_own_loss(hooked: bool) -> None:
+    """With step hooks or without, the inline step's ``net_outputs`` is written after the
+    forward (where a hand loop drops its last loss): a failing backward leaves that step's
+    loss in cb_params, and the step hooks saw every earlier step's own loss."""
+    net = make_net()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    losses: list[torch.Tensor] = []
+    seen: list[torch.Tensor] = []
+
+    def loss_fn(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        loss = torch.nn.functional.cross_entropy(out, y)
+        if len(losses) == 2:
+            loss = _FailingBackward.apply(loss)
+        losses.append(loss)
+        return loss
+
+    class Seen(Callback):
+        def on_train_step_end(self, run_context: RunContext) -> None:
+            seen.append(run_context.original_args().net_outputs)
+
+    cb_params = CallbackParams(cur_step_num=0, cur_epoch_num=1, batch_num=None, net_outputs=None)
+    manager = CallbackManager([Seen()] if hooked else [])
+    loop = StepLoop(
+        manager, RunContext(cb_params), lambda b: b, lambda b: None, lambda: (net, loss_fn, opt)
+    )
+    with pytest.raises(RuntimeError, match="backward failed"):
+        loop.run_epoch(make_data(n=4, batch=1))
+    assert cb_params.net_outputs is losses[2] and cb_params.cur_step_num == 3
+    assert [id(t) for t in seen] == [id(t) for t in (losses[:2] if hooked else [])]
+
+
 def test_registered_default_callbacks_are_added_on_a_terminal(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import math
 import time
+from math import isfinite
 from typing import Any
+
+from torch import Tensor
 
 from trainledger.run import Callback, RunContext, is_main_rank, loss_value
 
@@ -41,21 +43,30 @@ class LossMonitor(Callback):
         self._counted = 0
 
     def on_train_step_end(self, run_context: RunContext) -> None:
+        # Every step, between torch ops that leave the CPU caches cold: each Python operation
+        # here costs several times what it does in a hot loop, so the path is kept short (read
+        # the loss, check it, count); step and epoch are worked out only to print or raise.
         cb_params = run_context.original_args()
         self._counted += 1
-        loss = loss_value(cb_params.get("net_outputs"))
+        outputs = cb_params.get("net_outputs")
+        loss = outputs.item() if type(outputs) is Tensor and outputs.ndim == 0 else None
+        if type(loss) is not float:
+            loss = loss_value(outputs)  # tuples, dicts, numbers, non-float tensors
         self.last_loss = loss
-        step = step_in_epoch(cb_params, self._counted)
-        epoch = cb_params.get("cur_epoch_num")
-        if loss is not None and (math.isnan(loss) or math.isinf(loss)):
+        if loss is not None and not isfinite(loss):
             raise ValueError(
-                f"epoch: {epoch} step: {step}. Invalid loss {loss}, terminating training."
+                f"epoch: {cb_params.get('cur_epoch_num')} "
+                f"step: {step_in_epoch(cb_params, self._counted)}. "
+                f"Invalid loss {loss}, terminating training."
             )
-        cur = cb_params.get("cur_step_num") or 0
-        if self._per_print_times and cur - self._last_print_step >= self._per_print_times:
-            self._last_print_step = cur
-            if is_main_rank():
-                print(f"epoch: {epoch} step: {step}, loss is {loss}", flush=True)
+        if self._per_print_times:
+            cur = cb_params.get("cur_step_num") or 0
+            if cur - self._last_print_step >= self._per_print_times:
+                self._last_print_step = cur
+                if is_main_rank():
+                    epoch = cb_params.get("cur_epoch_num")
+                    step = step_in_epoch(cb_params, self._counted)
+                    print(f"epoch: {epoch} step: {step}, loss is {loss}", flush=True)
 
     def on_train_epoch_end(self, run_context: RunContext) -> None:
         results = run_context.original_args().get("eval_results")
