@@ -28,6 +28,11 @@ from trainledger.query.backend import IndexDb
 from trainledger.storage import INDEX_DIRNAME, INDEX_FILE, exclusive_lock
 
 BUSY_TIMEOUT_MS = 20_000
+#: the page cache of a connection, KiB (SQLite's default is 2 MiB): a count reads every
+#: matching row, so with the default cache each query read the index's pages from the OS
+#: again (100,000 runs: 12 MB of runs rows, 11 MB of a custom-value index); memory is
+#: taken only as pages are read
+CACHE_KIB = 64 * 1024
 RETRY_SECONDS = 120.0
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -174,6 +179,7 @@ def _connect(path: str) -> sqlite3.Connection:
 
             retrying(wal)
             conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             ensure_schema(conn)
             return conn
         except sqlite3.DatabaseError as exc:
