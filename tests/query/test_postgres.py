@@ -370,3 +370,23 @@ def test_a_forked_child_opens_its_own_session(tmp_path: Path, pg_url: str) -> No
         child.join(60)
         assert child.exitcode == 0 and out.get(timeout=10) == 3
         assert index.query({"limit": 1}, refresh=False)["count"] == 3
+
+
+def test_a_changed_run_is_found_by_its_new_custom_values(tmp_path: Path, pg_url: str) -> None:
+    """The JSONB copy of a run's custom values is replaced with the run's row when the run
+    changes: filters read the new values only, and a run without the label as None."""
+    write_run(tmp_path, "r0", user={"team": "a"}, metrics={"acc": 0.1})
+    write_run(tmp_path, "r1", user={"team": "b"}, metrics={"acc": 0.2})
+    write_run(tmp_path, "r2", user={"trial": 1})  # no team: its value is None
+
+    def dirs(cond: dict[str, Any]) -> list[str]:
+        return sorted(o["summary_dir"] for o in index.query(cond)["object"])
+
+    with LineageIndex(tmp_path, index=pg_url) as index:
+        assert dirs({"user_defined/team": {"eq": "a"}}) == ["./r0"]
+        assert dirs({"user_defined/team": {"in": [None]}}) == ["./r2"]
+        write_run(tmp_path, "r0", user={"team": "c"}, metrics={"acc": 0.9}, ts=1_800_000_100)
+        assert dirs({"user_defined/team": {"eq": "a"}}) == []
+        assert dirs({"user_defined/team": {"eq": "c"}, "metric/acc": {"gt": 0.5}}) == ["./r0"]
+        assert dirs({"user_defined/team": {"not_in": ["b", "c"]}}) == ["./r2"]
+        assert dirs({"metric/acc": {"lt": 0.5}}) == ["./r1"]
