@@ -92,6 +92,41 @@ def test_schema_version_change_rebuilds(tmp_path: Path, monkeypatch: pytest.Monk
         assert index.query()["count"] == 1
 
 
+def test_a_schema_6_index_is_migrated_without_re_parsing(tmp_path: Path) -> None:
+    """The previous release's layout (wide ``runs`` rows) is converted in place: the same
+    answers, custom filters and sorts included, and no lineage file read again."""
+    from tests.query.old_layouts import to_schema_6
+    from trainledger.query.schema import SCHEMA_VERSION, SQLITE
+
+    for i, team in enumerate("abca"):
+        write_run(tmp_path, f"r{i}", user={"team": team}, metrics={"acc": i / 10}, ts=1_800 + i)
+    questions = [
+        {},
+        {"user_defined/team": {"in": ["a", "c"]}, "sorted_name": "metric/acc"},
+        {"metric/acc": {"gt": 0.05}, "sorted_type": "descending", "sorted_name": "metric/acc"},
+    ]
+    with LineageIndex(tmp_path) as index:
+        answers = [index.query(q) for q in questions]
+        path = index.path
+    conn = sqlite3.connect(path)
+    to_schema_6(conn, SQLITE)
+    conn.commit()
+    assert "signature" in {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+    conn.close()
+
+    def refuse(run_dir: str) -> dict[str, object]:
+        raise AssertionError(f"re-parsed {run_dir}")
+
+    with LineageIndex(tmp_path, reader=refuse) as index:
+        assert index.refresh().parsed == 0
+        assert [index.query(q) for q in questions] == answers
+    conn = sqlite3.connect(path)
+    version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert version == (SCHEMA_VERSION,)
+    assert "signature" not in {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+    conn.close()
+
+
 def test_damaged_index_file_is_rebuilt(tmp_path: Path) -> None:
     write_run(tmp_path, "a")
     with LineageIndex(tmp_path) as index:
