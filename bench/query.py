@@ -175,6 +175,25 @@ def _timed(fn: Any) -> tuple[float, Any]:
     return time.perf_counter() - t, value
 
 
+def _checked_times(
+    index: LineageIndex,
+    name: str,
+    reps: int,
+    records: list[dict[str, Any]],
+    refresh: bool = True,
+) -> tuple[list[float], dict[str, Any]]:
+    """``reps`` timings of query ``name`` and its last answer, checked against the plain-Python
+    semantics over ``records``."""
+    cond = QUERIES[name]
+    times = []
+    for _ in range(reps):
+        seconds, result = _timed(lambda: index.query(cond, refresh=refresh))
+        times.append(seconds)
+    expected = evaluate(records, validate_condition(cond))
+    assert result == expected, f"{name}: SQL answer differs from the Python semantics"
+    return times, result
+
+
 def _wait_for_watcher(index: LineageIndex, limit: float = 60.0) -> bool:
     """Query until the base watcher (query.watch) is trusted, as in a long-lived reader."""
     watch = getattr(getattr(index, "_scanner", None), "_watch", None)
@@ -198,13 +217,8 @@ def bench_ours(base: Path, reps: int) -> dict[str, Any]:
     records = index.records()
     index.query(QUERIES["filter"])  # warm-up (the first scan after the build settles listings)
     out["watched"] = _wait_for_watcher(index)
-    for name, cond in QUERIES.items():
-        times = []
-        for _ in range(reps):
-            seconds, result = _timed(lambda c=cond: index.query(c))
-            times.append(seconds)
-        expected = evaluate(records, validate_condition(cond))
-        assert result == expected, f"{name}: SQL answer differs from the Python semantics"
+    for name in QUERIES:
+        times, result = _checked_times(index, name, reps, records)
         out[name] = {
             "seconds": statistics.median(times),
             "best": min(times),
@@ -332,14 +346,8 @@ def bench_postgres(url: str, n: int, reps: int, work: Path) -> dict[str, Any]:
     out["load"] = load_postgres(index, records)
     expected_records = [{**r, "added_info": {}} for r in records]
     for name in ("issue19", "issue19_user", "filter"):
-        cond = QUERIES[name]
-        index.query(cond, refresh=False)  # warm-up
-        times = []
-        for _ in range(reps):
-            seconds, result = _timed(lambda c=cond: index.query(c, refresh=False))
-            times.append(seconds)
-        expected = evaluate(expected_records, validate_condition(cond))
-        assert result == expected, f"{name}: SQL answer differs from the Python semantics"
+        index.query(QUERIES[name], refresh=False)  # warm-up
+        times, result = _checked_times(index, name, reps, expected_records, refresh=False)
         out[name] = {
             "median": statistics.median(times),
             "min": min(times),
