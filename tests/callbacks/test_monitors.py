@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 import torch
 
@@ -75,9 +76,20 @@ def test_loss_monitor_stops_on_the_step_whose_loss_is_invalid(bad: float) -> Non
 
 
 def test_loss_monitor_reads_losses_that_are_not_float_tensors() -> None:
-    """Tuples (loss first), plain numbers and integer tensors go through ``loss_value``."""
+    """Tuples (loss first), plain numbers, integer tensors, several values (their mean) and
+    one-element tensors go through ``loss_value``; the same monitor follows each run_context
+    it is given."""
     monitor = LossMonitor(0)
-    for outputs, expected in [((torch.tensor(0.5), 1), 0.5), (2, 2.0), (torch.tensor(3), 3.0)]:
+    for outputs, expected in [
+        ((torch.tensor(0.5), 1), 0.5),
+        (2, 2.0),
+        (torch.tensor(3), 3.0),
+        (torch.tensor([1.0, 2.0]), 1.5),
+        (torch.tensor([0.25]), 0.25),
+        (torch.tensor(0.5, dtype=torch.bfloat16), 0.5),
+        (np.float32(0.75), 0.75),
+        (np.array([0.5, 1.5]), 1.0),
+    ]:
         run_context = RunContext({"net_outputs": outputs, "cur_step_num": 1})
         monitor.on_train_step_end(run_context)
         assert monitor.last_loss == expected and type(monitor.last_loss) is float

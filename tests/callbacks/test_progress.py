@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import io
+import os
 import re
 import sys
+import threading
+import time
+import warnings
+from collections.abc import Iterator
 
 import pytest
 from rich.console import Console
 
 from trainledger.callbacks.monitors import LossMonitor
 from trainledger.callbacks.progress import ProgressBar
-from trainledger.callbacks.progress_line import BarStyle, Task, render_line
+from trainledger.callbacks.progress_line import BarStyle, HeldLines, Task, render_line
+from trainledger.callbacks.progress_ticker import TICKER
 from trainledger.run.callback import Callback
+from trainledger.run.callback_manager import CallbackManager
 
 from ._train import data, model
 
@@ -157,17 +164,125 @@ def test_a_stream_kept_from_training_writes_through_after_the_bar_closes() -> No
 
 
 def test_a_dumb_terminal_gets_the_printed_lines_as_they_come_and_only_the_final_bar(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """With no carriage-return redraws there is nothing to hold lines for: stdout is left
+    alone, and the bar is one line at the end."""
     monkeypatch.setenv("TERM", "dumb")
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=80)
-    seen: list[str] = []
+    seen: list[tuple[object, str]] = []
 
     class Look(Callback):
         def on_train_step_end(self, run_context: object) -> None:
-            seen.append(out.getvalue())
+            seen.append((sys.stdout, capsys.readouterr().out))
 
-    model().train(1, data(n=32), callbacks=[LossMonitor(1), ProgressBar(console, 0), Look()])
-    assert "epoch: 1 step: 1," in seen[1] and "\r" not in seen[-1]  # no bar while training
-    assert out.getvalue().count("4/4") == 1 and out.getvalue().endswith("\n")
+    stdout = sys.stdout
+    model().train(1, data(n=32), callbacks=[LossMonitor(1), ProgressBar(console), Look()])
+    assert all(stream is stdout for stream, _ in seen)  # not held
+    assert seen[1][1].startswith("epoch: 1 step: 2,")  # printed as it came
+    assert out.getvalue().count("\n") == 1 and out.getvalue().endswith("\n")  # one line
+    assert "4/4" in out.getvalue()
+
+
+class _SlowBatches:
+    """A dataset whose batches take ``delay`` seconds each (a slow loader): the bar's thread
+    must show progress while the epoch runs, not only at its end."""
+
+    def __init__(self, batches: list[object], delay: float) -> None:
+        self.batches, self.delay = batches, delay
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self) -> Iterator[object]:
+        for batch in self.batches:
+            time.sleep(self.delay)
+            yield batch
+
+
+def _train_slowly_and_check_the_lines() -> None:
+    """Train 20 slow steps under a bar drawn every 20 ms: the thread must have drawn lines
+    mid-epoch, and nothing once the bar closed."""
+    out = io.StringIO()
+    bar = ProgressBar(Console(file=out, force_terminal=True, width=120), refresh_interval=0.02)
+    model().train(1, _SlowBatches(data(n=160), delay=0.03), callbacks=bar)
+    counts = {int(m.group(1)) for m in re.finditer(r" (\d+)/20 ", out.getvalue())}
+    assert counts & set(range(1, 20)), counts  # mid-epoch lines, drawn by the thread
+    assert 20 in counts and "loss" in out.getvalue()
+    assert not TICKER.showing
+    drawn = out.getvalue()
+    time.sleep(0.1)
+    assert out.getvalue() == drawn  # nothing drawn after the bar closed
+
+
+def test_the_bar_draws_from_a_thread_with_no_step_hook() -> None:
+    """The default bar runs no code in a training step: the ticker's thread draws the step
+    count and loss the loop keeps current for it (``watches_steps``)."""
+    assert not CallbackManager([ProgressBar()]).has("on_train_step_end")
+    assert not CallbackManager([ProgressBar()]).has("on_eval_step_end")
+    assert CallbackManager([ProgressBar(refresh_interval=0)]).has("on_train_step_end")
+    _train_slowly_and_check_the_lines()
+
+
+def test_a_bar_whose_thread_cannot_draw_does_not_stop_training() -> None:
+    class FailsOffTheMainThread(io.StringIO):
+        def write(self, text: str) -> int:
+            if threading.current_thread() is not threading.main_thread():
+                raise OSError("terminal gone")
+            return super().write(text)
+
+    out = FailsOffTheMainThread()
+    bar = ProgressBar(Console(file=out, force_terminal=True, width=120), refresh_interval=0.01)
+    trained = model()
+    trained.train(2, _SlowBatches(data(n=32), delay=0.02), callbacks=[bar, LossMonitor(1)])
+    assert "epoch 2/2" in out.getvalue() and not bar.active
+    _train_slowly_and_check_the_lines()  # the thread still draws the next bar
+
+
+def test_a_forked_child_gets_a_drawing_thread_of_its_own() -> None:
+    """After fork the parent's thread does not exist in the child (and may have held the
+    ticker's condition): the child's first bar starts a new one."""
+    _train_slowly_and_check_the_lines()  # the parent's thread exists
+    with warnings.catch_warnings():  # Python >= 3.12 warns about fork in a threaded process
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: report through the exit code only
+        code = 1
+        try:
+            calls: list[int] = []
+            TICKER.show(lambda: calls.append(1), 0.01)
+            time.sleep(0.2)
+            code = 0 if calls else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_held_lines_lose_nothing_when_another_thread_takes_them() -> None:
+    """The training thread prints while the bar's thread takes the held lines: every line
+    comes out once, in order, and no unfinished line is split."""
+    held = HeldLines(io.StringIO())
+    taken: list[str] = []
+    done = threading.Event()
+
+    def take() -> None:
+        while not done.is_set():
+            taken.append(held.take())
+        taken.append(held.take(whole_lines=False))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: races show up
+    try:
+        taker = threading.Thread(target=take)
+        taker.start()
+        for i in range(20000):
+            held.write(f"line {i}")
+            held.write("\n")
+        done.set()
+        taker.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert all(chunk == "" or chunk.endswith("\n") for chunk in taken[:-1])
+    assert "".join(taken) == "".join(f"line {i}\n" for i in range(20000))

@@ -145,3 +145,45 @@ def test_callback_error_in_epoch_end_after_plain_loop_is_named() -> None:
     model = Model(net, torch.nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), lr=0.1))
     with pytest.raises(CallbackError, match="Boom"):
         model.train(1, make_data(), callbacks=[Boom()])
+
+
+@pytest.mark.parametrize("watches", [False, True])
+def test_a_callback_that_watches_steps_sees_them_current_without_step_hooks(
+    watches: bool,
+) -> None:
+    """``watches_steps`` (ProgressBar's drawing thread reads cb_params between hooks): the
+    loop keeps cur_step_num, net_outputs and train_dataset_element current at every step;
+    without it, and without step hooks, they are written once at the epoch's end."""
+    data = make_data()
+    seen: list[tuple[int, Any, Any]] = []
+    holder: dict[str, RunContext] = {}
+
+    class Watch(EpochEnd):
+        watches_steps = watches
+
+        def on_train_begin(self, run_context: RunContext) -> None:
+            holder["rc"] = run_context
+
+    def watched() -> Any:  # reads cb_params between steps, as another thread would
+        for batch in data:
+            cb = holder["rc"].original_args()
+            seen.append((cb.cur_step_num, cb.net_outputs, cb.train_dataset_element))
+            yield batch
+
+    class Once:
+        def __iter__(self) -> Any:
+            return watched()
+
+    net = make_net()
+    cb = Watch()
+    Model(net, torch.nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), lr=0.1)).train(
+        1, Once(), callbacks=[cb]
+    )
+    steps = [step for step, _, _ in seen]
+    if watches:
+        assert steps == list(range(len(data)))
+        assert all(isinstance(out, torch.Tensor) for _, out, _ in seen[1:])
+        assert all(el is batch for (_, _, el), batch in zip(seen[1:], data, strict=False))
+    else:
+        assert steps == [0] * len(data)
+    assert cb.seen[0]["step"] == len(data) and cb.seen[0]["element"] is data[-1]

@@ -99,13 +99,19 @@ class HeldLines(io.TextIOBase):
 
     def take(self, whole_lines: bool = True) -> str:
         """The text held so far; with ``whole_lines``, an unfinished last line stays held (the
-        bar is drawn after a newline, never in the middle of a line)."""
-        text = "".join(self._parts)
-        self._parts.clear()
+        bar is drawn after a newline, never in the middle of a line).
+
+        Safe against writes from other threads (the training thread prints while the bar's
+        thread draws): writes only append, and this removes only the parts it read.
+        """
+        parts = self._parts
+        count = len(parts)
+        text = "".join(parts[:count])
+        del parts[:count]
         if whole_lines:
             cut = text.rfind("\n") + 1
             if cut < len(text):
-                self._parts.append(text[cut:])
+                parts.insert(0, text[cut:])  # before anything written meanwhile
                 text = text[:cut]
         return text
 

@@ -121,9 +121,16 @@ class Callback:
 
     ``rank_active`` (an extension): a callback that sets it False (e.g. a ``SummaryCollector``
     on a rank other than 0 under torch.distributed) is neither entered nor called.
+
+    ``watches_steps`` (an extension): a callback that reads cb_params' step fields
+    (``cur_step_num``, ``net_outputs``, ``train_dataset_element``) while steps run, outside its
+    hooks (``ProgressBar``'s drawing thread), sets it True: the loop then keeps them current at
+    every step, as it does when some callback has a step hook. Without either, the loop writes
+    them once, at the epoch's end.
     """
 
     rank_active: bool = True
+    watches_steps: bool = False
 
     def __enter__(self) -> Callback:
         return self

@@ -78,6 +78,8 @@ class CallbackManager:
             self._active[hook] = pairs
         self._failed: set[int] = set()
         self._stack: ExitStack | None = None
+        # some callback reads the step fields between hooks: keep them current (Callback)
+        self.watches_steps = any(cb.watches_steps for cb in self._live)
 
     @property
     def callbacks(self) -> list[Callback]:

@@ -393,8 +393,10 @@ class Model:
             return extract_loss(call_network(self._train_network, batch))[1]
         optimizer = self._optimizer
         # before the forward, as in the usual hand loop: the old gradients are freed before
-        # the new activations are allocated (measurably faster for small networks)
-        optimizer.zero_grad(set_to_none=True)
+        # the new activations are allocated (measurably faster for small networks). No
+        # arguments: the optimizer's own default (set_to_none), as a hand loop calls it; a
+        # keyword argument also cost ~0.7 µs a step through torch's wrappers of zero_grad.
+        optimizer.zero_grad()
         if self._amp.enabled:
             with self._amp.autocast():
                 loss, net_outputs = self._forward_loss(batch)

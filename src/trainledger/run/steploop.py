@@ -108,9 +108,10 @@ class StepLoop:
     def run_epoch(self, dataset: Iterable[Any]) -> None:
         """One pass over ``dataset``; a stop request ends it after the current step.
 
-        With step hooks, cb_params' step fields are current at each hook. Without them nobody
-        reads cb_params between steps, so those fields are written once, when the loop ends
-        (also when a step raises, before the error-path hooks).
+        With step hooks (or a callback that ``watches_steps``), cb_params' step fields are
+        current at each step. Without them nobody reads cb_params between steps, so those
+        fields are written once, when the loop ends (also when a step raises, before the
+        error-path hooks).
 
         An inline step sets ``net_outputs`` right after its forward, not after ``step()``:
         replacing the last step's loss frees it and its autograd graph, and doing that while the
@@ -121,40 +122,39 @@ class StepLoop:
         cb_params, run_context = self.cb_params, self.run_context
         set_sampler_epoch(dataset, cb_params.cur_epoch_num - 1)
         begin, end = self.hooks_begin, self.hooks_end
-        hooked = begin or end
+        hooked = begin or end or self.manager.watches_steps
         call, end_fns = self.manager.call, self._end_fns
         move, train_step, inline_parts = self.move, self.train_step, self.inline_parts
         stop_requested = self.stop_requested if self.distributed else run_context.get_stop_requested
         self._since_sync = 0
         parts = inline_parts()  # None until the run's first batch was checked
+        network: Any
+        loss_fn: Any
+        optimizer: Any
+        network, loss_fn, optimizer = parts or (None, None, None)
         tensor = torch.Tensor
-        steps, in_step = 0, False
+        started = 0  # steps begun: one that raised counts, in both loops
         batch: Any = None
         outputs: Any = cb_params["net_outputs"]
         try:
             for batch in dataset:
-                plain = (
-                    parts is not None
-                    and type(batch) is tuple
-                    and len(batch) == 2
-                    and type(batch[0]) is tensor
-                    and type(batch[1]) is tensor
-                    and batch[0].is_cpu
-                    and batch[1].is_cpu
-                )
+                if parts is not None and type(batch) is tuple and len(batch) == 2:
+                    x, y = batch
+                    plain = type(x) is tensor and type(y) is tensor and x.is_cpu and y.is_cpu
+                else:
+                    plain = False
                 if not plain:
                     batch = move(batch)
+                started += 1
                 if hooked:
                     # item access, not attributes: CallbackParams.__getattr__ is Python-level
                     cb_params["train_dataset_element"] = batch
                     cb_params["cur_step_num"] += 1
                     if begin:
                         call("on_train_step_begin", run_context)
-                in_step = True
                 if plain:
-                    network, loss_fn, optimizer = parts  # type: ignore[misc]
-                    optimizer.zero_grad(set_to_none=True)
-                    outputs = loss_fn(network(batch[0]), batch[1])
+                    optimizer.zero_grad()  # no arguments, as in Model._train_step
+                    outputs = loss_fn(network(x), y)
                     if hooked:  # here, where a hand loop drops its last loss: see the docstring
                         cb_params["net_outputs"] = outputs
                     outputs.backward()
@@ -162,10 +162,10 @@ class StepLoop:
                 else:
                     outputs = train_step(batch)
                     parts = inline_parts()
+                    if parts is not None:
+                        network, loss_fn, optimizer = parts
                     if hooked:
                         cb_params["net_outputs"] = outputs
-                in_step = False
-                steps += 1
                 if end:  # step_end's loop, inline: one Python frame less per step
                     try:
                         for fn in end_fns:
@@ -176,21 +176,17 @@ class StepLoop:
                     break
             else:
                 if cb_params.batch_num is None:
-                    cb_params.batch_num = steps  # learnt from the first full pass
+                    cb_params.batch_num = started  # learnt from the first full pass
         finally:
-            if not hooked:  # as the hooked loop leaves them: a failed step counts
-                self._record_unhooked(steps, in_step, batch, outputs)
-        if steps == 0:
+            if not hooked:  # as the hooked loop leaves them
+                cb_params["cur_step_num"] += started
+                if started:
+                    cb_params["train_dataset_element"] = batch
+                    cb_params["net_outputs"] = outputs
+        if started == 0:
             raise DatasetError(
                 f"train_dataset yielded no batches in epoch {cb_params.cur_epoch_num}"
             )
-
-    def _record_unhooked(self, steps: int, in_step: bool, batch: Any, outputs: Any) -> None:
-        cb_params = self.cb_params
-        cb_params["cur_step_num"] += steps + in_step
-        if steps or in_step:
-            cb_params["train_dataset_element"] = batch
-            cb_params["net_outputs"] = outputs
 
     def run_sink_unit(self, source: Iterable[Any] | Cycle) -> None:
         """One sink "epoch": ``sink_size`` steps (or a whole pass) between one pair of step

@@ -1,0 +1,76 @@
+"""The progress bar's drawing thread: one per process, shared by the bars shown one after another.
+
+Why a thread: the bar then has no step hook, so a training step runs none of its code (see
+``progress``). Why one for the process rather than one per bar: starting and joining a thread
+cost about 0.2 ms of CPU per run, close to a microsecond a step on a 250-step run of a small
+model. The thread sleeps on a condition while no bar is shown.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+
+__all__ = ["TICKER", "Ticker"]
+
+_log = logging.getLogger(__name__)
+
+Shown = tuple[Callable[[], None], float]  # (draw, seconds between draws)
+
+
+class Ticker:
+    """Calls the shown bar's ``draw`` every ``interval`` seconds, from a daemon thread."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._shown: Shown | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def showing(self) -> bool:
+        """Whether a bar is being drawn by the thread now."""
+        return self._shown is not None
+
+    def show(self, draw: Callable[[], None], interval: float) -> None:
+        """Call ``draw`` every ``interval`` seconds until ``hide``; replaces a bar shown."""
+        with self._cond:
+            self._shown = (draw, interval)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="trainledger-progress", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+
+    def hide(self, draw: Callable[[], None]) -> None:
+        """Stop calling ``draw`` (if it is the bar shown). A call already under way may still
+        finish: the bar checks, under its own lock, that it is still open."""
+        with self._cond:
+            if self._shown is not None and self._shown[0] == draw:
+                self._shown = None  # no notify: the thread finds out at its next tick
+
+    def _run(self) -> None:
+        cond = self._cond
+        while True:
+            with cond:
+                while self._shown is None:
+                    cond.wait()
+                shown = self._shown
+                cond.wait(shown[1])  # woken early when the bar is hidden or replaced
+                if self._shown is not shown:
+                    continue
+            try:
+                shown[0]()
+            except Exception as exc:  # a display that fails stops drawing, never the training
+                _log.debug("progress bar stopped drawing: %r", exc)
+                self.hide(shown[0])
+
+    def _after_fork(self) -> None:
+        """In a forked child the thread is gone and the condition may be held: start over."""
+        self.__init__()  # type: ignore[misc]
+
+
+TICKER = Ticker()
+os.register_at_fork(after_in_child=TICKER._after_fork)
