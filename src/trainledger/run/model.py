@@ -392,10 +392,9 @@ class Model:
         if self._steps_itself:
             return extract_loss(call_network(self._train_network, batch))[1]
         optimizer = self._optimizer
-        # before the forward, as in the usual hand loop: the old gradients are freed before
-        # the new activations are allocated (measurably faster for small networks). No
-        # arguments: the optimizer's own default (set_to_none), as a hand loop calls it; a
-        # keyword argument also cost ~0.7 µs a step through torch's wrappers of zero_grad.
+        # before the forward, as a hand loop: old gradients freed before new activations (faster
+        # for small networks); no arguments (the optimizer's default), as a hand loop calls it: a
+        # keyword argument costs ~0.7 µs a step through torch's wrappers of zero_grad
         optimizer.zero_grad()
         if self._amp.enabled:
             with self._amp.autocast():

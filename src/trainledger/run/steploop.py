@@ -28,6 +28,7 @@ from trainledger.run.distributed import STOP_SYNC_STEPS, agree_stop, is_distribu
 __all__ = ["Cycle", "InlineParts", "StepLoop", "set_sampler_epoch"]
 
 InlineParts = tuple[torch.nn.Module, Callable[[Any, Any], Any], Any]
+_NO_PARTS: Any = (None, None, None)  # until the run's first batch was checked
 
 
 class StepLoop:
@@ -108,10 +109,9 @@ class StepLoop:
     def run_epoch(self, dataset: Iterable[Any]) -> None:
         """One pass over ``dataset``; a stop request ends it after the current step.
 
-        With step hooks (or a callback that ``watches_steps``), cb_params' step fields are
-        current at each step. Without them nobody reads cb_params between steps, so those
-        fields are written once, when the loop ends (also when a step raises, before the
-        error-path hooks).
+        With step hooks (or a callback that ``watches_steps``) cb_params' step fields are current
+        at each step; without, nobody reads them between steps, so they are written once, when
+        the loop ends (also when a step raises, before the error-path hooks).
 
         An inline step sets ``net_outputs`` right after its forward, not after ``step()``:
         replacing the last step's loss frees it and its autograd graph, and doing that while the
@@ -127,11 +127,8 @@ class StepLoop:
         move, train_step, inline_parts = self.move, self.train_step, self.inline_parts
         stop_requested = self.stop_requested if self.distributed else run_context.get_stop_requested
         self._since_sync = 0
-        parts = inline_parts()  # None until the run's first batch was checked
-        network: Any
-        loss_fn: Any
-        optimizer: Any
-        network, loss_fn, optimizer = parts or (None, None, None)
+        parts = inline_parts()
+        network, loss_fn, optimizer = parts or _NO_PARTS
         tensor = torch.Tensor
         started = 0  # steps begun: one that raised counts, in both loops
         batch: Any = None
