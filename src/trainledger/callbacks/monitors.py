@@ -52,10 +52,12 @@ class LossMonitor(Callback):
         if run_context is not self._context:
             self._context, self._params = run_context, run_context.original_args()
         cb_params = self._params
-        outputs: Any = cb_params.get("net_outputs")
-        try:
+        try:  # item access: the host always sets both fields (.get would cost a method call)
+            outputs: Any = cb_params["net_outputs"]
+            cur = cb_params["cur_step_num"] or 0
             loss = outputs.tolist()
-        except Exception:  # not a tensor or an array (or one tolist() refuses): loss_value decides
+        except Exception:  # a field missing, or outputs that are not a tensor or an array
+            outputs, cur = cb_params.get("net_outputs"), cb_params.get("cur_step_num") or 0
             loss = None
         if type(loss) is not float:
             loss = loss_value(outputs)  # tuples, dicts, numbers, several values, int tensors
@@ -65,7 +67,6 @@ class LossMonitor(Callback):
                 f"epoch: {cb_params.get('cur_epoch_num')} step: {self._step(cb_params)}. "
                 f"Invalid loss {loss}, terminating training."
             )
-        cur = cb_params.get("cur_step_num") or 0
         if cur >= self._next_print:
             self._next_print = cur + self._per_print_times
             if is_main_rank():
