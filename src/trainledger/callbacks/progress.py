@@ -76,6 +76,7 @@ class ProgressBar(Callback):
         self._width = 80  # the console's width: asked at the open and by each tick (20 µs)
         self._lock = threading.Lock()  # one drawer at a time: the ticker's thread or a hook
         self._ticking = False  # whether the ticker's draws are still wanted
+        self._cursor_hidden = False  # shown again by the final draw (one write with it)
         if self._interval == 0:  # hooks only then: the manager skips hooks a callback lacks
             self.on_train_step_end = self._draw_train_step  # type: ignore[method-assign]
             self.on_eval_step_end = self._draw_eval_step  # type: ignore[method-assign]
@@ -110,6 +111,7 @@ class ProgressBar(Callback):
             self._held_err = HeldLines(sys.stderr, parts)
             sys.stdout, sys.stderr = self._held, self._held_err
             self._out.write(_HIDE_CURSOR)
+            self._cursor_hidden = True
             if self._interval > 0:
                 self._ticking = True
                 TICKER.show(self._tick, self._interval)
@@ -149,14 +151,16 @@ class ProgressBar(Callback):
             text += "\n"
         task = self._eval_task or self._task
         line = render_line(task, now, width, self._style) if task is not None else ""
-        if final and not text and line == self._drawn:
-            self._out.write("\n" if line else "")  # the final line is already on screen
+        cursor = _SHOW_CURSOR if final and self._cursor_hidden else ""
+        self._cursor_hidden = self._cursor_hidden and not final
+        if final and not text and line == self._drawn:  # the final line is already on screen
+            self._out.write(f"{chr(10) if line else ''}{cursor}")
             return
         self._drawn = line
         clear = f"\r{' ' * (width - 1)}\r" if text and self._animate else ""
-        self._out.write(f"{clear}{text}{line}{chr(10) if final and line else ''}")
+        self._out.write(f"{clear}{text}{line}{chr(10) if final and line else ''}{cursor}")
         if not final:
-            self._out.flush()  # at the close: one flush, after the cursor comes back
+            self._out.flush()  # at the close: one flush, after everything is written
 
     def _close(self, owner: str) -> None:
         if self._console is None or self._owner != owner:
@@ -177,8 +181,9 @@ class ProgressBar(Callback):
                 held.release()
             if held_err is not None:
                 held_err.release()
-            if self._animate:
+            if self._cursor_hidden:  # the final draw failed before showing it
                 self._out.write(_SHOW_CURSOR)
+                self._cursor_hidden = False
             self._out.flush()
             self._console = self._out = self._held = self._held_err = None
             self._drawn = ""
@@ -228,9 +233,11 @@ class ProgressBar(Callback):
         if results:
             shown = ", ".join(f"{k} {_fmt(v)}" for k, v in results.items())
             print(f"epoch {cb_params.get('cur_epoch_num')}: {shown}")
+        last = cb_params.get("cur_epoch_num") == cb_params.get("epoch_num")
         with self._lock:
             self._update(cb_params, time.perf_counter())
-            self._draw()
+            if not last:  # the last epoch's line is drawn once, when the bar closes
+                self._draw()
 
     def on_train_end(self, run_context: RunContext) -> None:
         self._close("train")

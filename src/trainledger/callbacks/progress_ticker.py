@@ -27,6 +27,7 @@ class Ticker:
         self._cond = threading.Condition()
         self._shown: Shown | None = None
         self._thread: threading.Thread | None = None
+        self._idle = False  # the thread waits for a bar with no timeout: show must notify
 
     @property
     def showing(self) -> bool:
@@ -34,7 +35,10 @@ class Ticker:
         return self._shown is not None
 
     def show(self, draw: Callable[[], None], interval: float) -> None:
-        """Call ``draw`` every ``interval`` seconds until ``hide``; replaces a bar shown."""
+        """Call ``draw`` every ``interval`` seconds until ``hide``; replaces a bar shown. Right
+        after another bar (a sweep's next run) the first call comes within two intervals: the
+        thread, still in that bar's timed wait, is not woken (a wake-up costs more CPU than a
+        short run's whole bar)."""
         with self._cond:
             self._shown = (draw, interval)
             if self._thread is None or not self._thread.is_alive():
@@ -42,7 +46,8 @@ class Ticker:
                     target=self._run, name="trainledger-progress", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify()
+            elif self._idle:  # else it wakes within the last bar's interval and finds this one
+                self._cond.notify()
 
     def hide(self, draw: Callable[[], None]) -> None:
         """Stop calling ``draw`` (if it is the bar shown). A call already under way may still
@@ -56,7 +61,9 @@ class Ticker:
         while True:
             with cond:
                 while self._shown is None:
+                    self._idle = True
                     cond.wait()
+                self._idle = False
                 shown = self._shown
                 cond.wait(shown[1])  # woken early when the bar is hidden or replaced
                 if self._shown is not shown:
