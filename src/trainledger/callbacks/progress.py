@@ -5,13 +5,13 @@ Quiet when the console is not a terminal (CI logs, pipes, files, Jupyter) and on
 ``Model.train`` adds one by default on a TTY.
 
 Cost: the line is drawn every ``refresh_interval`` seconds by a thread (``progress_ticker``,
-one for the process), and by the training thread at epoch ends and when the bar closes, as a
-plain string after a carriage return (``progress_line``), not through ``rich.progress``, whose
-refreshes cost a small CPU step's worth of time each. The bar has no step hook, so a training
-step runs none of its code: on a small CPU step, any Python called per step costs
-microseconds (it runs between torch ops, with cold caches); a hook that only read the clock
-measured 1.6 µs of a 270 µs step. Only ``refresh_interval=0`` (a draw after every step:
-deterministic output, for tests) draws from step hooks.
+one for the process), and by the training thread at epoch ends (but the last) and when the bar
+closes, as a plain string after a carriage return (``progress_line``), not through
+``rich.progress``, whose refreshes cost a small CPU step's worth of time each. The bar has no
+step hook, so a training step runs none of its code: on a small CPU step, any Python called per
+step costs microseconds (it runs between torch ops, with cold caches); a hook that only read
+the clock measured 1.6 µs of a 270 µs step. Only ``refresh_interval=0`` (a draw after every
+step: deterministic output, for tests) draws from step hooks.
 
 Lines printed meanwhile to stdout or stderr (``LossMonitor``'s, the user's, warnings) are held
 and printed together just before the next draw: a line shows up at most ``refresh_interval``
@@ -44,9 +44,9 @@ class ProgressBar(Callback):
     Args:
         console: decides whether and how wide to draw (and where: its file); default a new
             ``rich.console.Console`` on stdout.
-        refresh_interval: seconds between draws, made by the bar's own thread; 0 draws after
-            every step instead, from the step hooks (deterministic output, but a draw costs
-            more than a small training step).
+        refresh_interval: seconds between draws, made by a drawing thread (one for the
+            process); 0 draws after every step instead, from the step hooks (deterministic
+            output, but a draw costs more than a small training step).
     """
 
     watches_steps = True  # the drawing thread reads cur_step_num and net_outputs
