@@ -78,8 +78,8 @@ class ProgressBar(Callback):
         self._ticking = False  # whether the ticker's draws are still wanted
         self._cursor_hidden = False  # shown again by the final draw (one write with it)
         if self._interval == 0:  # hooks only then: the manager skips hooks a callback lacks
-            self.on_train_step_end = self._draw_train_step  # type: ignore[method-assign]
-            self.on_eval_step_end = self._draw_eval_step  # type: ignore[method-assign]
+            self.on_train_step_end = self._draw_step  # type: ignore[method-assign]
+            self.on_eval_step_end = self._draw_step  # type: ignore[method-assign]
 
     @property
     def active(self) -> bool:
@@ -124,6 +124,12 @@ class ProgressBar(Callback):
             if self._ticking and self._console is not None:
                 self._width = self._console.width
                 self._refresh()
+
+    def _draw_step(self, run_context: RunContext) -> None:
+        """The train and eval step hooks of a bar with ``refresh_interval=0``: what a tick
+        draws, after every step."""
+        with self._lock:
+            self._refresh()
 
     def _refresh(self) -> None:
         """Update the shown task from cb_params and draw it (call with the lock held)."""
@@ -218,13 +224,6 @@ class ProgressBar(Callback):
             self._task.started = time.perf_counter()
         # no draw here: the next tick shows the new epoch, a draw per epoch less
 
-    def _draw_train_step(self, run_context: RunContext) -> None:
-        """``on_train_step_end`` of a bar with ``refresh_interval=0``: draw every step."""
-        if self._task is not None:
-            with self._lock:
-                self._update(run_context.original_args(), time.perf_counter())
-                self._draw()
-
     def on_train_epoch_end(self, run_context: RunContext) -> None:
         if self._task is None:
             return
@@ -263,13 +262,6 @@ class ProgressBar(Callback):
         with self._lock:
             self._eval_task = Task("eval", total, started=time.perf_counter())
             self._draw()
-
-    def _draw_eval_step(self, run_context: RunContext) -> None:
-        """``on_eval_step_end`` of a bar with ``refresh_interval=0``: draw every step."""
-        if self._eval_task is not None:
-            with self._lock:
-                self._eval_task.completed = run_context.original_args().get("cur_step_num") or 0
-                self._draw()
 
     def on_eval_end(self, run_context: RunContext) -> None:
         if self._eval_task is None:
