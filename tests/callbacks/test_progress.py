@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from trainledger.callbacks.monitors import LossMonitor
-from trainledger.callbacks.progress import ProgressBar, default_console
+from trainledger.callbacks.progress import ProgressBar, default_terminal
 from trainledger.callbacks.progress_line import BarStyle, HeldLines, Task, render_line
 from trainledger.callbacks.progress_ticker import TICKER
 from trainledger.run.callback import Callback
@@ -117,8 +117,9 @@ def test_stderr_under_the_bar_is_held_and_printed_above_it() -> None:
     )
     assert sys.stdout is stdout and sys.stderr is stderr
     text = out.getvalue()
-    # each pair starts a line (after the bar's line was cleared), in the order printed
-    first, second = (re.search(rf"(^|\r)out {i}\nerr {i}\n", text) for i in (1, 2))
+    # each pair starts a line (first after the cursor was hidden, then after the bar's line
+    # was cleared), in the order printed
+    first, second = (re.search(rf"(^\x1b\[\?25l|\r)out {i}\nerr {i}\n", text) for i in (1, 2))
     assert first and second and first.start() < second.start()
 
 
@@ -288,16 +289,112 @@ def test_held_lines_lose_nothing_when_another_thread_takes_them() -> None:
     assert "".join(taken) == "".join(f"line {i}\n" for i in range(20000))
 
 
-def test_the_default_console_is_kept_while_stdout_and_its_environment_stay(
+def test_the_default_terminal_is_kept_while_stdout_and_its_environment_stay(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Creating a rich Console costs about 60 µs a run: one is kept, and replaced when stdout
-    is another stream or a variable it read changed (colour, terminal type)."""
-    first = default_console()
-    assert default_console() is first
+    """Creating a rich Console and reading its properties cost about 80 µs a run: they are
+    kept, and read again when stdout is another stream or a variable rich reads changed."""
+    first = default_terminal()
+    assert default_terminal() is first
     monkeypatch.setenv("NO_COLOR", "1")
-    second = default_console()
-    assert second is not first and second.no_color
+    second = default_terminal()
+    assert second is not first and second.console.no_color and not second.style.color
     monkeypatch.setattr(sys, "stdout", io.StringIO())
-    third = default_console()
-    assert third is not second and third.file is sys.stdout and not third.is_terminal
+    third = default_terminal()
+    assert third is not second and third.console.file is sys.stdout and not third.is_terminal
+
+
+def _pty(monkeypatch: pytest.MonkeyPatch, columns: int) -> tuple[int, io.TextIOWrapper]:
+    """stdout on a new pseudo-terminal ``columns`` wide; returns (master fd, stdout)."""
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    stdout = os.fdopen(slave, "w", buffering=1)
+    monkeypatch.setattr(sys, "stdout", stdout)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    return master, stdout
+
+
+def test_the_default_terminal_is_as_wide_as_stdout_and_follows_a_resize(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The default bar asks stdout's own size (one ioctl, not rich's walk over the standard
+    streams): a resize is seen at the next ask; COLUMNS, when set, wins as in rich."""
+    import fcntl
+    import struct
+    import termios
+
+    master, stdout = _pty(monkeypatch, 93)
+    try:
+        terminal = default_terminal()
+        assert terminal.is_terminal and terminal.animate and terminal.width() == 93
+        fcntl.ioctl(stdout.fileno(), termios.TIOCSWINSZ, struct.pack("HHHH", 24, 61, 0, 0))
+        assert terminal.width() == 61
+        monkeypatch.setenv("COLUMNS", "77")
+        assert default_terminal().width() == 77
+    finally:
+        stdout.close()
+        os.close(master)
+
+
+def test_a_run_shorter_than_a_tick_is_drawn_once_with_no_cursor_codes() -> None:
+    """A short run (a sweep's) is drawn once, when the bar closes: the held lines, then the
+    final line, in one write, without hiding and showing the cursor or clearing a line that
+    was never drawn."""
+    out = io.StringIO()
+    bar = ProgressBar(Console(file=out, force_terminal=True, width=100), refresh_interval=60)
+    model().train(1, data(n=16), callbacks=[LossMonitor(1), bar])
+    text = out.getvalue()
+    assert "\x1b[?25" not in text and "   \r" not in text
+    printed = r"epoch: 1 step: 1, loss is [^\n]+\nepoch: 1 step: 2, [^\n]+\n"
+    assert re.fullmatch(printed + r"\r.*2/2.*\n", text)
+
+
+def test_a_bar_drawn_by_its_thread_hides_the_cursor_once_and_shows_it_at_the_end() -> None:
+    out = io.StringIO()
+    bar = ProgressBar(Console(file=out, force_terminal=True, width=120), refresh_interval=0.02)
+    model().train(1, _SlowBatches(data(n=64), delay=0.03), callbacks=[LossMonitor(1), bar])
+    text = out.getvalue()
+    assert text.count("\x1b[?25l") == 1 and text.endswith("\n\x1b[?25h")
+    assert text.index("\x1b[?25l") < text.index("\r")  # hidden before the first line
+
+
+def test_the_thread_lingers_after_a_bar_then_sleeps_until_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Waking the sleeping thread costs more CPU than a short run's bar: for LINGER seconds
+    after a bar it keeps waking by itself, so a sweep's next bar needs no wake-up; then it
+    sleeps, and a new bar wakes it."""
+    from trainledger.callbacks import progress_ticker
+
+    monkeypatch.setattr(progress_ticker, "LINGER", 0.3)
+    calls: list[str] = []
+
+    def first() -> None:
+        calls.append("first")
+
+    def second() -> None:
+        calls.append("second")
+
+    TICKER.show(first, 0.01)
+    time.sleep(0.1)
+    TICKER.hide(first)
+    assert calls and set(calls) == {"first"}
+    assert not TICKER.sleeping  # lingering: in a timed wait
+    TICKER.show(second, 0.01)
+    time.sleep(0.15)
+    TICKER.hide(second)
+    assert "second" in calls
+    deadline = time.monotonic() + 5
+    while not TICKER.sleeping and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert TICKER.sleeping
+    calls.clear()
+    TICKER.show(first, 0.01)
+    time.sleep(0.1)
+    TICKER.hide(first)
+    assert calls and set(calls) == {"first"}

@@ -25,7 +25,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich.console import Console
 
@@ -59,7 +59,7 @@ class ProgressBar(Callback):
             )
         self._given_console = console
         self._interval = float(refresh_interval)
-        self._console: Console | None = None  # set while a bar is shown
+        self._terminal: Terminal | None = None  # what it draws with, set while a bar is shown
         self._out: Any = None  # the stream the line is drawn on (the real stdout)
         self._style = BarStyle(color=False, unicode=False)
         self._animate = True  # False on a dumb terminal: only the final line
@@ -73,10 +73,10 @@ class ProgressBar(Callback):
         self._held: HeldLines | None = None  # sys.stdout while the bar is shown
         self._held_err: HeldLines | None = None  # sys.stderr, sharing the held parts
         self._drawn = ""  # the line last written
-        self._width = 80  # the console's width: asked at the open and by each tick (20 µs)
+        self._width = 80  # the console's width: asked at the open and by each tick
         self._lock = threading.Lock()  # one drawer at a time: the ticker's thread or a hook
         self._ticking = False  # whether the ticker's draws are still wanted
-        self._cursor_hidden = False  # shown again by the final draw (one write with it)
+        self._cursor_hidden = False  # hidden by the first draw, shown by the final one
         if self._interval == 0:  # hooks only then: the manager skips hooks a callback lacks
             self.on_train_step_end = self._draw_step  # type: ignore[method-assign]
             self.on_eval_step_end = self._draw_step  # type: ignore[method-assign]
@@ -84,25 +84,22 @@ class ProgressBar(Callback):
     @property
     def active(self) -> bool:
         """Whether a bar is being drawn right now (False off a terminal)."""
-        return self._console is not None
+        return self._terminal is not None
 
     # --- display lifecycle ---------------------------------------------------------------
     def _open(self, owner: str, run_context: RunContext) -> bool:
-        if self._console is not None:
+        if self._terminal is not None:
             return True
         if not is_main_rank():
             return False  # one bar per job, not one per rank
-        console = self._given_console if self._given_console is not None else default_console()
-        if not console.is_terminal:
+        given = self._given_console
+        terminal = terminal_of(given) if given is not None else default_terminal()
+        if not terminal.is_terminal:
             return False
-        self._console = console
-        self._width = console.width
-        self._out = console.file  # resolved now: a default console follows sys.stdout
-        self._style = BarStyle(
-            color=console.color_system is not None and not console.no_color,
-            unicode=console.encoding.lower().startswith("utf"),
-        )
-        self._animate = not console.is_dumb_terminal and not console.legacy_windows
+        self._terminal = terminal
+        self._width = terminal.width()
+        self._out = terminal.console.file  # resolved now: a default console follows sys.stdout
+        self._style, self._animate = terminal.style, terminal.animate
         self._owner = owner
         self._params = run_context.original_args()
         if self._animate:  # a dumb terminal draws one line at the end: nothing to hold
@@ -110,8 +107,6 @@ class ProgressBar(Callback):
             self._held = HeldLines(sys.stdout, parts)
             self._held_err = HeldLines(sys.stderr, parts)
             sys.stdout, sys.stderr = self._held, self._held_err
-            self._out.write(_HIDE_CURSOR)
-            self._cursor_hidden = True
             if self._interval > 0:
                 self._ticking = True
                 TICKER.show(self._tick, self._interval)
@@ -121,8 +116,8 @@ class ProgressBar(Callback):
         """The ticker's draw: the line as the run's cb_params have it now (at the console's
         width now: a resized terminal is followed within a tick)."""
         with self._lock:
-            if self._ticking and self._console is not None:
-                self._width = self._console.width
+            if self._ticking and self._terminal is not None:
+                self._width = self._terminal.width()
                 self._refresh()
 
     def _draw_step(self, run_context: RunContext) -> None:
@@ -146,9 +141,12 @@ class ProgressBar(Callback):
 
     def _draw(self, final: bool = False) -> None:
         """Print the held lines, then the bar's line (one write, one flush); at the close, a
-        line already on screen as it would be drawn only gets its newline."""
-        console, held = self._console, self._held
-        if console is None or not (self._animate or final):
+        line already on screen as it would be drawn only gets its newline.
+
+        The first draw hides the cursor and the final one shows it again; a run shorter than
+        a tick is drawn once, at its close, and then needs neither (nor a line to clear)."""
+        held = self._held
+        if self._terminal is None or not (self._animate or final):
             return
         now = time.perf_counter()
         width = self._width
@@ -157,19 +155,24 @@ class ProgressBar(Callback):
             text += "\n"
         task = self._eval_task or self._task
         line = render_line(task, now, width, self._style) if task is not None else ""
-        cursor = _SHOW_CURSOR if final and self._cursor_hidden else ""
-        self._cursor_hidden = self._cursor_hidden and not final
-        if final and not text and line == self._drawn:  # the final line is already on screen
-            self._out.write(f"{chr(10) if line else ''}{cursor}")
-            return
-        self._drawn = line
-        clear = f"\r{' ' * (width - 1)}\r" if text and self._animate else ""
-        self._out.write(f"{clear}{text}{line}{chr(10) if final and line else ''}{cursor}")
+        drawn, self._drawn = self._drawn, line
+        if final:
+            cursor = _SHOW_CURSOR if self._cursor_hidden else ""
+            hide, end = "", f"{chr(10) if line else ''}{cursor}"
+            self._cursor_hidden = False
+            if not text and line == drawn:  # the final line is already on screen
+                self._out.write(end)
+                return
+        else:
+            hide, end = ("" if self._cursor_hidden else _HIDE_CURSOR), ""
+            self._cursor_hidden = True
+        clear = f"\r{' ' * (width - 1)}\r" if text and drawn else ""  # a line is on screen
+        self._out.write(f"{hide}{clear}{text}{line}{end}")
         if not final:
             self._out.flush()  # at the close: one flush, after everything is written
 
     def _close(self, owner: str) -> None:
-        if self._console is None or self._owner != owner:
+        if self._terminal is None or self._owner != owner:
             return
         TICKER.hide(self._tick)
         try:
@@ -183,7 +186,9 @@ class ProgressBar(Callback):
             if held_err is not None and sys.stderr is held_err:
                 sys.stderr = held_err.target
             if held is not None:
-                self._out.write(held.take(whole_lines=False))  # if the last draw failed
+                rest = held.take(whole_lines=False)  # if the last draw failed
+                if rest:
+                    self._out.write(rest)
                 held.release()
             if held_err is not None:
                 held_err.release()
@@ -191,7 +196,7 @@ class ProgressBar(Callback):
                 self._out.write(_SHOW_CURSOR)
                 self._cursor_hidden = False
             self._out.flush()
-            self._console = self._out = self._held = self._held_err = None
+            self._terminal = self._out = self._held = self._held_err = None
             self._drawn = ""
             self._owner = None
             self._task = self._eval_task = self._params = None
@@ -276,19 +281,61 @@ class ProgressBar(Callback):
             self._eval_task = None  # inside fit: the training line is back at the epoch end
 
 
-# what rich's Console reads from the environment when it is created
+class Terminal(NamedTuple):
+    """What the bar draws with, read from a rich console: whether it is a terminal, colours
+    and characters, whether lines can be redrawn (not on a dumb terminal)."""
+
+    console: Console
+    is_terminal: bool
+    style: BarStyle
+    animate: bool
+    fd: int | None = None  # a descriptor whose size is the console's width (default console)
+
+    def width(self) -> int:
+        """The console's width now (a resized terminal is followed). For the default console,
+        stdout's own size, one ioctl: rich tries each standard stream, about 30 µs."""
+        if self.fd is not None:
+            try:
+                return os.get_terminal_size(self.fd).columns or 80
+            except OSError:
+                pass  # no longer a terminal: rich's answer
+        return self.console.width
+
+
+def terminal_of(console: Console, fd: int | None = None) -> Terminal:
+    """``console``'s ``Terminal``; ``fd``: its stream's descriptor, when nothing else sets its
+    width (a default console with no ``COLUMNS``)."""
+    is_terminal = console.is_terminal
+    animate = is_terminal and not console.is_dumb_terminal and not console.legacy_windows
+    style = BarStyle(
+        color=console.color_system is not None and not console.no_color,
+        unicode=console.encoding.lower().startswith("utf"),
+    )
+    return Terminal(console, is_terminal, style, animate, fd if animate else None)
+
+
+# what rich's Console reads from the environment
 _CONSOLE_ENV = ("TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "COLUMNS")
-_default_consoles: dict[str, tuple[Any, tuple[str | None, ...], Console]] = {}
+_default_terminals: dict[str, tuple[Any, tuple[str | None, ...], Terminal]] = {}
 
 
-def default_console() -> Console:
-    """A console on the current stdout, kept while stdout and the environment variables it
-    read stay the same: creating one costs about 60 µs, on every run of a sweep."""
+def default_terminal() -> Terminal:
+    """The ``Terminal`` of a console on the current stdout, kept while stdout and the
+    environment variables rich reads stay the same: creating a console and reading its
+    properties cost about 80 µs, on every run of a sweep."""
     stream, env = sys.stdout, tuple(os.environ.get(name) for name in _CONSOLE_ENV)
-    kept = _default_consoles.get("stdout")
+    kept = _default_terminals.get("stdout")
     if kept is None or kept[0] is not stream or kept[1] != env:
-        kept = _default_consoles["stdout"] = (stream, env, Console())
+        fd = _fileno(stream) if env[-1] is None else None  # COLUMNS, when set, is the width
+        kept = _default_terminals["stdout"] = (stream, env, terminal_of(Console(), fd))
     return kept[2]
+
+
+def _fileno(stream: Any) -> int | None:
+    try:
+        return int(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # StringIO, a closed or wrapped stream
+        return None
 
 
 def _fmt(value: Any) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 __all__ = ["BarStyle", "HeldLines", "Task", "render_line"]
@@ -57,7 +56,8 @@ def render_line(task: Task, now: float, width: int, style: BarStyle) -> str:
     with spaces so it covers a longer line drawn before."""
     total = task.total
     count = f"{task.completed:>{len(str(total))}}/{total}" if total else f"{task.completed}/?"
-    clock = str(timedelta(seconds=int(max(now - task.started, 0.0))))
+    seconds = int(max(now - task.started, 0.0))
+    clock = f"{seconds // 3600}:{seconds // 60 % 60:02}:{seconds % 60:02}"  # H:MM:SS
     tail = " ".join(part for part in (count, task.info, clock) if part)
     room = max(width - 1, 1)
     head = task.description[:room]
