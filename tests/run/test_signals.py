@@ -92,3 +92,28 @@ def test_signal_in_fit_skips_the_pending_evaluation() -> None:
     assert "on_eval_begin" not in rec.events  # the user asked to stop now
     assert rec.events[-2:] == ["on_train_epoch_end", "on_train_end"]
     assert rec.params[-1]["stop_reason"] == "signal"
+
+
+def test_the_users_own_handlers_come_back_after_training() -> None:
+    """Whatever was installed before (a Python function, SIG_IGN) is installed again after,
+    and a nested run (fit -> eval) restores its outer run's handler."""
+    calls: list[int] = []
+
+    def mine(signum: int, frame: object) -> None:
+        calls.append(signum)
+
+    old_int = signal.signal(signal.SIGINT, mine)
+    old_term = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        with stop_on_signals(RunContext({})):
+            outer = signal.getsignal(signal.SIGINT)
+            with stop_on_signals(RunContext({})):
+                assert signal.getsignal(signal.SIGINT) is not outer
+            assert signal.getsignal(signal.SIGINT) is outer
+        assert signal.getsignal(signal.SIGINT) is mine
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+        os.kill(os.getpid(), signal.SIGINT)
+        assert calls == [signal.SIGINT]
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)

@@ -6,6 +6,10 @@ written), and returns. A second SIGINT raises ``KeyboardInterrupt`` at once, for
 does not want to wait. Handlers can only be installed from the main thread; elsewhere (a
 training thread, a notebook worker) the context manager does nothing and signals keep their
 usual behaviour.
+
+Handlers are set with the C function ``signal.signal`` wraps: the wrapper turns the handler it
+returns into an ``Enum`` member, a failed lookup (a raised and caught ``ValueError``) for every
+Python handler, three of the four calls of a run: about 10 of their 11 µs.
 """
 
 from __future__ import annotations
@@ -19,6 +23,11 @@ from types import FrameType
 from typing import Any
 
 from trainledger.run.callback import RunContext
+
+try:
+    from _signal import signal as _set_handler
+except ImportError:  # pragma: no cover - an interpreter other than CPython
+    _set_handler = signal.signal
 
 __all__ = ["stop_on_signals"]
 
@@ -59,7 +68,7 @@ def stop_on_signals(run_context: RunContext) -> Iterator[bool]:
 
     try:
         for sig in _signals():
-            previous[sig] = signal.signal(sig, handler)
+            previous[sig] = _set_handler(sig, handler)
     except (ValueError, OSError):  # not the main interpreter / unsupported platform
         _restore(previous)
         yield False
@@ -73,6 +82,6 @@ def stop_on_signals(run_context: RunContext) -> Iterator[bool]:
 def _restore(previous: dict[signal.Signals, Any]) -> None:
     for sig, old in previous.items():
         try:
-            signal.signal(sig, old if old is not None else signal.SIG_DFL)
+            _set_handler(sig, old if old is not None else signal.SIG_DFL)
         except (ValueError, OSError):  # pragma: no cover - same thread that installed them
             pass
