@@ -70,14 +70,21 @@ def test_both_loops_train_like_a_hand_loop_and_report_the_same_fields(
 
 
 def test_plain_loop_takes_batches_that_need_moving_or_splitting() -> None:
-    """numpy batches and 3-tuples leave the inline path and still train."""
+    """numpy batches and lists leave the inline path and still train; a tensor subclass
+    takes it (its step is the same)."""
+
+    class Sub(torch.Tensor):
+        pass
+
     data = make_data()
     mixed: list[Any] = []
     for i, (x, y) in enumerate(data):
-        if i % 3 == 0:
+        if i % 4 == 0:
             mixed.append((x.numpy(), y.numpy()))
-        elif i % 3 == 1:
+        elif i % 4 == 1:
             mixed.append([x, y])
+        elif i % 4 == 2:
+            mixed.append((x.as_subclass(Sub), y))
         else:
             mixed.append((x, y))
     net = make_net()

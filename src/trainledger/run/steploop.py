@@ -125,11 +125,10 @@ class StepLoop:
         hooked = begin or end or self.manager.watches_steps
         call, end_fns = self.manager.call, self._end_fns
         move, train_step, inline_parts = self.move, self.train_step, self.inline_parts
-        stop_requested = self.stop_requested if self.distributed else run_context.get_stop_requested
+        distributed, agreed_stop = self.distributed, self.stop_requested
         self._since_sync = 0
         parts = inline_parts()
         network, loss_fn, optimizer = parts or _NO_PARTS
-        tensor = torch.Tensor
         started = 0  # steps begun: one that raised counts, in both loops
         batch: Any = None
         outputs: Any = cb_params["net_outputs"]
@@ -137,7 +136,10 @@ class StepLoop:
             for batch in dataset:
                 if parts is not None and type(batch) is tuple and len(batch) == 2:
                     x, y = batch
-                    plain = type(x) is tensor and type(y) is tensor and x.is_cpu and y.is_cpu
+                    try:  # tensors on the CPU (a subclass too: the step treats it alike)
+                        plain = x.is_cpu and y.is_cpu
+                    except AttributeError:  # numpy arrays, lists: moved to tensors below
+                        plain = False
                 else:
                     plain = False
                 if not plain:
@@ -169,7 +171,10 @@ class StepLoop:
                             fn(run_context)
                     except Exception as exc:
                         self.manager.failed_in("on_train_step_end", fn, exc, run_context)
-                if stop_requested():
+                if distributed:  # the ranks agree every STOP_SYNC_STEPS steps
+                    if agreed_stop():
+                        break
+                elif run_context._stop_requested:  # get_stop_requested(), without the call
                     break
             else:
                 if cb_params.batch_num is None:
