@@ -114,10 +114,9 @@ class StepLoop:
         the loop ends (also when a step raises, before the error-path hooks).
 
         An inline step sets ``net_outputs`` right after its forward, not after ``step()``:
-        replacing the last step's loss frees it and its autograd graph, and doing that while the
-        new step's backward runs cost about 2.5 µs a step more than where a hand loop does it
-        (when its ``loss =`` is assigned). So a step that fails in backward leaves its own loss
-        there, as the loop without hooks records it.
+        freeing the last step's loss and graph during the new backward cost 2.5 µs a step more
+        than where a hand loop does it (at ``loss =``). So a step that fails in backward leaves
+        its own loss there, as the loop without hooks records it.
         """
         cb_params, run_context = self.cb_params, self.run_context
         set_sampler_epoch(dataset, cb_params.cur_epoch_num - 1)
@@ -171,10 +170,8 @@ class StepLoop:
                             fn(run_context)
                     except Exception as exc:
                         self.manager.failed_in("on_train_step_end", fn, exc, run_context)
-                if distributed:  # the ranks agree every STOP_SYNC_STEPS steps
-                    if agreed_stop():
-                        break
-                elif run_context._stop_requested:  # get_stop_requested(), without the call
+                # under a process group the ranks agree every STOP_SYNC_STEPS steps; else the flag
+                if agreed_stop() if distributed else run_context._stop_requested:
                     break
             else:
                 if cb_params.batch_num is None:
