@@ -99,6 +99,35 @@ def test_plain_loop_takes_batches_that_need_moving_or_splitting() -> None:
 
 
 @pytest.mark.parametrize("callback_type", [EpochEnd, StepEnd])
+def test_a_dataloaders_list_batches_run_inline_and_train_like_a_hand_loop(
+    callback_type: type[EpochEnd],
+) -> None:
+    """``default_collate`` gives ``[x, y]`` lists: after the first (checked) batch they take
+    the inline step, as tuples do, and train the same."""
+    data = make_data()
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(
+            torch.cat([x for x, _ in data]), torch.cat([y for _, y in data])
+        ),
+        batch_size=len(data[0][1]),
+    )
+    assert type(next(iter(loader))) is list
+    net = make_net()
+    model = Model(net, torch.nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), lr=0.1))
+    steps = []
+    train_step = model._train_step
+    model._train_step = lambda batch: steps.append(batch) or train_step(batch)  # type: ignore[method-assign]
+    cb = callback_type()
+    model.train(2, loader, callbacks=[cb])
+    assert len(steps) == 1  # the first batch only: the rest ran inline
+    expected = _hand_trained(data, 2)
+    for ours, theirs in zip(net.parameters(), expected.parameters(), strict=True):
+        torch.testing.assert_close(ours, theirs)
+    assert [s["step"] for s in cb.seen] == [len(data), 2 * len(data)]
+    assert all(type(s["element"]) is list for s in cb.seen)
+
+
+@pytest.mark.parametrize("callback_type", [EpochEnd, StepEnd])
 def test_a_failing_step_is_counted_and_current_in_both_loops(
     callback_type: type[EpochEnd],
 ) -> None:

@@ -7,10 +7,11 @@ loop may run inline, or None when it may not: amp, a GPU, a first batch not yet 
 The loop owns what happens around the step: the step hooks, cb_params' step fields and the
 stop requests.
 
-Speed: ``run_epoch`` runs a CPU ``(x, y)`` batch of a plain ``loss_fn(network(x), y)`` step
-inline, as a hand-written loop would (the 3% overhead target; Python code between torch ops
-runs with cold caches, so every call counts), and calls the ``on_train_step_end`` functions
-itself, inline (``CallbackManager.functions``/``failed_in``): two frames less than ``call_all``.
+Speed: ``run_epoch`` runs a CPU ``(x, y)`` batch (or a ``DataLoader``'s ``[x, y]``) of a plain
+``loss_fn(network(x), y)`` step inline, as a hand-written loop would (the 3% overhead target;
+Python code between torch ops runs with cold caches, so every call counts), and calls the
+``on_train_step_end`` functions itself, inline (``CallbackManager.functions``/``failed_in``):
+two frames less than ``call_all``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = ["Cycle", "InlineParts", "StepLoop", "set_sampler_epoch"]
 
 InlineParts = tuple[torch.nn.Module, Callable[[Any, Any], Any], Any]
 _NO_PARTS: Any = (None, None, None)  # until the run's first batch was checked
+_PAIRS = (tuple, list)  # an (x, y) batch, or a DataLoader's [x, y], may be a plain step
 
 
 class StepLoop:
@@ -133,7 +135,7 @@ class StepLoop:
         outputs: Any = cb_params["net_outputs"]
         try:
             for batch in dataset:
-                if parts is not None and type(batch) is tuple and len(batch) == 2:
+                if parts is not None and type(batch) in _PAIRS and len(batch) == 2:
                     x, y = batch
                     try:  # tensors on the CPU (a subclass too: the step treats it alike)
                         plain = x.is_cpu and y.is_cpu
