@@ -7,6 +7,8 @@ Same MLP, same pre-built batches (so data loading does not hide the loop's cost)
 * Model.train with LossMonitor + ProgressBar (drawn to an in-memory terminal)
 * with ``--terminal``: Model.train on a pseudo-terminal, so it adds its default ProgressBar,
   with LossMonitor(per_print_times=100): what a user at a terminal gets (target: within 3%)
+* with ``--dataloader``: every variant, the hand loop too, iterates a ``DataLoader`` over the
+  same tensors (``[x, y]`` lists, collated per step), as most real loops do
 
 Rounds are interleaved (hand, model, model+callbacks, hand, ...) so a machine shared with
 other work loads every variant alike; rates are steps per second of process CPU time, and the
@@ -15,7 +17,7 @@ within a round), and the best round of ours over the best round of the hand loop
 Target: Model.train without callbacks within 3% of the hand loop.
 
     .venv/bin/python bench/train_overhead.py [--steps 250] [--rounds 40] [--threads 1]
-        [--terminal [--attribute]]
+        [--terminal [--attribute]] [--dataloader]
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from trainledger.callbacks.progress import ProgressBar
 from trainledger.run import Callback, RunContext
 from trainledger.run.model import Model
 
-Batches = list[tuple[torch.Tensor, torch.Tensor]]
+Batches = list[tuple[torch.Tensor, torch.Tensor]] | torch.utils.data.DataLoader[Any]
 
 # CPU time of this process, not wall time: on a machine shared with other work, wall time
 # mostly measures the scheduler; with one torch thread, CPU time is the loop's own cost
@@ -164,17 +166,26 @@ def main() -> None:
         action="store_true",
         help="with --terminal: also a no-op step callback, LossMonitor alone, the bar alone",
     )
+    parser.add_argument(
+        "--dataloader",
+        action="store_true",
+        help="batches from a DataLoader (lists, collated per step) instead of a list of tuples",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)  # one thread: steadier figures on a shared machine
 
     gen = torch.Generator().manual_seed(0)
-    batches = [
+    batches: Batches = [
         (
             torch.randn(args.batch, 64, generator=gen),
             torch.randint(0, 10, (args.batch,), generator=gen),
         )
         for _ in range(args.steps)
     ]
+    if args.dataloader:
+        tensors = [torch.cat(parts) for parts in zip(*batches, strict=True)]
+        dataset = torch.utils.data.TensorDataset(*tensors)
+        batches = torch.utils.data.DataLoader(dataset, batch_size=args.batch)
     variants: dict[str, Callable[[], float]] = {
         "hand loop": lambda: hand_loop(batches, args.hidden),
         "Model.train, no callbacks": lambda: model_train(batches, args.hidden, False),
@@ -202,6 +213,7 @@ def main() -> None:
     print(
         f"MLP 64-{args.hidden}-10, batch {args.batch}, {args.steps} steps x {args.rounds} rounds, "
         f"torch {torch.__version__}, {torch.get_num_threads()} threads"
+        + (", batches from a DataLoader" if args.dataloader else "")
     )
     print(
         f"{'variant':38} {'steps/cpu-s':>11} {'best':>7} {'worst':>7} {'ours/hand':>9} "
