@@ -123,7 +123,7 @@ def generate(base: Path, n: int, seed: int = 0) -> None:
     )
     dead_pid = int(child.stdout)
     t0 = 1_700_000_000
-    graphs = [
+    graphs: list[dict[str, Any]] = [
         {
             "op_type": "Batch",
             "batch_size": b,
@@ -237,7 +237,7 @@ def bench_ours(base: Path, reps: int) -> dict[str, Any]:
     return out
 
 
-_GRAPHS = [
+_GRAPHS: list[dict[str, Any]] = [
     {
         "op_type": "Batch",
         "batch_size": b,
@@ -309,8 +309,8 @@ def load_postgres(index: LineageIndex, records: list[dict[str, Any]]) -> float:
                     + [bind_value(v) for v in values]
                 )
         with cur.copy("COPY type_sets (id, types) FROM STDIN") as copy:
-            for types, number in type_sets.items():
-                copy.write_row([number, types])
+            for type_set, number in type_sets.items():
+                copy.write_row([number, type_set])
         with cur.copy("COPY records (run_id, signature, record) FROM STDIN") as copy:
             for i, r in enumerate(records, 1):
                 copy.write_row([i, "copied", json.dumps(r, separators=(",", ":"))])

@@ -14,6 +14,7 @@ Target (issue 14): a median of at least 20x over 5 runs of this script, none und
 from __future__ import annotations
 
 import argparse
+import functools
 import shutil
 import statistics
 import tempfile
@@ -86,7 +87,7 @@ def main() -> None:
                 order = [("ours", read_ours), ("peer", read_peer)]
                 got = {}
                 for name, fn in order if i % 2 == 0 else order[::-1]:
-                    got[name] = _timed(lambda fn=fn, run=run: fn(run))
+                    got[name] = _timed(functools.partial(fn, run))
                 (t_ours, a), (t_peer, b) = got["ours"], got["peer"]
                 assert isinstance(a, dict) and isinstance(b, dict)
                 assert a.keys() == b.keys(), "the two readers found different tags"

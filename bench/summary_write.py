@@ -13,6 +13,7 @@ of ``--rounds`` to damp machine noise. Targets: write >= 5x torch, read >= 5x Ev
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import shutil
@@ -125,7 +126,7 @@ def main() -> None:
             def reset(target: Path = target) -> None:
                 shutil.rmtree(target, ignore_errors=True)
 
-            times[name] = _best(lambda fn=fn, target=target: fn(target, values), args.rounds, reset)
+            times[name] = _best(functools.partial(fn, target, values), args.rounds, reset)
         n = args.n
         print(f"write {n} scalars (closed + fsynced), best of {args.rounds}:")
         print(f"  {'':26s} {'wall s':>8} {'events/s':>12} {'CPU s':>8}")

@@ -144,8 +144,9 @@ def safe_host(host: str | None = None) -> str:
     return _UNSAFE.sub("-", host).strip("-") or "host"
 
 
-def lineage_file_name(timestamp: int, rank: int, host: str, pid: int, seq: int) -> str:
-    """``events.out.events.summary.<ts>.<rank>.<host>.<pid>.<seq>_lineage``."""
+def lineage_file_name(timestamp: int, rank: int, host: str | None, pid: int, seq: int) -> str:
+    """``events.out.events.summary.<ts>.<rank>.<host>.<pid>.<seq>_lineage`` (``host`` None:
+    this machine's)."""
     parts = (int(timestamp), int(rank), safe_host(host), int(pid), int(seq))
     return _LINEAGE_PREFIX + ".".join(str(p) for p in parts) + LINEAGE_SUFFIX
 
