@@ -39,6 +39,7 @@ class Ticker:
         self._shown: Shown | None = None
         self._thread: threading.Thread | None = None
         self._idle = False  # the thread waits for a bar with no timeout: show must notify
+        self._wait = 0.0  # the timeout of the thread's current timed wait
 
     @property
     def showing(self) -> bool:
@@ -56,7 +57,8 @@ class Ticker:
         Within ``LINGER`` seconds of the last bar (a sweep's next run) the thread, still in
         a timed wait, is not woken (a wake-up costs more CPU than a short run's whole bar):
         the first call comes after that wait (the last bar's interval, at least 50 ms) and
-        one interval."""
+        one interval. It is woken when ``interval`` is shorter than that wait (a bar drawn
+        every 0.25 s after one drawn every minute)."""
         with self._cond:
             self._shown = (draw, interval)
             if self._thread is None or not self._thread.is_alive():
@@ -64,7 +66,7 @@ class Ticker:
                     target=self._run, name="trainledger-progress", daemon=True
                 )
                 self._thread.start()
-            elif self._idle:  # else it wakes within the last bar's interval and finds this one
+            elif self._idle or interval < self._wait:  # else it finds this one when it wakes
                 self._cond.notify()
 
     def hide(self, draw: Callable[[], None]) -> None:
@@ -84,6 +86,7 @@ class Ticker:
                     now = time.monotonic()
                     hidden_at = now if hidden_at is None else hidden_at
                     if now - hidden_at < LINGER:
+                        self._wait = linger_wait
                         cond.wait(linger_wait)
                         continue
                     self._idle = True  # long enough: sleep until a show notifies
@@ -92,7 +95,8 @@ class Ticker:
                     self._idle = False
                     continue
                 hidden_at, linger_wait = None, max(shown[1], _MIN_LINGER_WAIT)
-                cond.wait(shown[1])  # woken early when the bar is hidden or replaced
+                self._wait = shown[1]
+                cond.wait(shown[1])  # woken early by a bar with a shorter interval
                 if self._shown is not shown:
                     continue
             try:
