@@ -10,6 +10,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -398,3 +399,47 @@ def test_the_thread_lingers_after_a_bar_then_sleeps_until_the_next(
     time.sleep(0.1)
     TICKER.hide(first)
     assert calls and set(calls) == {"first"}
+
+
+def test_a_descriptor_redirected_under_the_same_stdout_gets_no_bar(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``os.dup2`` of a file onto stdout's descriptor keeps the same ``sys.stdout`` object:
+    the kept default terminal sees it (and sees it come back), so no escape codes land in the
+    file."""
+    master, stdout = _pty(monkeypatch, 100)
+    saved = os.dup(stdout.fileno())
+    log = tmp_path / "train.log"
+    try:
+        assert default_terminal().is_terminal
+        with open(log, "wb") as file:
+            os.dup2(file.fileno(), stdout.fileno())
+        bar = ProgressBar()
+        model().train(1, data(), callbacks=[bar])
+        stdout.flush()
+        assert not default_terminal().is_terminal
+        assert "\x1b" not in log.read_text() and "\r" not in log.read_text()
+        os.dup2(saved, stdout.fileno())  # back on the terminal
+        assert default_terminal().is_terminal
+    finally:
+        os.close(saved)
+        os.close(master)
+
+
+def test_a_bar_with_a_shorter_interval_wakes_a_thread_in_a_long_wait() -> None:
+    """After a bar drawn every minute, the next bar (drawn every 10 ms) is drawn at once, not
+    when the thread's minute-long wait ends."""
+    TICKER.show(lambda: None, 60.0)
+    deadline = time.monotonic() + 5
+    while TICKER._wait != 60.0 and time.monotonic() < deadline:  # the thread took it up
+        time.sleep(0.01)
+    assert TICKER._wait == 60.0
+    calls: list[int] = []
+
+    def draw() -> None:
+        calls.append(1)
+
+    TICKER.show(draw, 0.01)  # replaces the first bar
+    time.sleep(0.3)
+    TICKER.hide(draw)
+    assert len(calls) >= 3

@@ -31,7 +31,7 @@ from rich.console import Console
 
 from trainledger.callbacks.progress_line import BarStyle, HeldLines, Task, render_line
 from trainledger.callbacks.progress_ticker import TICKER
-from trainledger.run import Callback, RunContext, is_main_rank, loss_value
+from trainledger.run import Callback, RunContext, is_main_rank, loss_value, stdout_is_tty
 
 __all__ = ["ProgressBar"]
 
@@ -316,18 +316,20 @@ def terminal_of(console: Console, fd: int | None = None) -> Terminal:
 
 # what rich's Console reads from the environment
 _CONSOLE_ENV = ("TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "COLUMNS")
-_default_terminals: dict[str, tuple[Any, tuple[str | None, ...], Terminal]] = {}
+_default_terminals: dict[str, tuple[Any, tuple[Any, ...], Terminal]] = {}
 
 
 def default_terminal() -> Terminal:
-    """The ``Terminal`` of a console on the current stdout, kept while stdout and the
+    """The ``Terminal`` of a console on the current stdout, kept while stdout, whether it is a
+    TTY (one ioctl: a descriptor redirected under the same stdout, ``os.dup2``) and the
     environment variables rich reads stay the same: creating a console and reading its
     properties cost about 80 µs, on every run of a sweep."""
-    stream, env = sys.stdout, tuple(os.environ.get(name) for name in _CONSOLE_ENV)
+    stream = sys.stdout
+    key = (stdout_is_tty(), *(os.environ.get(name) for name in _CONSOLE_ENV))
     kept = _default_terminals.get("stdout")
-    if kept is None or kept[0] is not stream or kept[1] != env:
-        fd = _fileno(stream) if env[-1] is None else None  # COLUMNS, when set, is the width
-        kept = _default_terminals["stdout"] = (stream, env, terminal_of(Console(), fd))
+    if kept is None or kept[0] is not stream or kept[1] != key:
+        fd = _fileno(stream) if key[-1] is None else None  # COLUMNS, when set, is the width
+        kept = _default_terminals["stdout"] = (stream, key, terminal_of(Console(), fd))
     return kept[2]
 
 

@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "loss_value": "trainledger.run.outputs",
     "RecModel": "trainledger.run.rec_model",
     "StepLoop": "trainledger.run.steploop",
+    "stdout_is_tty": "trainledger.run.defaults",
 }
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "RunContext",
     "split_batch",
     "StepLoop",
+    "stdout_is_tty",
     "to_device",
     "TRAIN_TO_OLD",
 ]
@@ -58,7 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.run.batches import call_network, split_batch, to_device
     from trainledger.run.callback import HOOKS, TRAIN_TO_OLD, Callback, CallbackParams, RunContext
     from trainledger.run.callback_manager import CallbackManager
-    from trainledger.run.defaults import add_default_callback
+    from trainledger.run.defaults import add_default_callback, stdout_is_tty
     from trainledger.run.distributed import barrier, is_main_rank, rank_and_world
     from trainledger.run.model import Model
     from trainledger.run.outputs import extract_loss, loss_value

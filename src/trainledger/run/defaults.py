@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from trainledger.run.callback import Callback
 
-__all__ = ["DefaultCallbackFactory", "add_default_callback", "default_callbacks"]
+__all__ = ["DefaultCallbackFactory", "add_default_callback", "default_callbacks", "stdout_is_tty"]
 
 DefaultCallbackFactory = Callable[[list[Callback]], Callback | None]
 
@@ -46,6 +46,8 @@ def default_callbacks(given: list[Callback]) -> list[Callback]:
 
 
 def stdout_is_tty() -> bool:
+    """Whether ``sys.stdout`` is a TTY now (one ioctl: also after ``os.dup2`` onto its
+    descriptor); False for a stream without a descriptor or a closed one."""
     try:
         return sys.stdout.isatty()
     except (AttributeError, ValueError):
