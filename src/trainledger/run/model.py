@@ -35,6 +35,7 @@ from trainledger.run.batches import (
     call_network,
     check_dataset,
     checked_call,
+    cpu_tensors_only,
     dataset_len,
     split_batch,
     to_device,
@@ -378,12 +379,8 @@ class Model:
 
     def _move_to_device(self, batch: Any) -> Any:
         """``batch`` with its tensors (and numpy arrays) on the network's device."""
-        if self._on_cpu and type(batch) is tuple:  # fast path: CPU tensors stay as they are
-            for item in batch:
-                if type(item) is not torch.Tensor or not item.is_cpu:
-                    break
-            else:
-                return batch
+        if self._on_cpu and cpu_tensors_only(batch):  # the fast path: nothing to move
+            return batch
         return to_device(batch, self._device, self._device.type == "cuda")
 
     def _train_step(self, batch: Any) -> Any:
