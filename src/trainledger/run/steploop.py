@@ -161,8 +161,7 @@ class StepLoop:
                     optimizer.step()
                 else:
                     outputs = train_step(batch)
-                    parts = inline_parts()
-                    if parts is not None:
+                    if parts is None and (parts := inline_parts()) is not None:  # now checked
                         network, loss_fn, optimizer = parts
                     if hooked:
                         cb_params["net_outputs"] = outputs
