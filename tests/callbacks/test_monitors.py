@@ -93,3 +93,37 @@ def test_loss_monitor_reads_losses_that_are_not_float_tensors() -> None:
         run_context = RunContext({"net_outputs": outputs, "cur_step_num": 1})
         monitor.on_train_step_end(run_context)
         assert monitor.last_loss == expected and type(monitor.last_loss) is float
+
+
+def test_loss_monitor_knows_the_last_loss_between_its_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An inline step calls the hook only at prints while the loss is finite
+    (``next_step_end``): the prints and ``last_loss`` are as if it ran at every step."""
+    losses: list[float] = []
+
+    def loss_fn(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        loss = torch.nn.functional.cross_entropy(out, y)
+        losses.append(float(loss.detach()))
+        return loss
+
+    monitor = LossMonitor(per_print_times=3)
+    model(loss_fn=loss_fn).train(2, data(n=32), callbacks=monitor)  # 8 steps
+    printed = re.findall(r"epoch: (\d) step: (\d), loss is ([\d.]+)", capsys.readouterr().out)
+    assert [(e, s) for e, s, _ in printed] == [("1", "3"), ("2", "2")]  # steps 3 and 6
+    assert [float(v) for _, _, v in printed] == pytest.approx([losses[2], losses[5]])
+    assert monitor.last_loss == pytest.approx(losses[7])
+
+
+def test_a_loss_monitor_subclass_with_its_own_step_hook_gets_every_step() -> None:
+    class Counting(LossMonitor):
+        steps: list[int] = []
+
+        def on_train_step_end(self, run_context: RunContext) -> None:
+            self.steps.append(run_context.original_args().cur_step_num)
+            super().on_train_step_end(run_context)
+
+    monitor = Counting(per_print_times=100)
+    assert monitor.next_step_end is None and LossMonitor(100).next_step_end == 100
+    model().train(2, data(n=32), callbacks=monitor)
+    assert monitor.steps == list(range(1, 9))

@@ -223,3 +223,68 @@ def test_a_callback_that_watches_steps_sees_them_current_without_step_hooks(
     else:
         assert steps == [0] * len(data)
     assert cb.seen[0]["step"] == len(data) and cb.seen[0]["element"] is data[-1]
+
+
+class Named(Callback):
+    """Names the steps it needs (``next_step_end``) and records the steps it is called at."""
+
+    def __init__(self, every: int) -> None:
+        self.every = every
+        self.due: float = every
+        self.called: list[tuple[int, float]] = []
+
+    @property
+    def next_step_end(self) -> float | None:
+        return self.due
+
+    def on_train_step_end(self, run_context: RunContext) -> None:
+        cb = run_context.original_args()
+        self.called.append((cb.cur_step_num, float(cb.net_outputs.detach())))
+        if cb.cur_step_num >= self.due:
+            self.due = cb.cur_step_num + self.every
+
+
+def _losses_of_each_step(offset: dict[int, float]) -> tuple[Model, list[float]]:
+    """A model whose loss at step ``n`` (1-based) has ``offset[n]`` added (a constant: the
+    gradients stay finite), and the list the losses of its steps are appended to."""
+    losses: list[float] = []
+
+    def loss_fn(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        loss = torch.nn.functional.cross_entropy(out, y) + offset.get(len(losses) + 1, 0.0)
+        losses.append(float(loss.detach()))
+        return loss
+
+    net = make_net()
+    return Model(net, loss_fn, torch.optim.SGD(net.parameters(), lr=0.1)), losses
+
+
+def test_an_inline_step_calls_a_callback_that_names_its_steps_only_at_them() -> None:
+    """``next_step_end``: after the run's first (checked) step, an inline step with a finite
+    loss skips the hook of a callback that names its steps until one is due; the callbacks
+    that need every step get theirs, in order, at every step; a loss that is not finite
+    calls it at once."""
+    data = make_data()  # 6 batches an epoch
+    model, losses = _losses_of_each_step({9: float("inf"), 10: float("nan")})
+    named, every = Named(4), StepEnd()
+    order: list[str] = []
+    named_hook, every_hook = named.on_train_step_end, every.on_train_step_end
+    named.on_train_step_end = lambda rc: order.append("named") or named_hook(rc)  # type: ignore[method-assign]
+    every.on_train_step_end = lambda rc: order.append("every") or every_hook(rc)  # type: ignore[method-assign]
+    model.train(2, data, callbacks=[named, every])
+    assert [step for step, _ in named.called] == [1, 4, 8, 9, 10, 12]
+    for step, loss in named.called:
+        assert loss == losses[step - 1] or (np.isnan(loss) and np.isnan(losses[step - 1]))
+    assert order.count("every") == 12
+    assert order[:3] == ["named", "every", "every"]  # step 1 (both, in order), step 2
+    assert order[4:6] == ["named", "every"]  # step 4: in the callbacks' order
+
+
+def test_a_callback_that_names_its_steps_is_called_at_every_step_that_is_not_inline() -> None:
+    """Batches that are not a plain ``(x, y)`` (here dicts) run ``train_step``, which reads
+    no loss: every hook, at every step."""
+    data = [{"input": x, "label": y} for x, y in make_data()]  # Sequential.forward(input)
+    net = make_net()
+    model = Model(net, torch.nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), lr=0.1))
+    named = Named(4)
+    model.train(1, data, callbacks=[named])
+    assert [step for step, _ in named.called] == [1, 2, 3, 4, 5, 6]

@@ -34,10 +34,25 @@ class LossMonitor(Callback):
         self._epoch_first_step = 0  # cur_step_num before the epoch's first step
         self._context: RunContext | None = None  # the run whose cb_params are _params
         self._params: Any = None
-        self.last_loss: float | None = None
+
+    @property
+    def next_step_end(self) -> float | None:
+        """The step of the next print: at the others a loop that reads the loss itself may
+        skip the hook while the loss is finite (``Callback.next_step_end``). None for a
+        subclass with its own step hook, which expects every step."""
+        if type(self).on_train_step_end is not LossMonitor.on_train_step_end:
+            return None
+        return self._next_print
+
+    @property
+    def last_loss(self) -> float | None:
+        """The loss of the last step of the run it follows (None before its first step)."""
+        params = self._params
+        return None if params is None else loss_value(params.get("net_outputs"))
 
     def on_train_begin(self, run_context: RunContext) -> None:
-        start = run_context.original_args().get("cur_step_num") or 0
+        self._context, self._params = run_context, run_context.original_args()
+        start = self._params.get("cur_step_num") or 0
         self._next_print = start + self._per_print_times if self._per_print_times else inf
 
     def on_train_epoch_begin(self, run_context: RunContext) -> None:
@@ -61,7 +76,6 @@ class LossMonitor(Callback):
             loss = None
         if type(loss) is not float:
             loss = loss_value(outputs)  # tuples, dicts, numbers, several values, int tensors
-        self.last_loss = loss
         if loss is not None and not isfinite(loss):
             raise ValueError(
                 f"epoch: {cb_params.get('cur_epoch_num')} step: {self._step(cb_params)}. "

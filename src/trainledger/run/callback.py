@@ -127,10 +127,25 @@ class Callback:
     hooks (``ProgressBar``'s drawing thread), sets it True: the loop then keeps them current at
     every step, as it does when some callback has a step hook. Without either, the loop writes
     them once, at the epoch's end.
+
+    ``next_step_end`` (an extension): see the property.
     """
 
     rank_active: bool = True
     watches_steps: bool = False
+
+    @property
+    def next_step_end(self) -> float | None:
+        """None (the default): call ``on_train_step_end`` at every step.
+
+        A callback whose step hook, at most steps, only checks that the loss is a finite float
+        (``LossMonitor``: it prints every N steps) returns the ``cur_step_num`` at which it next
+        needs the hook (``math.inf``: never). A loop that reads each step's loss itself
+        (``Model``'s inline CPU step, where a Python call costs a microsecond of a small step)
+        then skips the hook at the other steps whose loss is a finite float; other loops call
+        it at every step. Read once before the run's steps and after each call of the hook.
+        """
+        return None
 
     def __enter__(self) -> Callback:
         return self

@@ -139,6 +139,15 @@ class CallbackManager:
         hands it to ``failed_in``, which finishes the hook as ``call_all`` does."""
         return tuple(fn for cb, fn in self._active[hook] if id(cb) not in self._failed)
 
+    def step_end_schedule(self) -> tuple[tuple[HookFn, ...], tuple[Callback, ...]]:
+        """For a loop that reads each step's loss itself: the ``on_train_step_end`` functions
+        of the callbacks that need every step (a subset of ``functions``, in the same order),
+        and the callbacks that name the steps they need (``Callback.next_step_end``)."""
+        pairs = [p for p in self._active["on_train_step_end"] if id(p[0]) not in self._failed]
+        named = [cb.next_step_end is not None for cb, _ in pairs]
+        every = tuple(fn for (_, fn), skip in zip(pairs, named, strict=True) if not skip)
+        return every, tuple(cb for (cb, _), skip in zip(pairs, named, strict=True) if skip)
+
     def failed_in(
         self, hook: str, failed: HookFn, exc: Exception, run_context: RunContext
     ) -> NoReturn:

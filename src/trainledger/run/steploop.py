@@ -11,12 +11,21 @@ Speed: ``run_epoch`` runs a CPU ``(x, y)`` batch (or a ``DataLoader``'s ``[x, y]
 ``loss_fn(network(x), y)`` step inline, as a hand-written loop would (the 3% overhead target;
 Python code between torch ops runs with cold caches, so every call counts), and calls the
 ``on_train_step_end`` functions itself, inline (``CallbackManager.functions``/``failed_in``):
-two frames less than ``call_all``.
+two frames less than ``call_all``. An inline step reads its loss itself when a callback names
+the steps it needs (``Callback.next_step_end``: ``LossMonitor``'s prints) and calls that
+callback's hook only at those steps and at a loss that is not a finite float: the hook's call
+and its own read of the loss cost about 2 µs more.
+
+An inline step sets ``net_outputs`` right after its forward, not after ``step()``: freeing the
+last step's loss and graph during the new backward cost 2.5 µs a step more than where a hand
+loop does it (at ``loss =``). So a step that fails in backward leaves its own loss there, as
+the loop without hooks records it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from math import inf
 from typing import Any
 
 import torch
@@ -54,6 +63,9 @@ class StepLoop:
         self.hooks_end = manager.has("on_train_step_end")
         # a failing hook ends the run, so the list of functions to call never shrinks during it
         self._end_fns = manager.functions("on_train_step_end")
+        self._lean_fns, self._named = manager.step_end_schedule()  # see the module docstring
+        if not self._named:
+            self._lean_fns = self._end_fns
         # under torch.distributed a stop takes effect on every rank at the same step: ranks
         # agree every STOP_SYNC_STEPS steps (and at epoch ends), not at every step
         self.distributed = is_distributed()
@@ -100,6 +112,11 @@ class StepLoop:
         self._since_sync = 0
         return agree_stop(self.run_context)
 
+    def _next_due(self) -> float:
+        """The first step at which a callback that names its steps needs its hook (-inf: none
+        names them)."""
+        return min((cb.next_step_end or 0 for cb in self._named), default=-inf)
+
     def epoch_stop(self) -> bool:
         """At an epoch end: whether to stop (the ranks agree: one collective per epoch)."""
         if self.distributed:
@@ -109,22 +126,15 @@ class StepLoop:
 
     # --- Model's epoch and sink unit -------------------------------------------------------
     def run_epoch(self, dataset: Iterable[Any]) -> None:
-        """One pass over ``dataset``; a stop request ends it after the current step.
-
-        With step hooks (or a callback that ``watches_steps``) cb_params' step fields are current
-        at each step; without, nobody reads them between steps, so they are written once, when
-        the loop ends (also when a step raises, before the error-path hooks).
-
-        An inline step sets ``net_outputs`` right after its forward, not after ``step()``:
-        freeing the last step's loss and graph during the new backward cost 2.5 µs a step more
-        than where a hand loop does it (at ``loss =``). So a step that fails in backward leaves
-        its own loss there, as the loop without hooks records it.
-        """
+        """One pass over ``dataset``; a stop request ends it after the current step. cb_params'
+        step fields are current at each step with step hooks or a callback that
+        ``watches_steps``; else they are written once, when the loop ends (or a step raises)."""
         cb_params, run_context = self.cb_params, self.run_context
         set_sampler_epoch(dataset, cb_params.cur_epoch_num - 1)
         begin, end = self.hooks_begin, self.hooks_end
         hooked = begin or end or self.manager.watches_steps
-        call, end_fns = self.manager.call, self._end_fns
+        call, end_fns, lean_fns = self.manager.call, self._end_fns, self._lean_fns
+        due = self._next_due()  # -inf when no callback names its steps: every hook, every step
         move, train_step, inline_parts = self.move, self.train_step, self.inline_parts
         distributed, agreed_stop = self.distributed, self.stop_requested
         self._since_sync = 0
@@ -166,11 +176,18 @@ class StepLoop:
                     if hooked:
                         cb_params["net_outputs"] = outputs
                 if end:  # step_end's loop, inline: one Python frame less per step
+                    fns = end_fns  # or, before a named step, at a finite loss: the others'
+                    if plain and cb_params["cur_step_num"] < due:
+                        loss = outputs.tolist()
+                        if type(loss) is float and -inf < loss < inf:
+                            fns = lean_fns
                     try:
-                        for fn in end_fns:
+                        for fn in fns:
                             fn(run_context)
                     except Exception as exc:
                         self.manager.failed_in("on_train_step_end", fn, exc, run_context)
+                    if fns is not lean_fns and plain:  # a named step's hooks ran
+                        due = self._next_due()
                 # under a process group the ranks agree every STOP_SYNC_STEPS steps; else the flag
                 if agreed_stop() if distributed else run_context._stop_requested:
                     break
