@@ -66,16 +66,18 @@ def any_rank(flag: int) -> int:
 
 #: Steps between two stop agreements inside an epoch (ranks also agree at each epoch end).
 STOP_SYNC_STEPS = 50
-_STOP_REASONS = ("", "requested", "signal")
+_STOP_REASONS = ("", "requested", "max_seconds", "signal")  # by rank: the highest wins
 
 
 def agree_stop(run_context: Any) -> bool:
     """Whether any rank asked to stop; if so, every rank now has a stop request (a collective:
-    all ranks call it at the same step). A signal outranks a callback's request, so a SIGTERM
+    all ranks call it at the same step). A signal outranks a deadline (``online_train``'s
+    ``max_seconds``, measured per rank), which outranks a callback's request, so a SIGTERM
     anywhere is recorded as "signal" everywhere."""
     code = 0
     if run_context.get_stop_requested():
-        code = 2 if run_context.stop_reason == "signal" else 1
+        reason = run_context.stop_reason
+        code = _STOP_REASONS.index(reason) if reason in _STOP_REASONS[2:] else 1
     agreed = any_rank(code)
     if agreed and not run_context.get_stop_requested():
         run_context.request_stop(_STOP_REASONS[agreed])

@@ -33,6 +33,7 @@ from trainledger.errors import DatasetError
 from trainledger.run.arguments import check_positive_int, check_sink_args
 from trainledger.run.batches import dataset_len
 from trainledger.run.callback import Callback, CallbackParams, RunContext
+from trainledger.run.distributed import is_distributed
 from trainledger.run.model import Model
 from trainledger.run.outputs import loss_of
 from trainledger.run.steploop import StepLoop, set_sampler_epoch
@@ -84,7 +85,7 @@ class RecModel(Model):
                 counts its ``collect_freq`` in these units.
             max_steps: stop after this many training steps (None: no limit).
             max_seconds: stop after the first step (sink unit in sink mode) that ends this
-                many seconds after the start (None: no limit).
+                many seconds after the start (None: no limit; per rank, then agreed).
             metric_window: how many recent training batches the windowed metrics cover.
             metric_every: recompute the windowed metrics every this many steps (and at the
                 end of each epoch and of training).
@@ -200,7 +201,8 @@ class _OnlineRunContext(RunContext):
     """A RunContext that also closes a waiting source on SIGINT/SIGTERM.
 
     Why: a trainer blocked in ``next(source)`` (no data arriving) would never reach the check
-    after the step; closing the source makes the wait end promptly.
+    after the step; closing the source makes the wait end promptly. Not under a process group,
+    where the ranks stop at the step they agree on, each with its source open.
     """
 
     def __init__(self, cb_params: CallbackParams, source: Any) -> None:
@@ -209,7 +211,10 @@ class _OnlineRunContext(RunContext):
 
     def request_stop(self, reason: str = "requested") -> None:
         super().request_stop(reason)
-        if reason == "signal" and getattr(self._source, "interruptible", False) is True:
+        # under a process group the ranks stop together where they agree: a source closed on
+        # one rank would end its stream at another step than the others' (DDP would then wait)
+        interruptible = getattr(self._source, "interruptible", False) is True
+        if reason == "signal" and interruptible and not is_distributed():
             self._source.close()
 
 
@@ -234,6 +239,7 @@ class _OnlineLoop:
         self.window = window
         self.unit = unit
         self.sink = sink
+        self.distributed = steps.distributed
 
     def run(self, dataset: Iterable[Any], max_steps: int | None, max_seconds: float | None) -> None:
         cb_params, run_context = self.cb_params, self.run_context
@@ -241,7 +247,7 @@ class _OnlineLoop:
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
         self.max_steps, self.deadline = max_steps, deadline
         while True:
-            if self._should_stop():  # e.g. a stop requested in on_train_begin
+            if self._stop_now():  # e.g. a stop requested in on_train_begin
                 return
             set_sampler_epoch(dataset, cb_params.cur_epoch_num)  # the coming pass, 0-based
             it = iter(dataset)
@@ -254,7 +260,7 @@ class _OnlineLoop:
                 ended = self._epoch(first, it)
                 self._refresh_window(force=True)
                 cb_params.bad_records = _bad_records(dataset)
-            if not ended or one_shot or self._should_stop():
+            if not ended or one_shot or self._stop_now():
                 return
 
     def _epoch(self, first: Any, it: Iterator[Any]) -> bool:
@@ -306,16 +312,21 @@ class _OnlineLoop:
                 return True
 
     def _should_stop(self) -> bool:
+        """Whether to stop after this unit. Under a process group only what every rank sees
+        at the same step stops it here (``max_steps``): a rank's own request or deadline is
+        a stop request that takes effect when the ranks agree (``StepLoop.stop_requested``,
+        ``_stop_now``), so no rank leaves a collective waiting."""
         run_context = self.run_context
-        if run_context.get_stop_requested():
-            return True
         if self.max_steps is not None and self.cb_params.cur_step_num >= self.max_steps:
-            run_context.request_stop("max_steps")
+            run_context.request_stop("max_steps")  # the first request's reason is kept
             return True
         if self.deadline is not None and time.monotonic() >= self.deadline:
             run_context.request_stop("max_seconds")
-            return True
-        return False
+        return not self.distributed and run_context.get_stop_requested()
+
+    def _stop_now(self) -> bool:
+        """``_should_stop`` at a pass boundary, where the ranks also agree (one collective)."""
+        return self._should_stop() or (self.distributed and self.steps.epoch_stop())
 
     def _refresh_window(self, force: bool) -> None:
         window = self.window

@@ -1,0 +1,92 @@
+"""Real torchrun jobs (2 CPU processes, gloo) of ``RecModel.online_train`` on a DDP network:
+a stop that starts on one rank (its own ``max_seconds``, or a callback's request while
+``max_steps`` is set) or on each rank at its own step (SIGTERM, with sources a signal would
+close in one process) stops every rank at the same step, so no rank leaves the others waiting
+in DDP's all-reduce. The worker is ``tests/run/online_ddp_worker.py``."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.run.online_ddp_worker import SAFETY_STEPS
+from tests.run.test_ddp import ROOT, _env
+from trainledger.run.distributed import STOP_SYNC_STEPS
+
+WORKER = ROOT / "tests" / "run" / "online_ddp_worker.py"
+pytestmark = pytest.mark.slow
+
+
+def _command(mode: str, out: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        str(WORKER),
+        mode,
+        str(out),
+    ]
+
+
+def _ranks(out: Path) -> list[dict[str, float | str]]:
+    return [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
+
+
+def _run(mode: str, out: Path) -> list[dict[str, float | str]]:
+    done = subprocess.run(
+        _command(mode, out), cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return _ranks(out)
+
+
+def _check_stopped_together(ranks: list[dict[str, float | str]], reason: str) -> None:
+    first, second = ranks
+    assert first["step"] == second["step"]
+    step = first["step"]
+    assert isinstance(step, int) and 0 < step < SAFETY_STEPS
+    assert step % STOP_SYNC_STEPS == 0  # where the ranks agree
+    assert first["reason"] == second["reason"] == reason
+    assert first["weights"] == pytest.approx(second["weights"])
+
+
+@pytest.mark.parametrize(
+    ("mode", "reason"), [("deadline", "max_seconds"), ("request", "requested")]
+)
+def test_a_stop_on_one_rank_stops_every_rank_of_online_train_at_the_same_step(
+    tmp_path: Path, mode: str, reason: str
+) -> None:
+    _check_stopped_together(_run(mode, tmp_path), reason)
+
+
+def test_sigterm_stops_every_rank_of_online_train_at_the_same_step(tmp_path: Path) -> None:
+    """Each rank's ``QueueStream`` stays open (in one process a signal closes it, to end a
+    wait for data): the ranks go on to the step where they agree."""
+    proc = subprocess.Popen(
+        _command("signal", tmp_path),
+        cwd=ROOT,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "started").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "never started"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    _check_stopped_together(_ranks(tmp_path), "signal")
