@@ -149,27 +149,28 @@ def test_a_failing_rank_ends_the_job_and_lineage_records_it(tmp_path: Path) -> N
     assert run["total_steps"] < 26
 
 
-def test_sigterm_to_torchrun_finishes_the_step_saves_and_stops_every_rank(tmp_path: Path) -> None:
-    tmp_path.mkdir(exist_ok=True)
+def sigterm_once_started(command: list[str], out: Path, after: float) -> None:
+    """Start the torchrun job ``command``, wait for its ``out/started`` file, then ``after``
+    seconds, send torchrun SIGTERM and wait for the job to end."""
     proc = subprocess.Popen(
-        _command(2, "signal", tmp_path),
-        cwd=ROOT,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        command, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
         deadline = time.monotonic() + 120
-        while not (tmp_path / "started").exists():
+        while not (out / "started").exists():
             assert proc.poll() is None and time.monotonic() < deadline, "never started"
             time.sleep(0.1)
-        time.sleep(1.0)
+        time.sleep(after)
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_sigterm_to_torchrun_finishes_the_step_saves_and_stops_every_rank(tmp_path: Path) -> None:
+    tmp_path.mkdir(exist_ok=True)
+    sigterm_once_started(_command(2, "signal", tmp_path), tmp_path, after=1.0)
     lineage = get_summary_lineage(str(tmp_path / "run"))
     run = lineage["run"]
     assert run["status"] == "stopped"

@@ -7,16 +7,14 @@ in DDP's all-reduce. The worker is ``tests/run/online_ddp_worker.py``."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.run.online_ddp_worker import SAFETY_STEPS
-from tests.run.test_ddp import ROOT, _env
+from tests.run.test_ddp import ROOT, _env, sigterm_once_started
 from trainledger.run.distributed import STOP_SYNC_STEPS
 
 WORKER = ROOT / "tests" / "run" / "online_ddp_worker.py"
@@ -70,23 +68,5 @@ def test_a_stop_on_one_rank_stops_every_rank_of_online_train_at_the_same_step(
 def test_sigterm_stops_every_rank_of_online_train_at_the_same_step(tmp_path: Path) -> None:
     """Each rank's ``QueueStream`` stays open (in one process a signal closes it, to end a
     wait for data): the ranks go on to the step where they agree."""
-    proc = subprocess.Popen(
-        _command("signal", tmp_path),
-        cwd=ROOT,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "started").exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "never started"
-            time.sleep(0.1)
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    sigterm_once_started(_command("signal", tmp_path), tmp_path, after=0.5)
     _check_stopped_together(_ranks(tmp_path), "signal")
