@@ -6,9 +6,12 @@ network on CPU (gloo), over endless streams, with a stop that starts on one rank
 MODE: ``deadline`` (rank 0 has ``max_seconds``, the other ranks none), ``request`` (rank 1's
 callback asks to stop at step 7; ``max_steps`` is given, so the loop checks its limits after
 every step), ``signal`` (each rank reads a ``QueueStream`` fed by a thread, until SIGTERM;
-rank 0 touches ``OUT/started`` at step 3). Each rank writes ``OUT/rank<r>.json``: the step
-and stop reason its ``on_train_end`` saw, and its weights' sum (DDP keeps them equal while the
-ranks step together).
+rank 0 touches ``OUT/started`` at step 3). With ``uneven_streams=True``: ``uneven`` (one-shot
+streams of 7 batches on rank 0, 12 on rank 1), ``uneven_passes`` (lists of 3 and 5 batches,
+passes until ``max_steps=10``), ``uneven_tail`` (a ``FileTailSource`` over 2 batches of
+records on rank 0, 4 on rank 1, with offsets). Each rank writes ``OUT/rank<r>.json``: the step,
+epoch and stop reason its ``on_train_end`` saw, its weights' sum (DDP keeps them equal while
+the ranks step together) and, for ``uneven_tail``, the source's committed offsets.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from trainledger import Callback, QueueStream, RecModel
+from trainledger import Callback, FileTailSource, QueueStream, RecModel
 
 SAFETY_STEPS = 20_000  # a run that never agrees stops here, far beyond the agreement point
 
@@ -36,6 +39,29 @@ def stream(rank: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     while True:
         x = torch.randn(8, 6, generator=gen)
         yield x, (x.sum(1) > 0).long()
+
+
+def batches(rank: int, count: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    return [batch for batch, _ in zip(stream(rank), range(count), strict=False)]
+
+
+def collate(records: list[dict[str, Any]]) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.tensor([r["x"] for r in records]), torch.tensor([r["y"] for r in records])
+
+
+def tail_source(rank: int, out: Path, count: int) -> FileTailSource:
+    """``count`` batches of 8 records in ``OUT/data<r>/part.jsonl``, then the end marker."""
+    data = out / f"data{rank}"
+    data.mkdir()
+    lines = [
+        json.dumps({"x": x.tolist(), "y": int(y)})
+        for batch_x, batch_y in batches(rank, count)
+        for x, y in zip(batch_x, batch_y, strict=True)
+    ]
+    (data / "part.jsonl").write_text("".join(line + "\n" for line in lines))
+    (data / "_END").touch()
+    offsets = out / f"offsets{rank}.json"
+    return FileTailSource(data, batch_size=8, collate_fn=collate, offsets_path=offsets)
 
 
 def queue_stream(rank: int) -> QueueStream:
@@ -66,7 +92,7 @@ class Seen(Callback):
 
     def on_train_end(self, run_context: Any) -> None:
         cb = run_context.original_args()
-        self.result = {"step": cb.cur_step_num, "reason": cb.stop_reason}
+        self.result = {"step": cb.cur_step_num, "epoch": cb.cur_epoch_num, "reason": cb.stop_reason}
 
 
 def main(mode: str, out: Path) -> None:
@@ -78,10 +104,23 @@ def main(mode: str, out: Path) -> None:
     model = RecModel(ddp, torch.nn.CrossEntropyLoss(), torch.optim.SGD(ddp.parameters(), lr=0.1))
     seen = Seen(mode, rank, out)
     seconds = 0.5 if mode == "deadline" and rank == 0 else None
-    source = queue_stream(rank) if mode == "signal" else stream(rank)
-    model.online_train(source, callbacks=[seen], max_steps=SAFETY_STEPS, max_seconds=seconds)
+    source: Any = {
+        "signal": lambda: queue_stream(rank),
+        "uneven": lambda: iter(batches(rank, 7 + 5 * rank)),
+        "uneven_passes": lambda: batches(rank, 3 + 2 * rank),
+        "uneven_tail": lambda: tail_source(rank, out, 2 + 2 * rank),
+    }.get(mode, lambda: stream(rank))()
+    model.online_train(
+        source,
+        callbacks=[seen],
+        max_steps=10 if mode == "uneven_passes" else SAFETY_STEPS,
+        max_seconds=seconds,
+        uneven_streams=mode.startswith("uneven"),
+    )
     total = float(sum(p.detach().sum() for p in net.parameters()))
-    (out / f"rank{rank}.json").write_text(json.dumps({**seen.result, "weights": total}))
+    offsets = source.offsets if mode == "uneven_tail" else None
+    result = {**seen.result, "weights": total, "offsets": offsets}
+    (out / f"rank{rank}.json").write_text(json.dumps(result))
     dist.barrier()
     dist.destroy_process_group()
     sys.stdout.flush()

@@ -70,3 +70,29 @@ def test_sigterm_stops_every_rank_of_online_train_at_the_same_step(tmp_path: Pat
     wait for data): the ranks go on to the step where they agree."""
     sigterm_once_started(_command("signal", tmp_path), tmp_path, after=0.5)
     _check_stopped_together(_ranks(tmp_path), "signal")
+
+
+@pytest.mark.parametrize(
+    ("mode", "step", "epoch", "reason"),
+    [("uneven", 7, 1, "completed"), ("uneven_passes", 10, 4, "max_steps")],
+)
+def test_uneven_streams_end_every_rank_where_the_first_stream_ends(
+    tmp_path: Path, mode: str, step: int, epoch: int, reason: str
+) -> None:
+    """``uneven_streams=True``: one-shot streams of 7 and 12 batches stop both ranks after 7;
+    passes of 3 and 5 batches last 3 steps on both ranks, until ``max_steps``."""
+    first, second = _run(mode, tmp_path)
+    for rank in (first, second):
+        assert (rank["step"], rank["epoch"], rank["reason"]) == (step, epoch, reason)
+    assert first["weights"] == pytest.approx(second["weights"])
+
+
+def test_a_batch_read_after_another_ranks_stream_ended_is_not_committed(tmp_path: Path) -> None:
+    """Rank 1 reads its third batch before the ranks agree that rank 0's stream (2 batches)
+    has ended: that batch is not trained, so its source commits the first two only, and a
+    restart reads it again."""
+    first, second = _run("uneven_tail", tmp_path)
+    assert first["step"] == second["step"] == 2
+    for rank, seen in enumerate((first, second)):
+        lines = (tmp_path / f"data{rank}" / "part.jsonl").read_bytes().splitlines(keepends=True)
+        assert seen["offsets"] == {"part.jsonl": len(b"".join(lines[:16]))}

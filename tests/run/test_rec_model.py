@@ -114,6 +114,15 @@ def test_one_shot_iterator_that_ends_ends_training_normally() -> None:
     assert rec.params["stop_reason"] == "completed"
 
 
+def test_uneven_streams_in_one_process_changes_nothing() -> None:
+    """Without a process group there is no other rank to agree with: no collective runs."""
+    rec = Recorder()
+    stream = itertools.islice(_batches(), 6)
+    _model().online_train(stream, callbacks=[rec], sink_size=4, uneven_streams=True)
+    assert [c[2] for c in rec.hooks("step_end")] == [4, 6]
+    assert rec.params["stop_reason"] == "completed"
+
+
 def test_reiterable_source_is_reiterated_as_epochs() -> None:
     data = list(itertools.islice(_batches(), 4))
     rec = Recorder()
@@ -216,6 +225,7 @@ def test_bad_records_of_the_source_are_in_cb_params() -> None:
         ({"max_steps": 0}, ValueError, "max_steps expected a positive int"),
         ({"max_seconds": -1.0}, ValueError, "max_seconds expected a positive number"),
         ({"metric_window": 0}, ValueError, "metric_window expected a positive int"),
+        ({"uneven_streams": 1}, TypeError, "uneven_streams expected a bool, received: int"),
     ],
 )
 def test_config_errors(kwargs: dict, error: type, match: str) -> None:

@@ -10,10 +10,12 @@ cleanly:
 * SIGINT/SIGTERM (main thread): the current step finishes, end hooks run (final checkpoint,
   summaries flushed, lineage "stopped"); a second Ctrl-C aborts. A source marked
   ``interruptible = True`` with a thread-safe ``close()`` (``QueueStream``,
-  ``FileTailSource``) is closed on the signal, so a trainer blocked waiting for data stops too;
+  ``FileTailSource``) is closed on the signal in one process, so a trainer blocked waiting for
+  data stops too (under a process group the ranks stop where they agree);
 * ``max_steps`` training steps, or ``max_seconds`` seconds (checked after every step, or
   every sink unit in sink mode; a source that blocks waiting for data delays it);
-* the end of a one-shot iterator (a generator, a closed ``QueueStream``).
+* the end of a one-shot iterator (a generator, a closed ``QueueStream``); with
+  ``uneven_streams=True`` under a process group, the first end of any rank's stream.
 
 ``cb_params.stop_reason`` tells which: "requested", "signal", "max_steps", "max_seconds", or
 "completed" (the stream ended), or "error".
@@ -33,7 +35,8 @@ from trainledger.errors import DatasetError
 from trainledger.run.arguments import check_positive_int, check_sink_args
 from trainledger.run.batches import dataset_len
 from trainledger.run.callback import Callback, CallbackParams, RunContext
-from trainledger.run.distributed import is_distributed
+from trainledger.run.callback_manager import CallbackManager
+from trainledger.run.distributed import any_rank, is_distributed
 from trainledger.run.model import Model
 from trainledger.run.outputs import loss_of
 from trainledger.run.steploop import StepLoop, set_sampler_epoch
@@ -63,6 +66,7 @@ class RecModel(Model):
         max_seconds: float | None = None,
         metric_window: int = 1000,
         metric_every: int = 100,
+        uneven_streams: bool = False,
     ) -> None:
         """Train on ``train_dataset`` until it ends or a stop condition is met.
 
@@ -89,6 +93,8 @@ class RecModel(Model):
             metric_window: how many recent training batches the windowed metrics cover.
             metric_every: recompute the windowed metrics every this many steps (and at the
                 end of each epoch and of training).
+            uneven_streams: under a process group, ranks agree on every batch (one all-reduce
+                a step) so that all end the pass when any rank's stream ends.
 
         Windowed metrics: with ``metrics`` given to the model, each training batch's
         predictions, labels and loss are kept for the last ``metric_window`` batches, and
@@ -101,7 +107,7 @@ class RecModel(Model):
         work, unless ``eval_indexes`` locate (loss, predictions, label) in the outputs.
         """
         check_sink_args(dataset_sink_mode, sink_size)
-        self._check_online_args(train_dataset, max_steps, max_seconds)
+        self._check_online_args(train_dataset, max_steps, max_seconds, uneven_streams)
         window = self._make_window(metric_window, metric_every)
         sink = dataset_sink_mode
         manager = self._make_manager(callbacks)
@@ -119,19 +125,35 @@ class RecModel(Model):
         run_context = _OnlineRunContext(cb_params, train_dataset)
         self._prepare_run()
         self._train_network.train()
-        steps = self._step_loop(manager, run_context)
-        inputs = self._window_inputs if window is not None else None
-        commits = StreamCommits(train_dataset, cb_params, manager.callbacks)
-        loop = _OnlineLoop(steps, inputs, window, sink_size if sink else 1, sink, commits)
+        loop = self._online_loop(manager, run_context, window, sink_size, uneven_streams)
         self._capturing = window is not None and self._loss_fn is not None
         try:
             with self._stop_signals(run_context), manager:
                 with self._phase(manager, run_context, "on_train_begin", "on_train_end"):
                     loop.run(train_dataset, max_steps, max_seconds)
                     self._finish_train(cb_params, run_context)
-                commits.clean_end()  # only reached without an exception
+                loop.commits.clean_end()  # only reached without an exception
         finally:
             self._capturing, self._captured = False, (None, None)
+
+    def _online_loop(
+        self,
+        manager: CallbackManager,
+        run_context: RunContext,
+        window: WindowedMetrics | None,
+        sink_size: int,
+        uneven: bool,
+    ) -> _OnlineLoop:
+        """The passes and units of one ``online_train`` call, around its ``StepLoop``."""
+        cb_params = run_context.original_args()
+        return _OnlineLoop(
+            self._step_loop(manager, run_context),
+            self._window_inputs if window is not None else None,
+            window,
+            sink_size if cb_params["dataset_sink_mode"] else 1,
+            StreamCommits(cb_params["train_dataset"], cb_params, manager.callbacks),
+            uneven,
+        )
 
     _capturing: bool = False
     _captured: tuple[Any, Any] = (None, None)
@@ -156,6 +178,7 @@ class RecModel(Model):
         train_dataset: Any,
         max_steps: Any,
         max_seconds: Any,
+        uneven_streams: Any,
     ) -> None:
         if max_steps is not None:
             check_positive_int(max_steps, "max_steps")
@@ -166,6 +189,10 @@ class RecModel(Model):
         ):
             raise ValueError(
                 f"max_seconds expected a positive number or None, received: {max_seconds!r}"
+            )
+        if not isinstance(uneven_streams, bool):
+            raise TypeError(
+                f"uneven_streams expected a bool, received: {type(uneven_streams).__name__}"
             )
         if (
             train_dataset is None
@@ -227,8 +254,8 @@ class _OnlineLoop:
         window_inputs: Callable[[Any], tuple[Any, Any, Any]] | None,
         window: WindowedMetrics | None,
         unit: int,
-        sink: bool,
         commits: StreamCommits,
+        uneven: bool,
     ) -> None:
         self.steps = steps
         self.commits = commits
@@ -238,8 +265,9 @@ class _OnlineLoop:
         self.window_inputs = window_inputs
         self.window = window
         self.unit = unit
-        self.sink = sink
+        self.sink = steps.cb_params["dataset_sink_mode"]
         self.distributed = steps.distributed
+        self.agreed = uneven and steps.distributed  # on every batch (_AgreedBatches)
 
     def run(self, dataset: Iterable[Any], max_steps: int | None, max_seconds: float | None) -> None:
         cb_params, run_context = self.cb_params, self.run_context
@@ -251,6 +279,8 @@ class _OnlineLoop:
                 return
             set_sampler_epoch(dataset, cb_params.cur_epoch_num)  # the coming pass, 0-based
             it = iter(dataset)
+            if self.agreed:
+                it = _AgreedBatches(it, self.commits)
             first = next(it, _END)
             if first is _END:
                 cb_params.bad_records = _bad_records(dataset)
@@ -336,6 +366,27 @@ class _OnlineLoop:
         if results:
             self.cb_params.window_metrics = dict(results)
             self.cb_params.eval_results = dict(results)
+
+
+class _AgreedBatches:
+    """A rank's batches while every rank has one: the ranks agree on each (one all-reduce),
+    and all end the pass at the first rank whose stream has ended. A batch another rank read
+    meanwhile is not trained, nor acknowledged to a resumable source."""
+
+    def __init__(self, it: Iterator[Any], commits: StreamCommits) -> None:
+        self._it, self._commits = it, commits
+
+    def __iter__(self) -> _AgreedBatches:
+        return self
+
+    def __next__(self) -> Any:
+        marks = self._commits.marks()
+        batch = next(self._it, _END)
+        if any_rank(batch is _END):
+            if batch is not _END:
+                self._commits.unread(marks)
+            raise StopIteration
+        return batch
 
 
 def _online_fields(

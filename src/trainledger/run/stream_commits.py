@@ -40,6 +40,7 @@ class StreamCommits:
         self.checkpointed = any(getattr(cb, "writes_checkpoints", False) for cb in callbacks)
         self._history: deque[tuple[int, Any]] = deque(maxlen=_HISTORY)
         self._saved_step = cb_params.get("last_save_ckpt_step")
+        self._read_upto: Any = None  # marks to acknowledge at a clean end (None: all read)
         if self.source is not None and self.checkpointed:
             hold = getattr(source, "hold_commits", None)
             if callable(hold):
@@ -67,11 +68,22 @@ class StreamCommits:
             path = self.cb_params.get("latest_ckpt_file")
             self.source.acknowledge(marks, checkpoint=path)  # type: ignore[union-attr]
 
+    def marks(self) -> Any:
+        """The source's marks of what it handed out so far (None without a resumable source),
+        to give back to ``unread`` if the batch read next is not trained."""
+        return None if self.source is None else self.source.snapshot()
+
+    def unread(self, marks: Any) -> None:
+        """What was read after ``marks`` will not be trained (the ranks stopped before it): a
+        clean end acknowledges up to ``marks`` only. (Checkpoint acknowledgements never
+        covered it: their snapshots are taken after steps.)"""
+        self._read_upto = marks
+
     def clean_end(self) -> None:
         """Training stopped cleanly (the end hooks ran): commit what that makes durable."""
         if self.source is None:
             return
         if not self.checkpointed:
-            self.source.acknowledge()
+            self.source.acknowledge(self._read_upto)
         elif self.cb_params.get("last_save_ckpt_step") != self._saved_step:
             self._acknowledge_checkpoint()  # the final checkpoint, saved by on_train_end
