@@ -134,7 +134,7 @@ class StepLoop:
         begin, end = self.hooks_begin, self.hooks_end
         hooked = begin or end or self.manager.watches_steps
         call, end_fns, lean_fns = self.manager.call, self._end_fns, self._lean_fns
-        due = self._next_due()  # -inf when no callback names its steps: every hook, every step
+        due = self._next_due()  # -inf when no callback names its steps (lean_fns is end_fns)
         move, train_step, inline_parts = self.move, self.train_step, self.inline_parts
         distributed, agreed_stop = self.distributed, self.stop_requested
         self._since_sync = 0
@@ -177,7 +177,7 @@ class StepLoop:
                         cb_params["net_outputs"] = outputs
                 if end:  # step_end's loop, inline: one Python frame less per step
                     fns = end_fns  # or, before a named step, at a finite loss: the others'
-                    if plain and cb_params["cur_step_num"] < due:
+                    if plain and lean_fns is not end_fns and cb_params["cur_step_num"] < due:
                         loss = outputs.tolist()
                         if type(loss) is float and -inf < loss < inf:
                             fns = lean_fns
