@@ -26,11 +26,10 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def s3_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    pytest.importorskip("moto", reason="moto[server] is a dev dependency (make install)")
+def start_moto(home: Path) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
+    """A moto server on a free port of 127.0.0.1, answering; and the variables that point
+    botocore at it (its log in ``home/moto.log``)."""
     port = _free_port()
-    home = tmp_path_factory.mktemp("aws")
     env = {
         "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
         "AWS_ACCESS_KEY_ID": "testing",
@@ -39,35 +38,46 @@ def s3_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
         "AWS_CONFIG_FILE": str(home / "config"),
         "AWS_SHARED_CREDENTIALS_FILE": str(home / "credentials"),
     }
-    log = open(home / "moto.log", "wb")  # noqa: SIM115 - closed below, after the server
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    with open(home / "moto.log", "wb") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(env["AWS_ENDPOINT_URL"], timeout=1).close()
+            return server, env
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                stop_moto(server)
+                raise RuntimeError(
+                    f"moto server did not start: {(home / 'moto.log').read_text()[-2000:]}"
+                ) from None
+            time.sleep(0.1)
+
+
+def stop_moto(server: subprocess.Popen[bytes]) -> None:
+    server.terminate()
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(env["AWS_ENDPOINT_URL"], timeout=1).close()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"moto server did not start: {(home / 'moto.log').read_text()[-2000:]}"
-                    ) from None
-                time.sleep(0.1)
+        server.wait(10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait(10)
+
+
+@pytest.fixture(scope="session")
+def s3_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    pytest.importorskip("moto", reason="moto[server] is a dev dependency (make install)")
+    server, env = start_moto(tmp_path_factory.mktemp("aws"))
+    try:
         with pytest.MonkeyPatch.context() as mp:
             for key, value in env.items():
                 mp.setenv(key, value)
             yield env
     finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+        stop_moto(server)
 
 
 @pytest.fixture
@@ -94,4 +104,4 @@ def objects(bucket: str, prefix: str = "") -> dict[str, bytes]:
     return out
 
 
-__all__ = ["s3_env", "s3_bucket", "objects"]
+__all__ = ["s3_env", "s3_bucket", "objects", "start_moto", "stop_moto"]

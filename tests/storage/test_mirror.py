@@ -23,13 +23,15 @@ from trainledger.callbacks import EvalLineage, ModelCheckpoint, SummaryCollector
 from trainledger.errors import UnsupportedLocationError
 from trainledger.query import filter_summary_lineage, get_summary_lineage
 from trainledger.run import Model
-from trainledger.storage.mirror import UploadMirror, close_mirrors, sync_down
+from trainledger.storage.cache import sync_down
+from trainledger.storage.mirror import UploadMirror
 from trainledger.storage.objects import (
     ObjectLocation,
     ObjectStore,
     check_location,
     is_object_url,
 )
+from trainledger.storage.staging import close_mirrors
 from trainledger.summary import SummaryRecord, read_scalars
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,8 +74,14 @@ def test_upload_mirror_sends_changed_files_and_skips_temp_files(
     assert mirror.sync() == 0  # nothing changed, nothing sent
     time.sleep(0.01)
     (local / "a.txt").write_bytes(b"one two")
-    (local / "ckpt" / "m-1_2.ckpt").unlink()  # retention removed it
-    assert mirror.sync() == 2
+    (local / "ckpt" / "m-1_2.ckpt").unlink()  # gone locally, no writer asked: kept remotely
+    assert mirror.sync() == 1
+    assert objects(s3_bucket) == {
+        "runs/r0/a.txt": b"one two",
+        "runs/r0/ckpt/m-1_2.ckpt": b"w" * 1000,
+    }
+    mirror.request_delete("ckpt/m-1_2.ckpt")  # what retention does (remove_written)
+    assert mirror.sync() == 1
     assert objects(s3_bucket) == {"runs/r0/a.txt": b"one two"}
 
 

@@ -30,7 +30,6 @@ import copy
 import json
 import logging
 import os
-import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -48,7 +47,7 @@ from trainledger.callbacks.landscape_math import (
 from trainledger.callbacks.landscape_meta import check_metadata, first_samples, load_snapshot
 from trainledger.callbacks.summary_options import check_landscape
 from trainledger.run import to_device
-from trainledger.storage import atomic_write_bytes
+from trainledger.storage import atomic_write_bytes, remove_written, writable_dir
 from trainledger.summary import SummaryRecord
 
 __all__ = ["SummaryLandscape"]
@@ -82,15 +81,16 @@ class SummaryLandscape:
             raise TypeError(
                 f"summary_dir expected a str or path, received: {type(summary_dir).__name__}"
             )
-        self._summary_dir = os.path.realpath(summary_dir)
+        self._summary_dir = os.path.realpath(writable_dir(summary_dir, "summary_dir"))
         self._ckpt_dir = os.path.join(self._summary_dir, CKPT_DIR)
         self._memory = memory_bytes
         self._seed = seed
         self._progress = sys.stderr.isatty() if show_progress is None else show_progress
 
     def clean_ckpt(self) -> None:
-        """Delete the weight snapshots and the metadata (``{summary_dir}/ckpt_dir``)."""
-        shutil.rmtree(self._ckpt_dir, ignore_errors=True)
+        """Delete the weight snapshots and the metadata (``{summary_dir}/ckpt_dir``), from
+        the object store too for a run in ``s3://``."""
+        remove_written(self._ckpt_dir)
 
     def gen_landscapes_with_multi_process(
         self,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from trainledger.storage import (
     checkpoint_file_name,
     fsync_dir,
     parse_checkpoint_name,
+    remove_written,
     scan_dir,
 )
 
@@ -267,9 +267,10 @@ class CheckpointManager:
 
 def remove_checkpoint(path: Path) -> None:
     """Delete a checkpoint file, or a sharded checkpoint's directory (``checkpoint.sharded``):
-    its manifest first, so a half-deleted directory is never taken for a complete one."""
+    its manifest first, so a half-deleted directory is never taken for a complete one. Through
+    ``remove_written``, so a checkpoint in ``s3://`` is deleted from the store too."""
+    if not os.path.lexists(path):
+        raise FileNotFoundError(f"no checkpoint at {path}")
     if path.is_dir() and not path.is_symlink():
         (path / "manifest.json").unlink(missing_ok=True)
-        shutil.rmtree(path)
-    else:
-        os.unlink(path)
+    remove_written(path)

@@ -46,7 +46,7 @@ from torch.futures import Future
 
 from trainledger.checkpoint.torch_adapter import decode_tree, encode_tree, unwrap_network
 from trainledger.errors import CheckpointFormatError
-from trainledger.storage import atomic_write, fsync_dir
+from trainledger.storage import atomic_write, fsync_dir, remove_written
 
 __all__ = [
     "FORMAT",
@@ -228,7 +228,7 @@ def save_sharded(
     if rank == 0:
         fsync_dir(temp)
         if final.exists():
-            shutil.rmtree(final)
+            remove_written(final)  # objects the new version no longer has leave the store too
         os.replace(temp, final)
         fsync_dir(final.parent)
     _barrier()  # no rank goes on (or reads it) before it is complete under its name

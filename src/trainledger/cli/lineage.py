@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from trainledger.cli.hints import cli_command
-from trainledger.cli.locations import index_option, user_location
+from trainledger.cli.locations import index_option, user_location, warn_unsynced
 from trainledger.cli.table import RUN_COLUMNS, format_value, render_table
 from trainledger.errors import LineageError, LineageFileNotFoundError
 from trainledger.lineage import Redaction, redact_object
@@ -119,6 +119,7 @@ def lineage(
             names = ", ".join([*FIELDS, *RUN_FIELDS])
             hint = f"\nfields: {names}, metric/<name>, user_defined/<name>"
         raise click.ClickException(f"{exc}{hint}") from exc
+    warn_unsynced(base)
     _check_named_columns(result, condition, columns)
     if fmt in ("json", "csv"):  # output meant to leave the machine: TRAINLEDGER_REDACT applies
         policy = Redaction.from_env()

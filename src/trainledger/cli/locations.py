@@ -14,7 +14,7 @@ import click
 from trainledger.errors import MissingExtraError, ObjectStoreError, UnsupportedLocationError
 from trainledger.storage import check_location, is_object_url, no_checkpoints, readable_dir
 
-__all__ = ["user_location", "local_copy", "keep_fresh", "index_option"]
+__all__ = ["user_location", "local_copy", "keep_fresh", "index_option", "warn_unsynced"]
 
 
 def _check_index(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -78,3 +78,22 @@ def keep_fresh(url: str, every: float) -> threading.Event:
 
     threading.Thread(target=loop, name=f"trainledger-refresh {url}", daemon=True).start()
     return stop
+
+
+def warn_unsynced(url: str) -> list[str]:
+    """Warn (on stderr) of the locations under the ``s3://`` ``url`` that a process on this
+    machine wrote and never finished uploading; returns their URLs ([] for a local path)."""
+    if not is_object_url(url):
+        return []
+    from trainledger.storage import staged_locations  # on use
+
+    stale = [s for s in staged_locations(under=url) if s.unsynced]
+    for staged in stale:
+        why = f": {staged.error}" if staged.error else " (its writer stopped before the end)"
+        click.secho(
+            f"warning: {staged.url} has files that did not reach the store{why}; they are "
+            f"staged in {staged.directory}; `trainledger sync` uploads them",
+            fg="yellow",
+            err=True,
+        )
+    return [s.url for s in stale]

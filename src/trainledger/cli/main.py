@@ -26,6 +26,7 @@ _COMMANDS: dict[str, str] = {
     "lineage": "trainledger.cli.lineage:lineage",
     "restore": "trainledger.cli.admin:restore",
     "show": "trainledger.cli.lineage:show",
+    "sync": "trainledger.cli.sync:sync",
     "ui": "trainledger.cli.ui:ui",
 }
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from trainledger.callbacks import EvalLineage, HParamsSession, TrainLineage
 from trainledger.lineage import distributed_info
-from trainledger.run import CallbackParams, RunContext
+from trainledger.run import CallbackParams, RunContext, finish_uploads
 from trainledger.storage import writable_dir
 from trainledger.summary import SummaryRecord
 
@@ -218,7 +218,9 @@ class RunRecorder:
 
     def end(self, exception: BaseException | None = None, stop_reason: str | None = None) -> None:
         """The run ends: train lineage and the final status ("failed" with an exception,
-        "stopped" for Ctrl-C or a requested stop, else "finished"); closes the summaries."""
+        "stopped" for Ctrl-C or a requested stop, else "finished"); closes the summaries and,
+        for a run in ``s3://``, uploads it (``ObjectStoreError`` when that fails). Each rank
+        uploads what it wrote; no barrier: the trainers end their ranks themselves."""
         if self.ended:
             return
         self.ended = True
@@ -235,6 +237,7 @@ class RunRecorder:
         if self.writes:  # after the summary file is closed (see HParamsSession)
             self._session.on_train_end(self._context)
             self._session.finish()
+        finish_uploads(ok=exception is None)
 
     def close(self) -> None:
         """Flush and close the summaries (idempotent)."""

@@ -48,7 +48,7 @@ from trainledger.lineage import (
     train_event,
     user_defined_event,
 )
-from trainledger.storage import atomic_write_bytes, list_lineage_files
+from trainledger.storage import atomic_write_bytes, list_lineage_files, remove_written
 from trainledger.summary import SummaryRecord, list_event_files
 
 __all__ = ["ImportReport", "import_mlflow", "MARKER", "RUN_DIR_PREFIX"]
@@ -220,7 +220,7 @@ def _remove_previous(run_dir: str, previous: dict[str, Any] | None) -> None:
     for name in names:
         path = os.path.join(run_dir, name)
         if os.path.isfile(path):
-            os.remove(path)
+            remove_written(path)
 
 
 def _read_marker(run_dir: str) -> dict[str, Any] | None:

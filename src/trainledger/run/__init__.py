@@ -18,6 +18,7 @@ _EXPORTS: dict[str, str] = {
     "RunContext": "trainledger.run.callback",
     "TRAIN_TO_OLD": "trainledger.run.callback",
     "CallbackManager": "trainledger.run.callback_manager",
+    "finish_uploads": "trainledger.run.callback_manager",
     "add_default_callback": "trainledger.run.defaults",
     "barrier": "trainledger.run.distributed",
     "is_main_rank": "trainledger.run.distributed",
@@ -38,6 +39,7 @@ __all__ = [
     "CallbackManager",
     "CallbackParams",
     "extract_loss",
+    "finish_uploads",
     "HOOKS",
     "is_main_rank",
     "loss_value",
@@ -59,7 +61,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.run import metrics
     from trainledger.run.batches import call_network, split_batch, to_device
     from trainledger.run.callback import HOOKS, TRAIN_TO_OLD, Callback, CallbackParams, RunContext
-    from trainledger.run.callback_manager import CallbackManager
+    from trainledger.run.callback_manager import CallbackManager, finish_uploads
     from trainledger.run.defaults import add_default_callback, stdout_is_tty
     from trainledger.run.distributed import barrier, is_main_rank, rank_and_world
     from trainledger.run.model import Model

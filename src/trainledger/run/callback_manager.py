@@ -17,6 +17,14 @@ Error policy (DESIGN.md convention 8), chosen so that writers always flush:
 * ``KeyboardInterrupt`` and ``SystemExit`` are never wrapped (callers catch them by type), but
   they take the same error path, so a second Ctrl-C still lets writers finish.
 
+The end of a run uploads what it wrote (``storage.flush_mirrors``): when ``train``/``fit``/
+``eval`` return, a run written to ``s3://`` is in the store. The upload runs after every
+callback's end hooks; when it fails, ``ObjectStoreError`` is raised (logged instead when the
+run is already failing). Under torchrun each rank uploads what it wrote itself (rank 0: the
+summaries, lineage and checkpoints; every rank: its shard of a sharded checkpoint), and a
+collective run (training) ends with a barrier, so no rank's ``fit()`` returns before every
+rank's upload is done.
+
 Speed: a hook that no callback overrides (neither the new name nor, for train hooks, the old
 name it falls back to) is skipped entirely, so an empty manager costs one dict lookup per call.
 """
@@ -29,10 +37,12 @@ from contextlib import ExitStack, contextmanager
 from types import TracebackType
 from typing import Any, NoReturn
 
-from trainledger.errors import CallbackError
+from trainledger.errors import CallbackError, ObjectStoreError
 from trainledger.run.callback import HOOKS, TRAIN_TO_OLD, Callback, RunContext
+from trainledger.run.distributed import barrier
+from trainledger.storage import flush_mirrors
 
-__all__ = ["CallbackManager", "as_callback_list", "hook_function"]
+__all__ = ["CallbackManager", "as_callback_list", "finish_uploads", "hook_function"]
 
 _log = logging.getLogger("trainledger.run")
 
@@ -65,7 +75,10 @@ class CallbackManager:
     ``TypeError`` naming the position and the type received.
     """
 
-    def __init__(self, callbacks: Callback | Iterable[Callback] | None = None) -> None:
+    def __init__(
+        self, callbacks: Callback | Iterable[Callback] | None = None, collective: bool = False
+    ) -> None:
+        self._collective = collective
         self._callbacks: list[Callback] = as_callback_list(callbacks)
         self._live = [cb for cb in self._callbacks if cb.rank_active]  # see Callback
         self._active: dict[str, list[tuple[Callback, HookFn]]] = {}
@@ -112,8 +125,13 @@ class CallbackManager:
         """Exit every callback (last entered first). Errors are never suppressed, even if a
         callback's ``__exit__`` returns True: a run that failed must not look complete."""
         stack, self._stack = self._stack, None
-        if stack is not None:
-            stack.__exit__(exc_type, exc, tb)
+        try:
+            if stack is not None:
+                stack.__exit__(exc_type, exc, tb)
+        except BaseException:
+            finish_uploads(ok=False, collective=False)
+            raise
+        finish_uploads(ok=exc is None, collective=self._collective)
 
     # --- fan-out -------------------------------------------------------------------------
     def call(self, hook: str, run_context: RunContext) -> None:
@@ -262,3 +280,20 @@ def as_callback_list(callbacks: Callback | Iterable[Callback] | None) -> list[Ca
                 f"received: {type(cb).__name__} ({cb!r:.80})"
             )
     return result
+
+
+def finish_uploads(ok: bool, collective: bool = False) -> None:
+    """Put what the run wrote into the object store before the run returns (module doc):
+    ``ObjectStoreError`` when that fails and ``ok`` (logged when the run failed already);
+    ``collective``: then wait for every rank."""
+    try:
+        flush_mirrors()
+    except ObjectStoreError as error:
+        if not ok:
+            _log.error("%s", error)
+            return
+        if collective:
+            barrier()
+        raise
+    if ok and collective:
+        barrier()

@@ -186,7 +186,7 @@ class Model:
         requests are ignored: an evaluation is always complete."""
         self._require_metrics("eval")
         check_dataset(valid_dataset, "valid_dataset", 1)
-        manager = self._make_manager(callbacks, progress=False)
+        manager = self._make_manager(callbacks, training=False)
         cb_params = CallbackParams(
             network=self._network, list_callback=manager.callbacks, exception=None
         )
@@ -322,14 +322,15 @@ class Model:
         )
 
     def _make_manager(
-        self, callbacks: Callback | Iterable[Callback] | None, progress: bool = True
+        self, callbacks: Callback | Iterable[Callback] | None, training: bool = True
     ) -> CallbackManager:
-        """Validated callbacks, plus the registered defaults (``run.defaults``: a
-        ``ProgressBar`` on a terminal) unless ``progress`` or ``show_progress`` is False."""
+        """Validated callbacks, plus for training the registered defaults (``run.defaults``: a
+        ``ProgressBar`` on a terminal, unless ``show_progress`` is False); training is
+        collective (every rank ends it together, ``CallbackManager``), an evaluation is not."""
         cbs = as_callback_list(callbacks)
-        if progress and self.show_progress:
+        if training and self.show_progress:
             cbs.extend(default_callbacks(cbs))
-        return CallbackManager(cbs)
+        return CallbackManager(cbs, collective=training)
 
     def _step_loop(self, manager: CallbackManager, run_context: RunContext) -> StepLoop:
         """The run's step loop, given this model's step as callables."""

@@ -1,6 +1,9 @@
 """The ground every store stands on: atomic writes and locks, record framing, the background
 writer, chunked parallel I/O, and the names of every file trainledger writes or recognises.
 
+It also holds object storage (``objects``, ``mirror``, ``staging``, ``cache``,
+``locations``): where a run bound for ``s3://`` is written and how it reaches the store.
+
 It imports nothing else of trainledger, so the summary, lineage, checkpoint, data and query
 packages share it without depending on each other.
 """
@@ -44,6 +47,8 @@ from trainledger.storage.naming import (
     INDEX_DIRNAME,
     INDEX_FILE,
     LINEAGE_SUFFIX,
+    OBJECTS_MANIFEST,
+    STAGING_STATE,
     TEMP_MARKER,
     CheckpointName,
     LineageFile,
@@ -71,8 +76,22 @@ from trainledger.storage.objects import (
 )
 from trainledger.storage.parallel import executor, helper_threads, run_chunks
 from trainledger.storage.redact import REDACT_ENV, REDACT_KINDS, digest8, redaction_kinds
+from trainledger.storage.staging import (
+    StagedLocation,
+    flush_mirrors,
+    remove_written,
+    staged_locations,
+    sync_staging,
+)
 
 __all__ = [
+    "OBJECTS_MANIFEST",
+    "STAGING_STATE",
+    "StagedLocation",
+    "flush_mirrors",
+    "remove_written",
+    "staged_locations",
+    "sync_staging",
     "ObjectLocation",
     "ObjectStore",
     "note_change",

@@ -1,7 +1,8 @@
 """Where a path given by a user is read or written: a local directory, or ``s3://`` through
-the mirror (``storage.mirror``). Every entry point that takes a run or base directory passes it
-through ``writable_dir`` or ``readable_dir``, so an ``s3://`` location works everywhere and any
-other ``scheme://`` is refused with one message instead of becoming a local folder ``gs:``.
+staging (``storage.staging``) and the download cache (``storage.cache``). Every entry point
+that takes a run or base directory passes it through ``writable_dir`` or ``readable_dir``, so
+an ``s3://`` location works everywhere and any other ``scheme://`` is refused with one message
+instead of becoming a local folder ``gs:``.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 from trainledger.errors import ObjectStoreError
-from trainledger.storage.mirror import cache_dir, staging_dir, staging_root, sync_down
+from trainledger.storage.cache import cache_dir, sync_down
 from trainledger.storage.objects import ObjectLocation, check_location, is_object_url
+from trainledger.storage.staging import staging_dir, staging_root
 
 __all__ = [
     "writable_dir",
@@ -29,7 +31,7 @@ READ_MAX_AGE = float(os.environ.get("TRAINLEDGER_OBJECT_MAX_AGE", "5"))
 
 def writable_dir(path: Any, what: str = "directory") -> Any:
     """The local directory a writer writes for ``path``: ``path`` itself, or for an ``s3://``
-    URL its staging directory, which a background mirror uploads (see ``storage.mirror``).
+    URL its staging directory, which a background mirror uploads (see ``storage.staging``).
     Anything but a str or path is returned as it is, for the caller's own type check."""
     if not isinstance(path, (str, os.PathLike)):
         return path

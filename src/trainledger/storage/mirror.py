@@ -1,84 +1,73 @@
-"""Keep a local directory and an object-store prefix in step, one whole object per file.
+"""Upload a local staging directory to an object-store prefix, one whole object per file.
 
-Writing (``UploadMirror``): every writer of a run (summaries, lineage, checkpoints) writes a
-local *staging* directory exactly as it writes any run directory, and a mirror thread uploads
-each file whose size or mtime changed, as one object, every ``interval`` seconds and once more
-when the mirror closes (``atexit`` closes every mirror ``staging_dir`` opened). Temp files are
-never uploaded, so a checkpoint appears in the store only after its local atomic rename and
-only once its upload is complete: the store never shows a partial object under a final name.
-A file that grows (an event file, a lineage file) is uploaded again whole; the object is
-replaced atomically, so a reader sees either the previous or the new version. A file the
-writers delete (checkpoint retention) is deleted from the store. What a killed writer can lose:
-the bytes written in its last ``interval`` seconds (default 2 s) plus an upload in flight; they
-stay in the staging directory, and the next mirror of the same location on that machine (the
-next process that writes there) uploads them.
+Every writer of a run (summaries, lineage, checkpoints) writes a local *staging* directory
+exactly as it writes any run directory (``storage.staging`` says where), and ``UploadMirror``
+uploads each file whose size or mtime changed, as one object. Temp files are never uploaded,
+so a checkpoint appears in the store only after its local atomic rename and only once its
+upload is complete: the store never shows a partial object under a final name.
 
-Reading (``sync_down``): a base or run under ``s3://`` is copied into a local cache directory,
-only the objects whose ETag changed since the last copy, and the local readers and the query
-index then work on the cache. A ``max_age`` skips the listing when the cache is younger, so
-the staleness of a remote base is bounded by ``max_age`` (plus the writers' ``interval``).
+Two rules keep the store safe from what happens to the local copy:
+
+- **No deletion by absence.** A file missing locally is never deleted remotely: someone may
+  have cleaned the staging directory. Remote objects are deleted only for a writer's explicit
+  request (``request_delete``, through ``storage.staging.remove_written``), and only if the
+  file is still absent locally when the request is carried out.
+- **Growing files by size and age.** A file already uploaded that changed again is sent on a
+  background pass only when its last upload is at least ``interval * max(1, size / 8 MiB)``
+  seconds old: a 100 MB event file goes up every 25 s at the default 2 s interval, not every
+  2 s (about 4 MB/s for a file that grows for ever). A final pass sends everything now.
+
+Each staging directory holds its state (``naming.STAGING_STATE``): the URL, the writing
+process, and ``writing``, ``synced`` or ``failed``, so ``trainledger sync`` and the readers can
+tell a directory whose files never reached the store.
 """
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import json
 import logging
 import os
+import socket
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from trainledger.storage.atomic import atomic_write_bytes
-from trainledger.storage.naming import INDEX_DIRNAME, is_temp_name
-from trainledger.storage.objects import ObjectInfo, ObjectLocation, ObjectStore
+from trainledger.storage.naming import INDEX_DIRNAME, OBJECTS_MANIFEST, STAGING_STATE, is_temp_name
+from trainledger.storage.objects import ObjectLocation, ObjectStore
 
-__all__ = [
-    "UploadMirror",
-    "staging_dir",
-    "close_mirrors",
-    "sync_down",
-    "cache_dir",
-    "staging_root",
-    "MANIFEST_NAME",
-]
+__all__ = ["UploadMirror", "GROWTH_BYTES", "read_state", "user_root", "local_for", "skipped"]
 
 _log = logging.getLogger(__name__)
-#: the cache's record of which object version each local file is (ETag per relative path)
-MANIFEST_NAME = ".trainledger-objects.json"
 _PART_MARK = ".part-"
+#: a changed file waits ``interval`` seconds more per this many bytes before it is sent again
+GROWTH_BYTES = 8 * 2**20
 
 
-def _root(env: str, *tail: str) -> Path:
+def user_root(env: str, *tail: str) -> Path:
+    """``$env``, or ``$XDG_CACHE_HOME/trainledger/<tail>`` (default ``~/.cache``)."""
     base = os.environ.get(env)
     if base:
         return Path(base)
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache", "trainledger", *tail)
 
 
-def _local_for(root: Path, loc: ObjectLocation) -> str:
+def local_for(root: Path, loc: ObjectLocation) -> str:
+    """The local directory of ``loc`` under ``root``: ``root/bucket/key...``."""
     return str(root.joinpath(loc.bucket, *loc.key.split("/")) if loc.key else root / loc.bucket)
 
 
-def staging_root() -> str:
-    """Where staging directories live (``$TRAINLEDGER_STAGING_DIR`` or ~/.cache/...)."""
-    return str(_root("TRAINLEDGER_STAGING_DIR", "staging"))
-
-
-def cache_dir(loc: ObjectLocation) -> str:
-    """Where ``sync_down`` copies ``loc`` (``$TRAINLEDGER_CACHE_DIR`` or ~/.cache/trainledger)."""
-    return _local_for(_root("TRAINLEDGER_CACHE_DIR", "objects"), loc)
-
-
-def _skipped(rel: str) -> bool:
+def skipped(rel: str) -> bool:
+    """Files never mirrored either way: temp files, locks, downloads in progress, the object
+    bookkeeping files and the query index."""
     name = rel.rsplit("/", 1)[-1]
     return (
         is_temp_name(name)
         or name.endswith(".lock")
         or _PART_MARK in name
-        or name == MANIFEST_NAME
+        or name in (OBJECTS_MANIFEST, STAGING_STATE)
         or rel.split("/", 1)[0] == INDEX_DIRNAME
     )
 
@@ -92,21 +81,32 @@ def _md5(path: str) -> str:
 
 
 def _local_files(directory: str) -> dict[str, tuple[int, int]]:
-    """Relative path -> (size, mtime_ns) of every file worth mirroring."""
+    """Relative path -> (size, mtime_ns) of every regular file worth mirroring."""
     out: dict[str, tuple[int, int]] = {}
     for parent, dirs, files in os.walk(directory):
         dirs[:] = [d for d in dirs if d != INDEX_DIRNAME]
         for name in files:
             path = os.path.join(parent, name)
             rel = os.path.relpath(path, directory).replace(os.sep, "/")
-            if _skipped(rel):
+            if skipped(rel):
                 continue
             try:
                 st = os.stat(path)
             except FileNotFoundError:  # deleted while we walked
                 continue
-            out[rel] = (st.st_size, st.st_mtime_ns)
+            if os.path.isfile(path):
+                out[rel] = (st.st_size, st.st_mtime_ns)
     return out
+
+
+def read_state(directory: str) -> dict[str, Any] | None:
+    """A staging directory's state record, or None where there is none (or it is damaged)."""
+    try:
+        with open(os.path.join(directory, STAGING_STATE), encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("url"), str) else None
 
 
 class UploadMirror:
@@ -131,17 +131,45 @@ class UploadMirror:
         self.store = store or ObjectStore()
         self.interval = float(interval)
         self._sent: dict[str, tuple[int, int]] = {}
+        self._sent_at: dict[str, float] = {}
+        self._deletes: set[str] = set()
+        self._delete_lock = threading.Lock()
         self._pass_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._primed = False
+        self._state = ""
         self.last_error: BaseException | None = None
+
+    def mark(self, state: str, error: str | None = None) -> None:
+        """Record ``writing``, ``synced`` or ``failed`` in the directory's state file."""
+        record = {
+            "url": self.remote.url,
+            "state": state,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "time": time.time(),
+            "error": error,
+        }
+        try:
+            atomic_write_bytes(
+                os.path.join(self.local_dir, STAGING_STATE), json.dumps(record).encode()
+            )
+            self._state = state
+        except OSError as exc:  # the state is advice; the files themselves are what matter
+            _log.warning("could not record the staging state of %s: %s", self.local_dir, exc)
+
+    def request_delete(self, rel: str) -> None:
+        """Delete the objects of ``rel`` (a file, or a directory's files) on the next pass,
+        if ``rel`` is still absent locally then."""
+        with self._delete_lock:
+            self._deletes.add(rel.replace(os.sep, "/").strip("/"))
 
     def _prime(self) -> None:
         """Files the store already holds are not sent again: same MD5 as a single-part
         object's ETag, or (multipart) same size and uploaded after the file last changed."""
-        self._primed = True
         listing = self.store.list(self.remote)
+        self._primed = True
         for rel, (size, mtime_ns) in _local_files(self.local_dir).items():
             info = listing.get(rel)
             if info is None or info.size != size:
@@ -153,30 +181,61 @@ class UploadMirror:
             if same:
                 self._sent[rel] = (size, mtime_ns)
 
-    def sync(self) -> int:
-        """One pass: upload new and changed files, delete vanished ones; return the count."""
+    def _due(self, rel: str, sig: tuple[int, int], now: float, final: bool) -> bool:
+        if self._sent.get(rel) == sig:
+            return False
+        last = self._sent_at.get(rel)
+        if final or last is None:
+            return True
+        return now - last >= self.interval * max(1.0, sig[0] / GROWTH_BYTES)
+
+    def sync(self, final: bool = True) -> int:
+        """One pass: upload new and changed files (growing ones by the size-and-age rule
+        unless ``final``), carry out delete requests; return how many objects changed."""
         with self._pass_lock:
             if not self._primed:
                 self._prime()
-            now = _local_files(self.local_dir)
+            present = _local_files(self.local_dir)
+            now = time.monotonic()
             changed = 0
-            for rel, sig in sorted(now.items()):
-                if self._sent.get(rel) == sig:
+            for rel, sig in sorted(present.items()):
+                if not self._due(rel, sig, now, final):
                     continue
+                if self._state == "synced":
+                    self.mark("writing")
                 try:
                     self.store.put_file(os.path.join(self.local_dir, rel), self.remote.child(rel))
                 except FileNotFoundError:  # renamed or deleted meanwhile: the next pass sees it
                     continue
                 self._sent[rel] = sig  # the signature from before the upload: a later write
-                changed += 1  # changes it, and the next pass sends the file again
-            for rel in [r for r in self._sent if r not in now]:
-                self.store.delete(self.remote.child(rel))
-                del self._sent[rel]
+                self._sent_at[rel] = time.monotonic()  # changes it, and a later pass sends it
                 changed += 1
-            return changed
+            return changed + self._apply_deletes(present)
+
+    def _apply_deletes(self, present: dict[str, tuple[int, int]]) -> int:
+        with self._delete_lock:
+            requests, self._deletes = self._deletes, set()
+        done = 0
+        try:
+            while requests:
+                rel = requests.pop()
+                under = rel + "/"
+                targets = {r for r in self._sent if r == rel or r.startswith(under)} | {rel}
+                for target in sorted(t for t in targets if t not in present):
+                    if target == rel and any(p.startswith(under) for p in present):
+                        continue  # a directory that exists again under the same name
+                    self.store.delete(self.remote.child(target))
+                    self._sent.pop(target, None)
+                    self._sent_at.pop(target, None)
+                    done += 1
+        except BaseException:
+            with self._delete_lock:  # keep what is left for the next pass
+                self._deletes |= requests | {rel}
+            raise
+        return done
 
     def start(self) -> UploadMirror:
-        """Run ``sync`` every ``interval`` seconds on a daemon thread until ``close``."""
+        """Run ``sync`` every ``interval`` seconds on a daemon thread until ``stop``."""
         if self._thread is None and self.interval > 0:
             self._thread = threading.Thread(
                 target=self._loop, name=f"trainledger-mirror {self.remote.url}", daemon=True
@@ -187,107 +246,20 @@ class UploadMirror:
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             try:
-                self.sync()
+                self.sync(final=False)
                 self.last_error = None
             except Exception as exc:  # keep mirroring; the final pass raises if still failing
                 self.last_error = exc
                 _log.warning("upload to %s failed, retrying: %s", self.remote.url, exc)
 
-    def close(self) -> None:
-        """Stop the thread and make a final pass (its error is raised)."""
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop the background thread (waiting at most ``timeout`` for a pass under way)."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(timeout)
             self._thread = None
+
+    def close(self) -> None:
+        """Stop the thread and make a final pass (its error is raised)."""
+        self.stop()
         self.sync()
-
-
-_MIRRORS: dict[tuple[int, str], UploadMirror] = {}
-_MIRRORS_LOCK = threading.Lock()
-
-
-def staging_dir(url: str, interval: float = 2.0, store: ObjectStore | None = None) -> str:
-    """The local directory to write for ``url``, with a mirror uploading it (one per process).
-
-    The directory is ``$TRAINLEDGER_STAGING_DIR`` (or ~/.cache/trainledger/staging) plus the
-    bucket and key; files left there by a killed process are uploaded by the next mirror.
-    """
-    loc = ObjectLocation.parse(url)
-    local = _local_for(Path(staging_root()), loc)
-    key = (os.getpid(), loc.url)
-    with _MIRRORS_LOCK:
-        if key not in _MIRRORS:
-            os.makedirs(local, exist_ok=True)
-            _MIRRORS[key] = UploadMirror(local, loc, store, interval).start()
-    return local
-
-
-def close_mirrors() -> None:
-    """Final pass of every mirror this process opened (runs at exit; errors are logged)."""
-    with _MIRRORS_LOCK:
-        mirrors = [m for (pid, _), m in _MIRRORS.items() if pid == os.getpid()]
-        _MIRRORS.clear()
-    for mirror in mirrors:
-        try:
-            mirror.close()
-        except Exception as exc:
-            _log.error("could not upload %s to %s: %s", mirror.local_dir, mirror.remote.url, exc)
-
-
-atexit.register(close_mirrors)
-
-
-def _read_manifest(path: str) -> dict[str, str]:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return {}
-    files = data.get("files") if isinstance(data, dict) else None
-    return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
-
-
-def sync_down(
-    url: str,
-    want: Callable[[str], bool] = lambda rel: True,
-    *,
-    local_dir: str | None = None,
-    max_age: float = 0.0,
-    store: ObjectStore | None = None,
-) -> str:
-    """Copy the objects under ``url`` that ``want`` (relative path -> bool) into a local
-    directory, only those changed since the last copy; return the directory.
-
-    Local files whose object is gone are deleted. With ``max_age`` > 0 a cache younger than
-    that many seconds is returned as it is, without listing the store.
-    """
-    loc = ObjectLocation.parse(url)
-    local = local_dir or cache_dir(loc)
-    manifest_path = os.path.join(local, MANIFEST_NAME)
-    if max_age > 0:
-        try:
-            if time.time() - os.stat(manifest_path).st_mtime < max_age:
-                return local
-        except FileNotFoundError:
-            pass
-    store = store or ObjectStore()
-    have = _read_manifest(manifest_path)
-    listing: dict[str, ObjectInfo] = {
-        rel: info for rel, info in store.list(loc).items() if want(rel) and not _skipped(rel)
-    }
-    os.makedirs(local, exist_ok=True)
-    for rel, info in sorted(listing.items()):
-        path = os.path.join(local, *rel.split("/"))
-        if have.get(rel) == info.etag and os.path.exists(path):
-            continue
-        store.get_file(loc.child(rel), path)
-        have[rel] = info.etag
-    for rel in [r for r in have if r not in listing]:
-        try:
-            os.unlink(os.path.join(local, *rel.split("/")))
-        except FileNotFoundError:
-            pass
-        del have[rel]
-    body = json.dumps({"source": loc.url, "files": have}, sort_keys=True).encode()
-    atomic_write_bytes(manifest_path, body)
-    return local

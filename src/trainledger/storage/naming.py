@@ -17,6 +17,9 @@ either are recognised:
 - checkpoints: ``<prefix>[_<N>]-<epoch>_<step>[_breakpoint].ckpt``; ``_<N>`` keeps a new run's
   files apart from an earlier run's of the same prefix (MindSpore's rule).
 - the index directory ``<base>/.trainledger`` with ``index.db`` and ``annotations.json``.
+- object storage (``storage.mirror``, ``storage.cache``): a download cache's record of object
+  versions ``.trainledger-objects.json``, a staging directory's state
+  ``.trainledger-staging.json``; neither is ever uploaded or downloaded.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ __all__ = [
     "CheckpointName",
     "INDEX_DIRNAME",
     "ARCHIVE_DIRNAME",
+    "OBJECTS_MANIFEST",
+    "STAGING_STATE",
     "AUDIT_FILE",
     "INDEX_FILE",
     "LINEAGE_SUFFIX",
@@ -55,6 +60,12 @@ __all__ = [
     "temp_name",
     "temp_writer_pid",
 ]
+
+# --- object storage ---------------------------------------------------------------------
+#: a download cache's record of which object version each local file is (ETag per path)
+OBJECTS_MANIFEST = ".trainledger-objects.json"
+#: a staging directory's state: its URL, its writer, and whether everything was uploaded
+STAGING_STATE = ".trainledger-staging.json"
 
 # --- temp files ---------------------------------------------------------------------------
 TEMP_MARKER = ".tl-tmp-"

@@ -11,6 +11,16 @@ variables, so MinIO, Ceph or a cloud's S3 API need no trainledger setting at all
 upload makes an object visible only when ``CompleteMultipartUpload`` succeeds, so a writer killed
 mid-upload leaves no partial object under a final name; small files go up in one ``PutObject``,
 which is atomic too. ``s3fs`` is imported only when a location is used (extra ``s3``).
+
+Every call is bounded in time (``docs/object-storage.md``, "Time limits"): a connect timeout
+(``TRAINLEDGER_OBJECT_CONNECT_TIMEOUT``, default 10 s), a read timeout
+(``TRAINLEDGER_OBJECT_READ_TIMEOUT``, 60 s) and at most ``TRAINLEDGER_OBJECT_ATTEMPTS`` (5)
+attempts with botocore's exponential backoff. PutObject is sent without ``Expect:
+100-continue``: aiohttp's wait for the ``100`` answer has no timeout, so a store that stops
+answering mid-upload would hang the writer forever.
+
+A listed key is trusted only after ``key_problem``: the bucket is written by other people, and
+a key like ``r1/../../../home/u/.bashrc`` must never name a local file outside a cache.
 """
 
 from __future__ import annotations
@@ -31,6 +41,8 @@ __all__ = [
     "location_scheme",
     "is_object_url",
     "check_location",
+    "key_problem",
+    "store_settings",
 ]
 
 #: URL schemes trainledger stores runs under; any other ``scheme://`` is refused
@@ -38,6 +50,59 @@ SUPPORTED_SCHEMES = ("s3",)
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 #: below this size an upload is one PutObject; above, multipart parts of this size
 MULTIPART_CHUNK = 16 * 2**20
+
+
+#: the longest name of one path component on the file systems we write (bytes)
+_MAX_NAME_BYTES = 255
+#: the longest relative key we take into a local directory (bytes; S3's own limit is 1,024)
+_MAX_KEY_BYTES = 1024
+
+
+def store_settings() -> dict[str, float]:
+    """The time limits of every store call, from the environment (see the module doc)."""
+
+    def number(name: str, default: float) -> float:
+        text = os.environ.get(name, "").strip()
+        try:
+            value = float(text) if text else default
+        except ValueError:
+            raise ValueError(f"{name} expected a number of seconds, received {text!r}") from None
+        if value <= 0:
+            raise ValueError(f"{name} expected a positive number, received {text!r}")
+        return value
+
+    return {
+        "connect_timeout": number("TRAINLEDGER_OBJECT_CONNECT_TIMEOUT", 10.0),
+        "read_timeout": number("TRAINLEDGER_OBJECT_READ_TIMEOUT", 60.0),
+        "attempts": max(1, int(number("TRAINLEDGER_OBJECT_ATTEMPTS", 5))),
+        "deadline": number("TRAINLEDGER_OBJECT_DEADLINE", 300.0),
+    }
+
+
+def key_problem(rel: str) -> str | None:
+    """Why the listed key ``rel`` (relative to a prefix) cannot be a local file, or None.
+
+    Refused: empty segments (absolute keys, ``a//b``, folder markers ``a/``), ``.`` and
+    ``..`` segments, backslashes, NUL, and names
+    longer than a file system takes. Callers also check the joined path stays inside the
+    directory (``storage.cache``): this is the first of two walls.
+    """
+    if not rel:
+        return "an empty name"
+    if "\\" in rel:
+        return "a backslash"
+    if "\0" in rel:
+        return "a NUL character"
+    parts = rel.split("/")
+    if any(p == "" for p in parts):
+        return "an empty path segment (a folder marker, or a leading or double '/')"
+    if any(p in (".", "..") for p in parts):
+        return "a '.' or '..' segment"
+    if len(rel.encode("utf-8", "surrogatepass")) > _MAX_KEY_BYTES or any(
+        len(p.encode("utf-8", "surrogatepass")) > _MAX_NAME_BYTES for p in parts
+    ):
+        return "a name too long for a local file"
+    return None
 
 
 def location_scheme(path: object) -> str | None:
@@ -132,19 +197,51 @@ class ObjectStore:
                 raise MissingExtraError(
                     "s3:// locations need the 's3' extra: pip install 'trainledger[s3]'"
                 ) from exc
+            limits = store_settings()
             # no listing cache: a mirror must see what other writers did since its last look
-            self._fs = s3fs.S3FileSystem(skip_instance_cache=True, use_listings_cache=False)
+            fs = s3fs.S3FileSystem(
+                skip_instance_cache=True,
+                use_listings_cache=False,
+                config_kwargs={
+                    "connect_timeout": limits["connect_timeout"],
+                    "read_timeout": limits["read_timeout"],
+                    "retries": {"max_attempts": int(limits["attempts"]), "mode": "standard"},
+                },
+            )
+            fs.retries = 1  # botocore retries (with backoff): s3fs's own loop would multiply them
+            fs.connect()
+            fs.s3.meta.events.register_last("before-call.s3", _no_expect_continue)
+            self._fs = fs
         return self._fs
 
     def _path(self, loc: ObjectLocation) -> str:
         return f"{loc.bucket}/{loc.key}"
 
+    def check_bucket(self, loc: ObjectLocation) -> None:
+        """Raise ``ObjectStoreError`` unless ``loc``'s bucket exists and answers: a run learns
+        of a wrong bucket name or missing credentials before it trains, not at its end."""
+        try:
+            self.fs.call_s3("head_bucket", Bucket=loc.bucket)
+        except FileNotFoundError:
+            raise ObjectStoreError(
+                f"expected an existing bucket for {loc.url}, received: bucket "
+                f"{loc.bucket!r} does not exist (create it first)"
+            ) from None
+        except Exception as exc:
+            raise ObjectStoreError(f"could not reach the bucket of {loc.url}: {exc}") from exc
+
     def put_file(self, local: str, loc: ObjectLocation) -> None:
-        """Upload ``local`` as one object; visible only once complete (PutObject or multipart)."""
+        """Upload ``local`` as one object; visible only once complete (PutObject or multipart).
+
+        ``FileNotFoundError`` means the local file vanished (the next pass sees why); a bucket
+        that vanished is an ``ObjectStoreError`` (s3fs reports both as ``FileNotFoundError``).
+        """
         try:
             self.fs.put_file(local, self._path(loc), chunksize=MULTIPART_CHUNK)
-        except FileNotFoundError:
-            raise
+        except FileNotFoundError as exc:
+            if not os.path.exists(local):
+                raise
+            raise ObjectStoreError(f"could not upload {local!r} to {loc.url}: {exc}") from exc
         except Exception as exc:
             raise ObjectStoreError(f"could not upload {local!r} to {loc.url}: {exc}") from exc
 
@@ -177,8 +274,8 @@ class ObjectStore:
         root = f"{prefix.bucket}/{prefix.key}".rstrip("/")
         try:
             found = self.fs.find(root, detail=True)
-        except FileNotFoundError:
-            return {}
+        except FileNotFoundError as exc:  # s3fs: no such bucket (an empty prefix lists as {})
+            raise ObjectStoreError(f"could not list {prefix.url}: {exc}") from exc
         except Exception as exc:
             raise ObjectStoreError(f"could not list {prefix.url}: {exc}") from exc
         out: dict[str, ObjectInfo] = {}
@@ -193,3 +290,8 @@ class ObjectStore:
                 mtime_ns = int(modified.timestamp() * 1e9) if hasattr(modified, "timestamp") else 0
                 out[rel] = ObjectInfo(int(info.get("size") or 0), etag, mtime_ns)
         return out
+
+
+def _no_expect_continue(params: dict[str, Any], **_: Any) -> None:
+    """Drop botocore's ``Expect: 100-continue`` (see the module doc: its wait never times out)."""
+    params.get("headers", {}).pop("Expect", None)

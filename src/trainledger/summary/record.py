@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from trainledger.errors import SummaryError
-from trainledger.storage import writable_dir
+from trainledger.storage import flush_mirrors, is_object_url, writable_dir
 from trainledger.summary import encoders, graph
 from trainledger.summary.checks import check_rows as _check_rows
 from trainledger.summary.checks import check_step as _check_step
@@ -139,6 +139,7 @@ class SummaryRecord:
             )
         self._export_options = process_export_options(export_options)
         self._log_dir = Path(writable_dir(log_dir, "log_dir"))
+        self._staged = is_object_url(log_dir)
         self._bins = histogram_bins
         self._raise = raise_exception
         file_writer = EventFileWriter(
@@ -339,7 +340,10 @@ class SummaryRecord:
         self._writer.flush(fsync)
 
     def close(self) -> None:
-        """Write what is left, fsync, close the file and stop the thread. Idempotent."""
+        """Write what is left, fsync, close the file and stop the thread. Idempotent.
+
+        A record opened on an ``s3://`` URL then uploads what it wrote, and raises
+        ``ObjectStoreError`` when that fails (the file stays in staging, ``trainledger sync``)."""
         if self._closed:
             return
         self._closed = True
@@ -348,6 +352,8 @@ class SummaryRecord:
             self._submit_batch()
         finally:
             self._writer.close()
+        if self._staged:
+            flush_mirrors()
 
     def __enter__(self) -> SummaryRecord:
         return self
