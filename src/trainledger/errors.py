@@ -28,6 +28,7 @@ and what was received; lower-level errors are chained with ``raise ... from``.
         ├── LineageSearchConditionParamError
         ├── LineageFileNotFoundError
         ├── LineageQuerySummaryDataError
+        │   └── IndexUnreachableError    the shared (PostgreSQL) index stayed unreachable
         └── LineageWriteError            the lineage writer could not write its file
 """
 
@@ -113,6 +114,11 @@ class LineageFileNotFoundError(LineageError, FileNotFoundError):
 
 class LineageQuerySummaryDataError(LineageError):
     """Lineage data could not be queried."""
+
+
+class IndexUnreachableError(LineageQuerySummaryDataError):
+    """The shared lineage index (PostgreSQL) did not answer within its retry window: a
+    service outage, not a bad query (the web UI answers 503)."""
 
 
 class LineageWriteError(LineageError, OSError):

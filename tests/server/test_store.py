@@ -143,3 +143,32 @@ def test_two_servers_on_one_postgresql_index_see_each_others_annotations(
     finally:
         a.close()
         b.close()
+
+
+def test_a_postgresql_outage_answers_503_naming_the_index(
+    tmp_path: Path, pg_server: Any, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The UI over a shared index whose server is stopped: 503 saying which backend, not a
+    400 that blames the request (the retry window shortened to a second)."""
+    from fastapi.testclient import TestClient
+
+    from trainledger.server import create_app
+
+    base = make_base(tmp_path / "runs", n=2, scalars=0)
+    store = EngineStore(
+        base, rescan_interval=0.0, stale_after=0.0, background_rescan=False, index=pg_url
+    )
+    client = TestClient(create_app(base, store=store))
+    monkeypatch.setenv("TRAINLEDGER_INDEX_RETRY_SECONDS", "1")
+    try:
+        assert client.post("/api/v1/runs", json={}).status_code == 200
+        pg_server.ctl("stop", "-m", "fast")
+        try:
+            answer = client.post("/api/v1/runs", json={"sorted_name": "tag"})
+        finally:
+            pg_server.ctl("start", "-l", f"{pg_server.datadir}/server.log")
+    finally:
+        store.close()
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["backend"] == "postgresql"
+    assert "unreachable" in answer.json()["detail"]

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any, TypeVar
 
-from trainledger.errors import LineageQuerySummaryDataError
+from trainledger.errors import IndexUnreachableError, LineageQuerySummaryDataError
 from trainledger.query import schema
 from trainledger.query.backend import IndexDb, redact_url
 from trainledger.query.schema import BIG
@@ -41,6 +41,7 @@ __all__ = ["PgDb", "bind_value", "schema_name"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+#: how long a lost server is retried before queries fail (``TRAINLEDGER_INDEX_RETRY_SECONDS``)
 RETRY_SECONDS = 60.0
 CONNECT_TIMEOUT = 10
 
@@ -237,7 +238,8 @@ class PgDb(IndexDb):
         import psycopg
         from psycopg import errors
 
-        end = time.monotonic() + RETRY_SECONDS
+        window = float(os.environ.get("TRAINLEDGER_INDEX_RETRY_SECONDS") or RETRY_SECONDS)
+        end = time.monotonic() + window
         delay = 0.05
         while True:
             try:
@@ -256,9 +258,9 @@ class PgDb(IndexDb):
                     raise
                 self._drop()
                 if time.monotonic() > end:
-                    raise LineageQuerySummaryDataError(
+                    raise IndexUnreachableError(
                         f"Query summary data error: the lineage index {self.where} stayed "
-                        f"unreachable for {RETRY_SECONDS:.0f} s ({self._say(exc)})."
+                        f"unreachable for {window:.0f} s ({self._say(exc)})."
                     ) from exc
                 log.info("lineage index %s: %s; reconnecting", self.where, self._say(exc))
                 time.sleep(delay * (0.5 + random.random()))

@@ -19,9 +19,11 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from trainledger.errors import (
+    IndexUnreachableError,
     LineageError,
     LineageFileNotFoundError,
     LineageParamSummaryPathError,
+    ObjectStoreError,
 )
 from trainledger.server.routes import admin, importance, media, meta, runs, scalars, structure
 from trainledger.server.run_store import EngineStore, RunStore
@@ -147,3 +149,15 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(LineageError)
     async def lineage_error(request: Request, exc: LineageError) -> JSONResponse:
         return JSONResponse(_detail(exc), 400)
+
+    # a backend that does not answer is an outage (503: retry later), never the client's fault
+    @app.exception_handler(ObjectStoreError)
+    async def store_down(request: Request, exc: ObjectStoreError) -> JSONResponse:
+        detail = f"the object store (S3) is unreachable or refused the request: {exc}"
+        return JSONResponse({"detail": detail, "error": type(exc).__name__, "backend": "s3"}, 503)
+
+    @app.exception_handler(IndexUnreachableError)
+    async def index_down(request: Request, exc: IndexUnreachableError) -> JSONResponse:
+        detail = f"the lineage index (PostgreSQL) is unreachable: {exc}"
+        body = {"detail": detail, "error": type(exc).__name__, "backend": "postgresql"}
+        return JSONResponse(body, 503)
