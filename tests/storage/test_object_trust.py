@@ -235,12 +235,34 @@ def test_a_store_that_stops_answering_fails_the_end_in_bounded_time_and_sync_rec
     assert time.monotonic() - began < 10
     assert [s.state for s in staged_locations()] == ["failed"]
     os.kill(stalled_store.pid, signal.SIGCONT)
+    _unsynced_runs_are_shown("s3://stall/runs", ["s3://stall/runs/r1"], tmp_path)
     close_mirrors()  # this process is done with it: its state is then the writer's last word
     done = CliRunner().invoke(cli, ["sync", str(tmp_path / "staging"), "--force"])
     assert done.exit_code == 0, done.output
     assert "synced  s3://stall/runs/r1" in done.output
     assert objects("stall") == {"runs/r1/a.txt": b"one"}
     assert [s.state for s in staged_locations()] == ["synced"]
+    _unsynced_runs_are_shown("s3://stall/runs", [], tmp_path)
+
+
+def _unsynced_runs_are_shown(base: str, urls: list[str], tmp_path: Path) -> None:
+    """`trainledger lineage` warns of them, and the UI's status lists them."""
+    from fastapi.testclient import TestClient
+
+    from trainledger.server import EngineStore, create_app
+
+    done = CliRunner().invoke(cli, ["lineage", base])
+    for url in urls:
+        assert f"warning: {url} has files that did not reach the store" in done.output
+    assert ("did not reach the store" in done.output) == bool(urls), done.output
+    local = tmp_path / "ui-base"
+    local.mkdir(exist_ok=True)
+    store = EngineStore(local, background_rescan=False, remote=base)
+    try:
+        status = TestClient(create_app(local, store=store)).get("/api/v1/status").json()
+    finally:
+        store.close()
+    assert status["unsynced"] == urls
 
 
 def test_growing_files_are_sent_again_by_size_and_age(s3_bucket: str, tmp_path: Path) -> None:

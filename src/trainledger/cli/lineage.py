@@ -98,6 +98,7 @@ def lineage(
     """Filter, sort and page the lineage of the runs under BASE."""
     from trainledger.query import FIELDS, RUN_FIELDS, filter_summary_lineage, parse_where
 
+    warn_unsynced(base)  # first: a run that never reached the store is missing below
     try:
         condition = parse_where(wheres, sort=sort, limit=limit, page=page)
         # a shell path like ../runs is the user's own: normalize it (the API rejects "..")
@@ -119,7 +120,6 @@ def lineage(
             names = ", ".join([*FIELDS, *RUN_FIELDS])
             hint = f"\nfields: {names}, metric/<name>, user_defined/<name>"
         raise click.ClickException(f"{exc}{hint}") from exc
-    warn_unsynced(base)
     _check_named_columns(result, condition, columns)
     if fmt in ("json", "csv"):  # output meant to leave the machine: TRAINLEDGER_REDACT applies
         policy = Redaction.from_env()

@@ -44,6 +44,11 @@ class Status(BaseModel):
     stamp: str = Field(description="Changes whenever runs appear or change; poll it.")
     token_required: bool
     role: str = Field(description="What this request's token may do: 'read' or 'write'.")
+    unsynced: list[str] = Field(
+        default_factory=list,
+        description="For an s3:// base: locations under it that a process on this machine "
+        "wrote and never finished uploading (`trainledger sync` uploads them).",
+    )
 
 
 class ColumnsResult(BaseModel):

@@ -210,8 +210,9 @@ class StagedLocation:
 
     @property
     def unsynced(self) -> bool:
-        """Files that may not be in the store, with no live writer to send them."""
-        return self.state != "synced" and not self.writer_alive
+        """Files that may not be in the store: a failed final upload, or a writer that
+        stopped before its end (a live writer still sends what it writes)."""
+        return self.state == "failed" or (self.state != "synced" and not self.writer_alive)
 
 
 def staged_locations(root: str | None = None, under: str | None = None) -> list[StagedLocation]:

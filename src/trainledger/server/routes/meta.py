@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -9,6 +10,7 @@ from fastapi import APIRouter, Depends, Request
 from trainledger.server import schemas
 from trainledger.server.routes import get_store, role_of
 from trainledger.server.run_store import RunStore
+from trainledger.storage import staged_locations
 from trainledger.version import __version__
 
 router = APIRouter(prefix="/api/v1", tags=["meta"])
@@ -26,4 +28,23 @@ def status(request: Request, store: Annotated[RunStore, Depends(get_store)]) -> 
         "stamp": stamp["stamp"],
         "token_required": request.app.state.token_required,
         "role": role_of(request),
+        "unsynced": _unsynced(request, store),
     }
+
+
+#: seconds a look at the staging directories is reused (the page polls every few seconds)
+UNSYNCED_TTL = 30.0
+
+
+def _unsynced(request: Request, store: RunStore) -> list[str]:
+    """The locations under an ``s3://`` base left unsynced on this machine (cached briefly)."""
+    remote = getattr(store, "remote", None)
+    if not remote:
+        return []
+    cached = getattr(request.app.state, "unsynced", None)
+    now = time.monotonic()
+    if cached is None or now - cached[0] > UNSYNCED_TTL:
+        found = [s.url for s in staged_locations(under=remote) if s.unsynced]
+        cached = (now, found)
+        request.app.state.unsynced = cached
+    return list(cached[1])

@@ -52,6 +52,11 @@ async function poll() {
     $("#base-name").textContent = status.base;
     $("#run-count").textContent = String(status.count);
     $("#live").classList.remove("off");
+    const unsynced = status.unsynced || [];
+    const chip = $("#unsynced");
+    chip.hidden = unsynced.length === 0;
+    chip.textContent = `${unsynced.length} not uploaded`;
+    chip.title = `Written on this machine and not in the store yet; run \`trainledger sync\`:\n${unsynced.join("\n")}`;
     if (stamp !== null && status.stamp !== stamp) {
       stamp = status.stamp;
       if (current.view === "lineage") await refreshLineage();
