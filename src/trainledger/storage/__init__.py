@@ -32,6 +32,7 @@ from trainledger.storage.framing import (
     read_records,
     read_varint,
 )
+from trainledger.storage.listing import run_files
 from trainledger.storage.locations import (
     READ_MAX_AGE,
     no_checkpoints,
@@ -149,6 +150,7 @@ __all__ = [
     "process_start_time",
     "read_records",
     "run_chunks",
+    "run_files",
     "safe_host",
     "scan_dir",
     "sweep_temp_files",

@@ -31,6 +31,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from trainledger.storage.listing import run_files
 from trainledger.storage.redact import machine_name
 
 __all__ = [
@@ -246,16 +247,8 @@ def list_lineage_files(run_dir: str | os.PathLike[str]) -> list[LineageFile]:
     Symlinks are skipped, as MindInsight skips them. A missing directory lists nothing.
     """
     out: list[LineageFile] = []
-    try:
-        entries = list(os.scandir(run_dir))
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
-        return out
-    for entry in entries:
-        if not is_lineage_file_name(entry.name):
-            continue
+    for entry in run_files(run_dir, is_lineage_file_name):
         try:
-            if entry.is_symlink() or not entry.is_file():
-                continue
             st = entry.stat()
         except OSError:
             continue  # vanished between listing and stat

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainledger.storage import file_timestamp, is_temp_name
+from trainledger.storage import file_timestamp, is_temp_name, run_files
 from trainledger.summary.media import HistogramEvent, ImageEvent, TensorEvent
 from trainledger.summary.proto import mindspore_summary_pb2 as ms
 
@@ -59,13 +59,7 @@ def list_mindspore_files(run_dir: str | os.PathLike[str]) -> list[Path]:
 
     Symlinks are ignored (a run directory's files are its own; a link may point anywhere).
     """
-    try:
-        entries = list(os.scandir(run_dir))
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
-        return []
-    files = [
-        e for e in entries if is_mindspore_summary_name(e.name) and e.is_file(follow_symlinks=False)
-    ]
+    files = run_files(run_dir, is_mindspore_summary_name)
     return [Path(e.path) for e in sorted(files, key=lambda e: (file_timestamp(e.name), e.name))]
 
 

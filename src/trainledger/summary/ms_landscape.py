@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from trainledger.storage import read_records, read_varint
+from trainledger.storage import read_records, read_varint, run_files
 
 __all__ = ["MS_SUFFIX", "list_ms_files", "read_ms_landscapes", "decode_loss_landscape"]
 
@@ -120,12 +120,10 @@ def decode_loss_landscape(tag: str, data: bytes) -> dict[str, Any]:
 
 
 def list_ms_files(run_dir: str | os.PathLike[str]) -> list[Path]:
-    """MindSpore summary files (``*summary*_MS``) directly in ``run_dir``, oldest first."""
-    try:
-        names = sorted(os.listdir(run_dir))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    return [Path(run_dir, n) for n in names if n.endswith(MS_SUFFIX) and "summary" in n]
+    """MindSpore summary files (``*summary*_MS``) directly in ``run_dir``, oldest first:
+    regular files only (``storage.run_files``: no FIFO, no symlink out of the base)."""
+    found = run_files(run_dir, lambda n: n.endswith(MS_SUFFIX) and "summary" in n)
+    return [Path(e.path) for e in sorted(found, key=lambda e: e.name)]
 
 
 def _values(record: bytes) -> Iterator[Fields]:

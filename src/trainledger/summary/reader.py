@@ -25,7 +25,7 @@ from typing import TypeVar
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from trainledger.storage import RecordReader, event_file_order, is_event_file_name
+from trainledger.storage import RecordReader, event_file_order, is_event_file_name, run_files
 from trainledger.summary import mindspore as msr
 from trainledger.summary.media import (
     HistogramEvent,
@@ -65,15 +65,7 @@ def list_event_files(run_dir: str | os.PathLike[str]) -> list[Path]:
     strings, so ``.10`` comes after ``.9``. Temp files, lineage files, symlinks and others are
     ignored.
     """
-    try:
-        entries = list(os.scandir(run_dir))
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
-        return []
-    files = [
-        Path(e.path)
-        for e in entries
-        if is_event_file_name(e.name) and e.is_file(follow_symlinks=False)
-    ]
+    files = [Path(e.path) for e in run_files(run_dir, is_event_file_name)]
     return sorted(files, key=lambda p: event_file_order(p.name))
 
 

@@ -1,0 +1,44 @@
+"""Files in a run directory that must not freeze or leak through the server: a FIFO named
+like a summary file (its ``open`` blocks for ever) and a symlink out of the base."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.server.conftest import client_for
+from trainledger.storage import list_lineage_files
+from trainledger.summary import list_event_files, list_mindspore_files
+from trainledger.summary.ms_landscape import list_ms_files
+
+
+def _plant(run: Path, outside: Path) -> None:
+    os.mkfifo(run / "x.summary.1795700000_MS")
+    os.mkfifo(run / "events.out.tfevents.1795700000.host.1.0")
+    os.mkfifo(run / "events.out.events.summary.1795700000.0.host.1.0_lineage")
+    secret = outside / "secret_MS"
+    secret.write_bytes(b"not yours")
+    os.symlink(secret, run / "y.summary.1795700001_MS")
+
+
+@pytest.mark.timeout(60)
+def test_fifos_and_links_are_never_listed_and_the_server_keeps_answering(
+    base: Path, tmp_path: Path
+) -> None:
+    run = sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith("."))[0]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    _plant(run, outside)
+    assert list_ms_files(run) == []
+    assert list_mindspore_files(run) == []
+    assert all("1795700000" not in p.name for p in list_event_files(run))
+    assert all("1795700000" not in f.name for f in list_lineage_files(run))
+    with client_for(base) as client:
+        for _ in range(3):  # each would have hung a worker thread before
+            answer = client.get(f"/api/v1/runs/{run.name}/landscapes")
+            assert answer.status_code == 200, answer.text
+        assert client.get(f"/api/v1/runs/{run.name}").status_code == 200
+        assert client.get(f"/api/v1/runs/{run.name}/scalars").status_code in (200, 404)
+        assert client.get("/api/v1/status").status_code == 200
