@@ -65,6 +65,27 @@ def ui_url(host: str, port: int, token: str | None = None) -> str:
     type=click.IntRange(0, 16),
     help="How many directory levels below BASE to look for runs.",
 )
+@click.option(
+    "--max-connections",
+    default=256,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="Open connections at most; beyond it the oldest idle one is closed.",
+)
+@click.option(
+    "--idle-timeout",
+    default=15.0,
+    show_default=True,
+    type=click.FloatRange(min=0.01),
+    help="Seconds an idle keep-alive connection is kept open.",
+)
+@click.option(
+    "--head-timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0.01),
+    help="Seconds a client has to send a whole request head.",
+)
 @index_option
 def ui(
     base: str,
@@ -75,14 +96,16 @@ def ui(
     extra_hosts: tuple[str, ...],
     open_browser: bool,
     max_depth: int,
+    max_connections: int,
+    idle_timeout: float,
+    head_timeout: float,
     index: str | None,
 ) -> None:
     """Browse, compare and export the runs under BASE in a web browser."""
     try:  # the [ui] extra: imported here so the rest of the CLI works without it
-        import uvicorn
-
         from trainledger.query import index_url, redact_url
         from trainledger.server import EngineStore, create_app
+        from trainledger.server.serving import serve
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise click.ClickException(
             f"the web UI needs the [ui] extra: pip install 'trainledger[ui]' ({exc})"
@@ -124,8 +147,14 @@ def ui(
     click.echo(f"trainledger ui: serving {base}{where} at {url}  (Ctrl+C to stop)")
     if open_browser:
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
-    config: dict[str, Any] = {"host": host, "port": port, "log_level": "warning"}
-    uvicorn.run(app, **config)
+    serve(
+        app,
+        host,
+        port,
+        idle_timeout=idle_timeout,
+        head_timeout=head_timeout,
+        max_connections=max_connections,
+    )
 
 
 def _check_port_free(host: str, port: int) -> None:

@@ -25,6 +25,7 @@ from trainledger.errors import (
     LineageParamSummaryPathError,
     ObjectStoreError,
 )
+from trainledger.server.limits import BodyLimit
 from trainledger.server.routes import admin, importance, media, meta, runs, scalars, structure
 from trainledger.server.run_store import EngineStore, RunStore
 from trainledger.server.security import (
@@ -103,6 +104,7 @@ def create_app(
         app.middleware("http")(token_middleware(tokens))
     if allowed_hosts is not None:  # added last: runs first, before the token check
         app.middleware("http")(host_middleware(frozenset(h.lower() for h in allowed_hosts)))
+    app.add_middleware(BodyLimit)  # innermost: after the host and token checks
     _add_error_handlers(app)
     app.include_router(meta.router)
     app.include_router(media.router)  # before runs: /runs/{run_id:path} would match these
