@@ -127,3 +127,22 @@ def test_idle_and_half_sent_connections_do_not_starve_a_real_server(base: Path) 
             sock.close()
         server.terminate()
         server.wait(20)
+
+
+def test_a_list_page_caps_long_strings_and_the_run_page_keeps_them(tmp_path: Path) -> None:
+    from tests.runs import write_run
+    from tests.server.conftest import client_for
+
+    big = "x" * 3_000_000
+    write_run(tmp_path, "r0", user={"notes": big, "short": "kept"})
+    with client_for(tmp_path) as client:
+        page = client.post("/api/v1/runs", json={})
+        row = page.json()["object"][0]
+        notes = row["model_lineage"]["user_defined"]["notes"]
+        assert notes.startswith("x" * 4096) and "[truncated: 3,000,000 characters" in notes
+        assert len(notes) < 4300 and row["model_lineage"]["user_defined"]["short"] == "kept"
+        assert len(page.content) < 20_000
+        full = client.get("/api/v1/runs/r0").json()
+        assert full["lineage"]["user_defined"]["notes"] == big
+        again = client.post("/api/v1/runs", json={}).json()["object"][0]  # cache untouched
+        assert again["model_lineage"]["user_defined"]["notes"] == notes

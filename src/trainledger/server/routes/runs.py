@@ -47,6 +47,28 @@ ConditionBody = Annotated[
 ]
 
 
+#: the most characters a string carries in a list page; the run page and the CSV keep it whole
+LIST_FIELD_CHARS = 4096
+
+
+def cap_long_values(value: Any) -> Any:
+    """``value`` with every string over ``LIST_FIELD_CHARS`` cut, ending in a visible marker
+    (a copy: the store's cached result is shared). A 150 MB ``user_defined`` string would
+    otherwise travel with every table page."""
+    if isinstance(value, str):
+        if len(value) <= LIST_FIELD_CHARS:
+            return value
+        return (
+            f"{value[:LIST_FIELD_CHARS]}… [truncated: {len(value):,} characters; the run page "
+            "and the CSV export hold the whole value]"
+        )
+    if isinstance(value, dict):
+        return {k: cap_long_values(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [cap_long_values(v) for v in value]
+    return value
+
+
 def _empty_result() -> dict[str, Any]:
     return {"customized": {}, "object": [], "count": 0}
 
@@ -73,8 +95,10 @@ def _unpaged(condition: dict[str, Any] | None) -> dict[str, Any]:
 def search_runs(
     store: StoreDep, condition: ConditionBody = None, where: WhereQuery = None
 ) -> dict[str, Any]:
-    """The body is a search condition; errors in it are 400 with the engine's message."""
-    return combined_search(store, condition, where)
+    """The body is a search condition; errors in it are 400 with the engine's message.
+    Strings over 4 KiB are cut with a visible marker (``cap_long_values``)."""
+    result = combined_search(store, condition, where)
+    return {**result, "object": [cap_long_values(row) for row in result["object"]]}
 
 
 @router.post(
