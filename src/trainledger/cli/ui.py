@@ -6,7 +6,6 @@ import socket
 import threading
 import webbrowser
 from pathlib import Path
-from typing import Any
 
 import click
 
