@@ -224,3 +224,12 @@ def test_reading_side_needs_no_torch(tmp_path: Path) -> None:
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_file_where_the_directory_should_be_is_named(tmp_path: Path) -> None:
+    from trainledger.errors import CheckpointWriteError
+
+    (tmp_path / "file").write_bytes(b"not a directory")
+    with pytest.raises(CheckpointWriteError, match=r"expected '.*file' to be a directory"):
+        save_checkpoint(torch.nn.Linear(2, 2), str(tmp_path / "file" / "sub" / "w.ckpt"))
+    assert (tmp_path / "file").read_bytes() == b"not a directory"

@@ -206,3 +206,30 @@ def test_random_damage_raises_only_checkpoint_errors(tmp_path: Path) -> None:
             except CheckpointFormatError:
                 continue
             assert source == "dtypes.ckpt", "a flip in a CRC-protected file went unnoticed"
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("dims", "match"),
+    [
+        ([2] * 100_000, "expected at most 64 dims, found 100000"),  # a 976 KB crafted file
+        ([10**9] * 60, "expected more than the file holds"),  # a product of 540 digits
+        ([3, 0, 10**18], "expected 0 bytes"),
+    ],
+    ids=["100000-dims", "huge-product", "zero-dim"],
+)
+def test_crafted_dims_are_a_format_error_without_big_integers(
+    tmp_path: Path, dims: list[int], match: str
+) -> None:
+    from trainledger.checkpoint.proto import mindspore_checkpoint_pb2 as ckpt_pb
+
+    message = ckpt_pb.Checkpoint()
+    value = message.value.add(tag="w")
+    value.tensor.dims.extend(dims)
+    value.tensor.tensor_type = "Float32"
+    value.tensor.tensor_content = b"\0" * 4
+    path = tmp_path / "crafted.ckpt"
+    path.write_bytes(message.SerializeToString())
+    with pytest.raises(CheckpointFormatError, match=match) as caught:
+        load_checkpoint(path)
+    assert len(str(caught.value)) < 2000  # the dims are never formatted whole

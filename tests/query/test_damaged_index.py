@@ -129,3 +129,29 @@ def test_an_error_that_is_not_damage_is_a_lineage_error(base: Path) -> None:
         # a missing table is not damage that quick_check sees: a clear error, no raw sqlite3
         with pytest.raises(LineageQuerySummaryDataError, match="no such table"):
             index.query(None)
+
+
+_FULL_DISK_CHILD = (
+    "import resource, signal, sys\n"
+    "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+    "resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))  # every write fails: a full disk\n"
+    "from trainledger.query import filter_summary_lineage\n"
+    "try:\n"
+    "    filter_summary_lineage(sys.argv[1])\n"
+    "except Exception as exc:\n"
+    "    print(type(exc).__name__, exc)\n"
+)
+
+
+def test_a_full_disk_is_reported_as_such_and_moves_nothing_aside(tmp_path: Path) -> None:
+    write_run(tmp_path, "run00", metrics={"acc": 0.5})
+    done = subprocess.run(
+        [sys.executable, "-c", _FULL_DISK_CHILD, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "cannot write the lineage index" in done.stdout, done.stdout + done.stderr
+    assert "free some disk space" in done.stdout
+    assert "damaged" not in done.stdout + done.stderr
+    assert not list((tmp_path / ".trainledger").glob("index.db.damaged*"))

@@ -22,7 +22,7 @@ from trainledger.checkpoint.async_save import SyncSaver, ThreadSaver
 from trainledger.checkpoint.config import check_append_values
 from trainledger.checkpoint.crypto import check_key
 from trainledger.checkpoint.format import is_checkpoint_path, read_container, read_info
-from trainledger.errors import CheckpointFormatError, CheckpointLoadError
+from trainledger.errors import CheckpointFormatError, CheckpointLoadError, CheckpointWriteError
 from trainledger.storage import parse_checkpoint_name, scan_dir
 
 __all__ = [
@@ -90,6 +90,21 @@ def _drain_at_exit() -> None:  # a daemon writer thread would otherwise die mid-
         _log.error("background checkpoint save failed: %s", exc)
 
 
+def _make_parent(path: Path) -> None:
+    """Create ``path``'s directory; a file in the way is named in a ``CheckpointWriteError``
+    (``mkdir`` alone says ``FileExistsError`` about the directory it could not make)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        blocker = next(
+            (p for p in (path.parent, *path.parent.parents) if p.exists() and not p.is_dir()),
+            path.parent,
+        )
+        raise CheckpointWriteError(
+            f"cannot save {str(path)!r}: expected {str(blocker)!r} to be a directory, found a file"
+        ) from exc
+
+
 def save_checkpoint(
     save_obj: Any,
     ckpt_file_name: str | os.PathLike[str],
@@ -117,7 +132,7 @@ def save_checkpoint(
     if enc_key is not None:
         check_key(enc_key, enc_mode)
     named, header = build_payload(save_obj, optimizer, append_dict, info)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _make_parent(path)
     if not async_save:
         SyncSaver().save(path, named, header, enc_key, enc_mode)
         return

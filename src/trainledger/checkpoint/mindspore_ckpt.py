@@ -214,6 +214,22 @@ def _tensors(message: Any, where: str) -> dict[str, Any]:
     return out
 
 
+#: the most dims a tensor may have (torch's own limit is 64)
+MAX_DIMS = 64
+
+
+def _element_count(dims: list[int], at_most: int) -> int | None:
+    """The product of ``dims``, or None once it passes ``at_most``: never a big integer."""
+    if 0 in dims:
+        return 0
+    count = 1
+    for d in dims:
+        count *= d
+        if count > at_most:
+            return None
+    return count
+
+
 def _tensor(name: str, proto: Any, content: bytes, where: str) -> Any:
     import torch
 
@@ -229,18 +245,21 @@ def _tensor(name: str, proto: Any, content: bytes, where: str) -> Any:
             f"{where}: {name!r} has dtype {kind!r}; expected one of {', '.join(MS_DTYPES)}"
         )
     dtype = getattr(torch, dtype_name)
+    if len(proto.dims) > MAX_DIMS:  # bounded before any arithmetic (a crafted file: 100,000)
+        raise CheckpointFormatError(
+            f"{where}: {name!r} expected at most {MAX_DIMS} dims, found {len(proto.dims)}"
+        )
     dims = [int(d) for d in proto.dims]
     if any(d < 0 for d in dims):
         raise CheckpointFormatError(f"{where}: {name!r} has negative dims {dims}")
     itemsize = torch.empty(0, dtype=dtype).element_size()
     if dims == [0] and len(content) == itemsize:  # MindSpore writes a scalar's dims as [0]
         dims = []
-    count = 1
-    for d in dims:
-        count *= d
-    if len(content) != count * itemsize:
+    count = _element_count(dims, len(content) // itemsize)
+    if count is None or len(content) != count * itemsize:
+        expected = "more than the file holds" if count is None else f"{count * itemsize} bytes"
         raise CheckpointFormatError(
-            f"{where}: {name!r} expected {count * itemsize} bytes for {kind}{dims}, "
+            f"{where}: {name!r} expected {expected} for {kind}{dims}, "
             f"found {len(content)} (truncated or corrupt file)"
         )
     if not content:

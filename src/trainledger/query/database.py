@@ -186,6 +186,11 @@ def _connect(path: str) -> sqlite3.Connection:
             conn.close()
             if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
                 raise
+            if _environment_error(exc):  # a full disk is not a damaged file: keep it
+                raise LineageQuerySummaryDataError(
+                    f"Query summary data error: cannot write the lineage index {path}: {exc} "
+                    "(free some disk space, or point XDG_CACHE_HOME at another disk)"
+                ) from exc
             if attempt:
                 raise LineageQuerySummaryDataError(
                     f"Query summary data error: cannot open the lineage index {path}: {exc}"
@@ -193,6 +198,16 @@ def _connect(path: str) -> sqlite3.Connection:
             # Not a database (damaged, truncated): it is derived data, start again.
             quarantine(path, str(exc))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _environment_error(exc: sqlite3.DatabaseError) -> bool:
+    """A full disk, a file size limit or an I/O error: the file may be whole, so it is
+    never moved aside as damaged (a fresh 0-byte index on a full disk was, before)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:
+        return False
+    primary = code & 0xFF
+    return primary in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN)
 
 
 def _tables(conn: sqlite3.Connection) -> list[str]:
