@@ -42,3 +42,21 @@ def test_fifos_and_links_are_never_listed_and_the_server_keeps_answering(
         assert client.get(f"/api/v1/runs/{run.name}").status_code == 200
         assert client.get(f"/api/v1/runs/{run.name}/scalars").status_code in (200, 404)
         assert client.get("/api/v1/status").status_code == 200
+
+
+@pytest.mark.parametrize("name", ["a\nb", "tab\there", "esc\x1b[31m", "100%", "ü ñ"])
+def test_every_run_name_round_trips_through_every_route(tmp_path: Path, name: str) -> None:
+    from urllib.parse import quote
+
+    from tests.runs import write_run
+
+    write_run(tmp_path, name, learning_rate=0.1)
+    with client_for(tmp_path) as client:
+        (row,) = client.post("/api/v1/runs", json={}).json()["object"]
+        assert row["run_id"] == name
+        url = f"/api/v1/runs/{quote(name, safe='')}"  # what the page's encodeURIComponent does
+        assert client.get(url).json()["run_id"] == name
+        assert client.put(f"{url}/annotation", json={"tag": 3}).status_code == 200
+        for tail in ("landscapes", "images", "histograms", "tensors"):
+            assert client.get(f"{url}/{tail}").status_code == 200, tail
+        assert client.get(url).json()["added_info"]["tag"] == 3

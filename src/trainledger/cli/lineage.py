@@ -20,7 +20,7 @@ import click
 
 from trainledger.cli.hints import cli_command
 from trainledger.cli.locations import index_option, user_location, warn_unsynced
-from trainledger.cli.table import RUN_COLUMNS, format_value, render_table
+from trainledger.cli.table import RUN_COLUMNS, format_value, render_table, terminal_safe
 from trainledger.errors import LineageError, LineageFileNotFoundError
 from trainledger.lineage import Redaction, redact_object
 
@@ -127,7 +127,7 @@ def lineage(
     if fmt == "json":
         click.echo(json.dumps(result, indent=2))
     elif fmt == "csv":
-        click.echo(_csv(result), nl=False)
+        click.echo(_csv(result), nl=False, color=True)  # color=True: click strips no ESC
     else:
         from rich.console import Console  # rich on use (see render_table)
 
@@ -191,6 +191,7 @@ def _show_value(key: str, value: Any) -> Any:
     """A value as a person reads it: times as local date-times, durations with units, the
     model path as the path, numbers whole; containers pretty-printed (wrapped, never cut)."""
     from rich.pretty import Pretty  # rich on use
+    from rich.text import Text
 
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if key.endswith("time") and value > 1e9:
@@ -204,10 +205,10 @@ def _show_value(key: str, value: Any) -> Any:
         except ValueError:
             named = None
         if isinstance(named, dict) and len(named) == 1:
-            return str(next(iter(named.values())))
+            return Text(terminal_safe(str(next(iter(named.values())))))
     if isinstance(value, (dict, list)):
-        return Pretty(value) if value else "-"
-    return "-" if value in (None, "") else str(value)
+        return Pretty(value) if value else "-"  # repr: control characters already escaped
+    return Text("-" if value in (None, "") else terminal_safe(str(value)))
 
 
 def _duration(seconds: float) -> str:
@@ -225,18 +226,21 @@ def _render_show(lineage_info: dict[str, Any]) -> None:
     from rich.table import Table
 
     console = Console()
-    table = Table(title=str(lineage_info.get("summary_dir")), show_header=False, box=None)
+    from rich.text import Text
+
+    title = Text(terminal_safe(str(lineage_info.get("summary_dir"))))
+    table = Table(title=title, show_header=False, box=None)
     table.add_column("field", style="bold cyan", no_wrap=True, vertical="top")
     table.add_column("value", overflow="fold")  # long paths wrap, never end in "..."
     for section, value in lineage_info.items():
         if section == "summary_dir":
             continue
         if isinstance(value, dict) and value and section != "dataset_graph":
-            table.add_row(f"[bold]{section}[/bold]", "")
+            table.add_row(Text(terminal_safe(section), style="bold"), "")
             for name, item in value.items():
-                table.add_row(f"  {name}", _show_value(str(name), item))
+                table.add_row(Text(f"  {terminal_safe(str(name))}"), _show_value(str(name), item))
         else:
-            table.add_row(section, _show_value(section, value))
+            table.add_row(Text(terminal_safe(section)), _show_value(section, value))
     console.print(table)
 
 

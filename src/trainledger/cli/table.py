@@ -16,7 +16,14 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["render_table", "format_value", "table_columns", "LABELS", "RUN_COLUMNS"]
+__all__ = [
+    "render_table",
+    "format_value",
+    "table_columns",
+    "terminal_safe",
+    "LABELS",
+    "RUN_COLUMNS",
+]
 
 LABELS = {
     "learning_rate": "lr",
@@ -36,15 +43,27 @@ _TEXT_MIN = 10  # a shortened text column keeps at least this many characters
 _GAP = 2  # rich's padding between columns (box=None, padding (0, 1))
 
 
+#: control characters (C0, DEL, C1) as visible escapes: a value or a run directory name
+#: holding ESC must not drive the terminal, and a newline must not make a fake table row
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+_CONTROL.update({0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"})
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character written as an escape (``\\x1b``, ``\\n``)."""
+    return text.translate(_CONTROL)
+
+
 def format_value(value: Any) -> str:
-    """Short human form: floats to 6 significant digits, None as an empty cell."""
+    """Short human form for a terminal: floats to 6 significant digits, None as an empty
+    cell, control characters escaped (``terminal_safe``; JSON and CSV stay exact)."""
     if value is None:
         return ""
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             return str(value)
         return f"{value:.6g}"
-    return str(value)
+    return terminal_safe(str(value))
 
 
 def _label(column: str) -> str:
@@ -153,11 +172,19 @@ def render_table(
         wanted, same = ["run", *(c for c in columns if c != "run")], {}
     width = console.width if console.is_terminal else 10_000
     shown, left = _fit(rows, wanted, width) if rows else (wanted, [])
-    table = Table(title=title, header_style="bold", box=None, padding=(0, 1), pad_edge=False)
+    from rich.text import Text  # cells are text, never markup: "[red]" in a value stays as is
+
+    table = Table(
+        title=Text(terminal_safe(title)) if title else None,
+        header_style="bold",
+        box=None,
+        padding=(0, 1),
+        pad_edge=False,
+    )
     for column in shown:
         text = _is_text(rows, column)
         table.add_column(
-            _label(column),
+            Text(terminal_safe(_label(column))),
             style="cyan"
             if column == "run"
             else ("green" if column.startswith("metric/") else None),
@@ -167,7 +194,7 @@ def render_table(
             min_width=min(_width(rows, column), _TEXT_MIN) if text else _width(rows, column),
         )
     for row in rows:
-        table.add_row(*(format_value(row.get(c)) for c in shown))
+        table.add_row(*(Text(format_value(row.get(c))) for c in shown))
     if not console.is_terminal:  # piped or captured: every chosen column, at full width
         from rich.measure import Measurement
 
@@ -182,5 +209,5 @@ def render_table(
     if left:
         notes.append(f"not shown: {', '.join(left)} (--columns to choose, or a wider terminal)")
     for note in notes:
-        console.print(note, style="dim", overflow="fold")
+        console.print(Text(terminal_safe(note)), style="dim", overflow="fold")
     return table

@@ -107,7 +107,7 @@ def create_app(
     app.add_middleware(BodyLimit)  # innermost: after the host and token checks
     _add_error_handlers(app)
     app.include_router(meta.router)
-    app.include_router(media.router)  # before runs: /runs/{run_id:path} would match these
+    app.include_router(media.router)  # before runs: /runs/{run_id:run} would match these
     app.include_router(structure.router)  # the same
     app.include_router(runs.router)
     app.include_router(scalars.router)

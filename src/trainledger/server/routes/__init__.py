@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 from fastapi import HTTPException, Request
+from starlette.convertors import PathConvertor, register_url_convertor
 
 from trainledger.server.run_store import RunStore
 from trainledger.server.security import WRITE, actor_of
+
+
+class RunIdConvertor(PathConvertor):
+    """``{run_id:run}``: a run id of any characters a directory name may hold. Starlette's
+    ``path`` (``.*``) stops at a newline, so a run named ``a\\nb`` was listed and then 404
+    on every route; ``check_run_id`` still refuses what could leave the base."""
+
+    regex = r"[\s\S]*"
+
+
+register_url_convertor("run", RunIdConvertor())
 
 
 def get_store(request: Request) -> RunStore:

@@ -22,7 +22,7 @@ ForceQuery = Annotated[
 ]
 
 
-@router.post("/runs/{run_id:path}/archive", summary="Move a run into the base's archive")
+@router.post("/runs/{run_id:run}/archive", summary="Move a run into the base's archive")
 def archive(
     store: StoreDep, actor: WriterDep, run_id: str, force: ForceQuery = False
 ) -> dict[str, Any]:
@@ -31,7 +31,7 @@ def archive(
     return {"run_id": run_id, "archived": True, "path": moved}
 
 
-@router.post("/archive/{run_id:path}/restore", summary="Bring an archived run back")
+@router.post("/archive/{run_id:run}/restore", summary="Bring an archived run back")
 def restore(store: StoreDep, actor: WriterDep, run_id: str) -> dict[str, Any]:
     store.restore(run_id)
     store.audit(actor, "restore", run_id)
@@ -43,7 +43,7 @@ def archived(store: StoreDep) -> dict[str, Any]:
     return {"run_ids": store.archived()}
 
 
-@router.delete("/runs/{run_id:path}", summary="Delete a run and its checkpoints")
+@router.delete("/runs/{run_id:run}", summary="Delete a run and its checkpoints")
 def delete(
     store: StoreDep, actor: WriterDep, run_id: str, force: ForceQuery = False
 ) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """One run's images, histograms and tensors (TensorBoard and MindSpore summaries alike).
 
-Registered before the ``/runs/{run_id:path}`` route, which would otherwise swallow these
+Registered before the ``/runs/{run_id:run}`` route, which would otherwise swallow these
 paths. Tags travel as query parameters (they may hold slashes); an unknown tag or index is a
 404 naming it. The run id goes through the store, hence ``security.resolve_run``.
 """
@@ -37,7 +37,7 @@ def _events(store: RunStore, run_id: str, kind: Kind, tag: str, index: int | Non
     return events[index]
 
 
-@router.get("/{run_id:path}/images", summary="Image tags of a run, with their steps")
+@router.get("/{run_id:run}/images", summary="Image tags of a run, with their steps")
 def image_tags(store: StoreDep, run_id: str) -> dict[str, Any]:
     items = store.media(run_id, "images")
     return {
@@ -54,7 +54,7 @@ def image_tags(store: StoreDep, run_id: str) -> dict[str, Any]:
 
 
 @router.get(
-    "/{run_id:path}/images/file",
+    "/{run_id:run}/images/file",
     response_class=Response,
     summary="One image, as the encoded bytes written (PNG, JPEG or GIF)",
     responses={200: {"content": {"image/png": {}}}},
@@ -71,7 +71,7 @@ def image_file(store: StoreDep, run_id: str, tag: TagQuery, index: IndexQuery = 
     )
 
 
-@router.get("/{run_id:path}/histograms", summary="Histogram tags of a run")
+@router.get("/{run_id:run}/histograms", summary="Histogram tags of a run")
 def histogram_tags(store: StoreDep, run_id: str) -> dict[str, Any]:
     items = store.media(run_id, "histograms")
     return {
@@ -83,7 +83,7 @@ def histogram_tags(store: StoreDep, run_id: str) -> dict[str, Any]:
 
 
 @router.get(
-    "/{run_id:path}/histograms/series",
+    "/{run_id:run}/histograms/series",
     summary="A tag's histograms on one grid of bins, at most max_steps of them",
 )
 def histogram_series(
@@ -117,7 +117,7 @@ def histogram_series(
     }
 
 
-@router.get("/{run_id:path}/tensors", summary="Tensor tags of a run, with steps, shape, dtype")
+@router.get("/{run_id:run}/tensors", summary="Tensor tags of a run, with steps, shape, dtype")
 def tensor_tags(store: StoreDep, run_id: str) -> dict[str, Any]:
     items = store.media(run_id, "tensors")
     return {
@@ -134,7 +134,7 @@ def tensor_tags(store: StoreDep, run_id: str) -> dict[str, Any]:
 
 
 @router.get(
-    "/{run_id:path}/tensors/value",
+    "/{run_id:run}/tensors/value",
     summary="One tensor: shape, dtype, values of small ones, statistics of numeric ones",
 )
 def tensor_value(

@@ -194,7 +194,7 @@ def dataset_groups(store: StoreDep) -> dict[str, Any]:
 
 
 @router.put(
-    "/runs/{run_id:path}/annotation",
+    "/runs/{run_id:run}/annotation",
     response_model=schemas.AnnotationResult,
     summary="Set a run's tag (0..10) and/or remark (<= 1000 chars)",
 )
@@ -211,7 +211,7 @@ def annotate(
 
 
 @router.get(
-    "/runs/{run_id:path}",
+    "/runs/{run_id:run}",
     response_model=schemas.RunDetail,
     summary="One run: full lineage, checkpoints, status, annotation",
 )

@@ -1,6 +1,6 @@
 """One run's loss landscapes and computational graph, for the run page.
 
-Registered before the ``/runs/{run_id:path}`` route, which would otherwise swallow these
+Registered before the ``/runs/{run_id:run}`` route, which would otherwise swallow these
 paths. The run id goes through the store, hence ``security.resolve_run``: only runs the index
 knows, inside BASE.
 """
@@ -21,7 +21,7 @@ StoreDep = Annotated[RunStore, Depends(get_store)]
 
 
 @router.get(
-    "/{run_id:path}/landscapes",
+    "/{run_id:run}/landscapes",
     summary="The run's loss landscapes: axes, losses, training path",
 )
 def landscapes(store: StoreDep, run_id: str) -> dict[str, Any]:
@@ -31,7 +31,7 @@ def landscapes(store: StoreDep, run_id: str) -> dict[str, Any]:
 
 
 @router.get(
-    "/{run_id:path}/graph",
+    "/{run_id:run}/graph",
     summary="The run's computational graph: nodes by module scope, edges with tensor shapes",
 )
 def graph(
