@@ -52,7 +52,7 @@ def guarded(tmp_path: Path) -> dict[str, Any]:
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
-    real_list, real_scalars = store_module.list_checkpoints, store_module._RunScalars
+    real_list, real_scalars = store_module.list_checkpoints, store_module.RunScalars
 
     def spy_list(path: Path) -> list[dict[str, Any]]:
         calls.append(f"checkpoints:{path}")
@@ -64,7 +64,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             super().__init__(run_dir)
 
     monkeypatch.setattr(store_module, "list_checkpoints", spy_list)
-    monkeypatch.setattr(store_module, "_RunScalars", SpyScalars)
+    monkeypatch.setattr(store_module, "RunScalars", SpyScalars)
 
     class SpyMedia(media_store.RunMedia):
         def __init__(self, run_dir: Path) -> None:

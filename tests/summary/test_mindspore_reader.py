@@ -17,7 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trainledger.summary import read_histograms, read_images, read_scalars, read_tensors
+from trainledger.summary import (
+    read_histograms,
+    read_images,
+    read_scalar_sessions,
+    read_scalars,
+    read_tensors,
+)
 from trainledger.summary.reader import RunReader
 from trainledger.summary.record import SummaryRecord
 
@@ -128,7 +134,9 @@ def test_run_dir_with_both_formats(tmp_path: Path) -> None:
     scalars = read_scalars(tmp_path)
     assert set(scalars) == {"acc", "loss/auto"}
     assert scalars["acc"][2].tolist() == [0.5]
-    assert len(scalars["loss/auto"][0]) == 5
+    assert scalars["loss/auto"][0].tolist() == [1, 2, 4, 6]  # step 6 twice: the last kept
+    raw = read_scalar_sessions(tmp_path, raw=True)["loss/auto"]
+    assert raw[0].tolist() == [1, 2, 4, 6, 6]  # what the file holds, for a view that wants it
     hists = read_histograms(tmp_path)
     assert {"w", "fc1.weight/auto"} <= set(hists) and hists["w"][0].counts.sum() == 10
     img = read_images(tmp_path)["img"][0]
@@ -145,7 +153,7 @@ def test_damage_is_skipped_and_counted(tmp_path: Path) -> None:
     reader = RunReader(tmp_path)
     scalars = reader.read_scalars()
     assert reader.corrupt >= 1
-    full = read_scalars(FULL_RUN)["loss/auto"][0]
+    full = read_scalar_sessions(FULL_RUN, raw=True)["loss/auto"][0]  # RunReader reads raw
     assert 0 < len(scalars["loss/auto"][0]) < len(full)
     (tmp_path / "garbage.summary.1_MS").write_bytes(b"\x00" * 5 + os.urandom(64))
     for read in (read_images, read_histograms, read_tensors, read_scalars):
@@ -168,7 +176,8 @@ def test_incremental_reads_return_only_new_points(tmp_path: Path) -> None:
     target.write_bytes(data)
     second = reader.read_scalars()["loss/auto"][0]
     assert (
-        np.concatenate([first, second]).tolist() == read_scalars(FULL_RUN)["loss/auto"][0].tolist()
+        np.concatenate([first, second]).tolist()
+        == read_scalar_sessions(FULL_RUN, raw=True)["loss/auto"][0].tolist()
     )
 
 
@@ -177,7 +186,7 @@ def test_random_damage_never_raises(tmp_path: Path) -> None:
     intact and counts what is not, and never raises."""
     name = Path(MS_FILES[0]).name
     data = (FULL_RUN / name).read_bytes()
-    full = len(read_scalars(FULL_RUN)["loss/auto"][0])
+    full = len(read_scalar_sessions(FULL_RUN, raw=True)["loss/auto"][0])
     rng = np.random.default_rng(14)
     for trial in range(40):
         damaged = bytearray(data)
@@ -193,3 +202,22 @@ def test_random_damage_never_raises(tmp_path: Path) -> None:
             read(tmp_path)
         if trial % 2 == 0:
             assert reader.corrupt >= 1  # a flip inside a record fails its checksum
+
+
+BY_DIR = sorted(
+    (run_dir, tag.rsplit("/", 1)[0])
+    for run_dir, tags in ANSWERS["by_dir"].items()
+    for tag, want in tags.items()
+    if want["plugin"] == "scalar"
+)
+
+
+@pytest.mark.parametrize(("run_dir", "tag"), BY_DIR, ids=["|".join(x) for x in BY_DIR])
+def test_each_run_directory_reads_as_mindinsight_read_it(run_dir: str, tag: str) -> None:
+    """MindInsight 2.3.1's answer per run directory: a repeated step keeps its last value, a
+    later session (``momentum_twice``: a second training in the same directory) drops the
+    earlier points at and after the step it starts at."""
+    want = ANSWERS["by_dir"][run_dir][f"{tag}/scalar"]
+    steps, _, values = read_scalars(GOLDEN / run_dir)[tag]
+    assert steps.tolist() == want["steps"]
+    np.testing.assert_allclose(values, want["values"], rtol=1e-6)

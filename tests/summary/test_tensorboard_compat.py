@@ -122,3 +122,51 @@ if (
     with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
         GOLDEN.write_bytes(write_small(Path(tmp), mp).read_bytes())
         print(f"wrote {GOLDEN}")
+
+
+def test_a_resumed_run_reads_as_tensorboards_own_reader_reads_it(tmp_path: Path) -> None:
+    """Killed at step 24 and resumed from step 21 by another process: the resuming writer
+    writes ``SessionLog.START`` at step 21, TensorBoard's reader drops the first session's
+    21..24 (``purge_orphaned_data``), and so does ``read_scalars``; the raw points keep both
+    sessions apart."""
+    import subprocess
+    import sys
+    import time
+
+    from trainledger.summary import read_scalar_sessions, read_scalars
+
+    first = (
+        "import sys\n"
+        "from trainledger.summary.record import SummaryRecord\n"
+        "with SummaryRecord(sys.argv[1]) as record:\n"
+        "    for step in range(1, 25):\n"
+        "        record.add_value('scalar', 'loss', float(step))\n"
+        "        record.record(step)\n"
+    )
+    subprocess.run([sys.executable, "-c", first, str(tmp_path)], check=True, timeout=120)
+    time.sleep(1.1)  # files are ordered by the second in their names, as TensorBoard reads them
+    with SummaryRecord(tmp_path) as record:  # this process resumes the run
+        record.mark_resumed()
+        for step in range(21, 41):
+            record.add_value("scalar", "loss", float(step) + 100.0)
+            record.record(step)
+    ours = read_scalars(tmp_path)["loss"]
+    theirs = _accumulate(tmp_path).Scalars("loss")
+    assert ours[0].tolist() == [e.step for e in theirs] == list(range(1, 41))
+    np.testing.assert_allclose(ours[2], [e.value for e in theirs], rtol=1e-6)
+    assert ours[2][20] == 121.0  # step 21: the resumed session's point wins
+    steps, _, _, sessions = read_scalar_sessions(tmp_path, raw=True)["loss"]
+    assert len(steps) == 44 and sorted(set(sessions.tolist())) == [0, 1]
+
+
+def test_two_records_of_one_process_are_one_session(tmp_path: Path) -> None:
+    """A training's record and its evaluation's, in one process: no START, nothing dropped."""
+    from trainledger.summary import read_scalars
+
+    for steps in (range(1, 11), range(1, 3)):
+        with SummaryRecord(tmp_path) as record:
+            for step in steps:
+                record.add_value("scalar", "loss", float(step))
+                record.record(step)
+    assert read_scalars(tmp_path)["loss"][0].tolist() == [*range(1, 11), 1, 2]
+    assert [e.step for e in _accumulate(tmp_path).Scalars("loss")] == [*range(1, 11), 1, 2]

@@ -9,11 +9,10 @@ Lineage never goes into the TensorBoard files: the lineage switches (``collect_t
 ``TrainLineage`` / ``EvalLineage`` (``trainledger.callbacks.lineage``) on ``summary_dir``, so
 lineage is written by the one lineage writer, exactly as those callbacks write it.
 
-Its differences from MindSpore and its per-step cost: ``docs/summary_collector.md``.
-
-Values staged with ``collector.add_value(plugin, name, value)`` (MindSpore's summary
-operators) are written at the next collected step; ``tensor`` values only at the steps of the
-tensor rule (``collect_tensor_freq``; by default at most 20 steps over the run).
+Differences from MindSpore, per-step cost, resumed runs: ``docs/summary_collector.md``. Values
+staged with ``collector.add_value(plugin, name, value)`` (MindSpore's summary operators) are
+written at the next collected step; ``tensor`` values only at the steps of the tensor rule
+(``collect_tensor_freq``; by default at most 20 steps over the run).
 """
 
 from __future__ import annotations
@@ -102,9 +101,8 @@ class SummaryCollector(Callback):
         self._num_process = num_process
         self._collect_tensor_freq = collect_tensor_freq
         self._max_file_size = max_file_size
-        self._lineage = collector_lineage(  # callbacks/summary_lineage.py
-            self._summary_dir, self._specified, self._custom_lineage_data or None
-        )
+        custom = self._custom_lineage_data or None  # the lineage: callbacks/summary_lineage.py
+        self._lineage = collector_lineage(self._summary_dir, self._specified, custom)
         self._hparams = next((c for c in self._lineage if isinstance(c, HParamsSession)), None)
         self._landscape = landscape_saver(self._summary_dir, self._specified)  # or None
         self._record: SummaryRecord | None = None
@@ -200,6 +198,8 @@ class SummaryCollector(Callback):
         self._check_callbacks(params)
         record = self._ensure_record()
         record.set_mode("train")
+        if params.get("initial_epoch"):  # a resumed run: SummaryRecord.mark_resumed
+            record.mark_resumed()
         self._training = True
         self._sink = bool(params.get("dataset_sink_mode", False))
         self._forward("on_train_begin", run_context)

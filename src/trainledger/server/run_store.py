@@ -9,16 +9,12 @@ small fake and every filesystem access inside BASE.
 
 from __future__ import annotations
 
-import math
 import os
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
-
-import numpy as np
 
 from trainledger.lineage import file_size, lineage_files, read_lineage
 from trainledger.query import (
@@ -37,6 +33,7 @@ from trainledger.query import (
 from trainledger.server.columns import RUN_FIELDS
 from trainledger.server.media_store import Kind, MediaCache
 from trainledger.server.object_checkpoints import object_checkpoints
+from trainledger.server.scalar_cache import RunScalars
 from trainledger.server.security import RunNotFound, check_run_id, resolve_run
 from trainledger.server.structure_store import (
     StructureCache,
@@ -44,9 +41,7 @@ from trainledger.server.structure_store import (
     read_run_landscapes,
 )
 from trainledger.storage import is_temp_name, parse_checkpoint_name
-from trainledger.summary import RunReader
-
-ScalarSeries = tuple[np.ndarray, np.ndarray, np.ndarray]  # steps, wall_times, values
+from trainledger.summary.reader import ScalarSeries
 
 # ``run`` extension fields attached to each object of a page (shown as run/<name> columns)
 RUN_COLUMNS = tuple(name.split("/", 1)[1] for name in RUN_FIELDS)
@@ -179,31 +174,6 @@ def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
     return found
 
 
-class _RunScalars:
-    """Scalars of one run, grown incrementally by a summary ``RunReader``."""
-
-    def __init__(self, run_dir: Path) -> None:
-        self.reader = RunReader(run_dir)
-        self.series: dict[str, ScalarSeries] = {}
-        self.read_at = -math.inf
-
-    def update(self, min_interval: float) -> None:
-        now = time.monotonic()
-        if now - self.read_at < min_interval:
-            return
-        self.read_at = now
-        for tag, (steps, walls, values) in self.reader.read_scalars().items():
-            old = self.series.get(tag)
-            if old is None:
-                self.series[tag] = (steps, walls, values)
-            else:
-                self.series[tag] = (
-                    np.concatenate([old[0], steps]),
-                    np.concatenate([old[1], walls]),
-                    np.concatenate([old[2], values]),
-                )
-
-
 class _KnownRuns:
     """``run_id in known``: asks the index (one SQL lookup), never the filesystem."""
 
@@ -257,7 +227,7 @@ class EngineStore:
         self._known = _KnownRuns(self.service)
         self._lock = threading.RLock()  # guards the caches below
         self._run_infos: dict[str, tuple[int, Any, dict[str, Any]]] = {}
-        self._scalars: OrderedDict[str, _RunScalars] = OrderedDict()
+        self._scalars: OrderedDict[str, RunScalars] = OrderedDict()
         self._media = MediaCache(interval=scalar_interval, max_runs=max(1, max_cached_runs // 4))
         self._structure = StructureCache(max_runs=max(1, max_cached_runs // 4))
 
@@ -406,12 +376,12 @@ class EngineStore:
 
     # -- scalars ----------------------------------------------------------------------------
 
-    def _run_scalars(self, run_id: str) -> _RunScalars:
+    def _run_scalars(self, run_id: str) -> RunScalars:
         path = self._path(run_id)
         with self._lock:
             cached = self._scalars.get(run_id)
             if cached is None:
-                cached = self._scalars[run_id] = _RunScalars(path)
+                cached = self._scalars[run_id] = RunScalars(path)
                 while len(self._scalars) > self.max_cached_runs:
                     self._scalars.popitem(last=False)
             else:
@@ -420,14 +390,10 @@ class EngineStore:
             return cached
 
     def scalar_tags(self, run_id: str) -> list[str]:
-        return sorted(self._run_scalars(run_id).series)
+        return self._run_scalars(run_id).tags()
 
     def scalar_series(self, run_id: str, tag: str) -> ScalarSeries:
-        series = self._run_scalars(run_id).series.get(tag)
-        if series is None:
-            empty = np.zeros(0)
-            return empty.astype(np.int64), empty, empty
-        return series
+        return self._run_scalars(run_id).series(tag)
 
     def media(self, run_id: str, kind: Kind) -> dict[str, list[Any]]:
         return self._media.get(check_run_id(run_id), self._path(run_id), kind)

@@ -35,6 +35,8 @@ _EXPORTS: dict[str, str] = {
     "read_histograms": "trainledger.summary.reader",
     "read_images": "trainledger.summary.reader",
     "read_scalars": "trainledger.summary.reader",
+    "read_scalar_sessions": "trainledger.summary.reader",
+    "resolve_series": "trainledger.summary.series",
     "read_tensors": "trainledger.summary.reader",
     "SummaryRecord": "trainledger.summary.record",
     "ConvertCounts": "trainledger.summary.tb_export",
@@ -63,8 +65,10 @@ __all__ = [
     "read_histograms",
     "read_images",
     "read_landscapes",
+    "read_scalar_sessions",
     "read_scalars",
     "read_tensors",
+    "resolve_series",
     "RunReader",
     "session_end_event",
     "session_start_event",
@@ -99,10 +103,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         list_event_files,
         read_histograms,
         read_images,
+        read_scalar_sessions,
         read_scalars,
         read_tensors,
     )
     from trainledger.summary.record import SummaryRecord
+    from trainledger.summary.series import resolve_series
     from trainledger.summary.tb_export import (
         ConvertCounts,
         convert_mindspore_run,

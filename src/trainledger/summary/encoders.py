@@ -18,6 +18,7 @@ from trainledger.summary.proto import summary_pb2 as pb
 
 __all__ = [
     "FILE_VERSION",
+    "session_start_event",
     "to_numpy",
     "scalar",
     "histogram",
@@ -280,3 +281,11 @@ def event(step: int, wall_time: float, values: list[pb.Summary.Value]) -> pb.Eve
 def file_version_event(wall_time: float) -> pb.Event:
     """The first event of every file: TensorBoard checks it to know the format version."""
     return pb.Event(wall_time=wall_time, step=0, file_version=FILE_VERSION)
+
+
+def session_start_event(step: int, wall_time: float) -> pb.Event:
+    """``SessionLog.START`` at ``step``: a writer resuming a run another process wrote, so
+    TensorBoard's reader (and ``summary.series``) drops the earlier points at and after it."""
+    return pb.Event(
+        wall_time=wall_time, step=step, session_log=pb.SessionLog(status=pb.SessionLog.START)
+    )

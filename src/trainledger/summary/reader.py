@@ -37,14 +37,17 @@ from trainledger.summary.media import (
 from trainledger.summary.proto import mindspore_summary_pb2 as ms
 from trainledger.summary.proto import summary_pb2 as pb
 from trainledger.summary.scalar_scan import SeriesBuilder, scan_scalars
+from trainledger.summary.series import MINDSPORE, TENSORBOARD, resolve_series
 
 __all__ = [
     "RunReader",
     "ScalarSeries",
+    "SessionSeries",
     "iter_events",
     "list_event_files",
     "read_histograms",
     "read_images",
+    "read_scalar_sessions",
     "read_scalars",
     "read_tensors",
 ]
@@ -53,6 +56,8 @@ _T = TypeVar("_T")
 
 # (steps int64, wall_times float64, values float64)
 ScalarSeries = tuple[np.ndarray, np.ndarray, np.ndarray]
+#: a series with each point's session (``summary.series``)
+SessionSeries = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 # TensorBoard tensors without a plugin (or the generic "tensor" one) are raw tensors.
 _RAW_TENSOR_PLUGINS = frozenset({"", "tensor", "tensors"})
@@ -84,6 +89,11 @@ class RunReader:
         self._scalar_tags: set[str] = set()  # tags whose metadata named the scalars plugin
         self._tag_plugins: dict[str, str] = {}  # TensorBoard tag -> plugin of its metadata
         self._undecodable = 0
+        self._session_ids: dict[tuple[str, str], int] = {}
+        #: each session of ``read_scalar_sessions`` -> ``"tensorboard"`` or ``"mindspore"``
+        self.session_formats: dict[int, str] = {}
+        #: a TensorBoard session -> the step of its ``SessionLog.START`` (``summary.series``)
+        self.session_starts: dict[int, int] = {}
 
     @property
     def corrupt(self) -> int:
@@ -117,9 +127,10 @@ class RunReader:
             except DecodeError:
                 self._undecodable += 1
 
-    def _ms_events(self) -> Iterator[ms.Event]:
+    def _ms_events(self, paths: list[Path] | None = None) -> Iterator[ms.Event]:
         from_string = ms.Event.FromString
-        for payload in self._file_payloads(msr.list_mindspore_files(self.run_dir)):
+        files = msr.list_mindspore_files(self.run_dir) if paths is None else paths
+        for payload in self._file_payloads(files):
             try:
                 yield from_string(payload)
             except DecodeError:
@@ -136,13 +147,21 @@ class RunReader:
         return list(self._ms_events())
 
     def read_scalars(self) -> dict[str, ScalarSeries]:
-        """New scalar points per tag: ``{tag: (steps, wall_times, values)}`` as numpy arrays.
+        """New raw scalar points per tag: ``{tag: (steps, wall_times, values)}`` as numpy
+        arrays, every point in writing order (``read_scalar_sessions`` adds each point's
+        session; the module's ``read_scalars`` applies the series rule of ``summary.series``).
 
         Scalars are ``simple_value`` values, scalar tensors tagged with TensorBoard's
         ``scalars`` plugin (as TensorFlow 2 writes them), and MindSpore's ``scalar_value``s.
         """
+        return {tag: series[:3] for tag, series in self.read_scalar_sessions().items()}
+
+    def read_scalar_sessions(self) -> dict[str, SessionSeries]:
+        """New raw scalar points per tag with their sessions: ``{tag: (steps, wall_times,
+        values, sessions)}``; ``session_formats`` maps each session to its file format."""
         out = SeriesBuilder()
         for path in list_event_files(self.run_dir):
+            out.session = self._session(path, TENSORBOARD)
             reader = self._readers.get(path)
             if reader is None:
                 reader = self._readers[path] = RecordReader(path)
@@ -150,12 +169,30 @@ class RunReader:
                 self._undecodable += scan_scalars(reader, out, self._scalar_tags)
             except OSError:  # unreadable (permissions, vanished dir): try again next call
                 continue
-        for ms_event in self._ms_events():
-            for ms_value in ms_event.summary.value:
-                if ms_value.HasField("scalar_value"):
-                    out.point(ms_value.tag, ms_event.step, ms_event.wall_time,
-                              ms_value.scalar_value)  # fmt: skip
-        return out.result()
+        for path in msr.list_mindspore_files(self.run_dir):
+            out.session = self._session(path, MINDSPORE)
+            for ms_event in self._ms_events([path]):
+                for ms_value in ms_event.summary.value:
+                    if ms_value.HasField("scalar_value"):
+                        out.point(ms_value.tag, ms_event.step, ms_event.wall_time,
+                                  ms_value.scalar_value)  # fmt: skip
+        for session, step in out.starts.items():
+            self.session_starts.setdefault(session, step)
+        return out.result_sessions()
+
+    def _session(self, path: Path, file_format: str) -> int:
+        """The session of a file: one per ``_MS`` file, one per TensorBoard writer (host and
+        pid of the name), numbered in writing order."""
+        if file_format == MINDSPORE:
+            key = path.name
+        else:
+            ts, host, pid, _, name = event_file_order(path.name)
+            key = f"{host}.{pid}" if ts else name
+        found = self._session_ids.get((file_format, key))
+        if found is None:
+            found = self._session_ids[(file_format, key)] = len(self._session_ids)
+            self.session_formats[found] = file_format
+        return found
 
     def _collect(self, tb_item: Callable[..., _T | None], ms_item: Callable[..., _T | None]
                  ) -> dict[str, list[_T]]:  # fmt: skip
@@ -253,8 +290,23 @@ def iter_events(run_dir: str | os.PathLike[str]) -> Iterator[pb.Event]:
 
 def read_scalars(run_dir: str | os.PathLike[str]) -> dict[str, ScalarSeries]:
     """All scalars of a run, TensorBoard and MindSpore files alike: ``{tag: (steps, wall_times,
-    values)}`` (int64, float64, float64 numpy arrays, in writing order)."""
-    return RunReader(run_dir).read_scalars()
+    values)}`` (int64, float64, float64 numpy arrays, in writing order), each series as its
+    format's own reader has it (``summary.series``: MindInsight's rule for ``_MS`` files,
+    TensorBoard's for event files: a resumed run's repeated steps are served once)."""
+    return {tag: s[:3] for tag, s in read_scalar_sessions(run_dir).items()}
+
+
+def read_scalar_sessions(
+    run_dir: str | os.PathLike[str], *, raw: bool = False
+) -> dict[str, SessionSeries]:
+    """``read_scalars`` with each point's session: ``{tag: (steps, wall_times, values,
+    sessions)}``; ``raw=True`` keeps every point (sessions apart, no rule applied)."""
+    reader = RunReader(run_dir)
+    points = reader.read_scalar_sessions()
+    if raw:
+        return points
+    formats, starts = reader.session_formats, reader.session_starts
+    return {tag: resolve_series(*s, formats, starts) for tag, s in points.items()}
 
 
 def read_images(run_dir: str | os.PathLike[str]) -> dict[str, list[ImageEvent]]:

@@ -200,6 +200,13 @@ class SummaryRecord:
         """How many values wait for the next ``record``."""
         return len(self._pending)
 
+    def mark_resumed(self) -> None:
+        """This record resumes a run that an earlier process wrote (``initial_epoch > 0``):
+        its first values are preceded by ``SessionLog.START`` at their step, so TensorBoard and
+        ``read_scalars`` drop the earlier points at and after it (``summary.series``). Call
+        it before the first ``record``; ``SummaryCollector`` does so for a resumed training."""
+        self._writer.file_writer.resumes = True
+
     def set_mode(self, mode: str) -> None:
         """``"train"`` or ``"eval"``; kept for the callbacks (e.g. which lineage to write)."""
         if mode not in MODES:

@@ -44,18 +44,29 @@ _MAX_LAYOUTS = 8  # layouts tried per run before the rest goes record by record
 _SCALAR_PLUGINS = frozenset({"scalars"})
 
 
+_Chunk = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
 class SeriesBuilder:
-    """Scalar points per tag, added one by one or as arrays, kept in the order added."""
+    """Scalar points per tag, added one by one or as arrays, kept in the order added, each
+    with the ``session`` current when it was added (``summary.series``)."""
 
     def __init__(self) -> None:
-        self._chunks: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
-        self._pending: dict[str, tuple[list[int], list[float], list[float]]] = {}
+        self._chunks: dict[str, list[_Chunk]] = {}
+        self._pending: dict[str, tuple[list[int], list[float], list[float], int]] = {}
+        self.session = 0
+        #: session -> the step of its first ``SessionLog.START`` (a writer that resumed)
+        self.starts: dict[int, int] = {}
+
+    def start(self, step: int) -> None:
+        """A ``SessionLog.START`` event at ``step`` in the current session."""
+        self.starts.setdefault(self.session, int(step))
 
     def point(self, tag: str, step: int, wall_time: float, value: float) -> None:
         pending = self._pending.get(tag)
-        if pending is None:
-            pending = self._pending[tag] = ([], [], [])
-            self._chunks.setdefault(tag, [])
+        if pending is None or pending[3] != self.session:
+            self._flush(tag, self._chunks.setdefault(tag, []))
+            pending = self._pending[tag] = ([], [], [], self.session)
         pending[0].append(step)
         pending[1].append(wall_time)
         pending[2].append(value)
@@ -63,27 +74,37 @@ class SeriesBuilder:
     def arrays(self, tag: str, steps: np.ndarray, walls: np.ndarray, values: np.ndarray) -> None:
         chunks = self._chunks.setdefault(tag, [])
         self._flush(tag, chunks)
-        chunks.append((steps, walls, values))
+        chunks.append((steps, walls, values, np.full(len(steps), self.session, np.int32)))
 
-    def _flush(self, tag: str, chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+    def _flush(self, tag: str, chunks: list[_Chunk]) -> None:
         pending = self._pending.pop(tag, None)
         if pending is not None:
-            steps, walls, values = pending
-            chunks.append((np.array(steps, np.int64), np.array(walls), np.array(values)))
+            steps, walls, values, session = pending
+            sessions = np.full(len(steps), session, np.int32)
+            chunks.append((np.array(steps, np.int64), np.array(walls), np.array(values), sessions))
 
-    def result(self) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """``{tag: (steps int64, wall_times float64, values float64)}``, first-seen tag first."""
+    def result_sessions(
+        self,
+    ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """``{tag: (steps int64, wall_times float64, values float64, sessions int32)}``,
+        first-seen tag first."""
         out = {}
         for tag, chunks in self._chunks.items():
             self._flush(tag, chunks)
             parts = [np.concatenate(column) for column in zip(*chunks, strict=True)]
-            steps, walls, values = (p.astype(t) for p, t in zip(parts, _DTYPES, strict=True))
-            out[tag] = (steps, walls, values)
+            steps, walls, values, sessions = (
+                p.astype(t) for p, t in zip(parts, _DTYPES, strict=True)
+            )
+            out[tag] = (steps, walls, values, sessions)
         self._chunks.clear()
         return out
 
+    def result(self) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """``{tag: (steps int64, wall_times float64, values float64)}``, first-seen tag first."""
+        return {tag: series[:3] for tag, series in self.result_sessions().items()}
 
-_DTYPES = (np.int64, np.float64, np.float64)
+
+_DTYPES = (np.int64, np.float64, np.float64, np.int32)
 
 
 def _tensor_scalar(tensor: pb.TensorProto) -> float | None:
@@ -182,6 +203,8 @@ def _decode(payload: bytes, out: SeriesBuilder, scalar_tags: set[str]) -> int:
         step, wall_time = event.step, event.wall_time
         for tag, value in event_scalars(event, scalar_tags):
             out.point(tag, step, wall_time, value)
+    elif event.session_log.status == pb.SessionLog.START:
+        out.start(event.step)
     return 0
 
 
@@ -246,6 +269,7 @@ class _Merge:
     def __init__(self) -> None:
         self.blocks: list[_Block] = []
         self.fallback: list[int] = []
+        self.starts: list[int] = []
 
     def run_fallback(self, payloads: np.ndarray, scalar_tags: set[str]) -> int:
         """Decode the fallback rows (in row order) with protobuf into blocks of one point."""
@@ -256,6 +280,8 @@ class _Merge:
             except DecodeError:
                 undecodable += 1
                 continue
+            if event.session_log.status == pb.SessionLog.START:
+                self.starts.append(event.step)
             step, wall = np.array([event.step], np.int64), np.array([event.wall_time])
             for slot, (tag, value) in enumerate(event_scalars(event, scalar_tags)):
                 self.blocks.append((np.array([row]), slot, tag, step, wall, np.array([value])))
@@ -263,6 +289,8 @@ class _Merge:
 
     def emit(self, out: SeriesBuilder) -> None:
         """Add the points to ``out`` per tag, in (row, slot) order, tags in first-seen order."""
+        for step in self.starts:
+            out.start(step)
         by_tag: dict[str, list[_Block]] = {}
         for block in sorted(self.blocks, key=lambda b: (int(b[0][0]), b[1])):
             by_tag.setdefault(block[2], []).append(block)

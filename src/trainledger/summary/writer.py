@@ -18,8 +18,14 @@ from pathlib import Path
 from typing import BinaryIO
 
 from trainledger.errors import DiskSpaceError, SummaryError, SummaryWriteError
-from trainledger.storage import BackgroundWorker, event_file_name, frame
-from trainledger.summary.encoders import file_version_event
+from trainledger.storage import (
+    HEADER_SIZE,
+    BackgroundWorker,
+    event_file_name,
+    frame,
+)
+from trainledger.summary.encoders import file_version_event, session_start_event
+from trainledger.summary.proto import summary_pb2 as pb
 
 __all__ = [
     "DEFAULT_MIN_FREE_BYTES",
@@ -35,6 +41,21 @@ DEFAULT_MIN_FREE_BYTES = 64 * 1024 * 1024
 # Free space is re-checked after this many bytes (statvfs on every small record is wasteful);
 # it is far below the margin, so the guard still fires before the disk is full.
 _CHECK_EVERY_BYTES = 1024 * 1024
+
+
+def _first_summary_step(chunks: Sequence[tuple[bytes, int]]) -> int | None:
+    """The step of the first event with summary values among framed records, or None."""
+    for blob, size in chunks:
+        for start in range(0, len(blob), size):
+            length = int.from_bytes(blob[start : start + 8], "little")
+            payload = blob[start + HEADER_SIZE : start + HEADER_SIZE + length]
+            try:
+                event = pb.Event.FromString(payload)
+            except Exception:  # noqa: BLE001 - not an event: look further
+                continue
+            if event.summary.value:
+                return int(event.step)
+    return None
 
 
 class EventFileWriter:
@@ -61,6 +82,8 @@ class EventFileWriter:
         self._size = 0
         self._header_size = 0
         self._unchecked = 0
+        #: write ``SessionLog.START`` before the first values (``SummaryRecord.mark_resumed``)
+        self.resumes = False
         try:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             self._check_space(0, force=True)
@@ -117,6 +140,12 @@ class EventFileWriter:
         equal-size records (``scalar_rows_records`` makes them); rolls over between records."""
         if self._fh is None:
             raise SummaryWriteError(f"event file writer for {self.log_dir} is closed")
+        if self.resumes:
+            step = _first_summary_step(chunks)
+            if step is not None:  # before the resumed session's first values
+                self.resumes = False
+                start = frame(session_start_event(step, time.time()).SerializeToString())
+                chunks = [(start, len(start)), *chunks]
         self._check_space(sum(len(blob) for blob, _ in chunks))
         limit = self.max_file_size
         fh = self._fh

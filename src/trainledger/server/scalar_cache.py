@@ -1,0 +1,62 @@
+"""Scalars of one run for the UI: raw points with their sessions, grown incrementally, served
+as the run's series (``summary.series``: a resumed run's repeated steps once, MindSpore files
+as MindInsight reads them)."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from trainledger.summary import RunReader, resolve_series
+from trainledger.summary.reader import ScalarSeries, SessionSeries
+
+__all__ = ["RunScalars"]
+
+
+class RunScalars:
+    """Scalars of one run, grown incrementally by a summary ``RunReader``."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.reader = RunReader(run_dir)
+        self.raw: dict[str, SessionSeries] = {}
+        self._resolved: dict[str, ScalarSeries] = {}
+        self.read_at = -math.inf
+
+    def update(self, min_interval: float) -> None:
+        """Read what was appended since the last read (at most every ``min_interval`` s)."""
+        now = time.monotonic()
+        if now - self.read_at < min_interval:
+            return
+        self.read_at = now
+        for tag, new in self.reader.read_scalar_sessions().items():
+            old = self.raw.get(tag)
+            if old is None:
+                self.raw[tag] = new
+            else:
+                self.raw[tag] = tuple(  # type: ignore[assignment]
+                    np.concatenate([a, b]) for a, b in zip(old, new, strict=True)
+                )
+            self._resolved.clear()  # a new session's START may drop points of any tag
+
+    def tags(self) -> list[str]:
+        return sorted(self.raw)
+
+    def series(self, tag: str) -> ScalarSeries:
+        """``(steps, wall_times, values)`` of ``tag`` by its format's rule (cached until the
+        tag grows); empty arrays for a tag the run does not have."""
+        found = self._resolved.get(tag)
+        if found is not None:
+            return found
+        raw = self.raw.get(tag)
+        if raw is None:
+            empty = np.zeros(0)
+            return empty.astype(np.int64), empty, empty
+        reader = self.reader
+        steps, walls, values, _ = resolve_series(
+            *raw, reader.session_formats, reader.session_starts
+        )
+        found = self._resolved[tag] = (steps, walls, values)
+        return found
