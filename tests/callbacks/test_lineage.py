@@ -17,7 +17,12 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import trainledger.callbacks.lineage as lineage_mod
 from trainledger.callbacks.lineage import EvalLineage, TrainLineage
-from trainledger.errors import LineageParamTypeError, LineageParamValueError, LineageWriteError
+from trainledger.errors import (
+    LineageError,
+    LineageParamTypeError,
+    LineageParamValueError,
+    LineageWriteError,
+)
 from trainledger.lineage.reader import read_lineage, read_record
 from trainledger.lineage.writer import clear_registry
 from trainledger.run.callback import Callback, CallbackParams, RunContext
@@ -283,7 +288,7 @@ def test_raise_exception_true_wraps_unexpected_errors(
         raise KeyError("x")
 
     monkeypatch.setattr(lineage_mod, "analyze_dataset", broken)
-    with pytest.raises(lineage_mod.LineageError, match="TrainLineage.begin failed: KeyError"):
+    with pytest.raises(LineageError, match="TrainLineage.begin failed: KeyError"):
         TrainLineage(tmp_path, raise_exception=True).on_train_begin(RunContext(_params(tmp_path)))
 
 
@@ -374,7 +379,10 @@ def test_train_and_eval_in_the_same_second_keep_both(tmp_path: Path) -> None:
 
 
 def test_only_rank_zero_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lineage_mod, "distributed_info", lambda: (1, 2, "data_parallel"))
+    import trainledger.callbacks.lineage_base as base_mod
+
+    for module in (lineage_mod, base_mod):
+        monkeypatch.setattr(module, "distributed_info", lambda: (1, 2, "data_parallel"))
     _drive(TrainLineage(tmp_path / "a"), _params(tmp_path))
     EvalLineage(tmp_path / "a").on_eval_end(RunContext(_params(tmp_path, metrics={"a": 1})))
     assert list_lineage_files(tmp_path / "a") == []

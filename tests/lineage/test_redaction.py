@@ -109,3 +109,21 @@ def test_exports_are_blurred_even_for_runs_written_before(
         exported = client.post("/api/v1/runs/export.csv").text
     assert "/data/train" not in exported and str(tmp_path) not in exported
     assert "<redacted>/train#" in exported
+
+
+def test_exports_blur_inside_lists_too() -> None:
+    """Checkpoint paths and a resumed run's session hosts sit in lists of the run record."""
+    from trainledger.lineage import Redaction
+    from trainledger.lineage.redaction import redact_object
+
+    obj = {
+        "summary_dir": "./r1",
+        "run": {
+            "checkpoints": [{"path": "/home/alice/ckpt/m-1_1.ckpt", "size": 3}],
+            "sessions": [{"hostname": "alice-laptop", "pid": 7}],
+        },
+    }
+    out = redact_object(obj, Redaction.parse("all"))
+    assert out["run"]["checkpoints"][0]["path"].startswith("<redacted>/m-1_1.ckpt#")
+    assert out["run"]["sessions"][0]["hostname"].startswith("host-")
+    assert obj["run"]["sessions"][0]["hostname"] == "alice-laptop"  # a copy

@@ -22,10 +22,17 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from trainledger.errors import LineageError, LineageParamTypeError, TrainledgerError
+from trainledger.callbacks.lineage_base import LineageCallback
+from trainledger.callbacks.run_sessions import (
+    current_session,
+    earlier_sessions,
+    session_duration,
+    session_start,
+)
+from trainledger.errors import LineageParamTypeError
 from trainledger.lineage import (
     DatasetInfo,
     EnvironmentInfo,
@@ -39,7 +46,6 @@ from trainledger.lineage import (
     environment_info,
     eval_event,
     file_size,
-    get_writer,
     initial_learning_rate,
     latest_checkpoint,
     loss_function_name,
@@ -49,110 +55,17 @@ from trainledger.lineage import (
     run_status,
     torch_seed,
     train_event,
-    user_defined_event,
-    validate_user_defined_info,
 )
 from trainledger.lineage import lineage_pb2 as pb
-from trainledger.run import Callback, CallbackParams, RunContext, loss_value
-from trainledger.storage import public_path, writable_dir
+from trainledger.run import CallbackParams, RunContext, loss_value
+from trainledger.storage import public_path
 
 __all__ = ["TrainLineage", "EvalLineage"]
 
 _log = logging.getLogger("trainledger.lineage")
 
 
-def _log_dir_of(summary_record: Any) -> str:
-    """The run directory: a SummaryRecord's ``log_dir`` (duck-typed) or a path."""
-    target = getattr(summary_record, "log_dir", summary_record)
-    if isinstance(target, (str, os.PathLike)) and os.fspath(target):
-        return os.path.abspath(writable_dir(target, "summary_record"))
-    raise LineageParamTypeError(
-        "summary_record expected a SummaryRecord or a directory path, received: "
-        f"{type(summary_record).__name__}"
-    )
-
-
-class _LineageCallback(Callback):
-    """Shared construction, error policy and writing of the two lineage callbacks."""
-
-    def __init__(
-        self,
-        summary_record: Any,
-        raise_exception: bool = False,
-        user_defined_info: Mapping[str, Any] | None = None,
-        *,
-        all_ranks: bool = False,
-    ) -> None:
-        # MindInsight's policy for bad arguments too: raise only when asked to, else log the
-        # error and let training go on (a bad summary_record: this callback records nothing)
-        self.raise_exception = bool(raise_exception)
-        self._log_dir: str | None = None
-        self._user_info: dict[str, int | float | str] = {}
-        self._user_info_written = False
-        try:
-            if not isinstance(raise_exception, bool):
-                raise LineageParamTypeError(
-                    f"raise_exception expected a bool, received: {type(raise_exception).__name__}"
-                )
-            self._log_dir = _log_dir_of(summary_record)
-            os.makedirs(self._log_dir, exist_ok=True)
-            if user_defined_info is not None:
-                self._user_info = validate_user_defined_info(user_defined_info)
-        except (LineageError, OSError) as exc:
-            if self.raise_exception:
-                raise
-            _log.error("%s: %s (training goes on)", type(self).__name__, exc)
-        self._all_ranks = bool(all_ranks)
-
-    @property
-    def log_dir(self) -> str | None:
-        """The run directory; None when a bad ``summary_record`` disabled the callback."""
-        return self._log_dir
-
-    @property
-    def user_defined_info(self) -> dict[str, int | float | str]:
-        return dict(self._user_info)
-
-    def update_user_defined_info(self, info: Mapping[str, Any]) -> None:
-        """Merge more user fields (validated); written with the next lineage record."""
-        self._user_info.update(validate_user_defined_info(info))
-        self._user_info_written = False
-
-    def _guarded(self, hook: str, fn: Callable[[CallbackParams], None], rc: RunContext) -> None:
-        """Run a hook body; on failure log and go on, or raise when ``raise_exception``."""
-        try:
-            fn(rc.original_args())
-        except Exception as exc:
-            if self.raise_exception:
-                if isinstance(exc, TrainledgerError):
-                    raise
-                raise LineageError(
-                    f"{type(self).__name__}.{hook} failed: {type(exc).__name__}: {exc}"
-                ) from exc
-            _log.error(
-                "%s.%s failed, training goes on: %s", type(self).__name__, hook, exc, exc_info=exc
-            )
-
-    def _writes(self) -> bool:
-        if self._log_dir is None:
-            return False
-        rank = distributed_info()[0]
-        return rank == 0 or self._all_ranks
-
-    def _write(self, events: list[pb.LineageEvent]) -> str:
-        assert self._log_dir is not None  # _writes() said so
-        path = get_writer(self._log_dir, rank=distributed_info()[0]).write(events)
-        if any(e.WhichOneof("what") == "user_defined_info" for e in events):
-            self._user_info_written = True  # only once it is on disk
-        return path
-
-    def _user_events(self) -> list[pb.LineageEvent]:
-        if self._user_info and not self._user_info_written:
-            return [user_defined_event(self._user_info)]
-        return []
-
-
-class TrainLineage(_LineageCallback):
+class TrainLineage(LineageCallback):
     """Collect the lineage of a training run into its run directory.
 
     Args:
@@ -195,6 +108,8 @@ class TrainLineage(_LineageCallback):
         self._began = False
         self._ended = False
         self._start: float | None = None
+        self._first_step: int | None = None
+        self._earlier: list[dict[str, Any]] = []
         self._initial_lr: float | None = None
         self._dataset: DatasetInfo | None = None
         self._env: EnvironmentInfo | None = None
@@ -259,6 +174,9 @@ class TrainLineage(_LineageCallback):
         self._env = environment_info()
         seed = params.get("seed")
         self._seed = int(seed) if isinstance(seed, int) else torch_seed()
+        self._first_step = (as_int(params.get("cur_step_num")) or 0) + 1  # callbacks/run_sessions
+        host = self._env.hostname
+        self._earlier = earlier_sessions(self._log_dir, host) if params.get("initial_epoch") else []
 
     def _begin(self, params: CallbackParams) -> None:
         self._prepare(params)
@@ -351,11 +269,18 @@ class TrainLineage(_LineageCallback):
         if final:
             checkpoints = [(p, s) for p, s in checkpoints if s is not None]
         checkpoints = [(public_path(p), s) for p, s in checkpoints]  # s3:// when uploaded
+        steps = (self._first_step, as_int(params.get("cur_step_num")))
+        host = env.hostname if env else None
+        sessions = [
+            *self._earlier,
+            current_session(self._start, now if final else None, steps, host),
+        ]
         return RunValues(
             status=status,
-            start_time=self._start,
+            start_time=session_start(sessions, self._start),
             end_time=now if final else None,
-            duration=(now - self._start) if final and self._start is not None else None,
+            duration=session_duration(sessions) if final else None,
+            sessions=sessions,
             total_steps=as_int(params.get("cur_step_num")),
             epochs_done=as_int(params.get("cur_epoch_num")),
             hostname=env.hostname if env else None,
@@ -375,7 +300,7 @@ class TrainLineage(_LineageCallback):
         )
 
 
-class EvalLineage(_LineageCallback):
+class EvalLineage(LineageCallback):
     """Collect the lineage of an evaluation into the run directory.
 
     Args: as ``TrainLineage``. At the end of an evaluation (``on_eval_end``, or the old name

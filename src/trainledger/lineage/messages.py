@@ -16,6 +16,7 @@ from typing import Any
 from trainledger.lineage.proto import lineage_pb2 as pb
 from trainledger.lineage.records import (
     RUN_SCALAR_FIELDS,
+    SESSION_FIELDS,
     json_float,
     organize_user_info,
     shortest_float32,
@@ -197,4 +198,10 @@ def run_dict(run: pb.RunInfo, warn: list[str]) -> dict[str, Any]:
     ]
     if checkpoints:
         out["checkpoints"] = drop_bytes(checkpoints, "run.checkpoints", warn)
+    sessions = [
+        {name: getattr(s, name) for name in SESSION_FIELDS if s.HasField(name)}
+        for s in run.sessions
+    ]
+    if sessions:
+        out["sessions"] = drop_bytes(sessions, "run.sessions", warn)
     return dict(drop_bytes(out, "run", warn))

@@ -100,7 +100,12 @@ class RunValues:
     checkpoints: Sequence[tuple[str, int | None]] = field(default_factory=list)
     error: str | None = None
     bad_records: int | None = None
+    #: a resumed run's processes, oldest first: dicts of ``SESSION_FIELDS``
+    sessions: Sequence[Mapping[str, Any]] = ()
 
+
+#: the fields of one session of a run (``RunSession`` in the schema)
+SESSION_FIELDS = ("start_time", "end_time", "first_step", "last_step", "hostname", "pid")
 
 # RunInfo fields copied one to one between RunValues and the message, in schema order; the
 # reader shows the same fields (plus status and seed, which the writer checks first).
@@ -214,6 +219,10 @@ def run_event(values: RunValues, wall_time: float | None = None) -> pb.LineageEv
     for path, size in values.checkpoints:
         ckpt = run.checkpoints.add(path=str(path))
         _set(ckpt, "size", size)
+    for session in values.sessions:
+        added = run.sessions.add()
+        for name in SESSION_FIELDS:
+            _set(added, name, session.get(name))
     return event
 
 

@@ -126,8 +126,9 @@ def redact_event(event: pb.LineageEvent, policy: Redaction) -> pb.LineageEvent:
             vd.valid_dataset_path = policy.path(vd.valid_dataset_path)
     elif kind == "run":
         run = out.run
-        if run.HasField("hostname"):
-            run.hostname = policy.hostname(run.hostname)
+        for holder in (run, *run.sessions):
+            if holder.HasField("hostname"):
+                holder.hostname = policy.hostname(holder.hostname)
         command = policy.commandline(list(run.command))
         del run.command[:]
         run.command.extend(command)
@@ -150,9 +151,9 @@ def _walk(value: Any, key: str, policy: Redaction) -> Any:
     if isinstance(value, list):
         if key == "command":
             return policy.commandline([str(v) for v in value])
+        return [_walk(v, key, policy) for v in value]  # checkpoints, sessions
     if key == "command" and isinstance(value, str):  # the dict form joins it (shlex)
         return shlex.join(policy.commandline(shlex.split(value)))
-        return [_walk(v, key, policy) for v in value]
     if not isinstance(value, str):
         return value
     fix: Callable[[str], str] | None = None

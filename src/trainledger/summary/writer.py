@@ -22,7 +22,10 @@ from trainledger.storage import (
     HEADER_SIZE,
     BackgroundWorker,
     event_file_name,
+    event_file_order,
     frame,
+    is_event_file_name,
+    run_files,
 )
 from trainledger.summary.encoders import file_version_event, session_start_event
 from trainledger.summary.proto import summary_pb2 as pb
@@ -41,6 +44,12 @@ DEFAULT_MIN_FREE_BYTES = 64 * 1024 * 1024
 # Free space is re-checked after this many bytes (statvfs on every small record is wasteful);
 # it is far below the margin, so the guard still fires before the disk is full.
 _CHECK_EVERY_BYTES = 1024 * 1024
+
+
+def _last_stamp(log_dir: Path) -> int:
+    """The latest ``<unix_ts>`` in the names of the event files in ``log_dir`` (0: none)."""
+    stamps = [event_file_order(e.name)[0] for e in run_files(log_dir, is_event_file_name)]
+    return max(stamps, default=0)
 
 
 def _first_summary_step(chunks: Sequence[tuple[bytes, int]]) -> int | None:
@@ -87,7 +96,7 @@ class EventFileWriter:
         try:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             self._check_space(0, force=True)
-            self._open_new_file()
+            self._open_new_file(after_existing=True)
         except DiskSpaceError:
             raise
         except OSError as exc:
@@ -113,12 +122,18 @@ class EventFileWriter:
                 f"margin; free some space (or lower min_free_bytes)"
             )
 
-    def _open_new_file(self) -> BinaryIO:
+    def _open_new_file(self, after_existing: bool = False) -> BinaryIO:
+        """A new event file; ``after_existing``: named after every event file already in the
+        directory (a later second if need be), so readers (ours and TensorBoard's, which
+        order files by name) read a new writer's file after the files before it."""
         if self._fh is not None:
             self._sync_and_close()
-        header = frame(file_version_event(time.time()).SerializeToString())
+        now = time.time()
+        stamp = max(now, _last_stamp(self.log_dir) + 1) if after_existing else now
+        header = frame(file_version_event(now).SerializeToString())
         while True:
-            path = self.log_dir / event_file_name(self.file_prefix, self.file_suffix)
+            name = event_file_name(self.file_prefix, self.file_suffix, wall_time=stamp)
+            path = self.log_dir / name
             try:
                 fh = open(path, "xb")  # noqa: SIM115 - kept open across calls
             except FileExistsError:

@@ -227,7 +227,7 @@ class Checkpoint(_message.Message):
     def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ...) -> None: ...
 
 class RunInfo(_message.Message):
-    __slots__ = ("status", "start_time", "end_time", "duration", "total_steps", "epochs_done", "hostname", "pid", "rank", "command", "python_version", "torch_version", "trainledger_version", "git_commit", "git_dirty", "seed", "dataset_fingerprint", "checkpoints", "error", "bad_records")
+    __slots__ = ("status", "start_time", "end_time", "duration", "total_steps", "epochs_done", "hostname", "pid", "rank", "command", "python_version", "torch_version", "trainledger_version", "git_commit", "git_dirty", "seed", "dataset_fingerprint", "checkpoints", "error", "bad_records", "sessions")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
     END_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -248,6 +248,7 @@ class RunInfo(_message.Message):
     CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     BAD_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
     status: str
     start_time: float
     end_time: float
@@ -268,4 +269,21 @@ class RunInfo(_message.Message):
     checkpoints: _containers.RepeatedCompositeFieldContainer[Checkpoint]
     error: str
     bad_records: int
-    def __init__(self, status: _Optional[str] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., duration: _Optional[float] = ..., total_steps: _Optional[int] = ..., epochs_done: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., rank: _Optional[int] = ..., command: _Optional[_Iterable[str]] = ..., python_version: _Optional[str] = ..., torch_version: _Optional[str] = ..., trainledger_version: _Optional[str] = ..., git_commit: _Optional[str] = ..., git_dirty: _Optional[bool] = ..., seed: _Optional[int] = ..., dataset_fingerprint: _Optional[str] = ..., checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., error: _Optional[str] = ..., bad_records: _Optional[int] = ...) -> None: ...
+    sessions: _containers.RepeatedCompositeFieldContainer[RunSession]
+    def __init__(self, status: _Optional[str] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., duration: _Optional[float] = ..., total_steps: _Optional[int] = ..., epochs_done: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., rank: _Optional[int] = ..., command: _Optional[_Iterable[str]] = ..., python_version: _Optional[str] = ..., torch_version: _Optional[str] = ..., trainledger_version: _Optional[str] = ..., git_commit: _Optional[str] = ..., git_dirty: _Optional[bool] = ..., seed: _Optional[int] = ..., dataset_fingerprint: _Optional[str] = ..., checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., error: _Optional[str] = ..., bad_records: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[RunSession, _Mapping]]] = ...) -> None: ...
+
+class RunSession(_message.Message):
+    __slots__ = ("start_time", "end_time", "first_step", "last_step", "hostname", "pid")
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    FIRST_STEP_FIELD_NUMBER: _ClassVar[int]
+    LAST_STEP_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    start_time: float
+    end_time: float
+    first_step: int
+    last_step: int
+    hostname: str
+    pid: int
+    def __init__(self, start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., first_step: _Optional[int] = ..., last_step: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,101 @@
+"""A run killed mid-training (SIGKILL) and resumed from its latest checkpoint with
+``initial_epoch`` is one run: its record lists both sessions, its duration is their sum, and
+its loss series holds every step once (the resumed points win), in trainledger's reader and in
+TensorBoard's own."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing import event_accumulator as ea
+
+from trainledger.checkpoint import (
+    latest_checkpoint,
+    load_checkpoint,
+    load_param_into_net,
+)
+from trainledger.query import get_summary_lineage
+from trainledger.summary import read_scalar_sessions, read_scalars
+
+REPO = Path(__file__).resolve().parents[2]
+
+_SETUP = """
+import torch
+from torch import nn
+from trainledger.callbacks import ModelCheckpoint, SummaryCollector, TrainLineage
+from trainledger.checkpoint import CheckpointConfig
+from trainledger.run import Model
+
+def parts(run):
+    torch.manual_seed(0)
+    net = nn.Linear(4, 1)
+    model = Model(net, nn.MSELoss(), torch.optim.SGD(net.parameters(), lr=0.05))
+    data = [(torch.randn(8, 4), torch.randn(8, 1)) for _ in range(5)]
+    config = CheckpointConfig(save_checkpoint_steps=5, keep_checkpoint_max=10)
+    callbacks = [SummaryCollector(run, collect_freq=1,
+                                  collect_specified_data={"collect_landscape": None}),
+                 TrainLineage(run), ModelCheckpoint("m", run, config)]
+    return net, model, data, callbacks
+"""
+
+_CHILD = (
+    _SETUP
+    + """
+import os, signal, sys
+from trainledger.run import Callback
+
+class KillAt(Callback):
+    def on_train_step_end(self, run_context):
+        if run_context.original_args().cur_step_num == 23:
+            os.kill(os.getpid(), signal.SIGKILL)  # between checkpoints: steps 21..23 are lost
+
+net, model, data, callbacks = parts(sys.argv[1])
+model.train(8, data, callbacks=[*callbacks, KillAt()])
+"""
+)
+
+
+@pytest.mark.slow
+def test_a_killed_and_resumed_run_is_one_run_with_two_sessions(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    child = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_CHILD), str(run)],
+        cwd=REPO,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
+    assert child.returncode == -signal.SIGKILL
+    namespace: dict[str, object] = {}
+    exec(textwrap.dedent(_SETUP), namespace)  # the same network, data and callbacks
+    net, model, data, callbacks = namespace["parts"](str(run))  # type: ignore[operator]
+    latest = latest_checkpoint(str(run), "m")
+    assert latest is not None and latest.endswith("m-4_5.ckpt")  # step 20
+    load_param_into_net(net, load_checkpoint(latest))
+    model.train(8, data, callbacks=callbacks, initial_epoch=4)
+
+    record = get_summary_lineage(str(run))["run"]
+    assert record["status"] == "finished"
+    first, second = record["sessions"]
+    assert first["last_step"] >= 20 and first["first_step"] == 1
+    assert second["first_step"] == 21 and second["last_step"] == 40
+    assert record["start_time"] == first["start_time"] < second["start_time"]
+    spans = [s["end_time"] - s["start_time"] for s in (first, second)]
+    assert record["duration"] == pytest.approx(sum(spans))
+    assert record["duration"] > spans[1]  # not just the resumed process
+
+    steps = read_scalars(run)["loss/auto"][0]
+    assert steps.tolist() == list(range(1, 41))  # every step once, in order
+    raw = read_scalar_sessions(run, raw=True)["loss/auto"]
+    assert len(raw[0]) >= 40 and len(set(raw[3].tolist())) == 2  # both sessions kept raw
+    accumulator = ea.EventAccumulator(str(run), size_guidance={ea.SCALARS: 0})
+    accumulator.Reload()
+    theirs = accumulator.Scalars("loss/auto")
+    assert [e.step for e in theirs] == steps.tolist()
+    np.testing.assert_allclose([e.value for e in theirs], read_scalars(run)["loss/auto"][2])
