@@ -5,6 +5,7 @@ exported checkpoints."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -76,6 +77,9 @@ def test_tensorboard_reads_as_many_events_as_the_source(converted: Path, rel: st
     events = acc.Scalars("loss/auto")
     assert [e.step for e in events] == steps.tolist()
     assert [e.value for e in events] == values.tolist()
+    answers = json.loads((GOLDEN / "mindspore-full" / "mindinsight-summaries.json").read_text())
+    mindinsight = answers["by_dir"][rel]["loss/auto/scalar"]  # what MindInsight 2.3.1 showed
+    assert [e.step for e in events] == mindinsight["steps"]
 
 
 def test_graph_keeps_mindspore_names_and_scopes(converted: Path) -> None:

@@ -141,6 +141,10 @@ class RunReader:
         order. MindSpore files are not read here (their events have another schema)."""
         return list(self._tb_events())
 
+    def read_mindspore_events_of(self, path: Path) -> list[ms.Event]:
+        """The new MindSpore events of one ``_MS`` file of the run (one session)."""
+        return list(self._ms_events([path]))
+
     def read_mindspore_events(self) -> list[ms.Event]:
         """Every new MindSpore event (``mindspore_summary_pb2.Event``: scalars, images,
         histograms, tensors, the graph), in file order; TensorBoard files are not read here."""

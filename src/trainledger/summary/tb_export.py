@@ -4,7 +4,10 @@ Each MindSpore event becomes one TensorBoard event with the same step and wall t
 as ``simple_value``, images with their PNG bytes unchanged, histograms as ``HistogramProto``
 (bucket limits are MindSpore's right edges), tensors as ``TensorProto`` and the graph as a
 ``GraphDef`` (``ms_graph``). Loss landscapes have no TensorBoard form and are counted as
-skipped. The source is only read: output goes to a new event file under the destination.
+skipped. Scalars follow MindInsight's series rule (``summary.series``): a repeated step and
+the points a later session supersedes are left out (``superseded``), so TensorBoard shows
+what MindInsight showed. The source is only read: output goes to a new event file under the
+destination.
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from trainledger.summary.encoders import make_tensor_proto
 from trainledger.summary.mindspore import list_mindspore_files, ms_histogram, ms_tensor_array
 from trainledger.summary.ms_graph import graph_def_from_mindspore
 from trainledger.summary.proto import mindspore_summary_pb2 as ms
 from trainledger.summary.proto import summary_pb2 as pb
 from trainledger.summary.reader import RunReader, list_event_files
+from trainledger.summary.series import mindinsight_keep
 from trainledger.summary.writer import EventFileWriter
 
 __all__ = ["ConvertCounts", "convert_mindspore_run", "find_mindspore_runs"]
@@ -35,6 +41,7 @@ class ConvertCounts:
     tensors: int = 0
     graphs: int = 0
     skipped: int = 0  # values with no TensorBoard form (loss landscapes) or undecodable tensors
+    superseded: int = 0  # scalar points MindInsight does not show (repeated steps, sessions)
     corrupt: int = 0  # damaged records of the source, skipped
 
 
@@ -64,7 +71,26 @@ def _histogram(value: ms.Summary.Histogram) -> pb.HistogramProto:
     )
 
 
-def _convert(event: ms.Event, counts: ConvertCounts) -> Iterator[pb.Event]:
+def _scalar_keeps(files: list[list[ms.Event]]) -> dict[str, Iterator[bool]]:
+    """Per tag, whether each scalar point (in file and record order) is kept by MindInsight's
+    rule (``summary.series``), so the export holds the series MindInsight shows."""
+    points: dict[str, tuple[list[int], list[int]]] = {}
+    for session, events in enumerate(files):
+        for event in events:
+            for value in event.summary.value:
+                if value.HasField("scalar_value"):
+                    steps, sessions = points.setdefault(value.tag, ([], []))
+                    steps.append(event.step)
+                    sessions.append(session)
+    return {
+        tag: iter(mindinsight_keep(np.array(steps), np.array(sessions)).tolist())
+        for tag, (steps, sessions) in points.items()
+    }
+
+
+def _convert(
+    event: ms.Event, counts: ConvertCounts, keeps: dict[str, Iterator[bool]]
+) -> Iterator[pb.Event]:
     if event.HasField("graph_def"):
         counts.graphs += 1
         graph = graph_def_from_mindspore(event.graph_def).SerializeToString()
@@ -74,6 +100,9 @@ def _convert(event: ms.Event, counts: ConvertCounts) -> Iterator[pb.Event]:
     for value in event.summary.value:
         kind = value.WhichOneof("value")
         if kind == "scalar_value":
+            if not next(keeps[value.tag], True):
+                counts.superseded += 1
+                continue
             counts.scalars += 1
             values.append(pb.Summary.Value(tag=value.tag, simple_value=value.scalar_value))
         elif kind == "image":
@@ -109,11 +138,17 @@ def convert_mindspore_run(
     if list_event_files(dst):
         raise FileExistsError(f"{dst} already holds TensorBoard event files; choose another DST")
     reader = RunReader(src_run)
-    events = reader.read_mindspore_events()
+    files = [reader.read_mindspore_events_of(path) for path in list_mindspore_files(src_run)]
+    keeps = _scalar_keeps(files)
     counts = ConvertCounts()
     writer = EventFileWriter(dst, min_free_bytes=0)
     try:
-        payloads = [tb.SerializeToString() for event in events for tb in _convert(event, counts)]
+        payloads = [
+            tb.SerializeToString()
+            for events in files
+            for event in events
+            for tb in _convert(event, counts, keeps)
+        ]
         writer.write(payloads)
     finally:
         writer.close()
