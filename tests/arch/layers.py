@@ -163,6 +163,65 @@ def size_violations() -> list[Violation]:
     return found
 
 
+def import_cycles() -> list[list[str]]:
+    """Groups of modules that import each other, directly or round a circle (module-level or
+    in a function; a package's ``__init__`` re-exports are left out: they import on use)."""
+    paths = {module_name(p): p for p in modules() if p.name != "__init__.py"}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        deps = set()
+        for _, target, names in imports(path):
+            for imported in [f"{target}.{n}" for n in names] or [target]:
+                found = imported if imported in paths else target
+                if found in paths and found != name:
+                    deps.add(found)
+        graph[name] = deps
+    return [sorted(c) for c in _components(graph) if len(c) > 1]
+
+
+def _components(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components, iteratively (no recursion limit)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                out.append(group)
+    return out
+
+
 if __name__ == "__main__":
     for v in layer_violations() + size_violations():
         print(v)
+    for cycle in import_cycles():
+        print("import cycle:", " -> ".join(cycle))

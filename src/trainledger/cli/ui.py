@@ -103,8 +103,7 @@ def ui(
     """Browse, compare and export the runs under BASE in a web browser."""
     try:  # the [ui] extra: imported here so the rest of the CLI works without it
         from trainledger.query import index_url, redact_url
-        from trainledger.server import EngineStore, create_app
-        from trainledger.server.serving import serve
+        from trainledger.server import EngineStore, create_app, serve
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise click.ClickException(
             f"the web UI needs the [ui] extra: pip install 'trainledger[ui]' ({exc})"

@@ -28,8 +28,8 @@ _EXPORTS: dict[str, str] = {
     "HYPERPARAMETERS": "trainledger.query.conditions",
     "RUN_FIELDS": "trainledger.query.conditions",
     "lineage_types": "trainledger.query.conditions",
-    "index_url": "trainledger.query.backend",
-    "redact_url": "trainledger.query.backend",
+    "index_url": "trainledger.query.index_urls",
+    "redact_url": "trainledger.query.index_urls",
     "MIN_RUNS": "trainledger.query.importance",
     "hyperparameter_importance": "trainledger.query.importance",
     "LineageIndex": "trainledger.query.index",
@@ -82,7 +82,6 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.query.annotations import UNSET
     from trainledger.query.audit import append_audit, cli_actor, read_audit, token_fingerprint
-    from trainledger.query.backend import index_url, redact_url
     from trainledger.query.conditions import (
         CONTROL_KEYS,
         FIELDS,
@@ -92,6 +91,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from trainledger.query.importance import MIN_RUNS, hyperparameter_importance
     from trainledger.query.index import LineageIndex
+    from trainledger.query.index_urls import index_url, redact_url
     from trainledger.query.lineage_api import filter_summary_lineage, get_summary_lineage
     from trainledger.query.run_admin import archive_run, archived_runs, delete_run, restore_run
     from trainledger.query.service import QueryService

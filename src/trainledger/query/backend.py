@@ -1,70 +1,24 @@
-"""Where a base's index lives, chosen by a URL, and what every index backend does alike.
+"""What every index backend does alike (``IndexDb``): the seam between the query engine and
+the database that holds a base's index.
 
 Why a seam: the index was a SQLite file beside the runs; a team shares one PostgreSQL
 database instead (``--index postgresql://...``, ``TRAINLEDGER_INDEX_URL``, or ``index=`` in
 the API). Only connecting, transactions, retries and where annotations are kept differ; the
 statements are the same (``schema.py``, ``sql.py``, ``index_tables.py``, written with ``?``
-placeholders and ``INSERT ... ON CONFLICT``).
+placeholders and ``INSERT ... ON CONFLICT``). Which backend a URL names: ``index_urls.py``;
+opening it: ``open_index.py``.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import urllib.parse
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from trainledger.errors import LineageParamValueError
 from trainledger.query.schema import Connection, Dialect
 
-__all__ = ["ENV", "IndexDb", "index_url", "open_db", "redact_url"]
+__all__ = ["IndexDb"]
 
-ENV = "TRAINLEDGER_INDEX_URL"
-_PG_SCHEMES = ("postgresql", "postgres")
-_SQLITE = ("", "sqlite", "sqlite://")
 T = TypeVar("T")
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its password (in the netloc or a ``password=`` parameter) as ``***``:
-    URLs are shown in logs and errors, passwords never."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return "<an unparsable URL>"
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":***"
-        netloc = f"{userinfo}@{host}"
-    query = re.sub(r"(?i)(password=)[^&]*", r"\1***", parts.query)
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def index_url(index: str | None = None) -> str | None:
-    """The chosen index: ``index``, else ``$TRAINLEDGER_INDEX_URL``; None means the SQLite
-    file beside the runs (also chosen explicitly by ``sqlite://``)."""
-    value = index if index is not None else os.environ.get(ENV, "")
-    if not isinstance(value, str):
-        raise LineageParamValueError(
-            f"ValueError. The index should be a str (a postgresql:// URL), received: "
-            f"{type(value).__name__}."
-        )
-    value = value.strip()
-    if value in _SQLITE:
-        return None
-    scheme = value.split("://", 1)[0].lower() if "://" in value else ""
-    if scheme in _PG_SCHEMES:
-        return value
-    source = "index" if index is not None else ENV
-    shown = redact_url(value) if scheme else repr(value)
-    raise LineageParamValueError(
-        f"ValueError. The {source} should be a postgresql://USER@HOST[:PORT]/DATABASE URL, or "
-        f"sqlite:// for the SQLite file beside the runs (the default), received: {shown} "
-        f"(scheme {scheme or 'none'!r})."
-    )
 
 
 class IndexDb:
@@ -155,17 +109,3 @@ class IndexDb:
     def annotations_stamp(self) -> object:
         """Changes whenever any process changed an annotation."""
         raise NotImplementedError
-
-
-def open_db(directory: str, url: str | None, name: str) -> IndexDb:
-    """The index of the base named ``name``: the SQLite file in ``directory`` (url None) or
-    the base's own schema in the PostgreSQL database at ``url`` (a new one starts with the
-    annotations of ``directory``'s ``annotations.json``)."""
-    if url is None:
-        from trainledger.query.database import SqliteDb
-
-        return SqliteDb(directory)
-    from trainledger.query.annotations import AnnotationFile
-    from trainledger.query.postgres import PgDb
-
-    return PgDb(url, name, seed=AnnotationFile(directory).load)

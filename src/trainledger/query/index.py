@@ -26,7 +26,6 @@ from typing import Any
 
 from trainledger.query import index_tables, schema, semantics
 from trainledger.query.annotations import UNSET, check_remark, check_run_id, check_tag
-from trainledger.query.backend import index_url, open_db
 from trainledger.query.conditions import lineage_types, page_bounds, validate_condition
 from trainledger.query.database import index_dir
 from trainledger.query.discovery import (
@@ -37,6 +36,8 @@ from trainledger.query.discovery import (
     validate_base,
 )
 from trainledger.query.flat_record import to_record
+from trainledger.query.index_urls import index_url
+from trainledger.query.open_index import open_db
 from trainledger.query.schema import Connection
 from trainledger.query.sql import (
     compile_matches,
@@ -74,7 +75,7 @@ class LineageIndex:
     Main calls: ``query(search_condition)`` (validate, cheap scan, answer in SQL — the same
     result as ``filter_summary_lineage``), ``refresh()``, ``records()``,
     ``set_annotation(run_id, tag=..., remark=...)``, ``get_annotations()``, ``close()``.
-    ``index``: where the index lives (``backend.index_url``: a ``postgresql://`` URL, or
+    ``index``: where the index lives (``index_urls.index_url``: a ``postgresql://`` URL, or
     None for ``$TRAINLEDGER_INDEX_URL`` else the SQLite file); ``name``: the base's name in a
     shared index (default its real path; the ``s3://`` URL of a base read through a cache).
     """

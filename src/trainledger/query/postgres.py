@@ -14,7 +14,7 @@ Why these rules:
   run again, for a bounded time: what was committed stays, and every write is idempotent.
 - Annotations live in the ``annotations`` table itself: it is shared by everyone and never
   dropped by a migration; the derived rows can be rebuilt from the runs at any time.
-- The URL's password never appears in a log line or an error (``backend.redact_url``).
+- The URL's password never appears in a log line or an error (``index_urls.redact_url``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from typing import Any, TypeVar
 
 from trainledger.errors import IndexUnreachableError, LineageQuerySummaryDataError
 from trainledger.query import schema
-from trainledger.query.backend import IndexDb, redact_url
+from trainledger.query.backend import IndexDb
+from trainledger.query.index_urls import redact_url
 from trainledger.query.schema import BIG
 
 __all__ = ["PgDb", "bind_value", "schema_name"]

@@ -12,6 +12,7 @@ _EXPORTS: dict[str, str] = {
     "allowed_hosts": "trainledger.server.hosts",
     "is_loopback": "trainledger.server.hosts",
     "MIN_TOKEN_LENGTH": "trainledger.server.hosts",
+    "serve": "trainledger.server.serving",
 }
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "EngineStore",
     "is_loopback",
     "MIN_TOKEN_LENGTH",
+    "serve",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
@@ -28,3 +30,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.server.app import create_app
     from trainledger.server.hosts import MIN_TOKEN_LENGTH, allowed_hosts, is_loopback
     from trainledger.server.run_store import EngineStore
+    from trainledger.server.serving import serve

@@ -41,7 +41,7 @@ from trainledger.server.structure_store import (
     read_run_landscapes,
 )
 from trainledger.storage import is_temp_name, parse_checkpoint_name
-from trainledger.summary.reader import ScalarSeries
+from trainledger.summary import ScalarSeries
 
 # ``run`` extension fields attached to each object of a page (shown as run/<name> columns)
 RUN_COLUMNS = tuple(name.split("/", 1)[1] for name in RUN_FIELDS)

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainledger.summary import RunReader, resolve_series
-from trainledger.summary.reader import ScalarSeries, SessionSeries
+from trainledger.summary import RunReader, ScalarSeries, SessionSeries, resolve_series
 
 __all__ = ["RunScalars"]
 

@@ -36,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     "read_images": "trainledger.summary.reader",
     "read_scalars": "trainledger.summary.reader",
     "read_scalar_sessions": "trainledger.summary.reader",
+    "ScalarSeries": "trainledger.summary.reader",
+    "SessionSeries": "trainledger.summary.reader",
     "resolve_series": "trainledger.summary.series",
     "read_tensors": "trainledger.summary.reader",
     "SummaryRecord": "trainledger.summary.record",
@@ -70,6 +72,8 @@ __all__ = [
     "read_tensors",
     "resolve_series",
     "RunReader",
+    "ScalarSeries",
+    "SessionSeries",
     "session_end_event",
     "session_start_event",
     "SummaryRecord",
@@ -99,6 +103,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.summary.ms_graph import graph_def_from_mindspore
     from trainledger.summary.reader import (
         RunReader,
+        ScalarSeries,
+        SessionSeries,
         iter_events,
         list_event_files,
         read_histograms,

@@ -159,8 +159,8 @@ class EventFileWriter:
             step = _first_summary_step(chunks)
             if step is not None:  # before the resumed session's first values
                 self.resumes = False
-                start = frame(session_start_event(step, time.time()).SerializeToString())
-                chunks = [(start, len(start)), *chunks]
+                record = frame(session_start_event(step, time.time()).SerializeToString())
+                chunks = [(record, len(record)), *chunks]
         self._check_space(sum(len(blob) for blob, _ in chunks))
         limit = self.max_file_size
         fh = self._fh
