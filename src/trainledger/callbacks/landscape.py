@@ -180,6 +180,7 @@ class SummaryLandscape:
         self, grid: LossGrid, params: list[Any], size: int, devices: list[Any], advance: Any
     ) -> dict[str, Any]:
         d1, d2, coords = pca_plane(params)
+        coords = coords.detach().cpu()  # the snapshots may be on the GPU; numpy needs the host
         axes = []
         for column in (coords[:, 0], coords[:, 1]):
             low, high = float(column.min()), float(column.max())

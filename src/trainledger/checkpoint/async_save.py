@@ -74,22 +74,41 @@ class ThreadSaver:
         self._pool: dict[str, Any] = {}
         self._reuse = reuse_buffers  # keep snapshot memory between saves (a training run)
 
-    def _snapshot(self, named: NamedTensors) -> list[tuple[str, Any]]:
+    def _snapshot(self, named: NamedTensors) -> tuple[list[tuple[str, Any]], Any]:
+        """Host copies of ``named`` and, when some live on a GPU, the CUDA event after their
+        copies. GPU tensors go to pinned buffers with non-blocking copies, so the call returns
+        once the copies are queued (pageable memory would make the copy synchronous and
+        several times slower); the writer waits for the event before it reads them."""
         import torch
 
         from trainledger.checkpoint.torch_adapter import copy_all
 
         out = []
         pool: dict[str, Any] = {}
+        device_pairs = []
+        host_pairs = []
         for name, t in named:
+            on_gpu = t.device.type == "cuda"
             buf = self._pool.get(name)
-            if buf is None or buf.shape != t.shape or buf.dtype != t.dtype:
-                buf = torch.empty(t.shape, dtype=t.dtype, device="cpu")
+            if (
+                buf is None
+                or buf.shape != t.shape
+                or buf.dtype != t.dtype
+                or buf.is_pinned() != on_gpu
+            ):
+                buf = torch.empty(t.shape, dtype=t.dtype, device="cpu", pin_memory=on_gpu)
             pool[name] = buf
             out.append((name, buf))
-        copy_all([(buf, t) for (_, buf), (_, t) in zip(out, named, strict=True)])
+            (device_pairs if on_gpu else host_pairs).append((buf, t))
+        event = None
+        if device_pairs:
+            for buf, t in device_pairs:
+                buf.copy_(t.detach(), non_blocking=True)
+            event = torch.cuda.Event()
+            event.record()
+        copy_all(host_pairs)
         self._pool = pool if self._reuse else {}
-        return out
+        return out, event
 
     def save(
         self,
@@ -101,7 +120,7 @@ class ThreadSaver:
     ) -> None:
         if self._inflight is not None:
             raise RuntimeError("a checkpoint save is in flight; call wait() first")
-        snap = self._snapshot(named)
+        snap, copied = self._snapshot(named)
         info = json.loads(json.dumps(info))  # a private copy; training may mutate the original
 
         def write() -> None:
@@ -109,6 +128,8 @@ class ThreadSaver:
             from trainledger.checkpoint.torch_adapter import tensor_to_raw
 
             try:
+                if copied is not None:
+                    copied.synchronize()  # the device-to-host copies are done
                 save_container(
                     path, [(n, tensor_to_raw(n, t)) for n, t in snap], info, enc_key, enc_mode
                 )

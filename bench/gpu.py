@@ -1,0 +1,290 @@
+"""The GPU path against a hand-written loop, on one CUDA device (``tools/gpu-check.sh``).
+
+Two workloads, as in the issue "GPU-first": a launch-bound MLP (256-512-512-10, batch 64,
+SGD momentum) and a compute-bound CNN (five conv-BN-ReLU blocks of 128-512 channels, batch
+256 at 32x32). For each, in alternating paired rounds (hand, bare, LossMonitor, full, hand,
+...; wall time with the device synchronised at the end of each run): the hand loop,
+``Model.train`` bare, with ``LossMonitor(100)``, and the full default stack
+(``LossMonitor`` + ``SummaryCollector(collect_freq=10)`` without landscape +
+``TrainLineage`` + ``ModelCheckpoint(async_save=True)`` saving at the end). Printed: median
+ratio hand/ours with its interquartile range, and our cost in µs a step; then the host syncs a
+step of each variant (``torch.cuda.set_sync_debug_mode("warn")``), checkpoint timings for a
+2 GiB state of 16 CUDA tensors (ours, ``torch.save``, ``safetensors``; the time an async save
+blocks; loads onto the device) and a 40 x 40 train + result landscape of the CNN.
+
+    python bench/gpu.py --quick          # about 3 minutes on an H100/H200
+    python bench/gpu.py --device cpu --quick --steps-scale 0.05   # a smoke run without a GPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from trainledger import (
+    CheckpointConfig,
+    LossMonitor,
+    Model,
+    ModelCheckpoint,
+    SummaryCollector,
+    SummaryLandscape,
+    TrainLineage,
+    load_checkpoint,
+    save_checkpoint,
+)
+from trainledger.checkpoint import wait_async_save
+
+Batches = list[tuple[torch.Tensor, torch.Tensor]]
+
+
+def mlp() -> nn.Module:
+    return nn.Sequential(
+        nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)
+    )
+
+
+def cnn() -> nn.Module:
+    layers: list[nn.Module] = []
+    channels = [3, 128, 256, 256, 512, 512]
+    for cin, cout in zip(channels, channels[1:], strict=False):
+        layers += [nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU()]
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 10)]
+    return nn.Sequential(*layers)
+
+
+def batches(kind: str, device: str, n: int) -> Batches:
+    g = torch.Generator().manual_seed(0)
+    if kind == "mlp":
+        xs = [torch.randn(64, 256, generator=g) for _ in range(n)]
+    else:
+        xs = [torch.randn(256, 3, 32, 32, generator=g) for _ in range(n)]
+    return [(x.to(device), torch.randint(0, 10, (x.shape[0],)).to(device)) for x in xs]
+
+
+def sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def build(kind: str, device: str) -> tuple[nn.Module, torch.optim.Optimizer]:
+    torch.manual_seed(0)
+    net = (mlp() if kind == "mlp" else cnn()).to(device)
+    return net, torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+
+
+def hand(kind: str, device: str, data: Batches, tmp: str) -> float:
+    net, opt = build(kind, device)
+    loss_fn = nn.CrossEntropyLoss()
+    sync(device)
+    start = time.perf_counter()
+    for x, y in data:
+        opt.zero_grad(set_to_none=True)
+        loss_fn(net(x), y).backward()
+        opt.step()
+    sync(device)
+    return time.perf_counter() - start
+
+
+def ours(callbacks: Callable[[str], list[Any]]) -> Callable[[str, str, Batches, str], float]:
+    def run(kind: str, device: str, data: Batches, tmp: str) -> float:
+        net, opt = build(kind, device)
+        model = Model(net, nn.CrossEntropyLoss(), opt)
+        model.show_progress = False
+        made = callbacks(tempfile.mkdtemp(dir=tmp))
+        sync(device)
+        start = time.perf_counter()
+        model.train(1, data, callbacks=made)
+        sync(device)
+        return time.perf_counter() - start
+
+    return run
+
+
+def full_stack(run_dir: str) -> list[Any]:
+    return [
+        LossMonitor(100),
+        SummaryCollector(
+            run_dir, collect_freq=10, collect_specified_data={"collect_landscape": None}
+        ),
+        TrainLineage(run_dir),
+        ModelCheckpoint(
+            "m", run_dir, CheckpointConfig(save_checkpoint_steps=10**9, async_save=True)
+        ),
+    ]
+
+
+VARIANTS: dict[str, Callable[[str, str, Batches, str], float]] = {
+    "hand loop": hand,
+    "Model.train bare": ours(lambda d: []),
+    "+ LossMonitor(100)": ours(lambda d: [LossMonitor(100)]),
+    "full default stack": ours(full_stack),
+}
+
+
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    q = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else values * 3
+    return q[0], statistics.median(values), q[2]
+
+
+def overhead(kind: str, device: str, steps: int, rounds: int, tmp: str) -> None:
+    data = batches(kind, device, steps)
+    for fn in VARIANTS.values():  # warm-up: kernels, allocator, imports
+        fn(kind, device, data[: max(steps // 5, 2)], tmp)
+    times: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    for _ in range(rounds):
+        for name, fn in VARIANTS.items():
+            times[name].append(fn(kind, device, data, tmp))
+    base = times["hand loop"]
+    print(f"\n{kind.upper()} on {device}: {steps} steps a run, {rounds} paired rounds")
+    print(f"  {'variant':22} {'median ms':>10} {'hand/ours (IQR)':>24} {'cost µs/step':>13}")
+    for name, values in times.items():
+        ratios = [h / t for h, t in zip(base, values, strict=True)]
+        low, mid, high = quartiles(ratios)
+        cost = statistics.median((t - h) / steps * 1e6 for h, t in zip(base, values, strict=True))
+        print(
+            f"  {name:22} {statistics.median(values) * 1e3:10.1f} "
+            f"{mid:8.3f} ({low:.3f}..{high:.3f}) {cost:13.1f}"
+        )
+
+
+def syncs_per_step(kind: str, device: str, steps: int, tmp: str) -> None:
+    if not device.startswith("cuda"):
+        return
+    data = batches(kind, device, steps)
+    print(f"\nhost syncs a step ({kind}, {steps} steps, set_sync_debug_mode('warn')):")
+    for name, fn in VARIANTS.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                fn(kind, device, data, tmp)
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+        found = [w for w in caught if "synchroniz" in str(w.message)]
+        places: dict[str, int] = {}
+        for w in found:
+            where = f"{Path(w.filename).name}:{w.lineno}"
+            places[where] = places.get(where, 0) + 1
+        top = ", ".join(f"{k} x{v}" for k, v in sorted(places.items(), key=lambda i: -i[1])[:4])
+        print(f"  {name:22} {len(found) / steps:6.2f}   {top}")
+
+
+def timed(fn: Callable[[], Any], repeats: int) -> float:
+    values = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        values.append(time.perf_counter() - start)
+    return statistics.median(values)
+
+
+def checkpoints(device: str, gib: float, repeats: int, tmp: str) -> None:
+    import safetensors.torch as st
+
+    count = 16
+    per = int(gib * 2**30 / 4 / count)
+    state = {f"w{i}": torch.randn(per, device=device) for i in range(count)}
+    path = os.path.join(tmp, "state.ckpt")
+    sync(device)
+    print(f"\ncheckpoints: {count} tensors, {gib:g} GiB on {device}, median of {repeats}")
+    rows: list[tuple[str, float]] = []
+    rows.append(("save_checkpoint (sync)", timed(lambda: save_checkpoint(state, path), repeats)))
+    pt = os.path.join(tmp, "state.pt")
+    rows.append(("torch.save", timed(lambda: torch.save(state, pt), repeats)))
+    sf = os.path.join(tmp, "state.safetensors")
+    rows.append(("safetensors save_file", timed(lambda: st.save_file(state, sf), repeats)))
+    blocked = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        save_checkpoint(state, path, async_save=True)
+        blocked.append(time.perf_counter() - start)
+        wait_async_save()
+    rows.append(("async save: blocks for", statistics.median(blocked)))
+    rows.append(
+        ("load_checkpoint(device=)", timed(lambda: load_checkpoint(path, device=device), repeats))
+    )  # noqa: E501
+    rows.append(
+        (
+            "load_checkpoint + .to()",
+            timed(lambda: {k: v.to(device) for k, v in load_checkpoint(path).items()}, repeats),
+        )
+    )  # noqa: E501
+    rows.append(
+        ("safetensors load_file(device=)", timed(lambda: st.load_file(sf, device=device), repeats))
+    )  # noqa: E501
+    rows.append(
+        ("torch.load(map_location=)", timed(lambda: torch.load(pt, map_location=device), repeats))
+    )  # noqa: E501
+    for name, seconds in rows:
+        print(f"  {name:32} {seconds:8.3f} s")
+    print(f"  async blocking / sync save: {rows[3][1] / rows[0][1]:.1%}")
+
+
+def landscape(device: str, size: int, samples: int, tmp: str) -> None:
+    run = tempfile.mkdtemp(dir=tmp)
+    net, opt = build("cnn", device)
+    model = Model(net, nn.CrossEntropyLoss(), opt)
+    model.show_progress = False
+    data = batches("cnn", device, 12)
+    spec = {
+        "landscape_size": size,
+        "unit": "step",
+        "create_landscape": {"train": True, "result": True},
+        "num_samples": samples,
+        "intervals": [[3, 6, 9, 12]],
+    }
+    collector = SummaryCollector(run, collect_specified_data={"collect_landscape": spec})
+    model.train(1, data, callbacks=[collector])
+    start = time.perf_counter()
+    SummaryLandscape(run, show_progress=False).gen_landscapes_with_multi_process(
+        lambda: (model, net, data, {"loss"})
+    )
+    sync(device)
+    print(f"\nlandscape: {size} x {size} train + result of the CNN on {samples} samples: "
+          f"{time.perf_counter() - start:.1f} s")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--quick", action="store_true", help="the issue's 3-minute check")
+    parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--steps-scale", type=float, default=1.0)
+    parser.add_argument("--gib", type=float, default=2.0)
+    parser.add_argument("--landscape-size", type=int, default=40)
+    parser.add_argument("--landscape-samples", type=int, default=512)
+    parser.add_argument("--skip", default="", help="comma list of: mlp,cnn,syncs,ckpt,landscape")
+    args = parser.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    logging.getLogger("trainledger").setLevel(logging.ERROR)  # the MLP's "no image" note
+    warnings.filterwarnings("ignore", message="SummaryCollector collects input data")
+    if args.device.startswith("cuda"):
+        print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    torch.backends.cudnn.benchmark = True
+    with tempfile.TemporaryDirectory() as tmp:
+        scale = args.steps_scale
+        if "mlp" not in skip:
+            overhead("mlp", args.device, max(int(300 * scale), 5), args.rounds, tmp)
+        if "cnn" not in skip:
+            overhead("cnn", args.device, max(int(40 * scale), 5), args.rounds, tmp)
+        if "syncs" not in skip:
+            syncs_per_step("mlp", args.device, 50, tmp)
+        if "ckpt" not in skip:
+            checkpoints(args.device, args.gib, 3 if not args.quick else 2, tmp)
+        if "landscape" not in skip:
+            landscape(args.device, args.landscape_size, args.landscape_samples, tmp)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""The training host, the built-in callbacks, landscapes and checkpoints on a CUDA device:
+the same files and values as on the CPU. Run by ``tools/gpu-check.sh`` (skipped without CUDA)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from trainledger import (
+    CheckpointConfig,
+    EarlyStopping,
+    EvalLineage,
+    LossMonitor,
+    Model,
+    ModelCheckpoint,
+    SummaryCollector,
+    SummaryLandscape,
+    TimeMonitor,
+    TrainLineage,
+    load_checkpoint,
+    save_checkpoint,
+)
+from trainledger.checkpoint import wait_async_save
+from trainledger.query import get_summary_lineage
+from trainledger.summary import read_landscapes, read_scalars
+
+
+def _data(n: int = 96, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 3, 8, 8, generator=g)
+    y = (x.mean(dim=(1, 2, 3)) > 0).long()
+    return [(x[i : i + 16], y[i : i + 16]) for i in range(0, n, 16)]
+
+
+def _net() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1),
+        nn.BatchNorm2d(8),
+        nn.ReLU(),
+        nn.Flatten(),
+        nn.Linear(8 * 8 * 8, 2),
+    )
+
+
+def _fit(device: str, run: Path, amp_level: str = "O0") -> tuple[nn.Module, dict[str, Any]]:
+    net = _net().to(device)
+    model = Model(
+        net,
+        nn.CrossEntropyLoss(),
+        torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9),
+        metrics={"accuracy", "loss"},
+        amp_level=amp_level,
+    )
+    data = [(x.to(device), y.to(device)) for x, y in _data()]
+    callbacks = [
+        LossMonitor(2),
+        TimeMonitor(),
+        SummaryCollector(run, collect_freq=1, collect_specified_data={"collect_landscape": None}),
+        TrainLineage(run),
+        ModelCheckpoint("m", run, CheckpointConfig(save_checkpoint_steps=6, async_save=True)),
+        EarlyStopping(monitor="loss", patience=100),
+    ]
+    model.fit(3, data, data, callbacks=callbacks)
+    result = model.eval(data, callbacks=[EvalLineage(run)])
+    return net, result
+
+
+@pytest.fixture
+def exact_float32() -> Any:
+    """TF32 off for the comparison with the CPU (cuDNN convolutions use it by default)."""
+    before = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    yield
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = before
+
+
+def test_fit_and_eval_with_every_builtin_callback_equal_the_cpu_run(
+    tmp_path: Path, exact_float32: Any
+) -> None:
+    gpu_net, gpu = _fit("cuda", tmp_path / "gpu")
+    cpu_net, cpu = _fit("cpu", tmp_path / "cpu")
+    for (name, a), (_, b) in zip(
+        gpu_net.state_dict().items(), cpu_net.state_dict().items(), strict=True
+    ):
+        torch.testing.assert_close(a.cpu(), b, rtol=1e-3, atol=1e-3, msg=name)
+    assert gpu["accuracy"] == pytest.approx(cpu["accuracy"], abs=1.5 / 96)  # one sample
+    assert gpu["loss"] == pytest.approx(cpu["loss"], rel=1e-3)
+    ours, theirs = read_scalars(tmp_path / "gpu"), read_scalars(tmp_path / "cpu")
+    assert set(ours) == set(theirs)
+    np.testing.assert_allclose(ours["loss/auto"][2], theirs["loss/auto"][2], rtol=1e-3)
+    lineage = get_summary_lineage(str(tmp_path / "gpu"))
+    assert lineage["run"]["status"] == "finished"
+    assert lineage["metric"]["accuracy"] == pytest.approx(gpu["accuracy"])
+    latest = sorted((tmp_path / "gpu").glob("m-*.ckpt"))[-1]
+    fresh = _net().cuda()
+    load_checkpoint(latest, fresh)
+    torch.testing.assert_close(fresh.state_dict(), gpu_net.state_dict())
+
+
+@pytest.mark.parametrize("level", ["O1", "O3"])
+def test_mixed_precision_trains_on_cuda(tmp_path: Path, level: str) -> None:
+    net, result = _fit("cuda", tmp_path / level, amp_level=level)
+    assert all(torch.isfinite(p).all() for p in net.parameters())
+    assert 0.0 <= result["accuracy"] <= 1.0 and np.isfinite(result["loss"])
+
+
+@pytest.mark.parametrize("device_ids", [None, [0]], ids=["model-device", "device_ids"])
+def test_landscapes_are_made_on_cuda(tmp_path: Path, device_ids: list[int] | None) -> None:
+    run = tmp_path / "run"
+    net = _net().cuda()
+    model = Model(net, nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), lr=0.05))
+    data = [(x.cuda(), y.cuda()) for x, y in _data()]
+    spec = {
+        "landscape_size": 5,
+        "unit": "step",
+        "create_landscape": {"train": True, "result": True},
+        "num_samples": 32,
+        "intervals": [[2, 4, 6, 8]],
+    }
+    model.train(2, data, callbacks=[SummaryCollector(run, collect_specified_data={
+        "collect_landscape": spec})])  # fmt: skip
+    made = SummaryLandscape(run).gen_landscapes_with_multi_process(
+        lambda: (model, net, data, {"loss"}), device_ids=device_ids
+    )
+    assert [m["kind"] for m in made] == ["train", "result"]
+    for item in read_landscapes(run):
+        assert np.isfinite(np.asarray(item["z"], dtype=float)).all()
+
+
+def test_async_save_holds_the_values_at_call_time_and_loads_onto_the_device(
+    tmp_path: Path,
+) -> None:
+    torch.manual_seed(0)
+    state = {f"w{i}": torch.randn(512, 1024, device="cuda") for i in range(8)}
+    expected = {k: v.clone() for k, v in state.items()}
+    path = tmp_path / "w.ckpt"
+    save_checkpoint(state, str(path), async_save=True)
+    for tensor in state.values():  # right after the call returns, training changes them
+        tensor.add_(1.0)
+    wait_async_save()
+    loaded = load_checkpoint(path, device="cuda")
+    for name, value in expected.items():
+        assert loaded[name].device.type == "cuda"
+        torch.testing.assert_close(loaded[name], value)
+    save_checkpoint(state, str(tmp_path / "sync.ckpt"))
+    again = load_checkpoint(tmp_path / "sync.ckpt", device=torch.device("cuda", 0))
+    torch.testing.assert_close(again["w0"], state["w0"])

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The project's GPU check (docs/development.md, "The GPU check"): on a machine with CUDA torch
+# (torch 2.11 and Python 3.12 on the image we use) and no package index, with the missing
+# wheels carried in .whl/ (../shared/tools/gpu-wheels.sh fetches them on a machine that has
+# an index). Two parts that can run apart:
+#   tools/gpu-check.sh tests   # tests/gpu (the cuda marker): at most 3 minutes
+#   tools/gpu-check.sh bench   # bench/gpu.py --quick: at most 3 minutes
+#   tools/gpu-check.sh         # both
+# Logs go to $OUT (the device tool's result folder) or /tmp/gpu-check.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/gpu-check}
+mkdir -p "$out"
+what=${1:-all}
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD/src:$PWD
+else
+  export PYTHONPATH=$PWD/src:$PWD
+fi
+export PYTHONUNBUFFERED=1
+python3 -c 'import sys, torch, google.protobuf as pb; print(sys.version.split()[0], "torch",
+  torch.__version__, "protobuf", pb.__version__, "cuda", torch.cuda.is_available())' | tee "$out/env.txt"
+nvidia-smi -L 2>/dev/null | tee -a "$out/env.txt"
+status=0
+if [ "$what" = all ] || [ "$what" = tests ]; then
+  timeout 200 python3 -m pytest tests/gpu -q -p no:cacheprovider -rs --timeout 170 \
+    2>&1 | tee "$out/gpu-tests.log" || status=1
+fi
+if [ "$what" = all ] || [ "$what" = bench ]; then
+  timeout 240 python3 bench/gpu.py --quick 2>&1 | tee "$out/gpu-bench.log" || status=1
+fi
+exit $status
