@@ -85,8 +85,8 @@ class ThreadSaver:
 
         out = []
         pool: dict[str, Any] = {}
-        device_pairs = []
-        host_pairs = []
+        device_pairs: list[tuple[Any, Any]] = []
+        host_pairs: list[tuple[Any, Any]] = []
         for name, t in named:
             on_gpu = t.device.type == "cuda"
             buf = self._pool.get(name)
