@@ -15,6 +15,7 @@ from pathlib import Path
 
 from trainledger.checkpoint.policy import CkptRecord, qualifies_for_best, select_deletions
 from trainledger.storage import (
+    SHARDED_MANIFEST,
     CheckpointName,
     checkpoint_file_name,
     fsync_dir,
@@ -272,5 +273,5 @@ def remove_checkpoint(path: Path) -> None:
     if not os.path.lexists(path):
         raise FileNotFoundError(f"no checkpoint at {path}")
     if path.is_dir() and not path.is_symlink():
-        (path / "manifest.json").unlink(missing_ok=True)
+        (path / SHARDED_MANIFEST).unlink(missing_ok=True)
     remove_written(path)

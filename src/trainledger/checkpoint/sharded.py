@@ -46,7 +46,7 @@ from torch.futures import Future
 
 from trainledger.checkpoint.torch_adapter import decode_tree, encode_tree, unwrap_network
 from trainledger.errors import CheckpointFormatError
-from trainledger.storage import atomic_write, fsync_dir, remove_written
+from trainledger.storage import SHARDED_MANIFEST, atomic_write, fsync_dir, remove_written
 
 __all__ = [
     "FORMAT",
@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 FORMAT = "trainledger-sharded/1"
-MANIFEST = "manifest.json"
+MANIFEST = SHARDED_MANIFEST
 
 
 def is_sharded_checkpoint(path: str | os.PathLike[str]) -> bool:

@@ -48,12 +48,17 @@ from trainledger.lineage import (
     train_event,
     user_defined_event,
 )
-from trainledger.storage import atomic_write_bytes, list_lineage_files, remove_written
+from trainledger.storage import (
+    MLFLOW_MARKER,
+    atomic_write_bytes,
+    list_lineage_files,
+    remove_written,
+)
 from trainledger.summary import SummaryRecord, list_event_files
 
 __all__ = ["ImportReport", "import_mlflow", "MARKER", "RUN_DIR_PREFIX"]
 
-MARKER = "mlflow_run.json"
+MARKER = MLFLOW_MARKER
 RUN_DIR_PREFIX = "mlflow-"
 _PAGE = 1000
 _MAX_ARTIFACT_DEPTH = 4

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainledger.storage import ObjectLocation, ObjectStore, parse_checkpoint_name
+from trainledger.storage import (
+    SHARDED_MANIFEST,
+    ObjectLocation,
+    ObjectStore,
+    parse_checkpoint_name,
+)
 
 __all__ = ["object_checkpoints"]
 
 _SUFFIXES = (".ckpt", ".safetensors")
-_MANIFEST = "manifest.json"
+_MANIFEST = SHARDED_MANIFEST
 
 
 def object_checkpoints(url: str, store: ObjectStore | None = None) -> list[dict[str, Any]]:

@@ -40,7 +40,7 @@ from trainledger.server.structure_store import (
     read_run_graph,
     read_run_landscapes,
 )
-from trainledger.storage import is_temp_name, parse_checkpoint_name
+from trainledger.storage import SHARDED_MANIFEST, is_temp_name, parse_checkpoint_name
 from trainledger.summary import ScalarSeries
 
 # ``run`` extension fields attached to each object of a page (shown as run/<name> columns)
@@ -148,7 +148,7 @@ def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
         for entry in entries:
             if entry.is_symlink():
                 continue
-            sharded = entry.is_dir() and (entry / "manifest.json").is_file()
+            sharded = entry.is_dir() and (entry / SHARDED_MANIFEST).is_file()
             if entry.is_dir() and not sharded:
                 if depth + 1 < _CKPT_MAX_DEPTH and not entry.name.startswith("."):
                     stack.append((entry, depth + 1))

@@ -17,6 +17,8 @@ either are recognised:
 - checkpoints: ``<prefix>[_<N>]-<epoch>_<step>[_breakpoint].ckpt``; ``_<N>`` keeps a new run's
   files apart from an earlier run's of the same prefix (MindSpore's rule).
 - the index directory ``<base>/.trainledger`` with ``index.db`` and ``annotations.json``.
+- a sharded checkpoint's ``manifest.json``, the landscape snapshots' ``train_metadata.json``,
+  an MLflow import's ``mlflow_run.json``.
 - object storage (``storage.mirror``, ``storage.cache``): a download cache's record of object
   versions ``.trainledger-objects.json``, a staging directory's state
   ``.trainledger-staging.json``; neither is ever uploaded or downloaded.
@@ -41,6 +43,9 @@ __all__ = [
     "ARCHIVE_DIRNAME",
     "OBJECTS_MANIFEST",
     "STAGING_STATE",
+    "SHARDED_MANIFEST",
+    "LANDSCAPE_METADATA",
+    "MLFLOW_MARKER",
     "AUDIT_FILE",
     "INDEX_FILE",
     "LINEAGE_SUFFIX",
@@ -67,6 +72,14 @@ __all__ = [
 OBJECTS_MANIFEST = ".trainledger-objects.json"
 #: a staging directory's state: its URL, its writer, and whether everything was uploaded
 STAGING_STATE = ".trainledger-staging.json"
+
+# --- other files of a run ------------------------------------------------------------------
+#: a sharded checkpoint directory's metadata (``checkpoint.sharded``): written last, read first
+SHARDED_MANIFEST = "manifest.json"
+#: the weight snapshots' index of ``collect_landscape`` (MindSpore's name, in ``ckpt_dir``)
+LANDSCAPE_METADATA = "train_metadata.json"
+#: what an MLflow import wrote into a run directory (``integrations.mlflow``)
+MLFLOW_MARKER = "mlflow_run.json"
 
 # --- temp files ---------------------------------------------------------------------------
 TEMP_MARKER = ".tl-tmp-"
