@@ -595,7 +595,9 @@ def test_landscape_surface_and_contour_draw_with_the_training_path(
         ["scatter3d", "final weights", 1],
     ]
     surface = pixels(page, section.locator(".landscape-surface canvas").first, skip_top=80)
-    assert surface["coloured"] > 0.15 * surface["total"], surface  # the WebGL surface drew
+    # the WebGL surface drew: Debian's Chromium 156 (headless) shows it at 7.9 % of the canvas
+    # (seen drawn in a screenshot), earlier builds over 15 %; an undrawn surface leaves ~0 %
+    assert surface["coloured"] > 0.05 * surface["total"], surface
     assert surface["red"] > 30, surface  # ... and the path on it
     contour = pixels(page, section.locator(".landscape-contour"))
     assert contour["coloured"] > 0.3 * contour["total"] and contour["red"] > 30, contour
