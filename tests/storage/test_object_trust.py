@@ -41,6 +41,13 @@ def _no_mirrors_left() -> object:
 
 
 # --- 1. keys that name files outside the cache ----------------------------------------
+def _victim(tmp_path: Path) -> tuple[Path, str]:
+    """A directory outside any cache, and enough ``../`` to reach ``/`` from a key."""
+    victim_dir = tmp_path / "victim"
+    victim_dir.mkdir()
+    return victim_dir, "../" * (len(tmp_path.parts) + 4)
+
+
 @pytest.mark.parametrize(
     ("rel", "why"),
     [
@@ -68,10 +75,8 @@ def test_key_problem_takes_ordinary_keys() -> None:
 def test_a_bucket_cannot_write_or_delete_outside_the_cache(
     s3_bucket: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    victim_dir = tmp_path / "victim"
-    victim_dir.mkdir()
+    victim_dir, depth = _victim(tmp_path)
     client = boto3.client("s3")
-    depth = "../" * (len(tmp_path.parts) + 4)
     evil = [
         f"team/r1/{depth}{victim_dir.relative_to('/')}/PWNED.txt",
         f"team/r1/..\\..\\{victim_dir.name}\\PWNED.txt",
@@ -102,10 +107,8 @@ def test_a_bucket_cannot_write_or_delete_outside_the_cache(
 def test_the_cli_reads_a_base_holding_hostile_keys_and_writes_nothing_outside(
     s3_bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    victim_dir = tmp_path / "victim"
-    victim_dir.mkdir()
+    victim_dir, depth = _victim(tmp_path)
     client = boto3.client("s3")
-    depth = "../" * (len(tmp_path.parts) + 4)
     key = f"team/r1/{depth}{victim_dir.relative_to('/')}/PWNED.txt"
     client.put_object(Bucket=s3_bucket, Key=key, Body=b"pwned")
     monkeypatch.setenv("TRAINLEDGER_OBJECT_MAX_AGE", "0")

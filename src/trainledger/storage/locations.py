@@ -14,7 +14,7 @@ from typing import Any
 from trainledger.errors import ObjectStoreError
 from trainledger.storage.cache import cache_dir, sync_down
 from trainledger.storage.objects import ObjectLocation, check_location, is_object_url
-from trainledger.storage.staging import staging_dir, staging_root
+from trainledger.storage.staging import staged_location, staging_dir, staging_root
 
 __all__ = [
     "writable_dir",
@@ -86,10 +86,5 @@ def public_path(local: str | os.PathLike[str]) -> str:
     """The name other machines know a written file by: the ``s3://`` URL of a file in a
     staging directory, else the path unchanged (recorded in lineage, e.g. the model path)."""
     text = os.path.abspath(os.fspath(local))
-    root = os.path.abspath(staging_root())
-    if not text.startswith(root + os.sep):
-        return text
-    parts = os.path.relpath(text, root).split(os.sep)
-    if len(parts) < 2:
-        return text
-    return ObjectLocation(parts[0], "/".join(parts[1:])).url
+    loc = staged_location(text, os.path.abspath(staging_root()))
+    return text if loc is None else loc.url

@@ -41,6 +41,7 @@ __all__ = [
     "flush_mirrors",
     "close_mirrors",
     "remove_written",
+    "staged_location",
     "StagedLocation",
     "staged_locations",
     "sync_staging",
@@ -179,16 +180,23 @@ def remove_written(path: str | os.PathLike[str]) -> None:
         _delete_unmirrored(text)
 
 
+def staged_location(path: str, root: str) -> ObjectLocation | None:
+    """The object location of ``path`` (normalised as ``root`` is) in the staging directories
+    under ``root``: ``root/bucket/key...`` -> ``s3://bucket/key...``; None elsewhere."""
+    if not path.startswith(root + os.sep):
+        return None
+    parts = os.path.relpath(path, root).split(os.sep)
+    if len(parts) < 2:
+        return None
+    return ObjectLocation(parts[0], "/".join(parts[1:]))
+
+
 def _delete_unmirrored(path: str) -> None:
     """A staged path no mirror of this process watches (an earlier run's): delete its
     objects now. A failure is logged: a leftover object loses nothing."""
-    root = os.path.realpath(staging_root())
-    if not path.startswith(root + os.sep):
+    loc = staged_location(path, os.path.realpath(staging_root()))
+    if loc is None:
         return
-    parts = os.path.relpath(path, root).split(os.sep)
-    if len(parts) < 2:
-        return
-    loc = ObjectLocation(parts[0], "/".join(parts[1:]))
     try:
         store = ObjectStore()
         for rel in store.list(loc):
