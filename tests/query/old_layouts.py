@@ -1,16 +1,18 @@
-"""This version's index rewritten in schema 6's layout, on either engine.
+"""This version's index rewritten in schema 7's or schema 6's layout, on either engine.
 
-Why: a migration test needs an index the previous release wrote. Schema 6's tables are the
-DDL that release ran (``schema._V5``: version 6 only added indexes), filled from this
-version's rows, so the runs, values and annotations are known exactly.
+Why: a migration test needs an index an earlier release wrote. Schema 7 is this version's
+without what version 8 added (the series tables, the duration and sessions columns); schema
+6's tables are the DDL that release ran (``schema._V5``: version 6 only added indexes),
+filled from this version's rows, so the runs, values and annotations are known exactly.
 """
 
 from __future__ import annotations
 
 from trainledger.query import schema
-from trainledger.query.schema import VALUE_FIELDS, Connection, Dialect
+from trainledger.query.schema import Connection, Dialect
 
-_VALUES = ", ".join(f"n.{f}_num, n.{f}_big, n.{f}_txt" for f in VALUE_FIELDS)
+_VALUES = ", ".join(f"n.{f}_num, n.{f}_big, n.{f}_txt" for f in schema._FIELDS_V7)
+_V8_COLUMNS = [f"{f}_{part}" for f in ("duration", "sessions") for part in ("num", "big", "txt")]
 _OLD_TABLES = (
     "CREATE TABLE runs",
     "CREATE INDEX runs_default_order",
@@ -18,8 +20,20 @@ _OLD_TABLES = (
 )
 
 
+def to_schema_7(conn: Connection, dialect: Dialect) -> None:
+    """Rewrite the index behind ``conn`` (schema 8, inside a write transaction) as schema 7."""
+    for table in ("series_stats", "series_files"):
+        conn.execute(f"DROP TABLE {table}")
+    for column in _V8_COLUMNS:
+        conn.execute(f"ALTER TABLE runs DROP COLUMN {column}")
+    conn.execute("DELETE FROM meta WHERE key = ?", (schema.STATUS_BACKFILL,))
+    schema.set_meta(conn, "schema_version", 7)
+    schema.set_meta(conn, "compatible_from", 7)
+
+
 def to_schema_6(conn: Connection, dialect: Dialect) -> None:
-    """Rewrite the index behind ``conn`` (schema 7, inside a write transaction) as schema 6."""
+    """Rewrite the index behind ``conn`` (schema 8, inside a write transaction) as schema 6."""
+    to_schema_7(conn, dialect)
     conn.execute("DROP INDEX IF EXISTS runs_default_order")
     conn.execute("DROP INDEX IF EXISTS custom_by_text")  # (SQLite's version 6 had none)
     conn.execute("ALTER TABLE runs RENAME TO runs_new")

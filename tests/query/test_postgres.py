@@ -237,7 +237,7 @@ def test_an_older_schema_is_migrated_keeping_runs_and_annotations(
         meta = index.db.read(
             lambda c: [schema.read_meta(c, k) for k in ("schema_version", "compatible_from")]
         )
-        assert meta == [schema.SCHEMA_VERSION, 7]  # version-6 code cannot read version 7
+        assert meta == [schema.SCHEMA_VERSION, 8]  # code before version 8 cannot read it
         indexes = index.db.read(
             lambda c: [r[0] for r in c.execute("SELECT indexname FROM pg_indexes").fetchall()]
         )

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trainledger.errors import LineageSearchConditionParamError
-from trainledger.query.conditions import validate_condition
+from trainledger.query.conditions import RUN_FIELDS, validate_condition
 from trainledger.query.index import LineageIndex
 from trainledger.query.semantics import evaluate
 
@@ -34,6 +34,25 @@ INT_FIELDS = [
 ]
 STR_FIELDS = ["loss_function", "train_dataset_path", "test_dataset_path", "network", "optimizer"]
 STATUSES = st.sampled_from(["running", "finished", "failed", "stopped", "Finished", ""])
+#: tags of series statistics: with a slash, a colon, a space and parentheses of their own
+SERIES_TAGS = ["loss", "eval/acc", "a:b (c)"]
+SERIES_STATS = st.fixed_dictionaries(
+    {
+        "last": MAYBE_NUM,
+        "min": MAYBE_NUM,
+        "max": MAYBE_NUM,
+        "count": st.sampled_from([1, 2, 16]),
+        "last_step": st.sampled_from([0, 1, 2, 16]),
+        "min_step": MAYBE_INT,
+        "max_step": MAYBE_INT,
+        "nonfinite_step": MAYBE_INT,
+    }
+)
+SERIES_FIELDS = [
+    f"{stat}({tag})"
+    for stat in ("last", "min", "max", "count", "max_step", "nonfinite_step")
+    for tag in SERIES_TAGS
+]
 
 
 @st.composite
@@ -54,6 +73,9 @@ def record(draw: Any, i: int) -> dict[str, Any]:
     )
     r["dataset_graph"] = draw(GRAPHS)
     r["status"] = draw(st.one_of(st.none(), STATUSES))
+    r["duration"] = draw(MAYBE_NUM)
+    r["sessions"] = draw(st.one_of(st.none(), st.sampled_from([1, 2, 3])))
+    r["series"] = draw(st.dictionaries(st.sampled_from(SERIES_TAGS), SERIES_STATS, max_size=2))
     return r
 
 
@@ -76,6 +98,9 @@ FIELD = st.sampled_from(
         "summary_dir",
         "dataset_mark",
         "status",
+        "duration",
+        "sessions",
+        *SERIES_FIELDS,
     ]
 )
 
@@ -91,6 +116,8 @@ def _value_for(field: str) -> st.SearchStrategy[Any]:
         return st.one_of(STATUSES, NUMS)  # a number: refused by validation, as on str fields
     if field.startswith("user_defined/"):
         return SCALAR
+    if field == "sessions":
+        return st.sampled_from([0, 1, 2, 3])
     return NUMS
 
 
@@ -123,6 +150,13 @@ def condition(draw: Any) -> dict[str, Any]:
     if draw(st.booleans()):
         cond["lineage_type"] = draw(st.sampled_from([{"eq": "model"}, {"in": ["dataset"]}]))
     return cond
+
+
+def with_series(stored: list[dict[str, Any]], records: list[dict[str, Any]]) -> list[Any]:
+    """The index's records with the series statistics they were added with (``records()``
+    leaves them out; queries read them from their own table)."""
+    series = {r["summary_dir"]: r.get("series") for r in records}
+    return [{**r, "series": series.get(r["summary_dir"])} for r in stored]
 
 
 def assert_agreement(index: LineageIndex, conds: list[dict[str, Any]]) -> None:
@@ -158,8 +192,9 @@ def test_sql_agrees_with_python(
         for i, tag in tags.items():
             index.set_annotation(f"./r{i}", tag=tag)
         stored = index.records()
-        by_dir = {r["summary_dir"]: r.get("status") for r in records}
-        assert {r["summary_dir"]: r["status"] for r in stored} == by_dir  # the column's values
+        by_dir = {r["summary_dir"]: [r.get(f) for f in RUN_FIELDS] for r in records}
+        assert {r["summary_dir"]: [r[f] for f in RUN_FIELDS] for r in stored} == by_dir
+        stored = with_series(stored, records)
         checked = 0
         for raw in conds:
             try:

@@ -96,14 +96,25 @@ def lineage(
     index: str | None,
 ) -> None:
     """Filter, sort and page the lineage of the runs under BASE."""
-    from trainledger.query import FIELDS, RUN_FIELDS, filter_summary_lineage, parse_where
+    from trainledger.query import (
+        FIELDS,
+        RUN_FIELDS,
+        filter_summary_lineage,
+        parse_series_field,
+        parse_where,
+    )
 
     warn_unsynced(base)  # first: a run that never reached the store is missing below
     try:
         condition = parse_where(wheres, sort=sort, limit=limit, page=page)
+        listed = [c.strip() for c in (columns or "").split(",") if c.strip()]
         # a shell path like ../runs is the user's own: normalize it (the API rejects "..")
         result = filter_summary_lineage(
-            user_location(base), condition, max_depth=max_depth, index=index
+            user_location(base),
+            condition,
+            max_depth=max_depth,
+            index=index,
+            series=[c for c in listed if parse_series_field(c)],
         )
     except LineageFileNotFoundError:  # an empty base is an answer, not a failure
         click.echo(
@@ -118,7 +129,11 @@ def lineage(
         hint = ""
         if "not supported" in str(exc) or "sorted_name must be" in str(exc):
             names = ", ".join([*FIELDS, *RUN_FIELDS])
-            hint = f"\nfields: {names}, metric/<name>, user_defined/<name>"
+            hint = (
+                f"\nfields: {names}, metric/<name>, user_defined/<name>, "
+                "<stat>(<tag>) (stat: last, min, max, count, last_step, min_step, max_step, "
+                "nonfinite_step)"
+            )
         raise click.ClickException(f"{exc}{hint}") from exc
     _check_named_columns(result, condition, columns)
     if fmt in ("json", "csv"):  # output meant to leave the machine: TRAINLEDGER_REDACT applies
@@ -168,7 +183,7 @@ def _check_named_columns(
     the closest names the runs do have, for --where, --sort and --columns alike."""
     import difflib
 
-    from trainledger.query import FIELDS
+    from trainledger.query import FIELDS, parse_series_field
 
     known = [*result.get("customized", {})]
     named = [k for k in condition if k.startswith(("metric/", "user_defined/"))]
@@ -177,7 +192,7 @@ def _check_named_columns(
     listed = [c.strip() for c in (columns or "").split(",") if c.strip()]
     allowed = {*FIELDS, *known, "run", "tag", "remark", "loss", *RUN_COLUMNS}
     bad = [n for n in named if n.startswith(("metric/", "user_defined/")) and n not in known]
-    bad += [c for c in listed if c not in allowed]
+    bad += [c for c in listed if c not in allowed and not parse_series_field(c)]
     if bad and (result.get("count") or listed):
         name = bad[0]
         close = difflib.get_close_matches(name, sorted(allowed), n=2, cutoff=0.5)

@@ -76,7 +76,8 @@ def table_columns(rows: list[dict[str, Any]], customized: dict[str, Any]) -> tup
     list[str], dict[str, Any]
 ]:  # fmt: skip
     """(columns in priority order, {field: value} of the fields equal in every row)."""
-    from trainledger.query import HYPERPARAMETERS  # the query engine on use (fast --help)
+    # the query engine on use (fast --help)
+    from trainledger.query import HYPERPARAMETERS, parse_series_field
 
     metrics = [c for c in customized if c.startswith("metric/")]
     others = [c for c in customized if not c.startswith("metric/")]
@@ -93,7 +94,9 @@ def table_columns(rows: list[dict[str, Any]], customized: dict[str, Any]) -> tup
             varying.append(column)
     extra = [c for c in ("tag", "remark") if any(r.get(c) not in (None, 0, "") for r in rows)]
     status = ["status"] if any(r.get("status") for r in rows) else []
-    return ["run", *status, *metrics, *varying, *extra], same
+    # the series statistics a condition named (``max(eval/accuracy)``): what was asked about
+    series = list(dict.fromkeys(c for r in rows for c in r if parse_series_field(c)))
+    return ["run", *status, *series, *metrics, *varying, *extra], same
 
 
 RUN_INFO_MAX = 500

@@ -7,7 +7,8 @@
 * ``writer``      the process's append-only, fsynced writer per run directory; it creates each
   file with a unique, increasing ``<unix_ts>`` (the names themselves: ``trainledger.storage``)
 * ``reader``      ``read_lineage(run_dir)``: ``get_summary_lineage``'s dict (no torch needed)
-* ``skim``        ``read_status(run_dir)``: the run's status alone, decoding only run events
+* ``skim``        ``read_status(run_dir)``, ``read_run(run_dir)``: the run's status or record
+  alone, decoding only run events
 * ``analyzers``   torch objects -> plain values (dataset walk, backbone, optimizer, env)
 
 The callbacks that use them are ``trainledger.callbacks.lineage.TrainLineage/EvalLineage``.
@@ -54,6 +55,7 @@ _EXPORTS: dict[str, str] = {
     "latest_checkpoint": "trainledger.lineage.run_facts",
     "run_status": "trainledger.lineage.run_facts",
     "read_status": "trainledger.lineage.skim",
+    "read_run": "trainledger.lineage.skim",
     "get_writer": "trainledger.lineage.writer",
 }
 
@@ -78,6 +80,7 @@ __all__ = [
     "optimizer_name",
     "read_lineage",
     "read_status",
+    "read_run",
     "REDACT_ENV",
     "redact_event",
     "redact_object",
@@ -125,5 +128,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from trainledger.lineage.redaction import REDACT_ENV, Redaction, redact_event, redact_object
     from trainledger.lineage.run_facts import as_int, file_size, latest_checkpoint, run_status
-    from trainledger.lineage.skim import read_status
+    from trainledger.lineage.skim import read_run, read_status
     from trainledger.lineage.writer import get_writer

@@ -1,11 +1,12 @@
-"""A run's status from its lineage files, skimmed: only run events are decoded.
+"""A run's record (its status, duration, sessions) from its lineage files, skimmed: only run
+events are decoded.
 
 Why: an index made before status was a query field holds every run's other facts but not its
 status. Filling it must not cost a re-parse of every lineage file (dataset graphs, lineage,
 metric JSON), so this walks each record's top-level field numbers, skips every other event
 unread, and decodes only the ``RunInfo`` of the last run event of each file.
 
-The answer is ``read_lineage(run_dir)["run"].get("status")`` by the reader's merge rules
+The answer is ``read_lineage(run_dir)["run"]`` by the reader's merge rules
 (files oldest first; a file holding a train lineage, a dataset graph or a run event starts a
 new training; the last run event of a file wins); damaged records aside, which the reader
 drops after decoding them and this skim cannot always see.
@@ -14,6 +15,7 @@ drops after decoding them and this skim cannot always see.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from google.protobuf.message import DecodeError
 
@@ -21,7 +23,7 @@ from trainledger.lineage.messages import run_dict
 from trainledger.lineage.proto import lineage_pb2 as pb
 from trainledger.storage import list_lineage_files, read_records, read_varint
 
-__all__ = ["read_status"]
+__all__ = ["read_run", "read_status"]
 
 # LineageEvent's oneof ``what`` (lineage.proto): the kinds that start a new training, the
 # evaluation, which only updates the current one, and the members that are not lineage
@@ -57,8 +59,8 @@ def _kind(payload: bytes) -> tuple[int | None, bytes]:
     return kind, body
 
 
-def _file_status(path: str) -> tuple[bool, str | None]:
-    """(whether the file starts a new training, the status of its last run event)."""
+def _file_run(path: str) -> tuple[bool, dict[str, Any] | None]:
+    """(whether the file starts a new training, the record of its last run event)."""
     payloads, _ = read_records(path)
     kinds: set[int] = set()
     last_run: bytes | None = None
@@ -71,21 +73,29 @@ def _file_status(path: str) -> tuple[bool, str | None]:
             kinds.add(kind)
         if kind == _RUN:
             last_run = body
-    status = None
+    run = None
     if last_run is not None:
         try:
-            status = run_dict(pb.RunInfo.FromString(last_run), []).get("status")
+            run = run_dict(pb.RunInfo.FromString(last_run), [])
         except (DecodeError, ValueError, TypeError, RecursionError):
             kinds.discard(_RUN)  # the reader leaves an unreadable run event out
-    return bool(kinds & _STARTS_TRAINING), status if isinstance(status, str) else None
+    return bool(kinds & _STARTS_TRAINING), run
 
 
 def read_status(run_dir: str | os.PathLike[str]) -> str | None:
     """The status of the run in ``run_dir`` (running, finished, failed, stopped), or None
     when its lineage holds no run record (MindSpore's files, or none at all)."""
-    status = None
+    run = read_run(run_dir)
+    status = None if run is None else run.get("status")
+    return status if isinstance(status, str) else None
+
+
+def read_run(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The run record of the run in ``run_dir`` (``read_lineage(run_dir)["run"]``), or None
+    when its lineage holds none."""
+    run = None
     for item in list_lineage_files(run_dir):
-        starts, file_status = _file_status(item.path)
+        starts, file_run = _file_run(item.path)
         if starts:
-            status = file_status
-    return status
+            run = file_run
+    return run

@@ -7,8 +7,9 @@ data versions and a result cache, for long-lived readers such as the web UI);
 ``lineage_table`` and ``flatten_object``/``flatten_result`` (flat rows); ``index_url`` and
 ``redact_url`` (where the index lives: SQLite or PostgreSQL); ``parse_where``
 (the ``FIELD OP VALUE`` compiler); ``FIELDS`` (MindInsight's), ``RUN_FIELDS`` (trainledger's:
-``status``), ``CONTROL_KEYS`` and ``lineage_types`` of search conditions. Nothing here imports
-torch.
+``status``, ``duration``, ``sessions``), ``STATS`` and ``parse_series_field`` (series
+statistics as fields: ``max(eval/accuracy)``), ``CONTROL_KEYS`` and ``lineage_types`` of
+search conditions. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ _EXPORTS: dict[str, str] = {
     "lineage_table": "trainledger.query.table",
     "run_id_of": "trainledger.query.table",
     "parse_where": "trainledger.query.where",
+    "STATS": "trainledger.query.series_fields",
+    "parse_series_field": "trainledger.query.series_fields",
 }
 
 __all__ = [
@@ -67,6 +70,8 @@ __all__ = [
     "LineageIndex",
     "MIN_RUNS",
     "parse_where",
+    "parse_series_field",
+    "STATS",
     "QueryService",
     "read_audit",
     "redact_url",
@@ -94,6 +99,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.query.index_urls import index_url, redact_url
     from trainledger.query.lineage_api import filter_summary_lineage, get_summary_lineage
     from trainledger.query.run_admin import archive_run, archived_runs, delete_run, restore_run
+    from trainledger.query.series_fields import STATS, parse_series_field
     from trainledger.query.service import QueryService
     from trainledger.query.table import flatten_object, flatten_result, lineage_table, run_id_of
     from trainledger.query.where import parse_where

@@ -21,7 +21,9 @@ Documented differences from MindInsight (fixes):
   rejected with MindInsight's documented "More than one operation of <field>." (2.3.1 ANDed
   them silently).
 - ``status`` (trainledger's run state, see ``RUN_FIELDS``) is a field like the string fields
-  (``eq``, ``in``, ``not_in``) and a ``sorted_name``; MindInsight had no such field.
+  (``eq``, ``in``, ``not_in``) and a ``sorted_name``; ``duration`` and ``sessions`` like the
+  number fields; so are series statistics such as ``max(eval/accuracy)``
+  (``series_fields.py``). MindInsight had none of these.
 - Every bad condition raises ``LineageSearchConditionParamError`` (a ``LineageError``),
   never another type; numbers of any size are accepted (see ``numbers.py`` for how integers
   beyond 64 bits compare).
@@ -32,6 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainledger.errors import LineageSearchConditionParamError
+from trainledger.query.series_fields import parse_series_field
 
 # The filterable fields, in MindInsight's FIELD_MAPPING order.
 FIELDS: tuple[str, ...] = (
@@ -75,9 +78,11 @@ INT_FIELDS = frozenset(
 FLOAT_FIELDS = frozenset({"learning_rate", "loss"})
 #: trainledger's own filterable fields (not MindInsight's): from the run record, so they are
 #: allowed in conditions and sorting but never shown in ``model_lineage``. ``status`` is the
-#: run's state as written by the training (running, finished, failed, stopped; None when the
-#: lineage has no run record, as in MindSpore's files).
-RUN_FIELDS: tuple[str, ...] = ("status",)
+#: run's state as written by the training (running, finished, failed, stopped), ``duration``
+#: its seconds of training (a resumed run's: the sum of its sessions), ``sessions`` how many
+#: processes trained it (1, or more for a resumed run); all None when the lineage has no run
+#: record, as in MindSpore's files.
+RUN_FIELDS: tuple[str, ...] = ("status", "duration", "sessions")
 OPERATORS: tuple[str, ...] = ("eq", "lt", "gt", "le", "ge", "in", "not_in")
 # Keys of a search condition that are not field filters.
 CONTROL_KEYS = ("limit", "offset", "sorted_name", "sorted_type", "lineage_type")
@@ -129,6 +134,9 @@ _FIELD_MESSAGES: dict[str, str] = {
     "lineage_type": "The parameter lineage_type is invalid. It should be 'dataset' or 'model'.",
     "status": "The parameter status is invalid. It should be a dict and the value should be "
     "a string (running, finished, failed or stopped).",
+    "duration": "The parameter duration is invalid. It should be a dict and the value should "
+    "be a float or a integer (seconds).",
+    "sessions": "The parameter sessions is invalid. It should be a non-negative integer.",
 }
 _PREFIX = "Search_condition param error: "
 # Fields that take exactly one operation (MindInsight's documented rule).
@@ -158,6 +166,7 @@ def is_field(name: Any) -> bool:
         name in FIELDS
         or name in RUN_FIELDS
         or any(name.startswith(p) and len(name) > len(p) for p in PREFIXES)
+        or parse_series_field(name) is not None
     )
 
 
@@ -236,7 +245,7 @@ def _validate_comparisons(cond: dict[str, Any]) -> None:
                     "ValueError. The compare condition should be in "
                     "('eq', 'lt', 'gt', 'le', 'ge', 'in', 'not_in')."
                 )
-        if attr.startswith("metric/") or attr == "tag":
+        if attr.startswith("metric/") or attr == "tag" or parse_series_field(attr):
             try:
                 _check_typed(ops, "num")
             except _Invalid:
@@ -286,10 +295,10 @@ def _validate_fields(cond: dict[str, Any]) -> None:
                 ]
                 if not set(wanted).issubset(LINEAGE_TYPES):
                     raise _Invalid(f"Given lineage type should be one of {list(LINEAGE_TYPES)}.")
-            elif field in STR_FIELDS or field in RUN_FIELDS:
+            elif field in STR_FIELDS or field == "status":
                 _check_operation(ops)
                 _check_typed(ops, "str")
-            elif field in INT_FIELDS:
+            elif field in INT_FIELDS or field == "sessions":
                 _check_typed(ops, "int")
             else:
                 _check_typed(ops, "num")

@@ -22,8 +22,11 @@ from trainledger.storage import (
     ARCHIVE_DIRNAME,
     INDEX_DIRNAME,
     LINEAGE_SUFFIX,
+    event_writer,
     is_lineage_file_name,
+    is_summary_file_name,
     lineage_writer,
+    machine_name,
     pid_alive,
     safe_host,
 )
@@ -39,7 +42,7 @@ MISSING_DIR = "The summary path does not exist or is not a dir."
 
 @dataclass(frozen=True)
 class RunFiles:
-    """One run directory and the (name, size, mtime_ns) of its lineage files."""
+    """One run directory and the (name, size, mtime_ns) of its lineage and summary files."""
 
     summary_dir: str  # relative to the base: "./run1", "./group/run2", or "./" for the base
     path: str  # absolute real path
@@ -48,12 +51,18 @@ class RunFiles:
     @functools.cached_property
     def signature(self) -> str:
         """Changes whenever a lineage file is added, removed, grown or rewritten."""
-        return ";".join(f"{n}:{s}:{m}" for n, s, m in self.files)
+        return ";".join(f"{n}:{s}:{m}" for n, s, m in self.files if n.endswith(LINEAGE_SUFFIX))
+
+    @functools.cached_property
+    def series_signature(self) -> str:
+        """The same for the summary files (event files, ``_MS`` files): their series
+        statistics are read again only when it changes (``query.series_index``)."""
+        return ";".join(f"{n}:{s}:{m}" for n, s, m in self.files if not n.endswith(LINEAGE_SUFFIX))
 
     @property
     def update_time(self) -> float:
         """Newest lineage-file modification time, in seconds."""
-        return max(m for _, _, m in self.files) / 1e9
+        return max(m for n, _, m in self.files if n.endswith(LINEAGE_SUFFIX)) / 1e9
 
 
 def path_error(detail: str) -> LineageParamSummaryPathError:
@@ -103,19 +112,22 @@ _OWN_HOST: str | None = None
 
 
 def writer_gone(name: str) -> bool:
-    """Whether the process that wrote lineage file ``name`` has exited (this host only).
+    """Whether the process that wrote file ``name`` has exited (this host only).
 
-    trainledger names files ``events.out.events.summary.<ts>.<rank>.<host>.<pid>.<seq>_lineage``
-    and only the creating process appends. Unknown layouts (MindSpore's) and other hosts: False.
+    trainledger names lineage files ``events.out.events.summary.<ts>.<rank>.<host>.<pid>.<seq>
+    _lineage`` and event files (as torch's and TensorFlow's writers do) ``...tfevents.<ts>.
+    <host>.<pid>.<n>``; only the creating process appends. Unknown layouts (MindSpore's) and
+    other hosts: False.
     """
     global _OWN_HOST
-    writer = lineage_writer(name)
+    lineage = name.endswith(LINEAGE_SUFFIX)
+    writer = lineage_writer(name) if lineage else event_writer(name)
     if writer is None:
         return False
     if _OWN_HOST is None:
         _OWN_HOST = safe_host()
     host, pid = writer
-    if host != _OWN_HOST or pid == os.getpid() or pid <= 0:
+    if host != (_OWN_HOST if lineage else machine_name()) or pid == os.getpid() or pid <= 0:
         return False
     return not pid_alive(pid)
 
@@ -125,14 +137,15 @@ class DirListing:
     """What one directory listing found (cached while the directory's mtime is unchanged)."""
 
     mtime_ns: int
-    lineage: tuple[tuple[str, str], ...]  # (name, full path) of lineage files
+    # (name, full path) of the files a scan stats: lineage files, then summary files
+    tracked: tuple[tuple[str, str], ...]
     children: tuple[tuple[str, str], ...]  # (name, path) of sub-directories safe to visit
     listed_at_ns: int = 0  # when the listing was taken
     # taken well after the last change, so an unchanged mtime means unchanged content
     trusted: bool = False
-    # lineage files whose writer has exited: name -> (size, mtime_ns), never stat'ed again
+    # files whose writer has exited: name -> (size, mtime_ns), never stat'ed again
     final: dict[str, tuple[int, int]] = field(default_factory=dict, compare=False)
-    # the files tuple once every lineage file is final (then nothing is stat'ed but the dir)
+    # the files tuple once every tracked file is final (then nothing is stat'ed but the dir)
     settled: list[tuple[tuple[str, int, int], ...]] = field(default_factory=list, compare=False)
     # [summary_dir, ((child path, child summary_dir), ...)]: reused while the parent is unchanged
     below: list[Any] = field(default_factory=list, compare=False)
@@ -141,7 +154,7 @@ class DirListing:
         settled = [list(f) for f in self.settled[0]] if self.settled else None
         return [
             self.mtime_ns,
-            [n for n, _ in self.lineage],
+            [n for n, _ in self.tracked],
             [list(c) for c in self.children],
             self.listed_at_ns,
             settled,
@@ -213,6 +226,7 @@ class Scanner:
     def _list(self, path: str, mtime_ns: int) -> DirListing:
         listed_at = time.time_ns()
         lineage: list[str] = []
+        series: list[str] = []
         children: list[tuple[bool, str, str]] = []
         try:
             with os.scandir(path) as it:
@@ -222,6 +236,10 @@ class Scanner:
                         if name.endswith(LINEAGE_SUFFIX):
                             if is_lineage_file_name(name) and entry.is_file(follow_symlinks=False):
                                 lineage.append(name)
+                            continue
+                        if is_summary_file_name(name):
+                            if entry.is_file(follow_symlinks=False):
+                                series.append(name)
                             continue
                         if not entry.is_dir() or name in _NOT_RUNS or "\x00" in name:
                             continue
@@ -240,7 +258,7 @@ class Scanner:
         children.sort(key=lambda c: (c[0], c[1]))
         return DirListing(
             mtime_ns,
-            tuple((n, os.path.join(path, n)) for n in sorted(lineage)),
+            tuple((n, os.path.join(path, n)) for n in [*sorted(lineage), *sorted(series)]),
             tuple((name, child) for _, name, child in children),
             listed_at,
             listed_at - mtime_ns > self.RACY_NS,
@@ -252,7 +270,7 @@ class Scanner:
             return listing.settled[0]
         out = []
         os_stat, is_reg, final = os.stat, stat.S_ISREG, listing.final
-        for name, full in listing.lineage:
+        for name, full in listing.tracked:
             known = final.get(name)
             if known is not None:
                 out.append((name, known[0], known[1]))
@@ -268,7 +286,7 @@ class Scanner:
                 final[name] = (st.st_size, st.st_mtime_ns)
             out.append((name, st.st_size, st.st_mtime_ns))
         files = tuple(out)
-        if len(final) == len(listing.lineage):
+        if len(final) == len(listing.tracked):
             listing.settled.append(files)
         return files
 
@@ -341,11 +359,11 @@ class Scanner:
                         changed[path] = listing
                     cache[path] = listing
                     if stable_now is not None:
-                        if listing.trusted and (listing.settled or not listing.lineage):
+                        if listing.trusted and (listing.settled or not listing.tracked):
                             stable_now.append((path, mtime_ns))
                         else:
                             stable_now = None
-                if files:
+                if files and files[0][0].endswith(LINEAGE_SUFFIX):  # (lineage files first)
                     run = previous.get(path)
                     if (
                         run is None

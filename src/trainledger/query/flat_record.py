@@ -61,6 +61,7 @@ def to_record(lineage: dict[str, Any], summary_dir: str, update_time: float) -> 
     record["dataset_graph"] = lineage.get("dataset_graph") or {}
     record["update_time"] = float(update_time)
     record["status"] = status_of(lineage)
+    record["duration"], record["sessions"] = run_time_fields(lineage.get("run"))
     return record
 
 
@@ -69,3 +70,16 @@ def status_of(lineage: dict[str, Any]) -> str | None:
     run = lineage.get("run")
     status = run.get("status") if isinstance(run, dict) else None
     return status if isinstance(status, str) else None
+
+
+def run_time_fields(run: Any) -> tuple[float | None, int | None]:
+    """(duration in seconds, number of sessions) of a run record; Nones without one. A run
+    record that lists no sessions was written by one process."""
+    if not isinstance(run, dict):
+        return None, None
+    duration = run.get("duration")
+    sessions = run.get("sessions")
+    count = len(sessions) if isinstance(sessions, list) and sessions else 1
+    if isinstance(duration, bool) or not isinstance(duration, (int, float)):
+        return None, count
+    return clean_value(float(duration)), count

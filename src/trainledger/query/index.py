@@ -20,11 +20,11 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trainledger.query import index_tables, schema, semantics
+from trainledger.query import index_tables, schema, semantics, series_tables
 from trainledger.query.annotations import UNSET, check_remark, check_run_id, check_tag
 from trainledger.query.conditions import lineage_types, page_bounds, validate_condition
 from trainledger.query.database import index_dir
@@ -39,6 +39,8 @@ from trainledger.query.flat_record import to_record
 from trainledger.query.index_urls import index_url
 from trainledger.query.open_index import open_db
 from trainledger.query.schema import Connection
+from trainledger.query.series_fields import check_series, named_series_fields
+from trainledger.query.series_index import SeriesState, read_series_state
 from trainledger.query.sql import (
     compile_matches,
     compile_order,
@@ -61,6 +63,7 @@ class ScanStats:
     removed: int = 0  # runs gone from disk
     unreadable: int = 0  # runs whose lineage files held no usable lineage
     statuses: int = 0  # runs of a migrated index whose status was filled from their run events
+    series: int = 0  # runs whose series statistics were read (from where the last read stopped)
 
 
 def _default_reader(run_dir: str) -> dict[str, Any]:
@@ -108,6 +111,9 @@ class LineageIndex:
         self._synced_generation: int | None = None
         self._checked: list[RunFiles] | None = None  # last scan result found fully in sync
         self._statuses_filled = False  # no status of a migrated index left to fill
+        # summary_dir -> signature of the summary files its statistics hold, per generation
+        self._series_known: dict[str, str] = {}
+        self._series_generation: int | None = None
 
     # -- connection -----------------------------------------------------------------------
 
@@ -125,6 +131,7 @@ class LineageIndex:
             self._listings_loaded = False
             self._synced, self._synced_generation, self._checked = {}, None, None
             self._statuses_filled = False
+            self._series_generation = None
         return conn
 
     def _write(self, fn: Callable[[Connection], Any], bump: bool = True) -> Any:
@@ -181,6 +188,7 @@ class LineageIndex:
             changed = []
             if on_disk is self._checked:  # the very same scan result, already matched
                 return stats
+            stats.series = self._refresh_series(on_disk)
             for run in on_disk:
                 if synced.get(run.summary_dir) is run:
                     continue
@@ -205,6 +213,49 @@ class LineageIndex:
                 )
             self._checked = None if (changed or gone) else on_disk
             return stats
+
+    def _refresh_series(self, on_disk: list[RunFiles]) -> int:
+        """Read the series statistics of runs whose summary files changed (from where the
+        last read stopped: ``series_index``); forget those of runs that are gone."""
+
+        def known(conn: Connection) -> dict[str, str]:
+            generation = schema.read_meta(conn, "generation")
+            if generation != self._series_generation:
+                self._series_known = series_tables.series_signatures(conn)
+                self._series_generation = generation
+            return self._series_known
+
+        seen = self._read(known)
+        stale, hits = [], 0
+        for run in on_disk:
+            signature = seen.get(run.summary_dir)
+            hits += signature is not None
+            if (signature or "") != run.series_signature:
+                stale.append(run)
+        if hits < len(seen):
+            present = {r.summary_dir for r in on_disk}
+            self._write(
+                functools.partial(
+                    series_tables.delete_series, summary_dirs=[d for d in seen if d not in present]
+                )
+            )
+        for start in range(0, len(stale), _CHUNK):
+            batch = stale[start : start + _CHUNK]
+
+            def load(conn: Connection, batch: list[RunFiles] = batch) -> list[SeriesState | None]:
+                return [series_tables.load_series(conn, r.summary_dir) for r in batch]
+
+            olds = self._read(load)
+            states = [read_series_state(r.path, old) for r, old in zip(batch, olds, strict=True)]
+
+            def store(
+                conn: Connection, batch: list[RunFiles] = batch, states: list[SeriesState] = states
+            ) -> None:
+                for run, state in zip(batch, states, strict=True):
+                    series_tables.store_series(conn, run.summary_dir, run.series_signature, state)
+
+            self._write(store)
+        return len(stale)
 
     def _known_signatures(self, conn: Connection) -> dict[str, str]:
         """What the index holds per run, re-read only when another write happened."""
@@ -240,8 +291,14 @@ class LineageIndex:
 
             def store(conn: Connection) -> None:
                 index_tables.delete_runs(conn, [r["summary_dir"] for r in items])
+                series_tables.delete_series(conn, [r["summary_dir"] for r in items])
                 for rec in items:
                     index_tables.insert_record(conn, rec, "added", self.db.dialect)
+                    tags = {
+                        t: series_tables.stats_from_dict(s)
+                        for t, s in (rec.get("series") or {}).items()
+                    }
+                    series_tables.store_stats(conn, rec["summary_dir"], tags)
 
             self._write(store)
 
@@ -305,8 +362,11 @@ class LineageIndex:
         }
         return {**cond, "summary_dir": resolved}
 
-    def query(self, search_condition: Any = None, *, refresh: bool = True) -> dict[str, Any]:
-        """``filter_summary_lineage`` over this index: validate, scan, filter/sort/page in SQL."""
+    def query(
+        self, search_condition: Any = None, *, refresh: bool = True, series: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        """``filter_summary_lineage`` over this index: validate, scan, filter/sort/page in SQL.
+        ``series``: statistics to add to each object besides those the condition names."""
         cond = self._resolve(validate_condition(search_condition))
         start, stop = page_bounds(cond)
         fetch = functools.partial(
@@ -326,12 +386,25 @@ class LineageIndex:
                 self._sync_annotations()
             return self._read(fetch)
 
+        fields = list(dict.fromkeys([*named_series_fields(cond), *check_series(series)]))
+
+        def answer_with_series() -> Any:
+            count, records, types = answer()
+            dirs = [r["summary_dir"] for r in records]
+            values = self._read(lambda c: series_tables.series_values(c, dirs, fields))
+            return count, records, types, values
+
         with self._lock:
-            count, records, types = self._recovering(answer)
+            count, records, types, values = self._recovering(
+                answer_with_series if fields else lambda: (*answer(), None)
+            )
         parts = lineage_types(cond)
         return {
             "customized": semantics.finish_customized(types),
-            "object": [semantics.build_object(record, parts) for record in records],
+            "object": [
+                semantics.build_object(r, parts, values and values[r["summary_dir"]])
+                for r in records
+            ],
             "count": count,
         }
 

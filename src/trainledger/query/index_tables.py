@@ -230,7 +230,8 @@ def insert_record(
     )
 
 
-def _record(row: tuple[str, Any, Any, Any]) -> semantics.Record:
+def _record(row: tuple[Any, ...]) -> semantics.Record:
+    """A stored record with its annotation and the run fields its columns hold."""
     record: semantics.Record = json.loads(row[0])
     added = {}
     if row[1] is not None:
@@ -239,11 +240,14 @@ def _record(row: tuple[str, Any, Any, Any]) -> semantics.Record:
         added["remark"] = row[2]
     record["added_info"] = added
     record["status"] = row[3]
+    record["duration"] = row[4]
+    record["sessions"] = None if row[5] is None else int(row[5])
     return record
 
 
 _RECORD_SELECT = (
-    "SELECT runs.id, r.record, a.tag, a.remark, runs.status_txt FROM runs "
+    "SELECT runs.id, r.record, a.tag, a.remark, runs.status_txt, runs.duration_num, "
+    "runs.sessions_num FROM runs "
     "JOIN records AS r ON r.run_id = runs.id "
     "LEFT JOIN annotations AS a ON a.run_id = runs.summary_dir"
 )
@@ -334,7 +338,7 @@ def fetch(
         part = ids[start : start + _IN_CHUNK]
         marks = ", ".join("?" for _ in part)
         for run_id, *row in conn.execute(f"{_RECORD_SELECT} WHERE runs.id IN ({marks})", part):
-            by_id[run_id] = _record((row[0], row[1], row[2], row[3]))
+            by_id[run_id] = _record(tuple(row))
     return count, [by_id[i] for i in ids], types
 
 
@@ -350,7 +354,7 @@ def _type_sets(conn: Connection, ids: list[int]) -> dict[int, str]:
 
 def all_records(conn: Connection) -> list[semantics.Record]:
     """Every indexed run's record (with dataset_mark and added_info)."""
-    return [_record((row[1], row[2], row[3], row[4])) for row in conn.execute(_RECORD_SELECT)]
+    return [_record(tuple(row[1:])) for row in conn.execute(_RECORD_SELECT)]
 
 
 def load_listings(conn: Connection) -> dict[str, DirListing]:

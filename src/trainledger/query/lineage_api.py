@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from trainledger.errors import (
@@ -133,6 +134,7 @@ def filter_summary_lineage(
     *,
     max_depth: int = 1,
     index: str | None = None,
+    series: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Filter, sort and page the lineage of every run under ``summary_base_dir``.
 
@@ -144,7 +146,13 @@ def filter_summary_lineage(
     not_in), ``sorted_name``, ``sorted_type``, ``offset`` (page number), ``limit`` (page size),
     ``lineage_type``. ``status`` is the run record's state (running, finished, failed,
     stopped; None without a run record, as in MindSpore's files): a filter and a sort key
-    that ``model_lineage`` never shows, so answers keep MindInsight's shape.
+    that ``model_lineage`` never shows, so answers keep MindInsight's shape. So are
+    ``duration`` and ``sessions`` (the run record's seconds of training and its number of
+    processes) and the series statistics of every scalar tag, ``<stat>(<tag>)`` with stat
+    last, min, max, count, last_step, min_step, max_step or nonfinite_step (e.g.
+    ``{"max(eval/accuracy)": {"gt": 0.9}}``, ``"sorted_name": "min(loss)"``): a condition
+    or sort naming one, and each field of ``series``, adds ``"series": {field: value}`` to
+    every object (docs/queries.md).
 
     ``index`` is where the index lives: ``postgresql://USER@HOST/DB`` (an index shared by a
     team; the ``postgres`` extra), ``sqlite://`` or None (the SQLite file beside the runs);
@@ -163,7 +171,7 @@ def filter_summary_lineage(
     """
     lineage_index = open_index(summary_base_dir, max_depth, index)
     try:
-        result = lineage_index.query(search_condition)
+        result = lineage_index.query(search_condition, series=series)
         # an empty answer: tell "nothing matched" from "no runs at all" (a cached re-scan)
         runs = lineage_index.refresh().runs if result["count"] == 0 else 1
     except lineage_index.db.errors as exc:

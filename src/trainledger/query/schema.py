@@ -25,6 +25,10 @@ On PostgreSQL the row also holds the run's custom values as JSONB (``custom_valu
 other columns, where joining the ``custom`` rows cost three times the scan at a million runs.
 SQLite keeps the join (its JSON is text, parsed again on each read) and starts it from the
 index on the custom values when that is cheaper.
+
+Why series statistics are keyed by ``summary_dir`` (version 8), not by the run's number: a
+run whose lineage changed is stored again under a new number, but its summaries did not
+change, so their statistics (read incrementally, ``series_index.py``) stay where they are.
 """
 
 from __future__ import annotations
@@ -97,8 +101,10 @@ POSTGRES = Dialect(
 )
 
 #: the filterable fields stored as a number/text pair (summary_dir is the text key itself):
-#: MindInsight's, then trainledger's (``status``, which the record JSON leaves out)
+#: MindInsight's, then trainledger's (``RUN_FIELDS``, which the record JSON leaves out)
 VALUE_FIELDS: tuple[str, ...] = (*(f for f in FIELDS if f != "summary_dir"), *RUN_FIELDS)
+#: those of schemas 5 to 7 (a migration's text stays what it was when it shipped)
+_FIELDS_V7: tuple[str, ...] = (*(f for f in FIELDS if f != "summary_dir"), "status")
 #: the key in ``meta`` telling the index to fill the status of the runs a migration kept
 #: (``status_fill.py``: from their run events alone, not by parsing them again)
 STATUS_BACKFILL = "status_backfill"
@@ -118,7 +124,7 @@ CREATE TABLE runs (
     graph_hash TEXT NOT NULL,
     custom_types TEXT NOT NULL,
     """
-    + ",\n    ".join(f"{f}_num {{real}}, {f}_big {{num}}, {f}_txt {{txt}}" for f in VALUE_FIELDS)
+    + ",\n    ".join(f"{f}_num {{real}}, {f}_big {{num}}, {f}_txt {{txt}}" for f in _FIELDS_V7)
     + """
 );
 CREATE INDEX runs_default_order ON runs (update_time DESC, summary_dir);
@@ -172,11 +178,9 @@ def _v5(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
         fixed = "id, summary_dir, signature, update_time, graph_hash, custom_types"
         conn.execute(
             f"INSERT INTO runs ({fixed}, "
-            + ", ".join(f"{f}_num, {f}_big, {f}_txt" for f in VALUE_FIELDS)
+            + ", ".join(f"{f}_num, {f}_big, {f}_txt" for f in _FIELDS_V7)
             + f") SELECT {fixed}, "
-            + ", ".join(
-                _split(f) if f not in RUN_FIELDS else "NULL, NULL, NULL" for f in VALUE_FIELDS
-            )
+            + ", ".join(_split(f) if f != "status" else "NULL, NULL, NULL" for f in _FIELDS_V7)
             + " FROM runs_v4"
         )
         set_meta(conn, STATUS_BACKFILL, 1)  # version 4 had no status
@@ -213,14 +217,14 @@ CREATE TABLE runs (
     type_set {int} NOT NULL,
     {custom_values}
     """
-    + ",\n    ".join(f"{f}_num {{real}}, {f}_big {{num}}, {f}_txt {{txt}}" for f in VALUE_FIELDS)
+    + ",\n    ".join(f"{f}_num {{real}}, {f}_big {{num}}, {f}_txt {{txt}}" for f in _FIELDS_V7)
     + """
 );
 CREATE INDEX runs_default_order ON runs (update_time DESC, summary_dir);
 CREATE TABLE records (run_id {int} PRIMARY KEY, signature TEXT NOT NULL, record TEXT NOT NULL)
 """
 )
-_VALUE_COLUMNS = ", ".join(f"{f}_num, {f}_big, {f}_txt" for f in VALUE_FIELDS)
+_VALUE_COLUMNS = ", ".join(f"{f}_num, {f}_big, {f}_txt" for f in _FIELDS_V7)
 
 
 def _v7(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
@@ -262,11 +266,52 @@ def _v7(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
         )
 
 
+_V8 = """
+CREATE TABLE series_stats (
+    summary_dir {txt} NOT NULL,
+    tag {txt} NOT NULL,
+    last_value {real},
+    last_step {int} NOT NULL,
+    min_value {real},
+    min_step {int},
+    max_value {real},
+    max_step {int},
+    point_count {int} NOT NULL,
+    nonfinite_step {int},
+    top_step {int} NOT NULL,
+    PRIMARY KEY (summary_dir, tag)
+) {without_rowid};
+CREATE TABLE series_files (
+    summary_dir {txt} PRIMARY KEY,
+    signature TEXT NOT NULL,
+    state TEXT NOT NULL
+)
+"""
+
+
+def _v8(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
+    """Series statistics (``series_stats``, and where each run's summary files were read up
+    to, ``series_files``) and a run's ``duration`` and ``sessions`` (a resumed run is one run
+    of several sessions; the runs kept get both from their run events, ``status_fill.py``).
+    The saved directory listings are dropped (a scan now also tracks summary files). No run
+    is parsed again; annotations and dataset marks are kept."""
+    for field in ("duration", "sessions"):
+        for suffix, kind in (("num", dialect.real), ("big", dialect.num), ("txt", dialect.txt)):
+            conn.execute(f"ALTER TABLE runs ADD COLUMN {field}_{suffix} {kind}".rstrip())
+    for table in ("series_stats", "series_files"):  # (left by an index rebuilt from version 4)
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    for statement in dialect.ddl(_V8):
+        conn.execute(statement)
+    set_meta(conn, STATUS_BACKFILL, 1)  # (``status_fill.py``: read from run events alone)
+    conn.execute("DELETE FROM listings")
+
+
 # version -> (migration to it, whether code of the previous version can still use the result)
 MIGRATIONS: dict[int, tuple[Callable[[Connection, Dialect, Sequence[str]], None], bool]] = {
     5: (_v5, False),
     6: (_v6, True),
     7: (_v7, False),
+    8: (_v8, False),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 _FIRST_MIGRATABLE = 4  # versions before this (or none, with tables present) start again
@@ -285,14 +330,15 @@ def set_meta(conn: Connection, key: str, value: int | None) -> None:
     )
 
 
-def usable(version: int | None, compatible_from: int | None) -> bool:
-    """Whether this code can use an index at ``version`` as it is (no migration needed)."""
-    if version == SCHEMA_VERSION:
+def usable(version: int | None, compatible_from: int | None, known: int = SCHEMA_VERSION) -> bool:
+    """Whether code that knows versions up to ``known`` can use an index at ``version`` as it
+    is (no migration needed)."""
+    if version == known:
         return True
     return (
         version is not None
-        and version > SCHEMA_VERSION
-        and (compatible_from is not None and compatible_from <= SCHEMA_VERSION)
+        and version > known
+        and (compatible_from is not None and compatible_from <= known)
     )
 
 
@@ -314,7 +360,7 @@ def migrate(
     """
     if version is not None and version > target:
         compatible_from = read_meta(conn, "compatible_from")
-        if usable(version, compatible_from):
+        if usable(version, compatible_from, target):
             return False
         if not rebuild_newer:
             raise NewerSchemaError(

@@ -5,7 +5,9 @@ A *record* is one run flattened the way MindInsight's querier saw it: the fields
 ``metric``, ``user_defined`` and ``dataset_graph`` dicts, ``update_time`` (seconds),
 ``added_info`` ({"tag": int, "remark": str}, keys present only when set) and ``status`` (the
 run record's state, ``conditions.RUN_FIELDS``; None or absent when there is none), which
-conditions and sorting see but ``model_lineage`` never shows (MindInsight has no such field).
+conditions and sorting see but ``model_lineage`` never shows (MindInsight has no such field),
+like ``duration`` and ``sessions``, and ``series`` ({tag: {statistic: value}}, the series
+statistics that fields such as ``max(eval/accuracy)`` read, ``series_fields.py``).
 
 The SQL compiler (``sql.py``) implements exactly these rules; tests check that both agree on
 generated corpora. The rules are MindInsight's:
@@ -32,6 +34,7 @@ from trainledger.query.conditions import (
     page_bounds,
 )
 from trainledger.query.numbers import sql_number
+from trainledger.query.series_fields import named_series_fields, series_value
 
 Record = dict[str, Any]
 
@@ -52,6 +55,8 @@ def value_of(record: Record, field: str) -> Any:
         return (record.get("user_defined") or {}).get(field[len("user_defined/") :])
     if field == "tag":
         return (record.get("added_info") or {}).get("tag")
+    if field.endswith(")"):  # a series statistic, e.g. max(eval/accuracy) (series_fields.py)
+        return series_value(record.get("series"), field)
     return record.get(field)
 
 
@@ -167,8 +172,11 @@ def model_lineage(record: Record) -> dict[str, Any]:
     return out
 
 
-def build_object(record: Record, parts: Sequence[str]) -> dict[str, Any]:
-    """One result object: the requested parts plus ``added_info``."""
+def build_object(
+    record: Record, parts: Sequence[str], series: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One result object: the requested parts plus ``added_info``, and ``series`` (the values
+    of the series fields the condition named) when given."""
     obj: dict[str, Any] = {}
     if "model" in parts:
         obj["summary_dir"] = record["summary_dir"]
@@ -177,6 +185,8 @@ def build_object(record: Record, parts: Sequence[str]) -> dict[str, Any]:
         obj["summary_dir"] = record["summary_dir"]
         obj["dataset_graph"] = record.get("dataset_graph") or {}
     obj["added_info"] = dict(record.get("added_info") or {})
+    if series is not None:
+        obj["series"] = series
     return obj
 
 
@@ -187,9 +197,14 @@ def evaluate(records: Iterable[Record], cond: dict[str, Any]) -> dict[str, Any]:
     start, stop = page_bounds(cond)
     page = hits[start:stop]
     parts = lineage_types(cond)
+    fields = named_series_fields(cond)
+
+    def series(record: Record) -> dict[str, Any] | None:
+        return {f: value_of(record, f) for f in fields} if fields else None
+
     return {
         "customized": customized(hits),
-        "object": [build_object(r, parts) for r in page],
+        "object": [build_object(r, parts, series(r)) for r in page],
         "count": len(hits),
     }
 

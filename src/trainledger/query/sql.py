@@ -9,7 +9,8 @@ mismatch is simply false on both engines. A number below 2**53 in magnitude comp
 the float64 column alone (exact: any stored number on the other side of 2**53 keeps its
 order as a float64); a larger one with the exact value. Every predicate is two-valued (never
 NULL), so ``NOT`` means "does not match". Field names never enter the SQL text: fixed fields
-map to fixed columns, custom fields are looked up by a bound name.
+map to fixed columns, custom fields and series tags are looked up by a bound name (a series
+statistic picks one of ``series_stats``'s fixed columns).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from trainledger.query.conditions import filter_items
 from trainledger.query.numbers import sql_number
 from trainledger.query.schema import BIG, SQLITE, VALUE_FIELDS, Dialect
 from trainledger.query.semantics import is_match
+from trainledger.query.series_fields import parse_series_field
+from trainledger.query.series_tables import COLUMNS
 
 _SQL_OPS = {"eq": "=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
 _TRUE, _FALSE = "1 = 1", "1 = 0"
@@ -37,8 +40,16 @@ def _is_num(value: Any) -> bool:
     return isinstance(value, (int, float))
 
 
-def _source(field: str) -> tuple[str, str, str, str, str]:
-    return _TAG if field == "tag" else _CUSTOM
+def _source(field: str) -> tuple[tuple[str, str, str, str, str], list[Any]]:
+    """Where a value outside ``runs`` lives (table, join condition, number, exact number and
+    text columns), and the parameter its join condition binds."""
+    if field == "tag":
+        return _TAG, []
+    parsed = parse_series_field(field)
+    if parsed is not None:  # (series_tables.COLUMNS names the column of each statistic)
+        on = "{a}.summary_dir = runs.summary_dir AND {a}.tag = ?"
+        return ("series_stats", on, "{a}." + COLUMNS[parsed[0]], "NULL", "NULL"), [parsed[1]]
+    return _CUSTOM, [field]
 
 
 def _exact(num: str, big: str) -> str:
@@ -82,8 +93,8 @@ def _predicate(field: str, op: str, value: Any) -> tuple[str, list[Any]]:
     # a custom value or the tag lives in another table: a run without a row there has the
     # value None, so the test is EXISTS a matching row, or NOT EXISTS a failing one when
     # None itself matches (``not_in`` without None, ``in`` with it)
-    table, on, num, big, txt = (part.format(a="v") for part in _source(field))
-    on_params = [field] if "?" in on else []
+    source, on_params = _source(field)
+    table, on, num, big, txt = (part.format(a="v") for part in source)
     if is_match(op, value, None):
         sql, params = _match(num, big, txt, "not_in" if op == "in" else "in", value)
         return f"NOT EXISTS (SELECT 1 FROM {table} AS v WHERE {on} AND {sql})", on_params + params
@@ -114,7 +125,8 @@ def _compile(cond: dict[str, Any], dialect: Dialect, joined: bool) -> tuple[str,
     where_params: list[Any] = []
     for field, op, value in filter_items(cond):
         alias = f"c{len(joins)}"
-        if field in _COLUMNS or field == "tag" or not (joined or dialect.custom_json):
+        outside = field == "tag" or parse_series_field(field) is not None
+        if field in _COLUMNS or outside or not (joined or dialect.custom_json):
             sql, p = _predicate(field, op, value)
         elif dialect.custom_json:  # a None value is all three NULL, as an absent label
             joins.append(f"CROSS JOIN LATERAL ({_PICK}) AS {alias}")
@@ -171,13 +183,13 @@ def compile_order(cond: dict[str, Any]) -> tuple[str, str, list[Any]]:
     name = cond.get("sorted_name")
     if name is None:
         return "", DEFAULT_ORDER, []
-    join, params = "", []
+    join, params = "", list[Any]()
     if name in _COLUMNS:
         num, big, txt = _COLUMNS[name]
     else:
-        table, on, num, big, txt = (part.format(a="s") for part in _source(name))
+        source, params = _source(name)
+        table, on, num, big, txt = (part.format(a="s") for part in source)
         join = f"LEFT JOIN {table} AS s ON {on}"
-        params = [name] if "?" in on else []
     d = "DESC" if cond.get("sorted_type") == "descending" else "ASC"
     rank = f"CASE WHEN {num} IS NOT NULL THEN 1 WHEN {txt} IS NOT NULL THEN 2 ELSE 0 END"
     keys = [rank] + [c for c in (num, big, txt) if c != "NULL"]
@@ -195,7 +207,7 @@ def compile_segments(cond: dict[str, Any]) -> tuple[str, list[tuple[int, str, st
     sizes come from the count query (``index_tables.fetch``).
     """
     name = cond.get("sorted_name")
-    if name is None or name in _COLUMNS or name == "tag":
+    if name is None or name in _COLUMNS or name == "tag" or parse_series_field(name):
         return None
     d = "DESC" if cond.get("sorted_type") == "descending" else "ASC"
     join = "JOIN custom AS s ON s.run_id = runs.id AND s.name = ?"

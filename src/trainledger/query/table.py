@@ -2,7 +2,8 @@
 
 Why flat columns: analysis code wants ``df["metric/Accuracy"]``, not nested dicts. Column
 order: ``summary_dir``, MindInsight's fields, then every ``metric/<name>`` and
-``user_defined/<name>`` of the result (from ``customized``), then ``tag`` and ``remark``.
+``user_defined/<name>`` of the result (from ``customized``), the series statistics asked for
+(``max(eval/accuracy)``), then ``tag`` and ``remark``.
 pandas is imported only when ``lineage_table`` is called; ``flatten_result`` (used by the
 CLI's csv output) needs no pandas. ``flatten_object`` is also the web UI's row.
 """
@@ -10,7 +11,7 @@ CLI's csv output) needs no pandas. ``flatten_object`` is also the web UI's row.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trainledger.query.conditions import FIELDS
@@ -49,6 +50,8 @@ def flatten_object(obj: Mapping[str, Any], *, scalar_cells: bool = False) -> dic
                     row[prefix + str(sub)] = subvalue
         elif not isinstance(value, skipped[1:]):
             row[key] = value
+    for field, value in (obj.get("series") or {}).items():  # e.g. "max(eval/accuracy)"
+        row[field] = value
     extra = obj.get("run")
     if isinstance(extra, Mapping):
         for sub, subvalue in extra.items():
@@ -72,6 +75,9 @@ def flatten_result(result: dict[str, Any]) -> tuple[list[str], list[dict[str, An
     if has_model or not rows:
         columns += [f for f in FIELDS if f != "summary_dir"]
         columns += list(result.get("customized", {}))
+    columns += list(
+        dict.fromkeys(f for obj in result.get("object", []) for f in obj.get("series") or {})
+    )
     columns += ["tag", "remark"]
     return columns, rows
 
@@ -81,14 +87,19 @@ def lineage_table(
     search_condition: dict[str, Any] | None = None,
     *,
     max_depth: int = 1,
+    series: Sequence[str] = (),
 ) -> pd.DataFrame:
     """``filter_summary_lineage(...)`` as a DataFrame (one row per run, flattened columns).
+    ``series`` adds columns of series statistics (``["max(eval/accuracy)", "min(loss)"]``)
+    besides those the condition names.
 
     Raises what ``filter_summary_lineage`` raises, ``LineageFileNotFoundError`` for a base
     without any lineage file included (a filter that matches nothing gives an empty frame).
     """
     import pandas as pd  # an optional dependency: imported only when a table is asked for
 
-    result = filter_summary_lineage(summary_base_dir, search_condition, max_depth=max_depth)
+    result = filter_summary_lineage(
+        summary_base_dir, search_condition, max_depth=max_depth, series=series
+    )
     columns, rows = flatten_result(result)
     return pd.DataFrame([[row.get(c) for c in columns] for row in rows], columns=columns)

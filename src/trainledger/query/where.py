@@ -7,8 +7,10 @@ goes through the same validation as any condition, so nothing malformed reaches 
 Operators: ``=`` (or ``==``) eq, ``!=`` not equal (``not_in [v]``), ``<`` ``<=`` ``>`` ``>=``,
 ``in`` and ``notin`` (or ``not_in``) with a list ``[a, b]``. Values: numbers (``3``, ``0.05``,
 ``1e-3``), quoted strings (``'a b'`` or ``"a b"``), ``null``, or a bare word (a string).
-Fields: MindInsight's, ``metric/<name>``, ``user_defined/<name>``, and trainledger's run
-``status`` (``status = finished``, ``status in [failed, stopped]``).
+Fields: MindInsight's, ``metric/<name>``, ``user_defined/<name>``, trainledger's run fields
+``status`` (``status = finished``, ``status in [failed, stopped]``), ``duration`` and
+``sessions``, and series statistics ``<stat>(<tag>)`` (``max(eval/accuracy) > 0.9``; sort
+with ``--sort -max(eval/accuracy)``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from trainledger.query.conditions import (
     normalize_field,
     validate_condition,
 )
+from trainledger.query.series_fields import STATS
 
 __all__ = ["parse_where", "parse_expression", "parse_value", "parse_sort", "check_field"]
 
@@ -139,7 +142,8 @@ def check_field(field: str, what: str = "field") -> str:
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     raise _error(
         f"unknown {what} {field!r}{hint} (known: {', '.join(known)}, metric/<name>, "
-        "user_defined/<name>)"
+        f"user_defined/<name>, and series statistics <stat>(<tag>) with stat one of "
+        f"{', '.join(STATS)})"
     )
 
 

@@ -50,6 +50,7 @@ from trainledger.storage.naming import (
     LANDSCAPE_METADATA,
     LINEAGE_SUFFIX,
     MLFLOW_MARKER,
+    MS_SUFFIX,
     OBJECTS_MANIFEST,
     SHARDED_MANIFEST,
     STAGING_STATE,
@@ -59,9 +60,12 @@ from trainledger.storage.naming import (
     checkpoint_file_name,
     event_file_name,
     event_file_order,
+    event_writer,
     file_timestamp,
     is_event_file_name,
     is_lineage_file_name,
+    is_mindspore_summary_name,
+    is_summary_file_name,
     is_temp_name,
     lineage_file_name,
     lineage_writer,
@@ -79,7 +83,13 @@ from trainledger.storage.objects import (
     location_scheme,
 )
 from trainledger.storage.parallel import executor, helper_threads, run_chunks
-from trainledger.storage.redact import REDACT_ENV, REDACT_KINDS, digest8, redaction_kinds
+from trainledger.storage.redact import (
+    REDACT_ENV,
+    REDACT_KINDS,
+    digest8,
+    machine_name,
+    redaction_kinds,
+)
 from trainledger.storage.staging import (
     StagedLocation,
     flush_mirrors,
@@ -108,6 +118,7 @@ __all__ = [
     "REDACT_KINDS",
     "digest8",
     "redaction_kinds",
+    "machine_name",
     "READ_MAX_AGE",
     "check_location",
     "is_object_url",
@@ -139,6 +150,10 @@ __all__ = [
     "exclusive_lock",
     "executor",
     "file_timestamp",
+    "event_writer",
+    "MS_SUFFIX",
+    "is_mindspore_summary_name",
+    "is_summary_file_name",
     "frame",
     "read_varint",
     "frame_equal_length",

@@ -54,6 +54,10 @@ __all__ = [
     "checkpoint_file_name",
     "event_file_name",
     "event_file_order",
+    "event_writer",
+    "MS_SUFFIX",
+    "is_mindspore_summary_name",
+    "is_summary_file_name",
     "file_timestamp",
     "is_event_file_name",
     "is_lineage_file_name",
@@ -136,6 +140,13 @@ def is_event_file_name(name: str) -> bool:
     return "tfevents" in name and not is_temp_name(name)
 
 
+def event_writer(name: str) -> tuple[str, int] | None:
+    """``(host, pid)`` of the process that created event file ``name`` (ours, torch's and
+    TensorFlow's writers name files ``...tfevents.<ts>.<host>.<pid>.<n>``); None otherwise."""
+    m = _EVENT_RE.search(name)
+    return None if m is None else (m.group(2), int(m.group(3)))
+
+
 def event_file_order(name: str) -> tuple[int, str, int, int, str]:
     """Sort key of event files in writing order: the numbers of the name, not its string."""
     m = _EVENT_RE.search(name)
@@ -187,6 +198,22 @@ def is_lineage_file_name(name: str) -> bool:
     return (
         name.endswith(LINEAGE_SUFFIX) and _TS_RE.search(name) is not None and not is_temp_name(name)
     )
+
+
+#: The suffix of MindSpore's summary files (its lineage files end in ``_lineage``).
+MS_SUFFIX = "_MS"
+
+
+def is_mindspore_summary_name(name: str) -> bool:
+    """Whether ``name`` is a MindSpore summary file: ``summary.<digits>`` (MindInsight's rule)
+    and the ``_MS`` suffix, and not one of our temp files."""
+    return name.endswith(MS_SUFFIX) and file_timestamp(name) is not None and not is_temp_name(name)
+
+
+def is_summary_file_name(name: str) -> bool:
+    """Whether ``name`` holds a run's scalar series: an event file or a MindSpore ``_MS``
+    file (what the index reads for series statistics)."""
+    return is_event_file_name(name) or is_mindspore_summary_name(name)
 
 
 def lineage_writer(name: str) -> tuple[str, int] | None:

@@ -39,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     "ScalarSeries": "trainledger.summary.reader",
     "SessionSeries": "trainledger.summary.reader",
     "resolve_series": "trainledger.summary.series",
+    "MINDSPORE": "trainledger.summary.series",
     "read_tensors": "trainledger.summary.reader",
     "SummaryRecord": "trainledger.summary.record",
     "ConvertCounts": "trainledger.summary.tb_export",
@@ -71,6 +72,7 @@ __all__ = [
     "read_scalars",
     "read_tensors",
     "resolve_series",
+    "MINDSPORE",
     "RunReader",
     "ScalarSeries",
     "SessionSeries",
@@ -114,7 +116,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         read_tensors,
     )
     from trainledger.summary.record import SummaryRecord
-    from trainledger.summary.series import resolve_series
+    from trainledger.summary.series import MINDSPORE, resolve_series
     from trainledger.summary.tb_export import (
         ConvertCounts,
         convert_mindspore_run,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainledger.storage import file_timestamp, is_temp_name, run_files
+from trainledger.storage import MS_SUFFIX, file_timestamp, is_mindspore_summary_name, run_files
 from trainledger.summary.media import HistogramEvent, ImageEvent, TensorEvent
 from trainledger.summary.proto import mindspore_summary_pb2 as ms
 
@@ -29,8 +29,6 @@ __all__ = [
     "ms_tensor_array",
 ]
 
-#: The suffix of MindSpore's summary files (its lineage files end in ``_lineage``).
-MS_SUFFIX = "_MS"
 
 _DTYPES: dict[int, str] = {
     ms.DT_BOOL: "?",
@@ -46,12 +44,6 @@ _DTYPES: dict[int, str] = {
     ms.DT_FLOAT32: "<f4",
     ms.DT_FLOAT64: "<f8",
 }
-
-
-def is_mindspore_summary_name(name: str) -> bool:
-    """Whether ``name`` is a MindSpore summary file: ``summary.<digits>`` (MindInsight's rule)
-    and the ``_MS`` suffix, and not one of our temp files."""
-    return name.endswith(MS_SUFFIX) and file_timestamp(name) is not None and not is_temp_name(name)
 
 
 def list_mindspore_files(run_dir: str | os.PathLike[str]) -> list[Path]:

@@ -18,13 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from trainledger.storage import read_records, read_varint, run_files
+from trainledger.storage import MS_SUFFIX, read_records, read_varint, run_files
 
 __all__ = ["MS_SUFFIX", "list_ms_files", "read_ms_landscapes", "decode_loss_landscape"]
 
 logger = logging.getLogger(__name__)
 
-MS_SUFFIX = "_MS"
 Fields = dict[int, list[Any]]
 
 

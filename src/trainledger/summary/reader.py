@@ -104,6 +104,25 @@ class RunReader:
     def files(self) -> list[Path]:
         return list(self._readers)
 
+    def positions(self) -> dict[str, int]:
+        """Each file's name and the byte offset read up to (after its last complete record):
+        with ``scalar_tags``, what ``resume`` needs to go on in another process."""
+        return {path.name: reader.offset for path, reader in self._readers.items()}
+
+    @property
+    def scalar_tags(self) -> list[str]:
+        """TensorBoard tags whose metadata named the scalars plugin (sent only with a tag's
+        first point, so a resumed reader must be told them)."""
+        return sorted(self._scalar_tags)
+
+    def resume(self, positions: dict[str, int], scalar_tags: list[str]) -> None:
+        """Go on from ``positions`` (``positions()`` of an earlier reader of this run): only
+        what was appended after them is read. Call before the first ``read_*``."""
+        for name, offset in positions.items():
+            path = self.run_dir / name
+            self._readers[path] = RecordReader(path, offset=offset)
+        self._scalar_tags.update(scalar_tags)
+
     def _file_payloads(self, paths: list[Path]) -> Iterator[bytes]:
         for path in paths:
             reader = self._readers.get(path)

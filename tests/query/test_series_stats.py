@@ -1,0 +1,275 @@
+"""Series statistics as query fields (``max(eval/acc)``...): read from real summary files
+(TensorBoard's own writer, MindSpore's files), kept up to date from where the last read
+stopped, on SQLite and PostgreSQL, and migrated from schema 7 without re-parsing a run."""
+
+from __future__ import annotations
+
+import math
+import random
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tests.conftest import GOLDEN
+from tests.runs import write_run
+from trainledger.cli.main import cli
+from trainledger.errors import LineageSearchConditionParamError
+from trainledger.lineage.records import RunValues
+from trainledger.query import (
+    LineageIndex,
+    filter_summary_lineage,
+    lineage_table,
+    parse_where,
+    series_index,
+)
+from trainledger.query.series_index import read_series_state
+from trainledger.storage import is_summary_file_name
+from trainledger.summary import read_scalars
+
+FIXTURES = GOLDEN / "mindspore-runs"  # written by MindSpore 2.10 itself
+STATS = ("last", "min", "max", "count", "last_step", "min_step", "max_step", "nonfinite_step")
+
+
+def expected_stats(steps: np.ndarray, values: np.ndarray) -> dict[str, Any]:
+    """The statistics of a served series, computed here from scratch in plain Python."""
+    finite = [(float(v), int(s)) for s, v in zip(steps, values, strict=True) if math.isfinite(v)]
+    low = min(finite, key=lambda p: p[0], default=(None, None))
+    high = max(finite, key=lambda p: p[0], default=(None, None))
+    # (the first occurrence of the extreme: min/max keep the first of equal values)
+    low_step = next((s for v, s in finite if v == low[0]), None)
+    high_step = next((s for v, s in finite if v == high[0]), None)
+    bad = [int(s) for s, v in zip(steps, values, strict=True) if not math.isfinite(v)]
+    last = float(values[-1])
+    return {
+        "last": last if math.isfinite(last) else None,
+        "min": low[0],
+        "max": high[0],
+        "count": len(values),
+        "last_step": int(steps[-1]),
+        "min_step": low_step,
+        "max_step": high_step,
+        "nonfinite_step": bad[0] if bad else None,
+    }
+
+
+def served(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """{tag: statistics} of what ``read_scalars`` serves (the series rule applied)."""
+    return {tag: expected_stats(s, v) for tag, (s, _, v) in read_scalars(run_dir).items()}
+
+
+def indexed(index: LineageIndex, summary_dir: str, tags: list[str]) -> dict[str, Any]:
+    fields = [f"{stat}({tag})" for tag in tags for stat in STATS]
+    answer = index.query({"summary_dir": {"eq": summary_dir}}, series=fields)
+    (obj,) = answer["object"]
+    values = obj["series"]
+    return {tag: {stat: values[f"{stat}({tag})"] for stat in STATS} for tag in tags}
+
+
+def tensorboard_run(base: Path, name: str, losses: list[float], start: int = 1) -> Path:
+    """A run: a lineage file, and ``loss`` and ``eval/acc`` written by TensorBoard's writer."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    run_dir = write_run(base, name, run=RunValues(status="finished", duration=3.0))
+    with SummaryWriter(str(run_dir)) as writer:
+        for i, loss in enumerate(losses):
+            writer.add_scalar("loss", loss, start + i)
+            if (start + i) % 5 == 0:
+                writer.add_scalar("eval/acc", 0.5 + 0.01 * i, start + i)
+    return run_dir
+
+
+def test_statistics_of_real_files_are_those_of_the_served_series(tmp_path: Path) -> None:
+    losses = [2.0 - 0.05 * i for i in range(30)]
+    losses[11], losses[19] = math.nan, math.inf
+    run = tensorboard_run(tmp_path, "tb", losses)
+    shutil.copytree(FIXTURES / "momentum_twice", tmp_path / "ms")  # two MindSpore sessions
+    with LineageIndex(tmp_path) as index:
+        got = indexed(index, "./tb", ["loss", "eval/acc"])
+        assert got == served(run)
+        assert got["loss"]["nonfinite_step"] == 12 and got["loss"]["max"] == 2.0
+        ms = indexed(index, "./ms", ["loss/auto"])
+        assert ms == served(tmp_path / "ms")
+        assert ms["loss/auto"]["count"] == len(read_scalars(tmp_path / "ms")["loss/auto"][0])
+        # a filter and a sort on them, the values shown with each object
+        answer = index.query({"max(loss/auto)": {"gt": 0.5}, "sorted_name": "min(loss)"})
+        assert [o["summary_dir"] for o in answer["object"]] == ["./ms"]
+        assert answer["object"][0]["series"] == {
+            "max(loss/auto)": ms["loss/auto"]["max"],
+            "min(loss)": None,  # the MindSpore run has no such tag
+        }
+
+
+def test_a_growing_file_is_read_from_where_the_last_read_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    run = write_run(tmp_path, "live", run=RunValues(status="running"))
+    resumed_from: list[dict[str, int]] = []
+    original = series_index.RunReader.resume
+
+    def spy(self: Any, positions: dict[str, int], scalar_tags: list[str]) -> None:
+        resumed_from.append(dict(positions))
+        original(self, positions, scalar_tags)
+
+    monkeypatch.setattr(series_index.RunReader, "resume", spy)
+    with SummaryWriter(str(run)) as writer, LineageIndex(tmp_path) as index:
+        for step in range(1, 11):
+            writer.add_scalar("loss", 1.0 / step, step)
+        writer.flush()
+        assert indexed(index, "./live", ["loss"]) == served(run)
+        assert resumed_from == []  # the first read starts at 0
+        for step in range(11, 21):
+            writer.add_scalar("loss", 5.0 if step == 15 else 1.0 / step, step)
+        writer.flush()
+        assert index.refresh().series == 1
+        assert resumed_from and all(v > 0 for v in resumed_from[0].values())
+        assert indexed(index, "./live", ["loss"]) == served(run)
+        assert indexed(index, "./live", ["loss"])["loss"]["max_step"] == 15
+        assert index.refresh().series == 0  # nothing new: nothing read
+
+
+def _cuts(source: Path, rng: random.Random) -> list[tuple[str, int]]:
+    """(file, length) steps that grow ``source``'s summary files in random byte chunks, file
+    by file (mid-record cuts included: a damaged tail must wait)."""
+    files = sorted(f for f in source.iterdir() if is_summary_file_name(f.name))
+    cuts = []
+    for path in files:
+        size, done = path.stat().st_size, 0
+        while done < size:
+            done = min(size, done + rng.randint(1, max(1, size // 6)))
+            cuts.append((path.name, done))
+    return cuts
+
+
+@pytest.mark.parametrize("kind", ["mindspore", "tensorboard-restarted"])
+def test_byte_by_byte_growth_agrees_with_a_read_from_scratch(tmp_path: Path, kind: str) -> None:
+    source = tmp_path / "source"
+    if kind == "mindspore":
+        shutil.copytree(FIXTURES / "momentum_twice", source)  # epoch ends repeat a step
+    else:
+        from tensorboard.compat.proto.event_pb2 import Event, SessionLog
+        from torch.utils.tensorboard import SummaryWriter
+
+        tensorboard_run(tmp_path / "src", "one", [1.0 / (i + 1) for i in range(12)])
+        (tmp_path / "src" / "one").rename(source)
+        with SummaryWriter(str(source), filename_suffix=".2") as writer:  # resumed at step 7
+            start = Event(step=7, session_log=SessionLog(status=SessionLog.START))
+            writer._get_file_writer().add_event(start)
+            for step in range(7, 16):
+                writer.add_scalar("loss", 0.3 - 0.01 * step, step)
+    run = tmp_path / "base" / "run"
+    run.mkdir(parents=True)
+    for lineage in source.glob("*_lineage"):
+        shutil.copy(lineage, run / lineage.name)
+    rng = random.Random(7)
+    with LineageIndex(tmp_path / "base") as index:
+        for name, size in _cuts(source, rng):
+            with open(source / name, "rb") as fh:
+                (run / name).write_bytes(fh.read(size))
+            index.refresh()
+            fresh = read_series_state(str(run)).tags
+            tags = sorted(fresh)
+            if tags:
+                got = indexed(index, "./run", tags)
+                assert got == {t: fresh[t].as_dict() for t in tags}, (name, size)
+        assert indexed(index, "./run", sorted(served(source))) == served(source)
+
+
+def test_conditions_and_the_cli_grammar(tmp_path: Path) -> None:
+    tensorboard_run(tmp_path, "a", [1.0, 0.5, 0.25, 0.2, 0.1])
+    tensorboard_run(tmp_path, "b", [1.0, 0.9, 0.8, 0.7, 0.6])
+    cond = parse_where(["max(eval/acc) >= 0.5", "min(loss) < 0.5"], sort="-last(loss)")
+    assert cond == {
+        "max(eval/acc)": {"ge": 0.5},
+        "min(loss)": {"lt": 0.5},
+        "sorted_name": "last(loss)",
+        "sorted_type": "descending",
+    }
+    answer = filter_summary_lineage(str(tmp_path), cond)
+    assert [o["summary_dir"] for o in answer["object"]] == ["./a"]
+    assert answer["object"][0]["series"]["min(loss)"] == pytest.approx(0.1)
+    frame = lineage_table(str(tmp_path), {"sorted_name": "min(loss)"}, series=["count(loss)"])
+    assert list(frame["summary_dir"]) == ["./a", "./b"]
+    assert list(frame["count(loss)"]) == [5, 5] and "min(loss)" in frame.columns
+    for bad, says in [
+        ({"max(loss)": {"gt": "high"}}, "should be a float or a integer"),
+        ({"median(loss)": {"gt": 1}}, "search attribute not supported"),
+        ({"max()": {"gt": 1}}, "search attribute not supported"),
+    ]:
+        with pytest.raises(LineageSearchConditionParamError, match=says):
+            filter_summary_lineage(str(tmp_path), bad)
+    with pytest.raises(LineageSearchConditionParamError, match="series expected fields"):
+        filter_summary_lineage(str(tmp_path), {}, series=["loss"])
+    result = CliRunner().invoke(
+        cli,
+        ["lineage", str(tmp_path), "--where", "min(loss) < 0.5", "--sort", "-max(eval/acc)"],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "min(loss)" in result.output and "max(eval/acc)" in result.output
+    assert "1 of 1 runs" in result.output
+    shown = CliRunner().invoke(
+        cli, ["lineage", str(tmp_path), "--columns", "count(loss),nonfinite_step(loss)"]
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "count(loss)" in shown.output and "nonfinite_step(loss)" in shown.output
+
+
+def test_a_schema_7_index_is_migrated_once_without_re_parsing(
+    tmp_path: Path, index_url: str | None
+) -> None:
+    """Schema 8 (the series tables, a run's duration and sessions) from the previous
+    release's index, on SQLite and PostgreSQL: no run parsed again, the new run fields
+    filled from run events, annotations kept, and a schema-7 client refused."""
+    from tests.query.old_layouts import to_schema_7
+    from trainledger.query import schema
+
+    sessions = [
+        {"start_time": 1.0, "end_time": 6.0, "first_step": 1, "last_step": 24},
+        {"start_time": 10.0, "end_time": 17.5, "first_step": 21, "last_step": 40},
+    ]
+    write_run(
+        tmp_path, "resumed", run=RunValues(status="finished", duration=12.5, sessions=sessions)
+    )
+    tensorboard_run(tmp_path, "plain", [1.0, 0.5])
+    shutil.copytree(FIXTURES / "sgd_noeval", tmp_path / "ms")  # no run record at all
+    with LineageIndex(tmp_path, index=index_url) as index:
+        index.set_annotation("./resumed", tag=3, remark="kept")
+        before = index.query({"sorted_name": "summary_dir"})
+        index.db.write(lambda c: to_schema_7(c, index.db.dialect), bump=True)
+        path = index.path
+
+    def refuse(run_dir: str) -> dict[str, Any]:
+        raise AssertionError(f"re-parsed {run_dir}")
+
+    with LineageIndex(tmp_path, index=index_url, reader=refuse) as index:
+        stats = index.refresh()
+        assert (stats.parsed, stats.statuses) == (0, 2)  # (the MindSpore run has no record)
+        assert index.query({"sorted_name": "summary_dir"}) == before
+        assert index.get_annotations() == {"./resumed": {"tag": 3, "remark": "kept"}}
+        resumed = index.query({"sessions": {"eq": 2}, "duration": {"eq": 12.5}})
+        assert [o["summary_dir"] for o in resumed["object"]] == ["./resumed"]
+        assert index.query({"sessions": {"in": [None]}})["object"][0]["summary_dir"] == "./ms"
+        assert index.query({"max(loss)": {"eq": 1.0}})["count"] == 1
+        meta = index.db.read(
+            lambda c: [schema.read_meta(c, k) for k in ("schema_version", "compatible_from")]
+        )
+        assert meta == [8, 8]
+
+        def as_version_7_client(conn: Any) -> None:
+            tables = ["runs"]
+            schema.migrate(conn, index.db.dialect, 8, tables, rebuild_newer=False, target=7)
+
+        with pytest.raises(schema.NewerSchemaError, match="upgrade trainledger"):
+            index.db.write(as_version_7_client, bump=False)
+    if index_url is None:  # and the file itself says so
+        conn = sqlite3.connect(path)
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+        assert {"duration_num", "sessions_num"} <= columns
+        conn.close()
