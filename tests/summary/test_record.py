@@ -126,7 +126,9 @@ def test_add_value_rejects_bad_input(tmp_path, plugin, name, value, exc):
     "kwargs,exc",
     [
         ({"max_file_size": 0}, ValueError),
-        ({"max_file_size": True}, ValueError),
+        ({"max_file_size": True}, TypeError),  # MindSpore's split: the type, then the range
+        ({"histogram_bins": 2.0}, TypeError),
+        ({"histogram_bins": 0}, ValueError),
         ({"raise_exception": 1}, TypeError),
         ({"file_prefix": "a/b"}, ValueError),
         ({"file_suffix": 3}, TypeError),

@@ -48,8 +48,9 @@ from trainledger.checkpoint import (
     should_save,
     unwrap_network,
 )
-from trainledger.run import Callback, RunContext, barrier, rank_and_world
+from trainledger.run import Callback, RunContext, barrier, monitored_value, rank_and_world
 from trainledger.storage import sweep_temp_files, writable_dir
+from trainledger.values import scalar_of
 
 __all__ = ["ModelCheckpoint"]
 
@@ -345,22 +346,14 @@ class ModelCheckpoint(Callback):
         return bool(batch_num) and int(cb.cur_step_num) >= epoch * batch_num
 
     def _score(self, cb: Any) -> float | None:
-        """The monitored value now: from eval_results, else net_outputs (dict or scalar loss)."""
-        name = self._config.monitor
-        evaluation = cb.get("eval_results")
-        if isinstance(evaluation, Mapping) and name in evaluation:
-            return _as_float(evaluation[name])
-        outputs = cb.get("net_outputs")
-        if isinstance(outputs, Mapping):
-            return _as_float(outputs[name]) if name in outputs else None
-        if name == "loss" and outputs is not None:
-            return _as_float(outputs)
-        return None
+        """The monitored value now (``run.monitored_value``: ``"loss"`` is the training
+        loss, other names evaluation results)."""
+        return monitored_value(self._config.monitor, cb.get("eval_results"), cb.get("net_outputs"))
 
     def _score_of(self, path: Path) -> float | None:
         monitor = read_info(path, self._config.enc_key, self._config.enc_mode).get("monitor")
         if isinstance(monitor, dict) and monitor.get("name") == self._config.monitor:
-            return _as_float(monitor.get("value"))
+            return scalar_of(monitor.get("value"))
         return None
 
 
@@ -372,12 +365,3 @@ class _StateOf:
 
     def state_dict(self) -> dict[str, Any]:
         return self._state
-
-
-def _as_float(value: Any) -> float | None:
-    try:
-        if hasattr(value, "detach"):
-            value = value.detach()
-        return float(value)
-    except (TypeError, ValueError, RuntimeError):
-        return None

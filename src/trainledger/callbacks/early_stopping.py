@@ -7,7 +7,7 @@ import math
 import warnings
 from typing import Any
 
-from trainledger.run import Callback, RunContext, loss_value
+from trainledger.run import Callback, RunContext, monitored_value
 
 __all__ = ["EarlyStopping"]
 
@@ -78,14 +78,11 @@ class EarlyStopping(Callback):
         return value > self.best + self.min_delta
 
     def monitor_value(self, cb_params: Any) -> float | None:
-        """The monitored value in this epoch's cb_params, or None when absent."""
-        if self.monitor == "loss":
-            return loss_value(cb_params.get("net_outputs"))
-        results = cb_params.get("eval_results") or {}
-        value = results.get(self.monitor)
-        if value is None and self.monitor.startswith("eval_"):
-            value = results.get(self.monitor[len("eval_") :])
-        return loss_value(value) if value is not None else None
+        """The monitored value in this epoch's cb_params (``run.monitored_value``), or None
+        when absent."""
+        return monitored_value(
+            self.monitor, cb_params.get("eval_results"), cb_params.get("net_outputs")
+        )
 
     def on_train_epoch_end(self, run_context: RunContext) -> None:
         cb_params = run_context.original_args()

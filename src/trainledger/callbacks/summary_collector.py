@@ -28,7 +28,6 @@ from trainledger.callbacks.landscape_collect import landscape_saver
 from trainledger.callbacks.summary_lineage import collector_lineage
 from trainledger.callbacks.summary_options import (
     TENSOR_STEP_LIMIT,
-    check_positive_int,
     is_not_tensor_plugin,
     is_tensor_plugin,
     process_custom_lineage_data,
@@ -44,6 +43,7 @@ from trainledger.callbacks.summary_parts import (
 )
 from trainledger.run import Callback, CallbackParams, RunContext, loss_value
 from trainledger.summary import SummaryRecord, process_export_options
+from trainledger.values import check_positive_int
 
 __all__ = ["SummaryCollector"]
 

@@ -24,7 +24,6 @@ __all__ = [
     "DEFAULT_SPECIFIED_DATA",
     "HYPER_CONFIG_ENV",
     "TENSOR_STEP_LIMIT",
-    "check_positive_int",
     "process_specified_data",
     "check_landscape",
     "process_custom_lineage_data",
@@ -60,17 +59,6 @@ _BOOL_KEYS = frozenset(DEFAULT_SPECIFIED_DATA) - {"histogram_regular", "collect_
 
 def _type_name(value: Any) -> str:
     return type(value).__name__
-
-
-def check_positive_int(name: str, value: Any, allow_none: bool = False) -> None:
-    """``value`` is an int > 0 (bools are not ints here), or None when allowed."""
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        expected = "an int or None" if allow_none else "an int"
-        raise TypeError(f"{name} expected {expected}, received: {_type_name(value)}")
-    if value <= 0:
-        raise ValueError(f"{name} expected a value greater than 0, received: {value}")
 
 
 def process_specified_data(specified: Any, keep_default_action: Any) -> dict[str, Any]:

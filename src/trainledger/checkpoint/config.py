@@ -209,9 +209,11 @@ class CheckpointConfig:
         crc_check: verify each checkpoint's crc32c when ModelCheckpoint adopts files on resume
             (a crc32c is always written).
         format: "safetensors" (the only container).
-        monitor, mode, keep_best_max: also keep the best N checkpoints by ``monitor`` (a key of
-            ``eval_results``, a key of a dict ``net_outputs``, or "loss" for a scalar
-            ``net_outputs``); "min" or "max". A best file is never removed by the other rules.
+        monitor, mode, keep_best_max: also keep the best N checkpoints by ``monitor``, read
+            as ``EarlyStopping`` reads it (``run.monitored_value``, MindSpore's rule): "loss"
+            is the training loss (the first output), any other name a key of
+            ``eval_results`` ("eval_x" also finds "x"), else of a dict ``net_outputs``;
+            "min" or "max". A best file is never removed by the other rules.
             ``monitor`` without ``keep_best_max`` keeps the best one.
     """
 

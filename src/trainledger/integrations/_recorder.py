@@ -27,26 +27,11 @@ from trainledger.lineage import distributed_info
 from trainledger.run import CallbackParams, RunContext, finish_uploads
 from trainledger.storage import writable_dir
 from trainledger.summary import SummaryRecord
+from trainledger.values import scalar_of
 
-__all__ = ["RunRecorder", "flat_hparams", "scalar_value"]
+__all__ = ["RunRecorder", "flat_hparams"]
 
 _INT32_MAX = 2**31 - 1
-
-
-def scalar_value(value: Any) -> float | None:
-    """A plain float from a number, a 0-d/1-element tensor or array; None for anything else."""
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
-    numel = getattr(value, "numel", None) or getattr(value, "size", None)
-    try:
-        count = numel() if callable(numel) else numel
-        if count == 1 and hasattr(value, "item"):
-            return float(value.item())
-    except (TypeError, ValueError, RuntimeError):
-        return None
-    return None
 
 
 def flat_hparams(hparams: Mapping[str, Any] | None, prefix: str = "") -> dict[str, Any]:
@@ -171,7 +156,7 @@ class RunRecorder:
         """
         rows: list[tuple[str, float]] = []
         for key, raw in values.items():
-            value = scalar_value(raw)
+            value = scalar_of(raw)
             if value is not None:
                 rows.append((str(key), value))
         if not rows:
@@ -190,7 +175,7 @@ class RunRecorder:
         """Record evaluation metrics into lineage (and as ``eval/<name>`` scalars)."""
         clean: dict[str, float] = {}
         for key, raw in metrics.items():
-            value = scalar_value(raw)
+            value = scalar_of(raw)
             if value is not None:
                 clean[str(key)] = value
         if not clean:

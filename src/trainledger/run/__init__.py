@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "metrics": "trainledger.run.metrics",
     "Model": "trainledger.run.model",
     "loss_value": "trainledger.run.outputs",
+    "monitored_value": "trainledger.run.outputs",
     "RecModel": "trainledger.run.rec_model",
     "StepLoop": "trainledger.run.steploop",
     "stdout_is_tty": "trainledger.run.defaults",
@@ -43,6 +44,7 @@ __all__ = [
     "HOOKS",
     "is_main_rank",
     "loss_value",
+    "monitored_value",
     "metrics",
     "Model",
     "RecModel",
@@ -65,6 +67,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.run.defaults import add_default_callback, stdout_is_tty
     from trainledger.run.distributed import barrier, is_main_rank, rank_and_world
     from trainledger.run.model import Model
-    from trainledger.run.outputs import extract_loss, loss_value
+    from trainledger.run.outputs import extract_loss, loss_value, monitored_value
     from trainledger.run.rec_model import RecModel
     from trainledger.run.steploop import StepLoop

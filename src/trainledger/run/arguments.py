@@ -12,7 +12,6 @@ __all__ = [
     "check_frequency",
     "check_int",
     "check_model_args",
-    "check_positive_int",
     "check_train_args",
 ]
 
@@ -20,11 +19,6 @@ __all__ = [
 def check_int(value: Any, name: str, minimum: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise ValueError(f"{name} expected an int >= {minimum}, received: {value!r}")
-
-
-def check_positive_int(value: Any, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} expected a positive int, received: {value!r}")
 
 
 def check_frequency(freq: Any) -> None:

@@ -9,12 +9,14 @@ for networks that compute their own loss. Tensors are read through their methods
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from trainledger.errors import DatasetError
 from trainledger.run.batches import describe
+from trainledger.values import scalar_of
 
-__all__ = ["extract_loss", "loss_of", "loss_value"]
+__all__ = ["extract_loss", "loss_of", "loss_value", "monitored_value"]
 
 
 def loss_of(outputs: Any) -> Any:
@@ -51,6 +53,28 @@ def loss_value(outputs: Any) -> float | None:
         return float(loss)
     except (TypeError, ValueError, RuntimeError):
         return None
+
+
+def monitored_value(name: str, eval_results: Any, net_outputs: Any) -> float | None:
+    """What a monitor (``EarlyStopping``, ``ModelCheckpoint``'s best-N, ...) named ``name``
+    reads from a step's ``eval_results`` and ``net_outputs``: the one rule, MindSpore's.
+
+    ``"loss"`` is the training loss (``loss_value``: the first output), even when the
+    evaluation also has a ``loss``; any other name is an evaluation result (``eval_x`` also
+    finds ``x``), else a value the network returned in a dict under that name. None when
+    absent or not one number (``values.scalar_of``).
+    """
+    if name == "loss":
+        return loss_value(net_outputs)
+    if isinstance(eval_results, Mapping):
+        value = eval_results.get(name)
+        if value is None and name.startswith("eval_"):
+            value = eval_results.get(name[len("eval_") :])
+        if value is not None:
+            return scalar_of(value)
+    if isinstance(net_outputs, Mapping) and name in net_outputs:
+        return scalar_of(net_outputs[name])
+    return None
 
 
 def extract_loss(outputs: Any) -> tuple[Any, Any]:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from trainledger.errors import DatasetError
-from trainledger.run.arguments import check_positive_int, check_sink_args
+from trainledger.run.arguments import check_sink_args
 from trainledger.run.batches import dataset_len
 from trainledger.run.callback import Callback, CallbackParams, RunContext
 from trainledger.run.callback_manager import CallbackManager
@@ -42,6 +42,7 @@ from trainledger.run.outputs import loss_of
 from trainledger.run.steploop import StepLoop, set_sampler_epoch
 from trainledger.run.stream_commits import StreamCommits
 from trainledger.run.windowed import WindowedMetrics
+from trainledger.values import check_positive_int
 
 __all__ = ["RecModel"]
 
@@ -181,7 +182,7 @@ class RecModel(Model):
         uneven_streams: Any,
     ) -> None:
         if max_steps is not None:
-            check_positive_int(max_steps, "max_steps")
+            check_positive_int("max_steps", max_steps)
         if max_seconds is not None and (
             isinstance(max_seconds, bool)
             or not isinstance(max_seconds, (int, float))

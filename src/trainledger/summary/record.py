@@ -47,6 +47,7 @@ from trainledger.summary.writer import (
     AsyncEventWriter,
     EventFileWriter,
 )
+from trainledger.values import check_positive_int
 
 __all__ = ["SummaryRecord", "PLUGINS", "LINEAGE_PLUGINS", "MODES"]
 
@@ -111,14 +112,7 @@ class SummaryRecord:
                 raise TypeError(f"{pname} expected a str, received: {type(pval).__name__}")
             if "/" in pval or os.sep in pval:
                 raise ValueError(f"{pname} must not contain a path separator, received: {pval!r}")
-        if max_file_size is not None and (
-            isinstance(max_file_size, bool)
-            or not isinstance(max_file_size, int)
-            or max_file_size <= 0
-        ):
-            raise ValueError(
-                f"max_file_size expected a positive int or None, received: {max_file_size!r}"
-            )
+        check_positive_int("max_file_size", max_file_size, allow_none=True)
         if not isinstance(raise_exception, bool):
             raise TypeError(
                 f"raise_exception expected a bool, received: {type(raise_exception).__name__}"
@@ -129,14 +123,7 @@ class SummaryRecord:
             or min_free_bytes < 0
         ):
             raise ValueError(f"min_free_bytes expected an int >= 0, received: {min_free_bytes!r}")
-        if (
-            isinstance(histogram_bins, bool)
-            or not isinstance(histogram_bins, int)
-            or histogram_bins <= 0
-        ):
-            raise ValueError(
-                f"histogram_bins expected a positive int, received: {histogram_bins!r}"
-            )
+        check_positive_int("histogram_bins", histogram_bins)
         self._export_options = process_export_options(export_options)
         self._log_dir = Path(writable_dir(log_dir, "log_dir"))
         self._staged = is_object_url(log_dir)

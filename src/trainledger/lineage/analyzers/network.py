@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainledger.values import scalar_of
+
 __all__ = [
     "unwrap_module",
     "network_name",
@@ -123,20 +125,8 @@ def initial_learning_rate(optimizer: Any, scheduler: Any = None) -> float | None
     group's ``initial_lr`` (set by torch schedulers), else its current ``lr``."""
     base = getattr(scheduler, "base_lrs", None)
     if isinstance(base, (list, tuple)) and base:
-        return _to_float(base[0])
+        return scalar_of(base[0])
     group = _first_group(optimizer)
     if group is None:
         return None
-    return _to_float(group.get("initial_lr", group.get("lr")))
-
-
-def _to_float(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    try:
-        result = float(value.item() if hasattr(value, "item") else value)
-    except (TypeError, ValueError, RuntimeError):
-        return None
-    return result
+    return scalar_of(group.get("initial_lr", group.get("lr")))

@@ -1,0 +1,173 @@
+"""Series statistics in the index (issue 34 item 1): how fast the indexer reads summary files,
+what a live run's append costs a query, and a warm query that filters on a statistic.
+
+- ``read``: one run of ``--points`` scalar points in one tag, as a TensorBoard event file
+  (written by trainledger's ``SummaryRecord``) and as a MindSpore ``_MS`` file (records of
+  MindSpore's ``Event`` schema, framed as MindSpore frames them), each read from scratch by
+  the indexer (``read_series_state``). The peer for the event file is TensorBoard's own
+  ``EventAccumulator`` (every point kept), timed in alternating, paired rounds; the figure
+  is points a second and the per-round ratio (peer time / our time). (MindInsight's ``_MS``
+  reader needs its own venv: ``bench/mindspore_read.py``.)
+- ``append``: a base of ``--runs`` runs (a lineage file and a 20-point event file each),
+  indexed; then one live run gets ``--append`` new points and ``LineageIndex.refresh()`` is
+  timed (the index reads only the appended records), ``--rounds`` times.
+- ``query``: warm ``max(accuracy) > 0.8``, sorted by ``min(loss)``, page of 10, over that
+  base.
+
+Targets (issue 34): reading >= 2 million points a second from event files and >= 1 million
+from ``_MS`` files (measured on 10 million: ``--points 10000000``); an append of 1,000 points
+to one run of a 10,000-run base re-indexed in <= 50 ms; the warm statistics query < 10 ms.
+
+    .venv/bin/python bench/series_stats.py [--points 2000000] [--runs 10000] [--rounds 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from query import _wait_for_watcher, generate  # noqa: E402 - bench/query.py's base
+
+from trainledger.query import LineageIndex  # noqa: E402
+from trainledger.query.series_index import read_series_state  # noqa: E402
+from trainledger.storage import frame, machine_name  # noqa: E402
+from trainledger.summary.proto import mindspore_summary_pb2 as ms  # noqa: E402
+from trainledger.summary.proto import summary_pb2 as pb  # noqa: E402
+
+
+def _event(step: int, tag: str, value: float) -> bytes:
+    summary = pb.Summary(value=[pb.Summary.Value(tag=tag, simple_value=value)])
+    return frame(pb.Event(wall_time=1.7e9 + step, step=step, summary=summary).SerializeToString())
+
+
+def write_tensorboard(run: Path, points: int) -> None:
+    from trainledger.summary import SummaryRecord
+
+    values = np.random.default_rng(0).random(points)
+    with SummaryRecord(run) as record:
+        for step in range(points):
+            record.add_scalar("loss", float(values[step]), step)
+
+
+def write_mindspore(run: Path, points: int) -> None:
+    values = np.random.default_rng(0).random(points)
+    run.mkdir(parents=True, exist_ok=True)
+    with open(run / "events.out.events.summary.1700000000.0.host_MS", "wb") as fh:
+        for step in range(points):
+            value = ms.Summary.Value(tag="loss", scalar_value=float(values[step]))
+            event = ms.Event(wall_time=1.7e9 + step, step=step, summary=ms.Summary(value=[value]))
+            fh.write(frame(event.SerializeToString()))
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _spread(values: list[float]) -> str:
+    return f"median {statistics.median(values):,.0f} (range {min(values):,.0f}-{max(values):,.0f})"
+
+
+def bench_read(work: Path, points: int, rounds: int) -> None:
+    from tensorboard.backend.event_processing import event_accumulator as ea
+
+    tb, mindspore = work / "tb", work / "ms"
+    write_tensorboard(tb, points)
+    write_mindspore(mindspore, points)
+    assert read_series_state(str(tb)).tags["loss"].count == points
+    assert read_series_state(str(mindspore)).tags["loss"].count == points
+
+    def peer() -> None:
+        acc = ea.EventAccumulator(str(tb), size_guidance={ea.SCALARS: 0})
+        acc.Reload()
+        assert len(acc.Scalars("loss")) == points
+
+    ours_tb, ours_ms, ratios = [], [], []
+    for i in range(rounds):
+        if i % 2:
+            theirs = _timed(peer)
+            mine = _timed(lambda: read_series_state(str(tb)))
+        else:
+            mine = _timed(lambda: read_series_state(str(tb)))
+            theirs = _timed(peer)
+        ours_tb.append(points / mine)
+        ratios.append(theirs / mine)
+        ours_ms.append(points / _timed(lambda: read_series_state(str(mindspore))))
+    print(f"read, {points:,} points, {rounds} rounds")
+    print(f"  event file, ours: {_spread(ours_tb)} points/s")
+    print(f"  event file, EventAccumulator time / ours: median {statistics.median(ratios):.1f}x "
+          f"(range {min(ratios):.1f}-{max(ratios):.1f})")  # fmt: skip
+    print(f"  _MS file, ours: {_spread(ours_ms)} points/s")
+
+
+def bench_append(work: Path, runs: int, append: int, rounds: int) -> None:
+    base = work / "base"
+    generate(base, runs)
+    # the finished runs' event files are named after an exited writer, as the lineage files
+    final = next(iter(base.iterdir())).glob("*_lineage").__next__().name.split(".")[-2]
+    for i, run in enumerate(sorted(base.iterdir())):
+        name = f"events.out.tfevents.1700000000.{machine_name()}.{final}.{i}"
+        points = [_event(s, "loss", 1.0 / (s + 1)) for s in range(20)]
+        points += [_event(s, "accuracy", s / 20) for s in range(20)]
+        (run / name).write_bytes(b"".join(points))
+    live = sorted(base.iterdir())[runs // 2]
+    live_file = live / f"events.out.tfevents.1700000000.{machine_name()}.{os.getpid()}.0"
+    live_file.write_bytes(_event(0, "loss", 1.0))
+    start = time.perf_counter()
+    with LineageIndex(base) as index:
+        index.refresh()
+        print(f"append, a base of {runs:,} runs: first index {time.perf_counter() - start:.1f} s")
+        time.sleep(2.5)  # a base written a while ago: its listings are trusted (discovery.py)
+        index.refresh()
+        _wait_for_watcher(index)  # a long-lived reader (the UI), as bench/query.py
+        step = 1
+        times = []
+        for _ in range(rounds):
+            with open(live_file, "ab") as fh:
+                new = [_event(step + k, "loss", 1.0 / (step + k)) for k in range(append)]
+                fh.write(b"".join(new))
+            step += append
+            time.sleep(0.3)  # the kernel's notification arrives (docs/queries.md: <= 250 ms)
+            start = time.perf_counter()
+            stats = index.refresh()
+            times.append((time.perf_counter() - start) * 1000)
+            assert stats.series == 1, stats
+        answer = index.query({"summary_dir": {"eq": f"./{live.name}"}}, series=["count(loss)"])
+        got = answer["object"][0]["series"]["count(loss)"]
+        assert got == 20 + step, (got, step)  # (its 20 first points, then those appended)
+        print(f"  refresh after {append:,} points appended to one run: {_spread(times)} ms")
+        cond = {"max(accuracy)": {"gt": 0.8}, "sorted_name": "min(loss)", "limit": 10}
+        index.query(cond)
+        warm = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            result = index.query(cond)
+            warm.append((time.perf_counter() - start) * 1000)
+        assert result["count"] == runs, result["count"]  # (every run reached 0.95)
+        print(f"  warm query max(accuracy) > 0.8, sort min(loss), page of 10: {_spread(warm)} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--points", type=int, default=2_000_000)
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--append", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        bench_read(Path(tmp), args.points, args.rounds)
+        bench_append(Path(tmp), args.runs, args.append, args.rounds)
+
+
+if __name__ == "__main__":
+    main()
