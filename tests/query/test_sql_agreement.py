@@ -122,9 +122,37 @@ def _value_for(field: str) -> st.SearchStrategy[Any]:
 
 
 @st.composite
+def filters(draw: Any, depth: int = 0) -> dict[str, Any]:
+    """Field conditions, and (two levels at most) ``or``/``and``/``not`` conditions."""
+    cond = draw(field_filters(1 if depth else 0))  # (an empty nested condition is refused)
+    if depth < 2:
+        for key in draw(st.lists(st.sampled_from(["or", "and", "not"]), max_size=2, unique=True)):
+            if key == "not":
+                cond[key] = draw(filters(depth + 1))
+            else:
+                cond[key] = draw(st.lists(filters(depth + 1), min_size=1, max_size=3))
+    return cond
+
+
+@st.composite
 def condition(draw: Any) -> dict[str, Any]:
+    cond = draw(filters())
+    if draw(st.booleans()):
+        cond["sorted_name"] = draw(st.one_of(FIELD, st.just("tag")))
+        cond["sorted_type"] = draw(st.sampled_from(["ascending", "descending", None]))
+    if draw(st.booleans()):
+        cond["limit"] = draw(st.integers(1, 4))
+    if draw(st.booleans()):
+        cond["offset"] = draw(st.integers(0, 3))
+    if draw(st.booleans()):
+        cond["lineage_type"] = draw(st.sampled_from([{"eq": "model"}, {"in": ["dataset"]}]))
+    return cond
+
+
+@st.composite
+def field_filters(draw: Any, min_size: int = 0) -> dict[str, Any]:
     cond: dict[str, Any] = {}
-    for field in draw(st.lists(FIELD, max_size=3, unique=True)):
+    for field in draw(st.lists(FIELD, min_size=min_size, max_size=3, unique=True)):
         ops: dict[str, Any] = {}
         for op in draw(
             st.lists(
@@ -140,15 +168,6 @@ def condition(draw: Any) -> dict[str, Any]:
             else:
                 ops[op] = draw(value)
         cond[field] = ops
-    if draw(st.booleans()):
-        cond["sorted_name"] = draw(st.one_of(FIELD, st.just("tag")))
-        cond["sorted_type"] = draw(st.sampled_from(["ascending", "descending", None]))
-    if draw(st.booleans()):
-        cond["limit"] = draw(st.integers(1, 4))
-    if draw(st.booleans()):
-        cond["offset"] = draw(st.integers(0, 3))
-    if draw(st.booleans()):
-        cond["lineage_type"] = draw(st.sampled_from([{"eq": "model"}, {"in": ["dataset"]}]))
     return cond
 
 
@@ -163,7 +182,7 @@ def assert_agreement(index: LineageIndex, conds: list[dict[str, Any]]) -> None:
     """Each condition's SQL answer equals the plain-Python semantics over the same records."""
     stored = index.records()
     for cond in conds:
-        valid = index._resolve(validate_condition(cond))
+        valid = index._resolve_all(validate_condition(cond))
         assert index.query(cond, refresh=False) == evaluate(stored, valid), cond
 
 
@@ -198,7 +217,7 @@ def test_sql_agrees_with_python(
         checked = 0
         for raw in conds:
             try:
-                cond = index._resolve(validate_condition(raw))
+                cond = index._resolve_all(validate_condition(raw))
             except LineageSearchConditionParamError:
                 continue  # invalid combination (e.g. lt on a string field): both refuse it
             assert index.query(raw, refresh=False) == evaluate(stored, cond), raw

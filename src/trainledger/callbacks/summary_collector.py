@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from typing import Any
 
 from trainledger.callbacks.graph_capture import first_batch_graph
@@ -35,12 +34,8 @@ from trainledger.callbacks.summary_options import (
     rank_summary_dir,
     tensor_range,
 )
-from trainledger.callbacks.summary_parts import (
-    add_histograms,
-    add_input_images,
-    learning_rate,
-    read_deferred,
-)
+from trainledger.callbacks.summary_parts import add_histograms, add_input_images, learning_rate
+from trainledger.callbacks.summary_rows import ScalarRows
 from trainledger.run import Callback, CallbackParams, RunContext, loss_value
 from trainledger.summary import SummaryRecord, process_export_options
 from trainledger.values import check_positive_int
@@ -48,13 +43,6 @@ from trainledger.values import check_positive_int
 __all__ = ["SummaryCollector"]
 
 logger = logging.getLogger("trainledger.summary")
-
-# The per-step fast path buffers (step, time, loss, lr) rows and hands them over in batches.
-_ROW_TAGS = ("loss/auto", "learning_rate/auto")
-# Each batch costs the writer thread about half a millisecond of cold-cache start-up on top
-# of its rows, so batches are large; live views still see new points within a second.
-_ROWS_PER_BATCH = 4096
-_ROWS_MAX_AGE = 1.0  # seconds
 
 
 class SummaryCollector(Callback):
@@ -165,7 +153,7 @@ class SummaryCollector(Callback):
         record, self._record = self._record, None
         if record is not None:
             try:
-                self._flush_rows(record)
+                self._rows.flush(record)
             finally:
                 record.close()
         if self._hparams is not None:  # after the scalar file (see HParamsSession)
@@ -184,13 +172,9 @@ class SummaryCollector(Callback):
         self._fast_eligible = False  # metric-only collection: see on_train_step_end
         self._fast_context = None
         self._fast_params: CallbackParams = CallbackParams()
-        self._rows: list[tuple[int, float, Any, float]] = []  # the loss may be a tensor
-        self._held_loss: Any = None  # the last loss tensor seen, kept alive ...
-        self._held_ptr = -1  # ... so the same address next step means a reused buffer
-        self._deferred = False  # rows hold loss tensors to read (see _defer_loss)
+        self._rows = ScalarRows()  # the fast path's buffered rows (callbacks/summary_rows.py)
         self._tensor_type: Any = None  # type of the first step's scalar loss (torch.Tensor)
         self._read_now = False  # that loss was a CPU float: read with .item() at each step
-        self._flush_at = 0.0  # when the buffered rows are handed over at the latest
 
     # --- hooks ----------------------------------------------------------------------------
     def on_train_begin(self, run_context: RunContext) -> None:
@@ -233,31 +217,12 @@ class SummaryCollector(Callback):
                     except RuntimeError:  # not one number: the general path takes the mean
                         loss = None
                 else:
-                    loss = self._defer_loss(outputs)
+                    loss = self._rows.defer(outputs)
                 if loss is not None:
-                    now = time.time()
-                    rows = self._rows
-                    rows.append((step, now, loss, lr))
+                    self._rows.add(step, loss, lr, self._record)  # type: ignore[arg-type]
                     self._last_step = step
-                    if len(rows) >= _ROWS_PER_BATCH or now >= self._flush_at:
-                        self._flush_rows(self._record)  # type: ignore[arg-type]
                     return
         self._general_step(run_context)
-
-    def _defer_loss(self, outputs: Any) -> Any:
-        """The scalar loss tensor, to be read with the rows' batch (``read_deferred``: on a
-        GPU, one device sync per batch instead of one per step); its value when it must be
-        read now; None when it is not 0-dimensional (the general path takes the mean)."""
-        if outputs.ndim != 0:
-            return None
-        loss = outputs.detach()
-        ptr = loss.data_ptr()
-        if ptr == self._held_ptr:  # one buffer rewritten every step (CUDA graphs)
-            return float(loss.float().item())  # must be read now
-        # held until the next step: its memory cannot be reused meanwhile
-        self._held_loss, self._held_ptr = loss, ptr
-        self._deferred = True
-        return loss
 
     def _general_step(self, run_context: RunContext) -> None:
         """Every case of a step's collection (the first step, tensor steps, histograms, input
@@ -267,7 +232,7 @@ class SummaryCollector(Callback):
         if record is None or params.get("mode", "train") != "train":
             return
         self._sink_units += 1
-        self._flush_rows(record)
+        self._rows.flush(record)
         step = params["cur_step_num"]
         if type(step) is not int:
             step = int(step)
@@ -287,8 +252,7 @@ class SummaryCollector(Callback):
                 # a CPU float loss is read at once (as a number even if its dtype changes
                 # later); elsewhere .item() would sync the device
                 self._read_now = outputs.is_cpu and outputs.is_floating_point()
-                self._held_loss = outputs.detach()
-                self._held_ptr = self._held_loss.data_ptr()
+                self._rows.hold(outputs)
             self._tensor_steps = tensor_range(
                 params, self._sink, self._collect_freq, self._collect_tensor_freq
             )
@@ -332,27 +296,14 @@ class SummaryCollector(Callback):
         fast = self._fast_eligible and not record.staged
         self._fast_context = run_context if fast else None
         self._fast_params = params
-        if not self._rows:
-            self._flush_at = time.time() + _ROWS_MAX_AGE
-
-    def _flush_rows(self, record: SummaryRecord) -> None:
-        """Hand the buffered loss/lr rows to the record (before any other write: file order
-        must follow step order, or TensorBoard would purge the later points)."""
-        if self._rows:
-            rows, self._rows = self._rows, []
-            self._flush_at = time.time() + _ROWS_MAX_AGE
-            if self._deferred:
-                self._deferred = False
-                rows = read_deferred(rows, 2)
-            # built here with checked types (read_deferred returns floats), so unchecked
-            record.hand_over_scalar_rows(_ROW_TAGS, rows)
+        self._rows.restart_clock()
 
     def on_train_epoch_end(self, run_context: RunContext) -> None:
         params = run_context.original_args()
         record = self._record
         if record is None:
             return
-        self._flush_rows(record)
+        self._rows.flush(record)
         step = int(params.get("cur_step_num") or 0)
         for name, value in (params.get("eval_results") or {}).items():
             try:  # a direct write: values staged for the next collection stay staged
@@ -372,7 +323,7 @@ class SummaryCollector(Callback):
         record = self._record
         if record is None:
             return
-        self._flush_rows(record)
+        self._rows.flush(record)
         record.flush()
         if not self._entered:
             self._close_record()

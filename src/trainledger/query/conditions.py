@@ -34,6 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainledger.errors import LineageSearchConditionParamError
+from trainledger.query.condition_messages import FIELD_MESSAGES as _FIELD_MESSAGES
 from trainledger.query.series_fields import parse_series_field
 
 # The filterable fields, in MindInsight's FIELD_MAPPING order.
@@ -85,7 +86,11 @@ FLOAT_FIELDS = frozenset({"learning_rate", "loss"})
 RUN_FIELDS: tuple[str, ...] = ("status", "duration", "sessions")
 OPERATORS: tuple[str, ...] = ("eq", "lt", "gt", "le", "ge", "in", "not_in")
 # Keys of a search condition that are not field filters.
-CONTROL_KEYS = ("limit", "offset", "sorted_name", "sorted_type", "lineage_type")
+#: the keys that join conditions (trainledger's, not MindInsight's): ``{"or": [cond, ...]}``,
+#: ``{"and": [cond, ...]}``, ``{"not": cond}``; a condition's own fields are ANDed with them
+LOGIC_KEYS = ("or", "and", "not")
+CONTROL_KEYS = ("limit", "offset", "sorted_name", "sorted_type", "lineage_type", *LOGIC_KEYS)
+_MAX_NESTING = 32  # (a condition from JSON must not exhaust the stack)
 #: the fixed fields that are hyperparameters (not results, not identifiers), in the order they
 #: are worth a column: what tells runs apart (the CLI table, hyperparameter importance)
 HYPERPARAMETERS: tuple[str, ...] = (
@@ -103,41 +108,6 @@ LINEAGE_TYPES = ("dataset", "model")
 PREFIXES = ("metric/", "user_defined/")
 _INT_MAX = 2**63 - 1
 
-_FIELD_MESSAGES: dict[str, str] = {
-    "summary_dir": "The parameter summary_dir is invalid. It should be a dict and the value "
-    "should be a string.",
-    "loss_function": "The parameter loss_function is invalid. "
-    "It should be a dict and the value should be a string.",
-    "train_dataset_path": "The parameter train_dataset_path is invalid."
-    " It should be a dict and the value should be a string.",
-    "train_dataset_count": "The parameter train_dataset_count is invalid. It should be a dict "
-    "and the value should be a integer between 0 and pow(2, 63) -1.",
-    "test_dataset_path": "The parameter test_dataset_path is invalid. "
-    "It should be a dict and the value should be a string.",
-    "test_dataset_count": "The parameter test_dataset_count is invalid. It should be a dict "
-    "and the value should be a integer between 0 and pow(2, 63) -1.",
-    "network": "The parameter network is invalid. It should be a dict and the value should be "
-    "a string.",
-    "optimizer": "The parameter optimizer is invalid. "
-    "It should be a dict and the value should be a string.",
-    "learning_rate": "The parameter learning_rate is invalid. "
-    "It should be a dict and the value should be a float or a integer.",
-    "epoch": "The parameter epoch is invalid. It should be a positive integer.",
-    "batch_size": "The parameter batch_size is invalid. It should be a non-negative integer.",
-    "device_num": "The parameter device_num is invalid. It should be a non-negative integer.",
-    "limit": "Invalid input limit. 0 < limit <= 100",
-    "offset": "Invalid input offset. 0 <= offset <= 100000",
-    "loss": "The parameter loss is invalid. It should be a float.",
-    "model_size": "The parameter model_size is invalid. "
-    "It should be an integer between 0 and pow(2, 63) -1.",
-    "dataset_mark": "The parameter dataset_mark is invalid. It should be a string.",
-    "lineage_type": "The parameter lineage_type is invalid. It should be 'dataset' or 'model'.",
-    "status": "The parameter status is invalid. It should be a dict and the value should be "
-    "a string (running, finished, failed or stopped).",
-    "duration": "The parameter duration is invalid. It should be a dict and the value should "
-    "be a float or a integer (seconds).",
-    "sessions": "The parameter sessions is invalid. It should be a non-negative integer.",
-}
 _PREFIX = "Search_condition param error: "
 # Fields that take exactly one operation (MindInsight's documented rule).
 _SINGLE_OPERATION = ("summary_dir", "lineage_type")
@@ -370,7 +340,51 @@ def validate_condition(search_condition: Any) -> dict[str, Any]:
     _validate_control(cond)
     _validate_comparisons(cond)
     _validate_fields(cond)
+    _validate_logic(cond, 0)
     return cond
+
+
+def _validate_logic(cond: dict[str, Any], depth: int) -> None:
+    """Validate (and normalize, in place) the conditions under ``or``/``and``/``not``: each
+    is a dict of field conditions, checked as a top-level one, and logic keys again; the
+    paging, sorting and lineage_type keys belong to the top level only."""
+    for key in LOGIC_KEYS:
+        if key not in cond:
+            continue
+        value = cond[key]
+        if depth >= _MAX_NESTING:
+            raise _fail(f"ValueError. Conditions nest at most {_MAX_NESTING} levels deep.")
+        if key == "not" and not isinstance(value, dict):
+            raise _fail(f"TypeError. The not expected a condition (a dict), received: {value!r}.")
+        if key != "not" and (not isinstance(value, (list, tuple)) or not value):
+            raise _fail(
+                f"TypeError. The {key} expected a non-empty list of conditions (dicts), "
+                f"received: {value!r}."
+            )
+        subs = [value] if key == "not" else list(value)
+        checked = [_validate_sub(sub, key, depth + 1) for sub in subs]
+        cond[key] = checked[0] if key == "not" else checked
+
+
+def _validate_sub(sub: Any, key: str, depth: int) -> dict[str, Any]:
+    if not isinstance(sub, dict):
+        raise _fail(f"TypeError. Each condition of {key} should be a dict, received: {sub!r}.")
+    if not sub:
+        raise _fail(f"ValueError. A condition of {key} is empty: it would match every run.")
+    placed = [k for k in sub if k in CONTROL_KEYS and k not in LOGIC_KEYS]
+    if placed:
+        raise _fail(
+            f"ValueError. {placed[0]} belongs to the top level of search_condition, "
+            f"not inside {key}."
+        )
+    out = {normalize_field(k) if isinstance(k, str) else k: v for k, v in sub.items()}
+    if not all(isinstance(k, str) for k in out):
+        raise _fail("ValueError. The search attribute not supported.")
+    _check_unicode(out)
+    _validate_comparisons(out)
+    _validate_fields(out)
+    _validate_logic(out, depth)
+    return out
 
 
 def lineage_types(cond: dict[str, Any]) -> list[str]:
@@ -398,7 +412,7 @@ def page_bounds(cond: dict[str, Any]) -> tuple[int, int | None]:
 
 
 def filter_items(cond: dict[str, Any]) -> list[tuple[str, str, Any]]:
-    """The (field, operator, value) triples to AND together."""
+    """The (field, operator, value) triples to AND together (the ``LOGIC_KEYS`` apart)."""
     return [
         (field, op, value)
         for field, ops in cond.items()

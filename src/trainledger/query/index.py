@@ -362,12 +362,22 @@ class LineageIndex:
         }
         return {**cond, "summary_dir": resolved}
 
+    def _resolve_all(self, cond: dict[str, Any]) -> dict[str, Any]:
+        """``_resolve`` through the ``or``/``and``/``not`` conditions too."""
+        out = self._resolve(cond)
+        for key in ("or", "and"):
+            if key in out:
+                out = {**out, key: [self._resolve_all(sub) for sub in out[key]]}
+        if "not" in out:
+            out = {**out, "not": self._resolve_all(out["not"])}
+        return out
+
     def query(
         self, search_condition: Any = None, *, refresh: bool = True, series: Sequence[str] = ()
     ) -> dict[str, Any]:
         """``filter_summary_lineage`` over this index: validate, scan, filter/sort/page in SQL.
         ``series``: statistics to add to each object besides those the condition names."""
-        cond = self._resolve(validate_condition(search_condition))
+        cond = self._resolve_all(validate_condition(search_condition))
         start, stop = page_bounds(cond)
         fetch = functools.partial(
             index_tables.fetch,

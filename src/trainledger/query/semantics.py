@@ -89,10 +89,17 @@ def _equal(a: Any, b: Any) -> bool:
 
 
 def matches(record: Record, cond: dict[str, Any]) -> bool:
-    """Whether a record passes every (field, operator, value) of the condition (AND)."""
-    return all(
+    """Whether a record passes every (field, operator, value) of the condition (AND), and
+    its ``or`` (any of), ``and`` (all of) and ``not`` (not) conditions."""
+    if not all(
         is_match(op, value, value_of(record, field)) for field, op, value in filter_items(cond)
-    )
+    ):
+        return False
+    if "or" in cond and not any(matches(record, sub) for sub in cond["or"]):
+        return False
+    if "and" in cond and not all(matches(record, sub) for sub in cond["and"]):
+        return False
+    return not ("not" in cond and matches(record, cond["not"]))
 
 
 def _cmp(a: Any, b: Any) -> int:

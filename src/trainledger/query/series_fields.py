@@ -80,5 +80,16 @@ def named_series_fields(cond: dict[str, Any]) -> list[str]:
     """The series fields a *validated* condition filters or sorts on, each once, in order:
     their values are added to each result object (``"series"``), so an answer shows the
     statistic it was chosen by. A condition without any gets MindInsight's objects as they were."""
-    names = [*cond, cond.get("sorted_name")]
+    names = [*_field_names(cond), cond.get("sorted_name")]
     return list(dict.fromkeys(n for n in names if isinstance(n, str) and parse_series_field(n)))
+
+
+def _field_names(cond: dict[str, Any]) -> list[Any]:
+    """The keys of a condition and of its ``or``/``and``/``not`` conditions."""
+    names: list[Any] = list(cond)
+    for key in ("or", "and", "not"):
+        subs = cond.get(key)
+        for sub in [subs] if isinstance(subs, dict) else subs if isinstance(subs, list) else []:
+            if isinstance(sub, dict):
+                names += _field_names(sub)
+    return names

@@ -142,8 +142,44 @@ def _compile(cond: dict[str, Any], dialect: Dialect, joined: bool) -> tuple[str,
             continue
         parts.append(sql)
         where_params.extend(p)
+    logic, logic_params = _logic(cond)
+    if logic:
+        parts.append(logic)
+        where_params.extend(logic_params)
     where = " AND ".join(parts) if parts else _TRUE
     return " ".join([*joins, f"WHERE {where}"]), params + where_params
+
+
+def _logic(cond: dict[str, Any]) -> tuple[str, list[Any]]:
+    """SQL for a condition's ``or``/``and``/``not`` conditions (EXISTS forms throughout: every
+    predicate is two-valued, so NOT is "does not match"); "" when it has none."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for key in ("or", "and"):
+        if key in cond:
+            subs = [_nested(sub) for sub in cond[key]]
+            parts.append("(" + f" {key.upper()} ".join(sql for sql, _ in subs) + ")")
+            params += [p for _, sub_params in subs for p in sub_params]
+    if "not" in cond:
+        sql, sub_params = _nested(cond["not"])
+        parts.append(f"NOT {sql}")
+        params += sub_params
+    return " AND ".join(parts), params
+
+
+def _nested(cond: dict[str, Any]) -> tuple[str, list[Any]]:
+    """One nested condition as a parenthesized, two-valued predicate."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for field, op, value in filter_items(cond):
+        sql, p = _predicate(field, op, value)
+        parts.append(sql)
+        params += p
+    logic, logic_params = _logic(cond)
+    if logic:
+        parts.append(logic)
+        params += logic_params
+    return "(" + (" AND ".join(parts) if parts else _TRUE) + ")", params
 
 
 def compile_where(cond: dict[str, Any], dialect: Dialect = SQLITE) -> tuple[str, list[Any]]:

@@ -11,7 +11,8 @@ building blocks:
 * ``_step_loop(manager, run_context) -> StepLoop``: the run's step loop.
 * ``_phase(manager, run_context, begin, end)``: the phase wrapper.
 * ``_stop_signals(run_context)``: SIGINT/SIGTERM -> ``request_stop("signal")`` (main thread).
-* ``_loss(y_pred, label)``: the loss of a step not run inline (RecModel keeps its inputs).
+* ``_loss(y_pred, label)``: the loss of a step not run inline (RecModel keeps its inputs;
+  the step itself, device placement to optimizer update, is ``run/step.py``'s ``TrainStep``).
 * ``_finish_train(cb_params, run_context)``: sets ``stop_reason`` before ``on_train_end``.
 
 Sink mode: this host has no device-side data sink. ``dataset_sink_mode=True`` keeps
@@ -32,13 +33,8 @@ import torch
 from trainledger.run.amp import AmpPolicy
 from trainledger.run.arguments import check_frequency, check_model_args, check_train_args
 from trainledger.run.batches import (
-    call_network,
     check_dataset,
-    checked_call,
-    cpu_tensors_only,
     dataset_len,
-    split_batch,
-    to_device,
 )
 from trainledger.run.callback import Callback, CallbackParams, RunContext
 from trainledger.run.callback_manager import CallbackManager, as_callback_list
@@ -47,14 +43,14 @@ from trainledger.run.device import device_of
 from trainledger.run.distributed import is_distributed, rank_and_world
 from trainledger.run.evaluation import Evaluator
 from trainledger.run.metrics import Metric, get_metrics
-from trainledger.run.outputs import extract_loss
 from trainledger.run.signals import stop_on_signals
-from trainledger.run.steploop import Cycle, InlineParts, StepLoop
+from trainledger.run.step import TrainStep
+from trainledger.run.steploop import Cycle, StepLoop
 
 __all__ = ["Model"]
 
 
-class Model:
+class Model(TrainStep):
     """Train, evaluate and predict with a ``torch.nn.Module`` and callbacks.
 
     Args:
@@ -338,19 +334,6 @@ class Model:
             manager, run_context, self._move_to_device, self._train_step, self._inline_parts
         )
 
-    def _inline_parts(self) -> InlineParts | None:
-        """What a plain CPU step needs, when ``StepLoop`` may run it inline: a loss_fn and an
-        optimizer, no amp, and the run's first batch already checked by ``_train_step``."""
-        if (
-            self._on_cpu
-            and self._loss_fn is not None
-            and self._optimizer is not None
-            and not self._amp.enabled
-            and not self._check_next_batch
-        ):
-            return self._network, self._loss_fn, self._optimizer
-        return None
-
     def _phase(
         self, manager: CallbackManager, run_context: RunContext, begin: str, end: str
     ) -> AbstractContextManager[None]:
@@ -368,69 +351,6 @@ class Model:
                 "parameters (with an `optimizer` attribute or `steps_itself = True`), "
                 "received: optimizer=None"
             )
-
-    def _prepare_run(self) -> None:
-        """Pick up the network's current device (it may have moved since __init__)."""
-        device = device_of(self._network)
-        if device != self._device:
-            self._device = device
-            self._on_cpu = device.type == "cpu"
-            self._amp = AmpPolicy(self._amp_level, device)
-        self._check_next_batch = True
-
-    def _move_to_device(self, batch: Any) -> Any:
-        """``batch`` with its tensors (and numpy arrays) on the network's device."""
-        if self._on_cpu and cpu_tensors_only(batch):  # the fast path: nothing to move
-            return batch
-        return to_device(batch, self._device, self._device.type == "cuda")
-
-    def _train_step(self, batch: Any) -> Any:
-        """One optimisation step on a batch already on the device; returns ``net_outputs``
-        (the loss tensor, or the network's tuple whose first element is the loss)."""
-        if self._steps_itself:
-            return extract_loss(call_network(self._train_network, batch))[1]
-        optimizer = self._optimizer
-        # before the forward, as a hand loop: old gradients freed before new activations (faster
-        # for small networks); no arguments (the optimizer's default), as a hand loop calls it: a
-        # keyword argument costs ~0.7 µs a step through torch's wrappers of zero_grad
-        optimizer.zero_grad()
-        if self._amp.enabled:
-            with self._amp.autocast():
-                loss, net_outputs = self._forward_loss(batch)
-        else:
-            loss, net_outputs = self._forward_loss(batch)
-        scaler = self._amp.scaler
-        if scaler is None:
-            loss.backward()
-            optimizer.step()
-        else:
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-        return net_outputs
-
-    def _forward_loss(self, batch: Any) -> tuple[Any, Any]:
-        """``(loss, net_outputs)`` of one batch (inside autocast when amp is on)."""
-        if self._check_next_batch:
-            result = checked_call(self._forward_loss_unchecked, batch)
-            self._check_next_batch = False
-            return result
-        return self._forward_loss_unchecked(batch)
-
-    def _forward_loss_unchecked(self, batch: Any) -> tuple[Any, Any]:
-        if self._loss_fn is None:
-            return extract_loss(call_network(self._network, batch))
-        if type(batch) is tuple and len(batch) == 2:  # the common (x, y): no splitting
-            loss = self._loss(self._network(batch[0]), batch[1])
-            return loss, loss
-        args, kwargs, label = split_batch(batch)
-        loss = self._loss(self._network(*args, **kwargs), label)
-        return loss, loss
-
-    def _loss(self, y_pred: Any, label: Any) -> Any:
-        """``loss_fn(y_pred, label)`` of a training step that is not run inline (RecModel
-        overrides it to keep the predictions and labels for its windowed metrics)."""
-        return self._loss_fn(y_pred, label)
 
     def _require_metrics(self, what: str) -> None:
         if not self._metrics:

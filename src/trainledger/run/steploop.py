@@ -189,6 +189,7 @@ class StepLoop:
                     if fns is not lean_fns and plain:  # a named step's hooks ran
                         due = self._next_due()
                 # under a process group the ranks agree every STOP_SYNC_STEPS steps; else the flag
+                # (read as an attribute: see RunContext.__init__, run/callback.py)
                 if agreed_stop() if distributed else run_context._stop_requested:
                     break
             else:

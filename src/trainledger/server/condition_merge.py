@@ -62,6 +62,12 @@ def merge_conditions(*conditions: Mapping[str, Any] | None) -> dict[str, Any]:
         if not condition:
             continue
         for key, value in condition.items():
+            if key in ("or", "not") and key in merged:  # both must hold: AND them
+                merged["and"] = [*merged.get("and", []), {key: value}]
+                continue
+            if key == "and" and key in merged and isinstance(value, list):
+                merged["and"] = [*merged["and"], *value]
+                continue
             if key in CONTROL_KEYS or key not in merged:
                 merged[key] = value
                 continue
