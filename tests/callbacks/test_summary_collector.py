@@ -585,14 +585,14 @@ def test_per_step_rows_reach_the_file_during_the_epoch(tmp_path, monkeypatch, li
     only at epoch end, so a live reader sees the curve grow while the epoch runs."""
     import time
 
-    from trainledger.callbacks import summary_collector as module
+    from trainledger.callbacks import summary_rows as module
     from trainledger.run.callback import Callback
     from trainledger.run.model import Model
 
     if limit == "rows":
-        monkeypatch.setattr(module, "_ROWS_PER_BATCH", 8)
+        monkeypatch.setattr(module, "ROWS_PER_BATCH", 8)
     else:
-        monkeypatch.setattr(module, "_ROWS_MAX_AGE", 0.05)
+        monkeypatch.setattr(module, "MAX_AGE", 0.05)
     seen: dict[int, list[int]] = {}
 
     class Reader(Callback):

@@ -1,7 +1,7 @@
 """SummaryCollector's argument checks and collection decisions, as small pure functions.
 
 Kept apart from the callback so the rules (which keys, which types, which steps) are tested as
-tables without a training loop (DESIGN.md, convention 3).
+tables without a training loop (docs/development.md, convention 3).
 """
 
 from __future__ import annotations

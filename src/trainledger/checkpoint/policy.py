@@ -1,4 +1,4 @@
-"""Pure checkpoint decisions: save now? which files to keep? (DESIGN.md, convention 3).
+"""Pure checkpoint decisions: save now? which files to keep? (docs/development.md, convention 3).
 
 Nothing here touches the disk or a clock; callers pass plain records and times, so every rule is
 a table test. The deleter lives in ``retention.py``.

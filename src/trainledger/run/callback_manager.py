@@ -1,6 +1,6 @@
 """``CallbackManager``: enters the callbacks, fans hooks out, and keeps end hooks paired.
 
-Error policy (DESIGN.md convention 8), chosen so that writers always flush:
+Error policy (docs/development.md, convention 8), chosen so that writers always flush:
 
 * A callback that raises ``Exception`` in a hook becomes a ``CallbackError`` naming the
   callback class and the hook, raised ``from`` the original error.

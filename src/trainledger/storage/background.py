@@ -1,4 +1,4 @@
-"""The one background-writer pattern of trainledger (DESIGN.md, convention 5).
+"""The one background-writer pattern of trainledger (docs/development.md, convention 5).
 
 One named daemon thread drains a bounded queue of tasks. ``submit`` blocks when the queue is
 full (back-pressure instead of unbounded memory). ``flush`` returns once every task submitted

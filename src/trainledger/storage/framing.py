@@ -2,7 +2,7 @@
 
 A record is ``uint64 length | uint32 masked_crc32c(length) | payload | uint32
 masked_crc32c(payload)``, little-endian. This module only frames bytes: building payloads and
-writing files live elsewhere (DESIGN.md, convention 6).
+writing files live elsewhere (docs/development.md, convention 6).
 
 The reader is built for files that are still being written and for files that were damaged:
 it stops cleanly at a truncated tail (and remembers where, so the next read resumes there),

@@ -1,8 +1,9 @@
 """Pure encoders: Python/numpy/torch values -> TensorBoard ``Summary.Value`` messages.
 
-Nothing here touches files or threads (DESIGN.md, convention 6): each function turns one value
-into one protobuf message, so encoders are tested on their own and the writer only frames and
-writes bytes. torch is never imported; tensors are recognised by duck typing (``detach``).
+Nothing here touches files or threads (docs/development.md, convention 6): each function
+turns one value into one protobuf message, so encoders are tested on their own and the
+writer only frames and writes bytes. torch is never imported; tensors are recognised by duck
+typing (``detach``).
 """
 
 from __future__ import annotations

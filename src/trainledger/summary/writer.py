@@ -3,8 +3,8 @@
 ``EventFileWriter`` is synchronous and owns the open file; ``AsyncEventWriter`` runs it on the
 one background-writer pattern of the package (``trainledger.storage.BackgroundWorker``),
 so encoding and writing happen off the training thread. Payloads arrive already serialised:
-this module never builds messages (DESIGN.md, convention 6); file names and record framing are
-``trainledger.storage``'s.
+this module never builds messages (docs/development.md, convention 6); file names and record
+framing are ``trainledger.storage``'s.
 """
 
 from __future__ import annotations
