@@ -36,7 +36,7 @@ from trainledger.summary.media import (
 )
 from trainledger.summary.proto import mindspore_summary_pb2 as ms
 from trainledger.summary.proto import summary_pb2 as pb
-from trainledger.summary.scalar_scan import SeriesBuilder, scan_scalars
+from trainledger.summary.scalar_scan import MINDSPORE_EVENTS, SeriesBuilder, scan_scalars
 from trainledger.summary.series import MINDSPORE, TENSORBOARD, resolve_series
 
 __all__ = [
@@ -194,11 +194,13 @@ class RunReader:
                 continue
         for path in msr.list_mindspore_files(self.run_dir):
             out.session = self._session(path, MINDSPORE)
-            for ms_event in self._ms_events([path]):
-                for ms_value in ms_event.summary.value:
-                    if ms_value.HasField("scalar_value"):
-                        out.point(ms_value.tag, ms_event.step, ms_event.wall_time,
-                                  ms_value.scalar_value)  # fmt: skip
+            reader = self._readers.get(path)
+            if reader is None:
+                reader = self._readers[path] = RecordReader(path)
+            try:  # (the same bulk path as event files: scalar_layout.py)
+                self._undecodable += scan_scalars(reader, out, set(), MINDSPORE_EVENTS)
+            except OSError:
+                continue
         for session, step in out.starts.items():
             self.session_starts.setdefault(session, step)
         return out.result_sessions()

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -33,9 +34,18 @@ from trainledger.storage import (
     masked_crc32c,
 )
 from trainledger.summary.media import TB_NUMPY_DTYPES
+from trainledger.summary.proto import mindspore_summary_pb2 as ms
 from trainledger.summary.proto import summary_pb2 as pb
+from trainledger.summary.scalar_layout import MINDSPORE_FLOAT, TENSORBOARD_FLOAT, Block, Layout
 
-__all__ = ["SeriesBuilder", "event_scalars", "scan_scalars"]
+__all__ = [
+    "MINDSPORE_EVENTS",
+    "TENSORBOARD_EVENTS",
+    "EventFormat",
+    "SeriesBuilder",
+    "event_scalars",
+    "scan_scalars",
+]
 
 _HEADER = struct.Struct("<QI")
 _U32 = struct.Struct("<I")
@@ -141,6 +151,45 @@ def event_scalars(event: pb.Event, scalar_tags: set[str]) -> Iterator[tuple[str,
                 yield tag, number
 
 
+# One event as the scan needs it: (step, wall time, its scalars, whether it is a
+# SessionLog.START); None when the payload is not an Event of the format
+_Decoded = tuple[int, float, list[tuple[str, float]], bool] | None
+
+
+def tensorboard_event(payload: bytes, scalar_tags: set[str]) -> _Decoded:
+    """A TensorBoard ``Event``'s scalars (``event_scalars``) and restart mark."""
+    try:
+        event = pb.Event.FromString(payload)
+    except DecodeError:
+        return None
+    start = event.session_log.status == pb.SessionLog.START
+    return event.step, event.wall_time, list(event_scalars(event, scalar_tags)), start
+
+
+def mindspore_event(payload: bytes, scalar_tags: set[str]) -> _Decoded:
+    """A MindSpore ``Event``'s ``scalar_value``s (MindSpore has no restart mark)."""
+    try:
+        event = ms.Event.FromString(payload)
+    except DecodeError:
+        return None
+    values = event.summary.value
+    scalars = [(v.tag, v.scalar_value) for v in values if v.HasField("scalar_value")]
+    return event.step, event.wall_time, scalars, False
+
+
+@dataclass(frozen=True)
+class EventFormat:
+    """What tells the two formats' scalar events apart: the float's tag byte in the bulk
+    layout (``scalar_layout.py``) and the decoder of every other record."""
+
+    float_tag: int
+    decode: Callable[[bytes, set[str]], _Decoded]
+
+
+TENSORBOARD_EVENTS = EventFormat(TENSORBOARD_FLOAT, tensorboard_event)
+MINDSPORE_EVENTS = EventFormat(MINDSPORE_FLOAT, mindspore_event)
+
+
 def _new_bytes(reader: RecordReader) -> bytes:
     """The bytes of ``reader``'s file after its offset (the offset is reset to 0 when the file
     shrank: it was replaced), as ``RecordReader.read`` reads them."""
@@ -155,7 +204,12 @@ def _new_bytes(reader: RecordReader) -> bytes:
         return b""
 
 
-def scan_scalars(reader: RecordReader, out: SeriesBuilder, scalar_tags: set[str]) -> int:
+def scan_scalars(
+    reader: RecordReader,
+    out: SeriesBuilder,
+    scalar_tags: set[str],
+    fmt: EventFormat = TENSORBOARD_EVENTS,
+) -> int:
     """Add the scalars of the records appended to ``reader``'s file since its offset to ``out``;
     advance ``reader.offset`` and ``reader.corrupt`` as ``reader.read()`` would. Returns the
     number of intact payloads that are not Events. Raises OSError for an unreadable file."""
@@ -169,7 +223,7 @@ def scan_scalars(reader: RecordReader, out: SeriesBuilder, scalar_tags: set[str]
             # Damage: RecordReader resynchronises and counts, reading from here on.
             tail = RecordReader(reader.path, offset=base + pos)
             for payload in tail.read():
-                undecodable += _decode(payload, out, scalar_tags)
+                undecodable += _decode(payload, out, scalar_tags, fmt)
             reader.offset, reader.corrupt = tail.offset, reader.corrupt + tail.corrupt
             return undecodable
         size = HEADER_SIZE + length + FOOTER_SIZE
@@ -178,7 +232,7 @@ def scan_scalars(reader: RecordReader, out: SeriesBuilder, scalar_tags: set[str]
         n = _run_length(buf, pos, size)
         if n >= _MIN_RUN:
             rows = buf[pos : pos + n * size].reshape(n, size)
-            corrupt, bad = _bulk(rows, out, scalar_tags)
+            corrupt, bad = _bulk(rows, out, scalar_tags, fmt)
             reader.corrupt += corrupt
             undecodable += bad
             pos += n * size
@@ -187,24 +241,22 @@ def scan_scalars(reader: RecordReader, out: SeriesBuilder, scalar_tags: set[str]
         if _U32.unpack_from(data, stop)[0] != masked_crc32c(view[pos + HEADER_SIZE : stop]):
             reader.corrupt += 1
         else:
-            undecodable += _decode(data[pos + HEADER_SIZE : stop], out, scalar_tags)
+            undecodable += _decode(data[pos + HEADER_SIZE : stop], out, scalar_tags, fmt)
         pos += size
     reader.offset = base + pos
     return undecodable
 
 
-def _decode(payload: bytes, out: SeriesBuilder, scalar_tags: set[str]) -> int:
+def _decode(payload: bytes, out: SeriesBuilder, scalar_tags: set[str], fmt: EventFormat) -> int:
     """Add one payload's scalars to ``out``; 1 if it is not an Event, else 0."""
-    try:
-        event = pb.Event.FromString(payload)
-    except DecodeError:
+    decoded = fmt.decode(payload, scalar_tags)
+    if decoded is None:
         return 1
-    if event.summary.value:
-        step, wall_time = event.step, event.wall_time
-        for tag, value in event_scalars(event, scalar_tags):
-            out.point(tag, step, wall_time, value)
-    elif event.session_log.status == pb.SessionLog.START:
-        out.start(event.step)
+    step, wall_time, scalars, start = decoded
+    for tag, value in scalars:
+        out.point(tag, step, wall_time, value)
+    if start:
+        out.start(step)
     return 0
 
 
@@ -229,7 +281,9 @@ def _run_length(buf: np.ndarray, pos: int, size: int) -> int:
     return n
 
 
-def _bulk(rows: np.ndarray, out: SeriesBuilder, scalar_tags: set[str]) -> tuple[int, int]:
+def _bulk(
+    rows: np.ndarray, out: SeriesBuilder, scalar_tags: set[str], fmt: EventFormat
+) -> tuple[int, int]:
     """Check and decode ``n`` records of one size and header; returns (corrupt, undecodable)."""
     payloads = np.ascontiguousarray(rows[:, HEADER_SIZE:-FOOTER_SIZE])
     framed = np.frombuffer(frame_equal_length(payloads), np.uint8).reshape(rows.shape)
@@ -243,7 +297,7 @@ def _bulk(rows: np.ndarray, out: SeriesBuilder, scalar_tags: set[str]) -> tuple[
     for _ in range(_MAX_LAYOUTS):
         if not len(rest):
             break
-        layout = _Layout.parse(payloads[rest[0]].tobytes())
+        layout = Layout.parse(payloads[rest[0]].tobytes(), fmt.float_tag)
         if layout is None:
             merge.fallback.append(int(rest[0]))
             rest = rest[1:]
@@ -254,36 +308,32 @@ def _bulk(rows: np.ndarray, out: SeriesBuilder, scalar_tags: set[str]) -> tuple[
         merge.fallback.extend(rest[match][bad].tolist())
         rest = rest[~match]
     merge.fallback.extend(rest.tolist())
-    undecodable = merge.run_fallback(payloads, scalar_tags)
+    undecodable = merge.run_fallback(payloads, scalar_tags, fmt)
     merge.emit(out)
     return corrupt, undecodable
-
-
-# One layout's points: (row numbers, slot numbers, tag, steps, wall times, values)
-_Block = tuple[np.ndarray, int, str, np.ndarray, np.ndarray, np.ndarray]
 
 
 class _Merge:
     """Points of one run from several layouts and the protobuf path, put back in row order."""
 
     def __init__(self) -> None:
-        self.blocks: list[_Block] = []
+        self.blocks: list[Block] = []
         self.fallback: list[int] = []
         self.starts: list[int] = []
 
-    def run_fallback(self, payloads: np.ndarray, scalar_tags: set[str]) -> int:
+    def run_fallback(self, payloads: np.ndarray, scalar_tags: set[str], fmt: EventFormat) -> int:
         """Decode the fallback rows (in row order) with protobuf into blocks of one point."""
         undecodable = 0
         for row in sorted(self.fallback):
-            try:
-                event = pb.Event.FromString(payloads[row].tobytes())
-            except DecodeError:
+            decoded = fmt.decode(payloads[row].tobytes(), scalar_tags)
+            if decoded is None:
                 undecodable += 1
                 continue
-            if event.session_log.status == pb.SessionLog.START:
-                self.starts.append(event.step)
-            step, wall = np.array([event.step], np.int64), np.array([event.wall_time])
-            for slot, (tag, value) in enumerate(event_scalars(event, scalar_tags)):
+            event_step, event_wall, scalars, start = decoded
+            if start:
+                self.starts.append(event_step)
+            step, wall = np.array([event_step], np.int64), np.array([event_wall])
+            for slot, (tag, value) in enumerate(scalars):
                 self.blocks.append((np.array([row]), slot, tag, step, wall, np.array([value])))
         return undecodable
 
@@ -291,7 +341,7 @@ class _Merge:
         """Add the points to ``out`` per tag, in (row, slot) order, tags in first-seen order."""
         for step in self.starts:
             out.start(step)
-        by_tag: dict[str, list[_Block]] = {}
+        by_tag: dict[str, list[Block]] = {}
         for block in sorted(self.blocks, key=lambda b: (int(b[0][0]), b[1])):
             by_tag.setdefault(block[2], []).append(block)
         for tag, blocks in by_tag.items():
@@ -306,139 +356,3 @@ class _Merge:
                 tag,
                 *(np.concatenate([b[i] for b in blocks])[order] for i in (3, 4, 5)),
             )
-
-
-class _Layout:
-    """Where the varying fields sit in an Event of the form ``wall_time? step? summary{value{tag
-    simple_value}*}`` (the form every TensorBoard writer gives a scalar event)."""
-
-    def __init__(self, first: np.ndarray, wall_at: int, step_at: int, step_len: int,
-                 slots: list[tuple[int, int, int]]) -> None:  # fmt: skip
-        self.first = first
-        self.wall_at, self.step_at, self.step_len = wall_at, step_at, step_len
-        self.slots = slots  # (tag offset, tag length, float offset) per value
-        fixed = np.ones(len(first), bool)
-        if wall_at >= 0:
-            fixed[wall_at : wall_at + 8] = False
-        fixed[step_at : step_at + step_len] = False
-        for tag_at, tag_len, float_at in slots:
-            fixed[tag_at : tag_at + tag_len] = False
-            fixed[float_at : float_at + 4] = False
-        self.fixed = np.flatnonzero(fixed)
-
-    @classmethod
-    def parse(cls, payload: bytes) -> _Layout | None:
-        """The layout of ``payload``, or None when it is not a plain scalar event."""
-        try:
-            return cls._parse(payload)
-        except (IndexError, UnicodeDecodeError):
-            return None
-
-    @classmethod
-    def _parse(cls, p: bytes) -> _Layout | None:
-        pos, wall_at, step_at, step_len = 0, -1, 0, 0
-        if p[pos] == 0x09:
-            wall_at, pos = 1, 9
-        if p[pos] == 0x10:
-            step_at = pos + 1
-            pos = _skip_varint(p, step_at)
-            step_len = pos - step_at
-        if p[pos] != 0x2A or step_len > 10:
-            return None
-        size, pos = _varint(p, pos + 1)
-        if pos + size != len(p):
-            return None
-        slots = []
-        while pos < len(p):
-            if p[pos] != 0x0A:
-                return None
-            value_len, pos = _varint(p, pos + 1)
-            if p[pos] != 0x0A:
-                return None
-            tag_len, tag_at = _varint(p, pos + 1)
-            p[tag_at : tag_at + tag_len].decode("utf-8")
-            float_at = tag_at + tag_len + 1
-            if p[float_at - 1] != 0x15 or float_at + 4 != pos + value_len or float_at + 4 > len(p):
-                return None
-            slots.append((tag_at, tag_len, float_at))
-            pos = float_at + 4
-        return cls(np.frombuffer(p, np.uint8), wall_at, step_at, step_len, slots)
-
-    def matches(self, payloads: np.ndarray) -> np.ndarray:
-        """Rows with this layout: same fixed bytes, a varint of the same length for the step."""
-        ok = (payloads[:, self.fixed] == self.first[self.fixed]).all(axis=1)
-        if self.step_len:
-            step = payloads[:, self.step_at : self.step_at + self.step_len]
-            ok &= (step[:, :-1] >= 0x80).all(axis=1) & (step[:, -1] < 0x80)
-        return ok
-
-    def decode(self, payloads: np.ndarray, rows: np.ndarray) -> tuple[list[_Block], np.ndarray]:
-        """The points of ``payloads`` (rows of this layout), one block per slot and tag, and
-        the rows left out because a tag is not UTF-8 (protobuf refuses them: they must be
-        decoded, and counted, by the protobuf path)."""
-        tags = [_tags(payloads[:, at : at + size]) for at, size, _ in self.slots]
-        bad = np.zeros(len(payloads), bool)
-        for _names, ids in tags:
-            if ids is not None:
-                bad |= ids < 0
-        if bad.any():
-            keep = ~bad
-            payloads, rows = payloads[keep], rows[keep]
-            tags = [(t, None if i is None else i[keep]) for t, i in tags]
-        n = len(payloads)
-        walls = np.zeros(n)
-        if self.wall_at >= 0:
-            walls = payloads[:, self.wall_at : self.wall_at + 8].copy().view("<f8").ravel()
-        steps = np.zeros(n, np.uint64)
-        for j in range(self.step_len):
-            byte = payloads[:, self.step_at + j].astype(np.uint64) & np.uint64(0x7F)
-            steps |= byte << np.uint64(7 * j)
-        steps = steps.view(np.int64)
-        blocks: list[_Block] = []
-        for slot, ((names, ids), (_, _, float_at)) in enumerate(zip(tags, self.slots, strict=True)):
-            values = payloads[:, float_at : float_at + 4].copy().view("<f4").ravel()
-            if ids is None:
-                blocks.append((rows, slot, str(names[0]), steps, walls, values.astype(np.float64)))
-                continue
-            for k, tag in enumerate(names):
-                if tag is not None and (which := np.flatnonzero(ids == k)).size:
-                    blocks.append((rows[which], slot, tag, steps[which], walls[which],
-                                   values[which].astype(np.float64)))  # fmt: skip
-        return blocks, np.flatnonzero(bad)
-
-
-def _tags(column: np.ndarray) -> tuple[list[str | None], np.ndarray | None]:
-    """The distinct tags of a ``(n, tag_len)`` column (None for one that is not UTF-8) and
-    each row's index into them (-1 for a bad tag); None instead of indexes when all rows hold
-    the first row's tag."""
-    if (column == column[0]).all():
-        return [column[0].tobytes().decode("utf-8")], None  # the layout checked it decodes
-    keys = np.ascontiguousarray(column).view(f"V{column.shape[1]}").ravel()
-    uniques, inverse = np.unique(keys, return_inverse=True)
-    names: list[str | None] = []
-    for raw in uniques:
-        try:
-            names.append(raw.tobytes().decode("utf-8"))
-        except UnicodeDecodeError:
-            names.append(None)
-    ids = inverse.ravel().astype(np.int64)
-    valid = np.array([name is not None for name in names])
-    ids[~valid[ids]] = -1
-    return names, ids
-
-
-def _varint(p: bytes, pos: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while True:
-        byte = p[pos]
-        value |= (byte & 0x7F) << shift
-        pos += 1
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-        if shift > 63:
-            raise IndexError("varint too long")
-
-
-def _skip_varint(p: bytes, pos: int) -> int:
-    return _varint(p, pos)[1]
