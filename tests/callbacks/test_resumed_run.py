@@ -21,7 +21,7 @@ from trainledger.checkpoint import (
     load_checkpoint,
     load_param_into_net,
 )
-from trainledger.query import get_summary_lineage
+from trainledger.query import filter_summary_lineage, get_summary_lineage
 from trainledger.summary import read_scalar_sessions, read_scalars
 
 REPO = Path(__file__).resolve().parents[2]
@@ -89,6 +89,15 @@ def test_a_killed_and_resumed_run_is_one_run_with_two_sessions(tmp_path: Path) -
     spans = [s["end_time"] - s["start_time"] for s in (first, second)]
     assert record["duration"] == pytest.approx(sum(spans))
     assert record["duration"] > spans[1]  # not just the resumed process
+    found = filter_summary_lineage(
+        str(tmp_path), {"sessions": {"eq": 2}}, series=["count(loss/auto)", "last_step(loss/auto)"]
+    )  # the index knows it: one run of two sessions, its series served once per step
+    assert [o["summary_dir"] for o in found["object"]] == ["./run"]
+    assert found["object"][0]["series"] == {"count(loss/auto)": 40, "last_step(loss/auto)": 40}
+    assert (
+        filter_summary_lineage(str(tmp_path), {"duration": {"eq": record["duration"]}})["count"]
+        == 1
+    )
 
     steps = read_scalars(run)["loss/auto"][0]
     assert steps.tolist() == list(range(1, 41))  # every step once, in order
