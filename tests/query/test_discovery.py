@@ -203,7 +203,7 @@ def test_final_files_are_remembered_by_new_processes(
 
     from trainledger.query import discovery
     from trainledger.query.index import LineageIndex
-    from trainledger.storage import lineage_file_name
+    from trainledger.storage import lineage_file_name, machine_name
 
     dead = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
@@ -215,6 +215,9 @@ def test_final_files_are_remembered_by_new_processes(
     (src,) = run.iterdir()
     final = run / lineage_file_name(1_800_000_000, 0, None, int(dead.stdout), 0)
     src.rename(final)
+    # an event file of the same exited writer (its statistics are indexed too): final as well
+    events = run / f"events.out.tfevents.1800000000.{machine_name()}.{int(dead.stdout)}.0"
+    events.write_bytes(b"")
     with LineageIndex(tmp_path) as index:
         for path in (run, tmp_path):
             _age(path, 100)
@@ -232,6 +235,7 @@ def test_final_files_are_remembered_by_new_processes(
         assert fresh.query({"metric/acc": {"eq": 0.5}})["count"] == 1
     monkeypatch.undo()
     assert final_path not in stats  # remembered as final: only its directory is stat'ed
+    assert str(events.resolve()) not in stats
     assert run_path in stats
 
 

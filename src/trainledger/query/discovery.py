@@ -108,7 +108,8 @@ def _inside(path: str, base: str) -> bool:
     return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
 
 
-_OWN_HOST: str | None = None
+_OWN_HOST: str | None = None  # as lineage file names spell it
+_OWN_MACHINE: str | None = None  # as event file names spell it
 
 
 def writer_gone(name: str) -> bool:
@@ -119,15 +120,15 @@ def writer_gone(name: str) -> bool:
     <host>.<pid>.<n>``; only the creating process appends. Unknown layouts (MindSpore's) and
     other hosts: False.
     """
-    global _OWN_HOST
+    global _OWN_HOST, _OWN_MACHINE
     lineage = name.endswith(LINEAGE_SUFFIX)
     writer = lineage_writer(name) if lineage else event_writer(name)
     if writer is None:
         return False
-    if _OWN_HOST is None:
-        _OWN_HOST = safe_host()
+    if _OWN_HOST is None or _OWN_MACHINE is None:
+        _OWN_HOST, _OWN_MACHINE = safe_host(), machine_name()
     host, pid = writer
-    if host != (_OWN_HOST if lineage else machine_name()) or pid == os.getpid() or pid <= 0:
+    if host != (_OWN_HOST if lineage else _OWN_MACHINE) or pid == os.getpid() or pid <= 0:
         return False
     return not pid_alive(pid)
 
