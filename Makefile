@@ -28,8 +28,10 @@ system-deps:
 demo: $(STAMP)
 	$(VENV)/bin/trainledger demo --out demo-runs
 
+# Tests run in parallel (pytest-xdist: one worker per core, four at most; each starts its own
+# servers) and the 15 slowest are printed, so the suite's time stays visible as it grows.
 test: $(STAMP) system-deps
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q -n auto --maxprocesses=4 --durations=15
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench examples

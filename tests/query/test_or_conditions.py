@@ -69,6 +69,7 @@ def test_the_grammar(where: str, condition: dict[str, Any]) -> None:
         ("learning_rate >> 0.1", "unknown operator '>>'"),
         ("`user_defined/x = 1", "unterminated quote"),
         ("epoch = 1 and epoch = 2", "operator 'eq' given twice"),
+        ("epoch ] 2", "unexpected ']'"),  # (a character no token starts with)
     ],
 )
 def test_grammar_errors_say_what_was_expected(where: str, says: str) -> None:

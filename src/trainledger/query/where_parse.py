@@ -154,6 +154,8 @@ def tokenize(text: str) -> list[tuple[str, str]]:
             j = i
             while j < len(text) and text[j] not in _SPECIAL:
                 j += 1
+            if j == i:  # a character no token starts with (a stray "]")
+                raise error(f"unexpected {ch!r} in {text!r}; {HINT}")
             if text[i:j] in STATS and j < len(text) and text[j] == "(":
                 j = _closing(text, j, "(", ")", "")  # a series statistic: max(eval/acc)
             tokens.append(("word", text[i:j]))
