@@ -123,25 +123,37 @@ def _compile(cond: dict[str, Any], dialect: Dialect, joined: bool) -> tuple[str,
     parts: list[str] = []
     params: list[Any] = []
     where_params: list[Any] = []
+    # one alias per custom field, however many operators test it: a range (ge and le) is then
+    # one range scan of the custom values' index, not two joins probing each other
+    aliases: dict[str, str] = {}
+    tests: dict[str, tuple[list[str], list[Any]]] = {}  # SQLite: field -> its join's tests
     for field, op, value in filter_items(cond):
-        alias = f"c{len(joins)}"
         outside = field == "tag" or parse_series_field(field) is not None
         if field in _COLUMNS or outside or not (joined or dialect.custom_json):
             sql, p = _predicate(field, op, value)
         elif dialect.custom_json:  # a None value is all three NULL, as an absent label
-            joins.append(f"CROSS JOIN LATERAL ({_PICK}) AS {alias}")
-            params.append(field)
+            alias = aliases.get(field)
+            if alias is None:
+                alias = aliases[field] = f"c{len(aliases)}"
+                joins.append(f"CROSS JOIN LATERAL ({_PICK}) AS {alias}")
+                params.append(field)
             sql, p = _match(*_json_columns(alias), op, value)
         elif is_match(op, value, None):  # (then a run without the label matches: no join)
             sql, p = _predicate(field, op, value)
         else:
-            table, on, num, big, txt = (part.format(a=alias) for part in _CUSTOM)
+            alias = aliases.setdefault(field, f"c{len(aliases)}")
+            _, _, num, big, txt = (part.format(a=alias) for part in _CUSTOM)
             sql, p = _match(num, big, txt, op, value)
-            joins.append(f"JOIN {table} AS {alias} ON {on} AND {sql}")
-            params += [field, *p]
+            found = tests.setdefault(field, ([], []))
+            found[0].append(sql)
+            found[1].extend(p)
             continue
         parts.append(sql)
         where_params.extend(p)
+    for field, (sqls, p) in tests.items():
+        table, on, *_ = (part.format(a=aliases[field]) for part in _CUSTOM)
+        joins.append(f"JOIN {table} AS {aliases[field]} ON {on} AND {' AND '.join(sqls)}")
+        params += [field, *p]
     logic, logic_params = _logic(cond)
     if logic:
         parts.append(logic)
