@@ -152,6 +152,26 @@ def test_column_sort_changes_the_table(page: Any, live: LiveServer) -> None:
     shot(page, "lineage-sorted")
 
 
+def test_a_series_statistic_is_a_column_to_add_and_sort_by(page: Any, live: LiveServer) -> None:
+    """The chooser's Series group (``min(loss)``...): checked, the table shows each run's
+    value from its summaries; its header sorts the runs by it."""
+    open_view(page, live.url, "lineage")
+    wait_rows(page, N_RUNS)
+    page.click("#columns-btn")
+    box = page.locator('#columns-panel input[data-column="min(loss)"]')
+    box.check()
+    page.wait_for_selector('#runs-table th[data-column="min(loss)"]')
+    page.wait_for_function(
+        "[...document.querySelectorAll('#runs-table td[data-column=\"min(loss)\"]')]"
+        ".every(c => c.textContent.trim() !== '')"
+    )
+    page.click("#columns-btn")  # the chooser closes
+    page.locator('#runs-table th[data-column="min(loss)"]').click()  # lowest loss first
+    page.wait_for_function("document.querySelector('#runs-table tbody tr').dataset.run === 'run00'")
+    assert table_runs(page) == [f"run{i:02d}" for i in range(N_RUNS)]  # loss grows with i
+    shot(page, "lineage-series-column")
+
+
 def test_filter_box_changes_table_and_chart(page: Any, live: LiveServer) -> None:
     open_view(page, live.url, "lineage")
     wait_rows(page, N_RUNS)

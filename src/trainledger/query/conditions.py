@@ -35,7 +35,7 @@ from typing import Any
 
 from trainledger.errors import LineageSearchConditionParamError
 from trainledger.query.condition_messages import FIELD_MESSAGES as _FIELD_MESSAGES
-from trainledger.query.series_fields import parse_series_field
+from trainledger.query.series_fields import check_series, parse_series_field
 
 # The filterable fields, in MindInsight's FIELD_MAPPING order.
 FIELDS: tuple[str, ...] = (
@@ -89,7 +89,11 @@ OPERATORS: tuple[str, ...] = ("eq", "lt", "gt", "le", "ge", "in", "not_in")
 #: the keys that join conditions (trainledger's, not MindInsight's): ``{"or": [cond, ...]}``,
 #: ``{"and": [cond, ...]}``, ``{"not": cond}``; a condition's own fields are ANDed with them
 LOGIC_KEYS = ("or", "and", "not")
-CONTROL_KEYS = ("limit", "offset", "sorted_name", "sorted_type", "lineage_type", *LOGIC_KEYS)
+#: ``series``: statistics to add to each object besides those the condition names
+#: (``["max(eval/accuracy)"]``, ``series_fields.py``)
+CONTROL_KEYS = (
+    "limit", "offset", "sorted_name", "sorted_type", "lineage_type", "series", *LOGIC_KEYS,
+)  # fmt: skip
 _MAX_NESTING = 32  # (a condition from JSON must not exhaust the stack)
 #: the fixed fields that are hyperparameters (not results, not identifiers), in the order they
 #: are worth a column: what tells runs apart (the CLI table, hyperparameter importance)
@@ -193,6 +197,11 @@ def _validate_control(cond: dict[str, Any]) -> None:
         )
         if not isinstance(name, str) or not (is_field(normalize_field(name)) or name == "tag"):
             raise _fail(msg)
+    if "series" in cond:
+        try:
+            cond["series"] = check_series(cond["series"])
+        except LineageSearchConditionParamError as exc:
+            raise _fail(str(exc)) from None
     if "sorted_type" in cond:
         if "sorted_name" not in cond:
             raise _fail("ValueError. The sorted_name must exist when sorted_type exists.")

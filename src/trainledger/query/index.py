@@ -396,7 +396,8 @@ class LineageIndex:
                 self._sync_annotations()
             return self._read(fetch)
 
-        fields = list(dict.fromkeys([*named_series_fields(cond), *check_series(series)]))
+        asked = [*cond.get("series", []), *check_series(series)]
+        fields = list(dict.fromkeys([*named_series_fields(cond), *asked]))
 
         def answer_with_series() -> Any:
             count, records, types = answer()
@@ -417,6 +418,13 @@ class LineageIndex:
             ],
             "count": count,
         }
+
+    def series_tags(self) -> list[str]:
+        """Every scalar tag some run's series statistics hold, sorted (the column chooser's
+        ``<stat>(<tag>)`` fields)."""
+
+        with self._lock:
+            return self._recovering(lambda: self._read(series_tables.series_tags))  # type: ignore[no-any-return]
 
     def records(self, *, refresh: bool = False) -> list[semantics.Record]:
         """Every indexed run as a flat record (with dataset_mark and added_info)."""

@@ -21,6 +21,7 @@ __all__ = [
     "delete_series",
     "load_series",
     "series_signatures",
+    "series_tags",
     "series_values",
     "stats_from_dict",
     "store_series",
@@ -46,6 +47,12 @@ _INSERT = (
     f"INSERT INTO series_stats (summary_dir, tag, {_STAT_COLUMNS}) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+
+
+def series_tags(conn: Connection) -> list[str]:
+    """Every tag some run's statistics hold, sorted."""
+    rows = conn.execute("SELECT DISTINCT tag FROM series_stats ORDER BY tag").fetchall()
+    return [str(row[0]) for row in rows]
 
 
 def series_signatures(conn: Connection) -> dict[str, str]:

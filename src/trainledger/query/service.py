@@ -176,6 +176,11 @@ class QueryService:
                     self._results.popitem(last=False)
         return result
 
+    def series_tags(self) -> list[str]:
+        """``LineageIndex.series_tags`` of the current data."""
+        self.ensure_fresh()
+        return self._reader.series_tags()
+
     def is_known(self, summary_dir: str) -> bool:
         """Whether the index holds a run with this ``./<id>`` summary_dir (a SQL lookup,
         cached per version; the filesystem is never asked)."""

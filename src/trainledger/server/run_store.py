@@ -68,6 +68,9 @@ class RunStore(Protocol):
         """``{"stamp": str, "count": int}``; the stamp changes whenever the set of runs or
         any run's lineage changes (a cheap re-scan), so the page polls it."""
 
+    def series_tags(self) -> list[str]:
+        """The scalar tags whose statistics (``max(<tag>)``...) the runs can be shown by."""
+
     def run_info(self, run_id: str) -> dict[str, Any]:
         """The run's ``run`` extension fields of ``RUN_COLUMNS`` (status, times, host...)."""
 
@@ -240,6 +243,9 @@ class EngineStore:
 
     def search(self, condition: Mapping[str, Any] | None) -> dict[str, Any]:
         return self.service.search(condition)
+
+    def series_tags(self) -> list[str]:
+        return self.service.series_tags()
 
     def _finish(self, result: dict[str, Any], condition: Mapping[str, Any] | None) -> None:
         """Each object gets its ``run_id``; a page of objects with model lineage also gets

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, Query
 from fastapi.responses import Response, StreamingResponse
 
-from trainledger.query import flatten_object
+from trainledger.query import flatten_object, parse_series_field
 from trainledger.server import schemas
 from trainledger.server.columns import (
     SORTABLE_RUN_FIELDS,
@@ -23,6 +23,8 @@ from trainledger.server.routes import get_store, get_writer
 from trainledger.server.run_store import RunStore
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])
+#: the statistics of each tag the column chooser offers (the query takes every one of STATS)
+SHOWN_STATS = ("last", "min", "max", "nonfinite_step")
 
 StoreDep = Annotated[RunStore, Depends(get_store)]
 WriterDep = Annotated[str, Depends(get_writer)]
@@ -91,6 +93,15 @@ def _unpaged(condition: dict[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (condition or {}).items() if k not in ("offset", "limit")}
 
 
+def _with_series(condition: dict[str, Any], columns: list[str] | None) -> dict[str, Any]:
+    """``condition`` asking for the series statistics among ``columns`` (``max(loss)``...),
+    so that their values are in the objects (``"series"``) and in the flat rows."""
+    series = [c for c in columns or [] if parse_series_field(c)]
+    if not series:
+        return condition
+    return {**condition, "series": list(dict.fromkeys([*condition.get("series", []), *series]))}
+
+
 @router.post("/runs", response_model=schemas.SearchResult, summary="Filter, sort and page runs")
 def search_runs(
     store: StoreDep, condition: ConditionBody = None, where: WhereQuery = None
@@ -107,7 +118,8 @@ def search_runs(
     summary="Column values of all matching runs (for the chart)",
 )
 def run_points(store: StoreDep, request: schemas.PointsRequest) -> dict[str, Any]:
-    result = combined_search(store, _unpaged(request.condition), request.where)
+    condition = _with_series(_unpaged(request.condition), request.columns)
+    result = combined_search(store, condition, request.where)
     rows = [flatten_object(obj, scalar_cells=True) for obj in result["object"][: request.max_runs]]
     return {
         "run_ids": [row["run_id"] for row in rows],
@@ -135,12 +147,15 @@ def run_columns(
     }
     for name in names:
         groups[column_group(name)].append(name)
+    # the statistics of every scalar tag: the best of a curve, not only its last value
+    groups["Series"] = [f"{stat}({tag})" for tag in store.series_tags() for stat in SHOWN_STATS]
     sortable = [
         n
-        for n in names
+        for n in [*names, *groups["Series"]]
         if n in STANDARD_FIELDS
         or n in SORTABLE_RUN_FIELDS
         or n.startswith(("metric/", "user_defined/"))
+        or parse_series_field(n)
     ]
     return {"groups": groups, "sortable": sortable}
 
@@ -164,7 +179,7 @@ async def export_csv(
     """
 
     def prepare() -> Iterator[str]:
-        result = combined_search(store, _unpaged(condition), where)
+        result = combined_search(store, _with_series(_unpaged(condition), columns), where)
         return csv_parts(store, result, columns)
 
     parts = await on_export_pool(prepare)

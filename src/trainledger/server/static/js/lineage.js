@@ -5,7 +5,9 @@ import { selectRuns } from "./scalars.js";
 import { $, colorFor, debounce, fmt, fmtTime, h, tagChip, toast } from "./util.js";
 
 const STORE_KEY = "trainledger.columns";
-const GROUP_ORDER = ["Metrics", "User defined", "Hyperparameters", "Other"];
+const GROUP_ORDER = ["Metrics", "Series", "User defined", "Hyperparameters", "Other"];
+// a series statistic of a scalar tag, e.g. max(eval/acc) (query/series_fields.py)
+const SERIES_FIELD = /^(last|min|max|count|last_step|min_step|max_step|nonfinite_step)\(.+\)$/;
 
 const state = {
   groups: null,          // {group: [column]}
@@ -61,6 +63,8 @@ function tableCondition() {
     cond.sorted_name = sortField(state.sort.name);
     cond.sorted_type = state.sort.type;
   }
+  const series = state.columns.filter((c) => SERIES_FIELD.test(c));
+  if (series.length) cond.series = series; // their values come with each run
   cond.offset = state.page;
   cond.limit = state.size;
   return cond;
@@ -289,6 +293,7 @@ async function loadTable() {
 }
 
 function cellValue(obj, column) {
+  if (SERIES_FIELD.test(column)) return (obj.series || {})[column];
   const lineage = obj.model_lineage || {};
   if (column.startsWith("metric/")) return (lineage.metric || {})[column.slice(7)];
   if (column.startsWith("user_defined/")) return (lineage.user_defined || {})[column.slice(13)];
