@@ -181,11 +181,16 @@ def test_filter_box_changes_table_and_chart(page: Any, live: LiveServer) -> None
     assert sorted(table_runs(page)) == ["run00", "run03", "run06"]
     page.wait_for_function(f"document.querySelectorAll({PARCOORDS_LINES!r}).length === 3")
     shot(page, "lineage-filtered")
+    # the grammar's own or/and/not, precedence kept: Adam, or (SGD and batch_size 32)
+    page.fill("#filter-input", "optimizer = Adam or optimizer = SGD and batch_size = 32")
+    page.click("#filter-form button[type=submit]")
+    page.wait_for_function("document.querySelectorAll('#runs-table tbody tr').length === 6")
+    assert sorted(table_runs(page)) == ["run00", "run01", "run03", "run04", "run06", "run07"]
     page.fill("#filter-input", "learning_rate ~ 2")
     page.click("#filter-form button[type=submit]")
     page.wait_for_selector("#filter-error:not([hidden])")
     assert "cannot parse" in page.locator("#filter-error").inner_text()
-    assert len(table_runs(page)) == 3  # a bad filter leaves the view as it was
+    assert len(table_runs(page)) == 6  # a bad filter leaves the view as it was
     page.click("#filter-clear")
     wait_rows(page, N_RUNS)
 

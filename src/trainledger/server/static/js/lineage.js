@@ -30,7 +30,8 @@ const state = {
 export const lineageState = state; // read by the browser tests and the scalar view
 
 function splitWhere(text) {
-  return text.split(/;|\n|\s+and\s+/i).map((s) => s.trim()).filter(Boolean);
+  // ";" and new lines separate expressions (ANDed); and/or/not are the grammar's own
+  return text.split(/;|\n/).map((s) => s.trim()).filter(Boolean);
 }
 
 function selectionCondition() {
