@@ -270,6 +270,50 @@ def test_scalar_comparison_draws_a_line_per_selected_run(page: Any, live: LiveSe
     shot(page, "scalars")
 
 
+def test_a_constant_series_is_flat_and_raw_points_show_behind_smoothing(
+    page: Any, tmp_path: Path
+) -> None:
+    """A learning rate of exactly 0.01 for 250 steps is drawn flat, centred on an axis of
+    +-10 %, not as the smoothing's rounding noise zoomed to the axis; with smoothing on, each
+    run also has its raw points as a faint line behind the smoothed one."""
+    base = make_base(tmp_path / "runs", n=1, scalars=0)
+    run = next(p for p in base.iterdir() if p.is_dir() and not p.name.startswith("."))
+    with SummaryRecord(run) as record:
+        for step in range(1, 251):
+            record.add_scalar("lr", 0.01, step)
+            record.add_scalar("acc", 0.5 + 0.4 * (step % 7) / 7, step)
+    server = LiveServer(base).start()
+    try:
+        open_view(page, server.url, "scalars")
+        page.wait_for_function("document.querySelectorAll('.chart-scalar').length === 2")
+        page.wait_for_function(
+            "[...document.querySelectorAll('.chart-scalar')].every(c => c.dataset.lines === '1')"
+        )
+        options = page.evaluate(
+            """() => [...document.querySelectorAll('.chart-scalar')].map((host) => {
+                 const option = echarts.getInstanceByDom(host).getOption();
+                 const tag = host.closest('[data-chart-tag]').dataset.chartTag;
+                 return { tag, min: option.yAxis[0].min, max: option.yAxis[0].max,
+                          series: option.series.map((s) => ({
+                            name: s.name, ys: s.data.map((p) => p[1]) })) };
+               })"""
+        )
+        by_tag = {o["tag"]: o for o in options}
+        lr = by_tag["lr"]
+        assert lr["min"] == pytest.approx(0.009) and lr["max"] == pytest.approx(0.011)
+        for series in lr["series"]:  # flat: one value (0.01 as float32 stores it), no zig-zag
+            assert len(set(series["ys"])) == 1 and series["ys"][0] == pytest.approx(0.01)
+        acc = by_tag["acc"]
+        names = [s["name"] for s in acc["series"]]
+        assert len(names) == 2 and names[0].endswith(" (raw)")  # raw behind smoothed
+        raw, smoothed = (s["ys"] for s in acc["series"])
+        assert raw != smoothed and max(raw) > max(smoothed)  # smoothing hides the peaks
+        assert acc["min"] is None or acc["min"] == "dataMin" or acc["min"] < min(raw)
+        shot(page, "scalars-constant-and-raw")
+    finally:
+        server.stop()
+
+
 def test_other_views_render(page: Any, live: LiveServer) -> None:
     open_view(page, live.url, "datasets")
     # one dataset (the same data with three batch sizes), its batch sizes listed

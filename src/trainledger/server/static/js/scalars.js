@@ -24,8 +24,15 @@ export function selectRuns(ids) {
   state.selected = [...new Set(ids)];
 }
 
+function isConstant(values) {
+  const finite = values.filter((v) => Number.isFinite(v));
+  return finite.length > 0 && finite.every((v) => v === finite[0]);
+}
+
 function smooth(values, weight) {
-  if (!weight) return values;
+  // a constant series is drawn as it is, as TensorBoard does: the debiased average's
+  // rounding would otherwise make a zig-zag that the axis then zooms into
+  if (!weight || isConstant(values)) return values;
   let last = 0;
   let n = 0;
   return values.map((v) => {
@@ -102,14 +109,31 @@ async function loadSeries() {
   drawCharts(tags);
 }
 
-function seriesData(points) {
-  const ys = smooth(points.map((p) => p[2]), state.smoothing);
+function seriesData(points, weight = state.smoothing) {
+  const ys = smooth(points.map((p) => p[2]), weight);
   const t0 = points.length ? points[0][1] : 0;
   return points.map((p, i) => {
     const x = state.x === "step" ? p[0] : state.x === "relative" ? p[1] - t0 : p[1] * 1000;
     const y = ys[i];
     return [x, state.log && !(y > 0) ? null : y];
   });
+}
+
+// A flat (or float-noise flat) chart gets an axis of +-10 % around its value, not one zoomed
+// into rounding errors; other charts keep the automatic axis.
+function flatAxis(datasets) {
+  let low = Infinity;
+  let high = -Infinity;
+  for (const data of datasets) {
+    for (const [, y] of data) {
+      if (Number.isFinite(y)) { low = Math.min(low, y); high = Math.max(high, y); }
+    }
+  }
+  if (low > high) return {};
+  const mid = (low + high) / 2;
+  if (high - low > Math.abs(mid) * 1e-6) return {};
+  const half = mid ? Math.abs(mid) * 0.1 : 1;
+  return { min: mid - half, max: mid + half };
 }
 
 function drawCharts(tags) {
@@ -138,6 +162,8 @@ function drawCharts(tags) {
     }
     const lines = state.series.filter((s) => s.tag === tag);
     host.dataset.lines = String(lines.length);
+    const smoothed = lines.map((s) => seriesData(s.points));
+    const raw = state.smoothing ? lines.map((s) => seriesData(s.points, 0)) : [];
     chart.setOption({
       animation: false,
       grid: { left: 58, right: 18, top: 16, bottom: 36 },
@@ -151,15 +177,24 @@ function drawCharts(tags) {
       },
       yAxis: {
         type: state.log ? "log" : "value", scale: true,
+        ...(state.log ? {} : flatAxis([...smoothed, ...raw])),
         axisLabel: { color: "#6b7489", formatter: (v) => fmt(v) },
         splitLine: { lineStyle: { color: "#eef1f6" } },
       },
-      series: lines.map((s) => ({
-        type: "line", name: s.run_id, showSymbol: false, connectNulls: false,
-        color: colorFor(state.selected.indexOf(s.run_id)),
-        lineStyle: { width: 1.8 },
-        data: seriesData(s.points),
-      })),
+      series: [
+        // the raw points, faint, behind each smoothed line (as TensorBoard draws them)
+        ...raw.map((data, i) => ({
+          type: "line", name: `${lines[i].run_id} (raw)`, showSymbol: false,
+          connectNulls: false, color: colorFor(state.selected.indexOf(lines[i].run_id)),
+          lineStyle: { width: 1, opacity: 0.25 }, z: 1, data,
+        })),
+        ...lines.map((s, i) => ({
+          type: "line", name: s.run_id, showSymbol: false, connectNulls: false,
+          color: colorFor(state.selected.indexOf(s.run_id)),
+          lineStyle: { width: 1.8 }, z: 2,
+          data: smoothed[i],
+        })),
+      ],
     }, { notMerge: true });
     chart.resize();
   });
