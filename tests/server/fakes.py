@@ -10,8 +10,8 @@ import numpy as np
 
 from trainledger.query.conditions import validate_condition
 from trainledger.query.semantics import evaluate
-from trainledger.server.run_store import ScalarSeries
 from trainledger.server.security import RunNotFound, check_run_id
+from trainledger.summary import SessionSeries
 
 
 def make_record(i: int, **over: Any) -> dict[str, Any]:
@@ -141,10 +141,10 @@ class FakeStore:
         self._get(run_id)
         return ["loss", "accuracy"]
 
-    def scalar_series(self, run_id: str, tag: str) -> ScalarSeries:
+    def scalar_series(self, run_id: str, tag: str, view: str = "merged") -> SessionSeries:
         index = int(self._get(run_id)["summary_dir"][5:])
         steps = np.arange(self.points, dtype=np.int64)
-        return steps, 1000.0 + steps, index + steps / 1000
+        return steps, 1000.0 + steps, index + steps / 1000, np.zeros(self.points, np.int32)
 
     def media(self, run_id: str, kind: str) -> dict[str, list[Any]]:
         self._get(run_id)

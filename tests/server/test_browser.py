@@ -314,6 +314,31 @@ def test_a_constant_series_is_flat_and_raw_points_show_behind_smoothing(
         server.stop()
 
 
+def test_sessions_apart_draws_each_session_as_its_own_segment(page: Any, tmp_path: Path) -> None:
+    """A resumed run: merged (the default) draws steps 1..12 once, no line back; "Sessions
+    apart" draws the first writer's 1..10 and the resumed 6..12 as two segments."""
+    from tests.server.test_series_sessions import _resumed_run
+
+    _resumed_run(tmp_path)
+    server = LiveServer(tmp_path).start()
+    script = """() => echarts.getInstanceByDom(document.querySelector('.chart-scalar'))
+        .getOption().series.filter((s) => !s.name.endsWith(' (raw)'))[0].data"""
+    try:
+        open_view(page, server.url, "scalars")
+        page.wait_for_function("document.querySelector('.chart-scalar')?.dataset.lines === '1'")
+        merged = page.evaluate(script)
+        assert [p[0] for p in merged] == list(range(1, 13))
+        assert all(p[1] is not None for p in merged)
+        page.check("#sessions-apart")
+        page.wait_for_function(f"({script})().length === 18")  # 10 + a break + 7
+        apart = page.evaluate(script)
+        assert [p[0] for p in apart] == [*range(1, 11), 6, *range(6, 13)]
+        assert [i for i, p in enumerate(apart) if p[1] is None] == [10]  # the break
+        shot(page, "scalars-sessions-apart")
+    finally:
+        server.stop()
+
+
 def test_other_views_render(page: Any, live: LiveServer) -> None:
     open_view(page, live.url, "datasets")
     # one dataset (the same data with three batch sizes), its batch sizes listed

@@ -41,7 +41,7 @@ from trainledger.server.structure_store import (
     read_run_landscapes,
 )
 from trainledger.storage import SHARDED_MANIFEST, is_temp_name, parse_checkpoint_name
-from trainledger.summary import ScalarSeries
+from trainledger.summary import SessionSeries
 
 # ``run`` extension fields attached to each object of a page (shown as run/<name> columns)
 RUN_COLUMNS = tuple(name.split("/", 1)[1] for name in RUN_FIELDS)
@@ -109,8 +109,9 @@ class RunStore(Protocol):
     def scalar_tags(self, run_id: str) -> list[str]:
         """Scalar tags in the run's summary files."""
 
-    def scalar_series(self, run_id: str, tag: str) -> ScalarSeries:
-        """``(steps, wall_times, values)`` arrays of one tag, read incrementally."""
+    def scalar_series(self, run_id: str, tag: str, view: str = "merged") -> SessionSeries:
+        """``(steps, wall_times, values, sessions)`` arrays of one tag, read incrementally:
+        ``view`` "merged" (the series rule) or "sessions" (every point, sessions apart)."""
 
     def media(self, run_id: str, kind: Kind) -> dict[str, list[Any]]:
         """``{tag: [event]}`` of the run's images, histograms or tensors (``ImageEvent``,
@@ -398,8 +399,8 @@ class EngineStore:
     def scalar_tags(self, run_id: str) -> list[str]:
         return self._run_scalars(run_id).tags()
 
-    def scalar_series(self, run_id: str, tag: str) -> ScalarSeries:
-        return self._run_scalars(run_id).series(tag)
+    def scalar_series(self, run_id: str, tag: str, view: str = "merged") -> SessionSeries:
+        return self._run_scalars(run_id).series(tag, view)
 
     def media(self, run_id: str, kind: Kind) -> dict[str, list[Any]]:
         return self._media.get(check_run_id(run_id), self._path(run_id), kind)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainledger.summary import RunReader, ScalarSeries, SessionSeries, resolve_series
+from trainledger.summary import RunReader, SessionSeries, resolve_series
 
 __all__ = ["RunScalars"]
 
@@ -21,7 +21,7 @@ class RunScalars:
     def __init__(self, run_dir: Path) -> None:
         self.reader = RunReader(run_dir)
         self.raw: dict[str, SessionSeries] = {}
-        self._resolved: dict[str, ScalarSeries] = {}
+        self._resolved: dict[str, SessionSeries] = {}
         self.read_at = -math.inf
 
     def update(self, min_interval: float) -> None:
@@ -43,19 +43,22 @@ class RunScalars:
     def tags(self) -> list[str]:
         return sorted(self.raw)
 
-    def series(self, tag: str) -> ScalarSeries:
-        """``(steps, wall_times, values)`` of ``tag`` by its format's rule (cached until the
-        tag grows); empty arrays for a tag the run does not have."""
-        found = self._resolved.get(tag)
-        if found is not None:
-            return found
+    def series(self, tag: str, view: str = "merged") -> SessionSeries:
+        """``(steps, wall_times, values, sessions)`` of ``tag``: ``"merged"`` by its format's
+        rule (cached until the tag grows), ``"sessions"`` every point as written, each with
+        its session, for a view that draws sessions apart; empty arrays for a tag the run
+        does not have."""
         raw = self.raw.get(tag)
         if raw is None:
             empty = np.zeros(0)
-            return empty.astype(np.int64), empty, empty
+            return empty.astype(np.int64), empty, empty, empty.astype(np.int32)
+        if view == "sessions":
+            return raw
+        found = self._resolved.get(tag)
+        if found is not None:
+            return found
         reader = self.reader
-        steps, walls, values, _ = resolve_series(
+        found = self._resolved[tag] = resolve_series(
             *raw, reader.session_formats, reader.session_starts
         )
-        found = self._resolved[tag] = (steps, walls, values)
         return found

@@ -8,7 +8,7 @@ body is a 422 naming the field before any handler runs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -130,6 +130,11 @@ class SeriesRequest(_Strict):
     runs: list[str] = Field(..., min_length=1, max_length=MAX_SERIES_RUNS)
     tags: list[str] = Field(..., min_length=1, max_length=MAX_SERIES_TAGS)
     max_points: int = Field(1000, ge=4, le=MAX_POINTS)
+    view: Literal["merged", "sessions"] = Field(
+        "merged",
+        description="merged: each step once by the series rule (a resumed run's later "
+        "session wins); sessions: every point as written, to draw each session apart",
+    )
 
 
 class Series(BaseModel):
@@ -138,6 +143,9 @@ class Series(BaseModel):
     total: int = Field(description="Points on disk before downsampling.")
     points: list[tuple[int, float, float | None]] = Field(
         description="[step, wall_time, value]; value null for NaN/inf."
+    )
+    sessions: list[int] = Field(
+        description="The session (writer process) of each point, numbered in writing order."
     )
 
 

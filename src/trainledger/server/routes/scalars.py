@@ -39,7 +39,7 @@ def scalar_series(store: StoreDep, request: schemas.SeriesRequest) -> dict[str, 
         for tag in dict.fromkeys(request.tags):
             if tag not in available:
                 continue
-            steps, walls, values = store.scalar_series(run_id, tag)
+            steps, walls, values, sessions = store.scalar_series(run_id, tag, request.view)
             kept = keep_indices(values, request.max_points)
             out.append(
                 {
@@ -55,6 +55,7 @@ def scalar_series(store: StoreDep, request: schemas.SeriesRequest) -> dict[str, 
                             strict=True,
                         )
                     ],
+                    "sessions": sessions[kept].tolist(),
                 }
             )
     return {"series": out}

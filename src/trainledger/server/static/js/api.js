@@ -64,5 +64,6 @@ export const api = {
   datasets: () => request("GET", "/datasets"),
   importance: (metric, where) => request("GET", "/importance", { query: { metric, where } }),
   scalarTags: (runs) => request("GET", "/scalars/tags", { query: { run: runs } }),
-  series: (runs, tags) => request("POST", "/scalars/series", { body: { runs, tags } }),
+  series: (runs, tags, view = "merged") =>
+    request("POST", "/scalars/series", { body: { runs, tags, view } }),
 };

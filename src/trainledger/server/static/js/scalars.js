@@ -12,6 +12,7 @@ const state = {
   x: "step",
   smoothing: 0.6,
   log: false,
+  view: "merged",         // or "sessions": every point, each session its own segment
   series: [],
   charts: new Map(),      // tag -> echarts instance
   search: "",
@@ -104,19 +105,30 @@ async function loadSeries() {
   if (!state.selected.length || !tags.length) {
     state.series = [];
   } else {
-    state.series = (await api.series(state.selected, tags)).series;
+    state.series = (await api.series(state.selected, tags, state.view)).series;
   }
   drawCharts(tags);
 }
 
-function seriesData(points, weight = state.smoothing) {
-  const ys = smooth(points.map((p) => p[2]), weight);
+function seriesData(points, weight = state.smoothing, sessions = []) {
+  // each session's segment is smoothed on its own (its average starts afresh)
+  const ys = [];
+  for (let start = 0; start < points.length;) {
+    let end = start + 1;
+    while (end < points.length && (!sessions.length || sessions[end] === sessions[start])) end += 1;
+    ys.push(...smooth(points.slice(start, end).map((p) => p[2]), weight));
+    start = end;
+  }
   const t0 = points.length ? points[0][1] : 0;
-  return points.map((p, i) => {
+  const out = [];
+  points.forEach((p, i) => {
     const x = state.x === "step" ? p[0] : state.x === "relative" ? p[1] - t0 : p[1] * 1000;
     const y = ys[i];
-    return [x, state.log && !(y > 0) ? null : y];
+    // a new session starts a new segment (null breaks the line): never a diagonal back
+    if (i && sessions.length && sessions[i] !== sessions[i - 1]) out.push([x, null]);
+    out.push([x, state.log && !(y > 0) ? null : y]);
   });
+  return out;
 }
 
 // A flat (or float-noise flat) chart gets an axis of +-10 % around its value, not one zoomed
@@ -162,8 +174,9 @@ function drawCharts(tags) {
     }
     const lines = state.series.filter((s) => s.tag === tag);
     host.dataset.lines = String(lines.length);
-    const smoothed = lines.map((s) => seriesData(s.points));
-    const raw = state.smoothing ? lines.map((s) => seriesData(s.points, 0)) : [];
+    const apart = (s) => (state.view === "sessions" ? s.sessions : []);
+    const smoothed = lines.map((s) => seriesData(s.points, state.smoothing, apart(s)));
+    const raw = state.smoothing ? lines.map((s) => seriesData(s.points, 0, apart(s))) : [];
     chart.setOption({
       animation: false,
       grid: { left: 58, right: 18, top: 16, bottom: 36 },
@@ -216,6 +229,10 @@ function wire() {
     state.smoothing = Number(event.target.value);
     $("#smoothing-value").textContent = state.smoothing.toFixed(2);
     drawCharts(state.tags.filter((t) => state.chosenTags && state.chosenTags.has(t)));
+  });
+  $("#sessions-apart").addEventListener("change", (event) => {
+    state.view = event.target.checked ? "sessions" : "merged";
+    loadSeries();
   });
   $("#log-scale").addEventListener("change", (event) => {
     state.log = event.target.checked;
