@@ -42,12 +42,38 @@ def test_the_parameters_that_move_the_metric_rank_first(tmp_path: Path) -> None:
     assert set(names[:2]) == {"learning_rate", "optimizer"}, names
     by = {p["name"]: p for p in answer["parameters"]}
     assert by["optimizer"]["kind"] == "categorical" and by["learning_rate"]["kind"] == "numeric"
-    assert by["learning_rate"]["importance"] > 5 * max(
-        by["batch_size"]["importance"], by["user_defined/seed"]["importance"], 0.01
-    )
+    assert by["learning_rate"]["importance"] > 5 * max(by["batch_size"]["importance"], 0.01)
     assert "user_defined/note" not in by  # the same in every run: says nothing
-    assert len(by["batch_size"]["per_seed"]) == 3 and by["batch_size"]["spread"] >= 0
+    assert answer["left_out"] == ["user_defined/seed"]  # id-like by its name
+    assert len(by["batch_size"]["per_fold"]) == 5 and by["batch_size"]["spread"] >= 0
     assert len(by["learning_rate"]["values"]) == answer["runs"] == 40  # scatter points
+    assert answer["explains"] and answer["heldout_r2"] > 0.8, answer["verdict"]
+    assert by["learning_rate"]["direction"]["correlation"] > 0.5  # more lr, more accuracy
+    assert by["optimizer"]["direction"] == {"lowest": "SGD", "highest": "Adam"}
+    kept = hyperparameter_importance(result, "accuracy", include_ids=True)
+    assert "user_defined/seed" in [p["name"] for p in kept["parameters"]]
+
+
+def test_a_noise_metric_is_not_explained_and_a_run_counter_is_left_out(tmp_path: Path) -> None:
+    """The issue's case, smaller: the metric is pure noise and a counter grows with the runs'
+    time. Scored on its own runs the forest ranked the counter first; held out, it says no."""
+    rng = random.Random(1)
+    base = tmp_path / "runs"
+    for i in range(120):
+        write_run(
+            base,
+            f"r{i:03d}",
+            optimizer=rng.choice(["SGD", "Adam"]),
+            learning_rate=10 ** rng.uniform(-4, -1),  # random search: unique, and kept
+            metrics={"accuracy": rng.random()},
+            user={"copy": i},
+            mtime=1_000 + i,
+        )
+    answer = hyperparameter_importance(filter_summary_lineage(str(base)), "accuracy")
+    assert answer["left_out"] == ["user_defined/copy"]  # an integer that grows with time
+    assert "learning_rate" in [p["name"] for p in answer["parameters"]]
+    assert not answer["explains"] and answer["heldout_r2"] < 0.1
+    assert answer["verdict"].startswith("these parameters do not explain metric/accuracy")
 
 
 def test_too_few_runs_say_why(tmp_path: Path) -> None:
@@ -60,8 +86,12 @@ def test_cli_and_api(tmp_path: Path) -> None:
     base = _base(tmp_path)
     done = CliRunner().invoke(cli, ["importance", str(base), "--metric", "accuracy"])
     assert done.exit_code == 0, done.output
-    lines = [line.split() for line in done.output.splitlines()[1:-1]]
+    out = done.output.splitlines()
+    assert out[1].startswith("held-out R² ")  # the verdict comes first
+    lines = [line.split() for line in out[2:]]
     assert {lines[0][0], lines[1][0]} == {"learning_rate", "optimizer"}
+    assert "the metric rises with it" in out[2 + [x[0] for x in lines].index("learning_rate")]
+    assert out[-1] == "left out as id-like: user_defined/seed"
     done = CliRunner().invoke(
         cli, ["importance", str(base), "-m", "accuracy", "-w", "optimizer = Adam", "--json"]
     )
@@ -70,3 +100,8 @@ def test_cli_and_api(tmp_path: Path) -> None:
     with client_for(base) as client:
         got = client.get("/api/v1/importance", params={"metric": "accuracy"}).json()
     assert got["parameters"][0]["name"] in ("learning_rate", "optimizer")
+    with client_for(base) as client:
+        kept = client.get(
+            "/api/v1/importance", params={"metric": "accuracy", "include_ids": "true"}
+        ).json()
+    assert kept["left_out"] == [] and "user_defined/seed" in [p["name"] for p in kept["parameters"]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -28,7 +29,7 @@ def importance(
     index: str | None,
 ) -> None:
     """Importance of each hyperparameter for METRIC over the runs under BASE (a random
-    forest's permutation importance, repeated over 3 seeds; scikit-learn, extra [demo])."""
+    forest's permutation importance on held-out runs, 5 folds; scikit-learn, extra [demo])."""
     from trainledger.query import filter_summary_lineage, hyperparameter_importance, parse_where
 
     try:
@@ -44,9 +45,26 @@ def importance(
         click.echo(f"no importance for {answer['metric']}: {answer['reason']}")
         return
     click.echo(f"importance for {answer['metric']} over {answer['runs']} runs")
+    click.echo(answer["verdict"])
     top = max((p["importance"] for p in answer["parameters"]), default=0.0) or 1.0
     width = max(len(p["name"]) for p in answer["parameters"])
     for p in answer["parameters"]:
         bar = "#" * max(0, round(20 * p["importance"] / top))
-        click.echo(f"  {p['name']:<{width}}  {p['importance']:7.3f} +/- {p['spread']:.3f}  {bar}")
-    click.echo("(mean drop in R^2 when the parameter is shuffled; +/- its spread over seeds)")
+        way = _way(p["direction"])
+        click.echo(
+            f"  {p['name']:<{width}}  {p['importance']:6.2f} +/- {p['spread']:.2f}  {bar:<20} {way}"
+        )
+    click.echo("(mean drop in held-out R^2 when the parameter is shuffled; +/- over the folds)")
+    if answer["left_out"]:
+        click.echo(f"left out as id-like: {', '.join(answer['left_out'])}")
+
+
+def _way(direction: dict[str, Any]) -> str:
+    """A parameter's direction in words: the metric rising or falling with it, or the levels
+    with its highest and lowest mean."""
+    if "correlation" in direction:
+        rho = direction["correlation"]
+        if rho is None:
+            return ""
+        return f"the metric {'rises' if rho > 0 else 'falls'} with it (rho {rho:+.2f})"
+    return f"highest with {direction['highest']}, lowest with {direction['lowest']}"

@@ -19,8 +19,12 @@ def importance(
     store: Annotated[RunStore, Depends(get_store)],
     metric: Annotated[str, Query(min_length=1, description="e.g. accuracy or metric/accuracy")],
     where: Annotated[list[str] | None, Query(description="Filter, as --where.")] = None,
+    include_ids: Annotated[
+        bool, Query(description="Keep id-like fields (run counters, seeds), left out by default")
+    ] = False,
 ) -> dict[str, Any]:
-    """Permutation importance over a random forest, with its spread and scatter points
-    (``trainledger.query.hyperparameter_importance``); ``reason`` instead when too few runs."""
+    """Permutation importance of a random forest on held-out runs, with its spread, direction,
+    held-out R^2 and verdict, and scatter points (``trainledger.query.
+    hyperparameter_importance``); ``reason`` instead when too few runs."""
     result = combined_search(store, None, where)
-    return hyperparameter_importance(result, metric)
+    return hyperparameter_importance(result, metric, include_ids=include_ids)

@@ -62,7 +62,8 @@ export const api = {
   graph: (id, maxNodes) =>
     request("GET", `/runs/${enc(id)}/graph`, { query: maxNodes ? { max_nodes: maxNodes } : {} }),
   datasets: () => request("GET", "/datasets"),
-  importance: (metric, where) => request("GET", "/importance", { query: { metric, where } }),
+  importance: (metric, where, includeIds = false) =>
+    request("GET", "/importance", { query: { metric, where, include_ids: includeIds } }),
   scalarTags: (runs) => request("GET", "/scalars/tags", { query: { run: runs } }),
   series: (runs, tags, view = "merged") =>
     request("POST", "/scalars/series", { body: { runs, tags, view } }),

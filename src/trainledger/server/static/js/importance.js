@@ -4,6 +4,9 @@ import { api } from "./api.js";
 import { lineageState } from "./lineage.js";
 import { $, fmt, h } from "./util.js";
 
+// two significant digits: 0.095 ± 0.047, not 0.094586 ± 0.046969
+const round2 = (v) => (Number.isFinite(v) ? Number(v.toPrecision(2)).toString() : String(v));
+
 const SCATTERS = 6; // the most important parameters get a scatter plot each
 let bars = null;
 let scatters = [];
@@ -28,7 +31,7 @@ function drawBars(parameters) {
       type: "bar", data: shown.map((p) => p.importance), itemStyle: { color: "#3563e9" },
       label: {
         show: true, position: "right",
-        formatter: (d) => `${fmt(d.value)} ± ${fmt(shown[d.dataIndex].spread)}`,
+        formatter: (d) => `${round2(d.value)} ± ${round2(shown[d.dataIndex].spread)}`,
       },
     }],
   }, { notMerge: true });
@@ -70,7 +73,7 @@ async function compute() {
   note.textContent = "Computing…";
   let answer;
   try {
-    answer = await api.importance(metric, lineageState.where);
+    answer = await api.importance(metric, lineageState.where, $("#importance-ids").checked);
   } catch (error) {
     note.textContent = error.message;
     return;
@@ -81,7 +84,9 @@ async function compute() {
     drawScatters([], metric);
     return;
   }
-  note.textContent = `${answer.runs} runs · mean drop in R² of a random forest when one parameter is shuffled, ± its spread over 3 seeds`;
+  const left = answer.left_out.length ? ` · left out as id-like: ${answer.left_out.join(", ")}` : "";
+  note.textContent = `${answer.runs} runs · ${answer.verdict} · mean drop in held-out R² when one parameter is shuffled, ± its spread over 5 folds${left}`;
+  $("#importance-card").dataset.explains = String(answer.explains);
   drawBars(answer.parameters);
   drawScatters(answer.parameters, metric);
   $("#importance-card").dataset.ready = "1";
