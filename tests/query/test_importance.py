@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 
@@ -105,3 +106,26 @@ def test_cli_and_api(tmp_path: Path) -> None:
             "/api/v1/importance", params={"metric": "accuracy", "include_ids": "true"}
         ).json()
     assert kept["left_out"] == [] and "user_defined/seed" in [p["name"] for p in kept["parameters"]]
+
+
+def test_the_api_answers_again_from_its_cache_until_the_data_change(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    from trainledger.server.routes import importance as route
+
+    base = _base(tmp_path)
+    calls: list[str] = []
+    real = route.hyperparameter_importance
+
+    def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        calls.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(route, "hyperparameter_importance", counted)
+    with client_for(base) as client:
+        first = client.get("/api/v1/importance", params={"metric": "accuracy"}).json()
+        again = client.get("/api/v1/importance", params={"metric": "accuracy"}).json()
+        assert again == first and len(calls) == 1  # the same data: the forests are not refit
+        write_run(base, "r99", learning_rate=0.1, metrics={"accuracy": 0.7}, mtime=10**10)
+        later = client.get("/api/v1/importance", params={"metric": "accuracy"}).json()
+        assert len(calls) == 2 and later["runs"] == first["runs"] + 1

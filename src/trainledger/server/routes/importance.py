@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
@@ -12,6 +14,12 @@ from trainledger.server.routes.runs import combined_search
 from trainledger.server.run_store import RunStore
 
 router = APIRouter(prefix="/api/v1", tags=["importance"])
+
+#: answers per (store, data version, question): seconds of forests, asked again each time the
+#: panel opens; a new data version (a run added or changed, an annotation) is a new key
+_CACHED = 32
+_CACHE: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+_LOCK = threading.Lock()
 
 
 @router.get("/importance", summary="Importance of each hyperparameter for a metric")
@@ -26,5 +34,16 @@ def importance(
     """Permutation importance of a random forest on held-out runs, with its spread, direction,
     held-out R^2 and verdict, and scatter points (``trainledger.query.
     hyperparameter_importance``); ``reason`` instead when too few runs."""
+    key = (id(store), store.stamp()["stamp"], metric, tuple(where or ()), include_ids)
+    with _LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
     result = combined_search(store, None, where)
-    return hyperparameter_importance(result, metric, include_ids=include_ids)
+    answer = hyperparameter_importance(result, metric, include_ids=include_ids)
+    with _LOCK:
+        _CACHE[key] = answer
+        while len(_CACHE) > _CACHED:
+            _CACHE.popitem(last=False)
+    return answer
