@@ -110,6 +110,32 @@ def _direction(kind: str, values: list[Any], target: list[float]) -> dict[str, A
     return {"lowest": ranked[0], "highest": ranked[-1]}
 
 
+def _held_out(
+    table: list[list[float]], target: list[float], repeats: int
+) -> tuple[float, list[list[float]]]:
+    """(the held-out R^2 over ``FOLDS`` folds, each fold's permutation importances): each
+    fold's forest learns on the other runs and is scored, and shuffled, on its own."""
+    import numpy as np  # noqa: PLC0415 - with scikit-learn
+    from sklearn.ensemble import RandomForestRegressor  # noqa: PLC0415
+    from sklearn.inspection import permutation_importance  # noqa: PLC0415
+    from sklearn.metrics import r2_score  # noqa: PLC0415
+    from sklearn.model_selection import KFold  # noqa: PLC0415
+
+    matrix, y = np.asarray(table), np.asarray(target)
+    predicted = np.zeros(len(y))
+    per_fold: list[list[float]] = []
+    folds = KFold(n_splits=min(FOLDS, len(y) // 2), shuffle=True, random_state=0)
+    for k, (train, test) in enumerate(folds.split(matrix)):
+        forest = RandomForestRegressor(n_estimators=100, random_state=k, min_samples_leaf=2)
+        forest.fit(matrix[train], y[train])
+        predicted[test] = forest.predict(matrix[test])
+        drop = permutation_importance(
+            forest, matrix[test], y[test], n_repeats=repeats, random_state=k
+        ).importances_mean
+        per_fold.append([float(v) for v in drop])
+    return float(r2_score(y, predicted)), per_fold
+
+
 def hyperparameter_importance(
     result: Mapping[str, Any],
     metric: str,
@@ -154,31 +180,13 @@ def hyperparameter_importance(
         answer["reason"] = f"{field} is the same in all these runs: nothing to explain"
         return answer
     try:
-        from sklearn.ensemble import RandomForestRegressor  # noqa: PLC0415 - optional
-        from sklearn.inspection import permutation_importance  # noqa: PLC0415
-        from sklearn.metrics import r2_score  # noqa: PLC0415
-        from sklearn.model_selection import KFold  # noqa: PLC0415
+        import sklearn  # noqa: F401, PLC0415 - optional: the extra [demo]
     except ModuleNotFoundError as exc:
         missing = missing_extra("hyperparameter importance", exc.name or "sklearn")
         if missing is None:
             raise
         raise missing from exc
-    import numpy as np  # noqa: PLC0415 - with scikit-learn
-
-    matrix = np.asarray(_matrix(rows, columns))
-    y = np.asarray(target)
-    predicted = np.zeros(len(y))
-    per_fold: list[list[float]] = []
-    folds = KFold(n_splits=min(FOLDS, len(y) // 2), shuffle=True, random_state=0)
-    for k, (train, test) in enumerate(folds.split(matrix)):
-        forest = RandomForestRegressor(n_estimators=100, random_state=k, min_samples_leaf=2)
-        forest.fit(matrix[train], y[train])
-        predicted[test] = forest.predict(matrix[test])
-        drop = permutation_importance(
-            forest, matrix[test], y[test], n_repeats=repeats, random_state=k
-        ).importances_mean
-        per_fold.append([float(v) for v in drop])
-    r2 = float(r2_score(y, predicted))
+    r2, per_fold = _held_out(_matrix(rows, columns), target, repeats)
     answer["heldout_r2"] = round(r2, 3)
     answer["explains"] = r2 >= EXPLAINS_R2
     answer["verdict"] = (
