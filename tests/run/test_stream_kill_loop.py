@@ -74,16 +74,22 @@ print("done", flush=True)
 """
 
 
-def _produce(data: Path, stop: threading.Event) -> None:
-    """Numbered records, a new file every 500, at about 100 records a second (the kills
-    land while the producer goes on)."""
-    for start in range(0, N, 30):
+def _produce(data: Path, stop: threading.Event, allowed: list[int]) -> None:
+    """Numbered records, a new file every 500, 30 at a time about ten times a second, up to
+    ``allowed[0]`` (the test raises it at each life: each life gets new records while it runs,
+    however slowly a loaded machine starts the trainers), then the end marker."""
+    produced = 0
+    while produced < N:
         if stop.is_set():
             return
-        part = data / f"part-{start // 500:04d}.jsonl"
+        if produced >= allowed[0]:
+            time.sleep(0.02)
+            continue
+        part = data / f"part-{produced // 500:04d}.jsonl"
         with open(part, "a") as fh:
-            fh.writelines(json.dumps({"id": i}) + "\n" for i in range(start, min(N, start + 30)))
-        time.sleep(0.3)
+            fh.writelines(json.dumps({"id": i}) + "\n" for i in range(produced, produced + 30))
+        produced += 30
+        time.sleep(0.1)
     (data / "_END").touch()
 
 
@@ -104,13 +110,15 @@ def test_sigkilled_trainers_train_every_record_exactly_once(tmp_path: Path) -> N
     data.mkdir()
     run.mkdir()
     stop = threading.Event()
-    producer = threading.Thread(target=_produce, args=(data, stop), daemon=True)
+    allowed = [0]  # how many records the producer may have written by now
+    producer = threading.Thread(target=_produce, args=(data, stop, allowed), daemon=True)
     rng = random.Random(1234)
     kills, progress = 0, []
     offsets = run / "offsets.json"
     try:
         producer.start()
         for life in range(10):  # SIGKILL at a random moment of each life
+            allowed[0] = (life + 1) * N // 10
             proc = _start(data, run, life)
             time.sleep(rng.uniform(0.8, 2.0))
             if proc.poll() is None:
