@@ -339,6 +339,35 @@ def test_sessions_apart_draws_each_session_as_its_own_segment(page: Any, tmp_pat
         server.stop()
 
 
+def test_the_legend_names_the_runs_and_the_hover_the_run_step_value_and_time(
+    page: Any, live: LiveServer
+) -> None:
+    open_view(page, live.url, "scalars")
+    page.wait_for_function(
+        f"document.querySelectorAll('.chart-scalar')[0]?.querySelectorAll({SCALAR_LINES!r})"
+        ".length === 3"
+    )
+    chosen = page.eval_on_selector_all(
+        "#scalar-runs input:checked", "boxes => boxes.map(b => b.dataset.run)"
+    )
+    legend = page.evaluate(
+        "() => echarts.getInstanceByDom(document.querySelector('.chart-scalar'))"
+        ".getOption().legend[0].data"
+    )
+    assert sorted(legend) == sorted(chosen) and len(chosen) == 3
+    texts = page.eval_on_selector_all(".chart-scalar svg text", "ts => ts.map(t => t.textContent)")
+    assert set(chosen) <= set(texts)  # drawn, not only configured
+    page.evaluate(
+        """() => echarts.getInstanceByDom(document.querySelector('.chart-scalar'))
+             .dispatchAction({ type: 'showTip', seriesIndex: 3, dataIndex: 10 })"""
+    )
+    tip = page.locator(".chart-scalar div").filter(has_text="step 10").first
+    tip.wait_for()
+    text = tip.inner_text()
+    assert all(run in text for run in chosen) and "(raw)" not in text
+    assert str(time.localtime(1_700_000_010).tm_year) in text  # the wall time, as a date
+
+
 def test_other_views_render(page: Any, live: LiveServer) -> None:
     open_view(page, live.url, "datasets")
     # one dataset (the same data with three batch sizes), its batch sizes listed

@@ -1,7 +1,7 @@
 // Compare scalars: one chart per tag, one line per run; x = step, relative or wall time;
 // TensorBoard-style debiased EMA smoothing; log scale.
 import { api } from "./api.js";
-import { $, colorFor, fmt, h } from "./util.js";
+import { $, colorFor, escapeHtml, fmt, fmtTime, h } from "./util.js";
 
 const MAX_LISTED = 300;
 const state = {
@@ -125,10 +125,21 @@ function seriesData(points, weight = state.smoothing, sessions = []) {
     const x = state.x === "step" ? p[0] : state.x === "relative" ? p[1] - t0 : p[1] * 1000;
     const y = ys[i];
     // a new session starts a new segment (null breaks the line): never a diagonal back
-    if (i && sessions.length && sessions[i] !== sessions[i - 1]) out.push([x, null]);
-    out.push([x, state.log && !(y > 0) ? null : y]);
+    // [x, y, step, wall time]: the hover names the step and the time whatever the x axis
+    if (i && sessions.length && sessions[i] !== sessions[i - 1]) out.push([x, null, p[0], p[1]]);
+    out.push([x, state.log && !(y > 0) ? null : y, p[0], p[1]]);
   });
   return out;
+}
+
+// The hover: the step and wall time, then each run's (smoothed) value; names are escaped
+function hoverText(params) {
+  const rows = params.filter((p) => !p.seriesName.endsWith(" (raw)") && p.value[1] !== null);
+  if (!rows.length) return "";
+  const [, , step, wall] = rows[0].value;
+  const head = `step ${step} · ${escapeHtml(fmtTime(wall))}`;
+  const lines = rows.map((p) => `${p.marker}${escapeHtml(p.seriesName)}: <b>${fmt(p.value[1])}</b>`);
+  return [head, ...lines].join("<br>");
 }
 
 // A flat (or float-noise flat) chart gets an axis of +-10 % around its value, not one zoomed
@@ -179,8 +190,11 @@ function drawCharts(tags) {
     const raw = state.smoothing ? lines.map((s) => seriesData(s.points, 0, apart(s))) : [];
     chart.setOption({
       animation: false,
-      grid: { left: 58, right: 18, top: 16, bottom: 36 },
-      tooltip: { trigger: "axis", valueFormatter: (v) => fmt(v) },
+      grid: { left: 58, right: 18, top: 34, bottom: 36 },
+      // which line is which run: a legend of the runs (not their faint raw lines)
+      legend: { type: "scroll", top: 0, left: 8, right: 8, data: lines.map((s) => s.run_id),
+                textStyle: { color: "#3b4356", fontSize: 11 } },
+      tooltip: { trigger: "axis", formatter: hoverText },
       xAxis: {
         type: state.x === "wall" ? "time" : "value", scale: true,
         name: state.x === "step" ? "step" : "", nameLocation: "end", nameGap: 4,
