@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import astuple
 from typing import Any
 
 from trainledger.query.schema import Connection
@@ -39,6 +40,7 @@ COLUMNS: dict[str, str] = {
     "max_step": "max_step",
     "nonfinite_step": "nonfinite_step",
 }
+#: TagStats' fields, in their order (rows are built and read with ``astuple``/``TagStats(*)``)
 _STAT_COLUMNS = (
     "last_value, last_step, min_value, min_step, max_value, max_step, point_count, "
     "nonfinite_step, top_step"
@@ -68,13 +70,10 @@ def load_series(conn: Connection, summary_dir: str) -> SeriesState | None:
     if row is None:
         return None
     saved = json.loads(row[0])
-    tags = {
-        tag: TagStats(last, last_step, low, low_step, high, high_step, count, bad, top)
-        for tag, last, last_step, low, low_step, high, high_step, count, bad, top in conn.execute(
-            f"SELECT tag, {_STAT_COLUMNS} FROM series_stats WHERE summary_dir = ?",
-            (summary_dir,),
-        )
-    }
+    rows = conn.execute(
+        f"SELECT tag, {_STAT_COLUMNS} FROM series_stats WHERE summary_dir = ?", (summary_dir,)
+    )
+    tags = {row[0]: TagStats(*row[1:]) for row in rows}  # (columns in TagStats' field order)
     return SeriesState(tags, dict(saved["positions"]), list(saved["scalar_tags"]))
 
 
@@ -91,25 +90,7 @@ def store_series(conn: Connection, summary_dir: str, signature: str, state: Seri
 
 def store_stats(conn: Connection, summary_dir: str, tags: Mapping[str, TagStats]) -> None:
     """Insert a run's statistics (the caller removed the old ones)."""
-    conn.executemany(
-        _INSERT,
-        [
-            (
-                summary_dir,
-                tag,
-                s.last,
-                s.last_step,
-                s.min,
-                s.min_step,
-                s.max,
-                s.max_step,
-                s.count,
-                s.nonfinite_step,
-                s.top_step,
-            )
-            for tag, s in tags.items()
-        ],
-    )
+    conn.executemany(_INSERT, [(summary_dir, tag, *astuple(s)) for tag, s in tags.items()])
 
 
 def delete_series(conn: Connection, summary_dirs: Iterable[str]) -> None:

@@ -22,6 +22,7 @@ quoting rule for names holding spaces, parentheses, quotes or operator character
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,18 +184,18 @@ class _Parser:
         return error(f"cannot parse {self.text!r}: expected {expected}, received {got}; {HINT}")
 
     def expr(self) -> Node:
-        items = [self.and_expr()]
-        while self.keyword("or"):
-            self.pos += 1
-            items.append(self.and_expr())
-        return items[0] if len(items) == 1 else ("or", items)
+        return self._joined("or", self.and_expr)
 
     def and_expr(self) -> Node:
-        items = [self.unary()]
-        while self.keyword("and"):
+        return self._joined("and", self.unary)
+
+    def _joined(self, word: str, operand: Callable[[], Node]) -> Node:
+        """``operand (word operand)*``: one operand as it is, several as (word, [...])."""
+        items = [operand()]
+        while self.keyword(word):
             self.pos += 1
-            items.append(self.unary())
-        return items[0] if len(items) == 1 else ("and", items)
+            items.append(operand())
+        return items[0] if len(items) == 1 else (word, items)
 
     def unary(self) -> Node:
         if self.keyword("not"):
