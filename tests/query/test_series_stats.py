@@ -273,3 +273,24 @@ def test_a_schema_7_index_is_migrated_once_without_re_parsing(
         columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
         assert {"duration_num", "sessions_num"} <= columns
         conn.close()
+
+
+def test_saved_positions_never_open_a_file_outside_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shared index's saved state is not trusted with file names: one naming a path outside
+    the run (a tampered row) makes the run be read from the start, its own files only."""
+    from trainledger.query.series_index import SeriesState
+
+    run = tensorboard_run(tmp_path, "r", [1.0, 0.5, 0.25])
+    outside = tmp_path / "events.out.tfevents.1.host.1.0"
+    outside.write_bytes(b"secret")
+    opened: list[str] = []
+    monkeypatch.setattr(
+        series_index.RunReader, "resume", lambda self, positions, tags: opened.extend(positions)
+    )
+    tampered = SeriesState({}, {"../" + outside.name: 0}, [])
+    state = read_series_state(str(run), tampered)
+    assert opened == []  # not resumed from the tampered positions
+    assert {t: s.as_dict() for t, s in state.tags.items()} == served(run)
+    assert all("/" not in name for name in state.positions)

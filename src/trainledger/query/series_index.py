@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from trainledger.storage import is_summary_file_name
 from trainledger.summary import MINDSPORE, RunReader, resolve_series
 
 __all__ = ["SeriesState", "TagStats", "read_series_state", "tag_stats"]
@@ -115,7 +116,11 @@ class SeriesState:
 
 def read_series_state(run_dir: str, previous: SeriesState | None = None) -> SeriesState:
     """The series statistics of ``run_dir``, going on from ``previous`` when the rule allows
-    (see the module's docstring), else read from the start."""
+    (see the module's docstring), else read from the start. Saved positions naming anything
+    but a summary file of ``run_dir`` itself (a tampered shared index) start the read over:
+    no file outside the run is opened."""
+    if previous is not None and not all(map(_own_file, previous.positions)):
+        previous = None
     if previous is not None and previous.positions and _unshrunk(run_dir, previous.positions):
         state = _extend(run_dir, previous)
         if state is not None:
@@ -128,6 +133,10 @@ def read_series_state(run_dir: str, previous: SeriesState | None = None) -> Seri
         if len(steps):
             tags[tag] = tag_stats(steps, values)
     return SeriesState(tags, reader.positions(), reader.scalar_tags)
+
+
+def _own_file(name: str) -> bool:
+    return name == os.path.basename(name) and is_summary_file_name(name)
 
 
 def _unshrunk(run_dir: str, positions: dict[str, int]) -> bool:
