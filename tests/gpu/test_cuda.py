@@ -12,12 +12,14 @@ import torch
 from torch import nn
 
 from trainledger import (
+    Callback,
     CheckpointConfig,
     EarlyStopping,
     EvalLineage,
     LossMonitor,
     Model,
     ModelCheckpoint,
+    RunContext,
     SummaryCollector,
     SummaryLandscape,
     TimeMonitor,
@@ -151,3 +153,51 @@ def test_async_save_holds_the_values_at_call_time_and_loads_onto_the_device(
     save_checkpoint(state, str(tmp_path / "sync.ckpt"))
     again = load_checkpoint(tmp_path / "sync.ckpt", device=torch.device("cuda", 0))
     torch.testing.assert_close(again["w0"], state["w0"])
+
+
+class _SyncGuard(Callback):
+    """First and last in the list: between records, any device sync raises (torch's sync
+    debug mode "error"), in the step itself and in every callback's step hooks."""
+
+    def __init__(self, first: bool, every: int) -> None:
+        self.first, self.every = first, every
+
+    def on_train_step_begin(self, run_context: RunContext) -> None:
+        step = run_context.original_args().cur_step_num
+        if self.first and step > 1 and step % self.every:
+            torch.cuda.set_sync_debug_mode("error")
+
+    def on_train_step_end(self, run_context: RunContext) -> None:
+        if not self.first:
+            torch.cuda.set_sync_debug_mode("default")
+
+
+@pytest.mark.parametrize("level", ["O0", "O3"])
+def test_no_callback_syncs_the_device_between_records(tmp_path: Path, level: str) -> None:
+    net = _net().cuda()
+    model = Model(
+        net,
+        nn.CrossEntropyLoss(),
+        torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9),
+        amp_level=level,
+    )
+    data = [(x.cuda(), y.cuda()) for x, y in _data()] * 5  # 30 steps an epoch
+    every = 10
+    callbacks = [
+        _SyncGuard(True, every),
+        LossMonitor(every),
+        TimeMonitor(),
+        SummaryCollector(
+            tmp_path, collect_freq=every, collect_specified_data={"collect_landscape": None}
+        ),
+        TrainLineage(tmp_path),
+        ModelCheckpoint(
+            "m", tmp_path, CheckpointConfig(save_checkpoint_steps=1000, async_save=True)
+        ),
+        _SyncGuard(False, every),
+    ]
+    try:
+        model.train(2, data, callbacks=callbacks)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert read_scalars(tmp_path)["loss/auto"][0].tolist() == [1, 10, 20, 30, 40, 50, 60]

@@ -17,6 +17,13 @@ sharded checkpoint directory (``checkpoint/sharded.py``), synchronously, at the 
 train end makes sure no rank goes on (or reads a checkpoint) before rank 0 has committed.
 Resume from either form with ``load_distributed_checkpoint``.
 
+A non-finite training loss: no checkpoint is taken at or after its step (MindSpore saves
+regardless): its parameters were updated from a NaN/inf loss. On the CPU the loss is read at
+each save. On a GPU it is read ``LAG`` steps late (``cb_params.loss_readout``,
+``run/loss_readout.py``), so a save may happen after the bad step before anyone knows; such a
+checkpoint is deleted when its write commits or when training ends, never published, and no
+save (breakpoint included) is made once the bad step is known.
+
 Resume: when ``cb_params.initial_epoch > 0`` (or ``resume_from`` is given) the run keeps its
 prefix (no ``_N`` suffix), adopts the prefix's files into retention and never deletes the file
 it resumed from (the newest file of the prefix, or ``resume_from``).
@@ -28,6 +35,7 @@ import logging
 import os
 import time
 from collections.abc import Mapping
+from math import isfinite
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +56,15 @@ from trainledger.checkpoint import (
     should_save,
     unwrap_network,
 )
-from trainledger.run import Callback, RunContext, barrier, monitored_value, rank_and_world
+from trainledger.run import (
+    Callback,
+    LossReadout,
+    RunContext,
+    barrier,
+    loss_value,
+    monitored_value,
+    rank_and_world,
+)
 from trainledger.storage import sweep_temp_files, writable_dir
 from trainledger.values import scalar_of
 
@@ -105,6 +121,8 @@ class ModelCheckpoint(Callback):
         self._pending = False
         self._last_eval: Any = None
         self._rank, self._world = 0, 1
+        self._readout: LossReadout | None = None
+        self._kept: list[tuple[int, Path]] = []
 
     # --- public state -------------------------------------------------------------------
     @property
@@ -168,6 +186,8 @@ class ModelCheckpoint(Callback):
         self._saver = make_saver(cfg.async_save if not self._sharded else False)
         self._inflight = None
         self._cb = cb
+        self._readout = cb.get("loss_readout")  # a device run's lagged losses (None on the CPU)
+        self._kept = []  # (step, file) committed by this run
         barrier()  # every rank chose the prefix before rank 0 writes a file of it
 
     def on_train_step_end(self, run_context: RunContext) -> None:
@@ -212,6 +232,8 @@ class ModelCheckpoint(Callback):
         cb = run_context.original_args()
         if self._saver is None:
             return
+        if self._readout is not None:
+            self._readout.read_all()  # the last steps' losses decide what may be kept
         try:
             if cb.get("exception") is not None:
                 if self._config.exception_save:
@@ -223,6 +245,7 @@ class ModelCheckpoint(Callback):
             elif self._pending or int(cb.get("cur_step_num") or 0) > self._last_step:
                 self._save(cb)
             self._wait_commit()
+            self._drop_after_bad_loss(cb)
             if cb.get("exception") is None:
                 barrier()  # rank 0's last checkpoint is complete before any rank goes on
         finally:
@@ -255,6 +278,9 @@ class ModelCheckpoint(Callback):
     def _save(self, cb: Any, breakpoint: bool = False, sync: bool = False) -> None:
         if self._manager is None or self._saver is None:
             raise RuntimeError("ModelCheckpoint saved before on_train_begin")
+        bad = self._bad_loss_step()
+        if bad is not None and int(cb.get("cur_step_num") or 0) >= bad:
+            return  # the parameters were updated from a non-finite loss: never saved
         network = self._network(cb)
         collective = self._collective(network)
         if self._rank != 0 and not collective:
@@ -329,8 +355,41 @@ class ModelCheckpoint(Callback):
         if path is not None and meta is not None:
             self._commit(path, *meta)
 
+    def _bad_loss_step(self) -> int | None:
+        """The first step whose training loss was not finite, as far as read: a device run's
+        lagged read, or on the CPU the current step's loss (a read that costs no stall)."""
+        if self._readout is None:
+            cb = self._cb
+            loss = loss_value(cb.get("net_outputs")) if cb is not None else None
+            return None if loss is None or isfinite(loss) else int(cb.get("cur_step_num") or 0)
+        bad = self._readout.first_nonfinite
+        return None if bad is None else int(bad[0])
+
+    def _drop_after_bad_loss(self, cb: Any) -> None:
+        """Delete this run's checkpoints taken at or after a non-finite loss's step (saved
+        before the lagged read found it); ``latest_ckpt_file`` names the newest one kept."""
+        bad = self._bad_loss_step()
+        if bad is None or self._manager is None:
+            return
+        dropped = [path for step, path in self._kept if step >= bad]
+        for path in dropped:
+            self._manager.remove_ckpoint_file(path)
+            _log.warning("removed %s: taken after the non-finite loss of step %d", path, bad)
+        self._kept = [(step, path) for step, path in self._kept if step < bad]
+        if dropped:
+            newest = self._kept[-1] if self._kept else None
+            self._latest = str(newest[1]) if newest else None
+            cb.latest_ckpt_file = self._latest
+            cb.last_save_ckpt_step = newest[0] if newest else 0
+
     def _commit(self, path: Path, step: int, score: float | None) -> None:
-        """A file is on disk: publish it, track it, then apply retention (never before)."""
+        """A file is on disk: publish it, track it, then apply retention (never before); a
+        file taken at or after a known non-finite loss is deleted instead."""
+        bad = self._bad_loss_step()
+        if bad is not None and step >= bad and self._manager is not None:
+            self._manager.remove_ckpoint_file(path)
+            return
+        self._kept.append((step, path))
         self._latest = str(path)
         if self._cb is not None:  # what lineage callbacks read: only complete files
             self._cb.latest_ckpt_file = str(path)

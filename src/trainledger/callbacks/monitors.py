@@ -6,7 +6,7 @@ import time
 from math import inf, isfinite
 from typing import Any
 
-from trainledger.run import Callback, RunContext, is_main_rank, loss_value
+from trainledger.run import Callback, LossReadout, RunContext, is_main_rank, loss_value
 
 __all__ = ["LossMonitor", "TimeMonitor"]
 
@@ -18,6 +18,11 @@ class LossMonitor(Callback):
     ``ValueError`` (wrapped in ``CallbackError``), as in MindSpore.
 
     In sink mode a "step" is one sink unit, so the loss printed is the unit's last step.
+
+    Off the CPU the loss is read through ``cb_params.loss_readout`` (``run/loss_readout.py``),
+    which never stalls the device: the check runs up to ``LAG`` (2) steps after the step, and
+    the error names the step whose loss was not finite; a print reads its step's loss at once.
+    MindSpore reads every loss at its own step, which is what a CPU run still does.
     """
 
     def __init__(self, per_print_times: int = 1) -> None:
@@ -34,6 +39,7 @@ class LossMonitor(Callback):
         self._epoch_first_step = 0  # cur_step_num before the epoch's first step
         self._context: RunContext | None = None  # the run whose cb_params are _params
         self._params: Any = None
+        self._readout: LossReadout | None = None  # a device run's losses (None on the CPU)
 
     @property
     def next_step_end(self) -> float | None:
@@ -48,10 +54,13 @@ class LossMonitor(Callback):
     def last_loss(self) -> float | None:
         """The loss of the last step of the run it follows (None before its first step)."""
         params = self._params
+        if self._readout is not None and params is not None:
+            return self._readout.value_at(params.get("cur_step_num") or 0)
         return None if params is None else loss_value(params.get("net_outputs"))
 
     def on_train_begin(self, run_context: RunContext) -> None:
         self._context, self._params = run_context, run_context.original_args()
+        self._readout = self._params.get("loss_readout")
         start = self._params.get("cur_step_num") or 0
         self._next_print = start + self._per_print_times if self._per_print_times else inf
 
@@ -66,7 +75,11 @@ class LossMonitor(Callback):
         # a step (item() releases and retakes the GIL).
         if run_context is not self._context:
             self._context, self._params = run_context, run_context.original_args()
+            self._readout = self._params.get("loss_readout")
         cb_params = self._params
+        if self._readout is not None:
+            self._device_step(cb_params, self._readout)
+            return
         try:  # item access: the host always sets both fields (.get would cost a method call)
             outputs: Any = cb_params["net_outputs"]
             cur = cb_params["cur_step_num"] or 0
@@ -87,11 +100,42 @@ class LossMonitor(Callback):
                 epoch = cb_params.get("cur_epoch_num")
                 print(f"epoch: {epoch} step: {self._step(cb_params)}, loss is {loss}", flush=True)
 
+    def _device_step(self, cb_params: Any, readout: LossReadout) -> None:
+        """A step of a device run: the lagged check, and a print when one is due."""
+        cur = cb_params["cur_step_num"] or 0
+        due = cur >= self._next_print
+        if due:
+            readout.read_all()  # the print needs this step's loss now
+        self._check_readout(cb_params, readout)
+        if due:
+            self._next_print = cur + self._per_print_times
+            if is_main_rank():
+                loss = readout.value_at(cur)
+                epoch = cb_params.get("cur_epoch_num")
+                print(f"epoch: {epoch} step: {self._step(cb_params)}, loss is {loss}", flush=True)
+
+    def _check_readout(self, cb_params: Any, readout: LossReadout) -> None:
+        """Raise, naming its step, when a loss read so far was not finite."""
+        bad = readout.first_nonfinite
+        if bad is not None:
+            step, loss = bad
+            counted = step - self._epoch_first_step
+            raise ValueError(
+                f"epoch: {cb_params.get('cur_epoch_num')} step: "
+                f"{step_in_epoch(cb_params, counted, step)}. "
+                f"Invalid loss {loss}, terminating training."
+            )
+
     def _step(self, cb_params: Any) -> int:
         cur = cb_params.get("cur_step_num") or 0
         return step_in_epoch(cb_params, cur - self._epoch_first_step)
 
     def on_train_epoch_end(self, run_context: RunContext) -> None:
+        cb_params = run_context.original_args()
+        readout = cb_params.get("loss_readout")
+        if readout is not None:  # the epoch's last steps are checked within their epoch
+            readout.read_all()
+            self._check_readout(cb_params, readout)
         results = run_context.original_args().get("eval_results")
         if results and is_main_rank():
             epoch = run_context.original_args().get("cur_epoch_num")
@@ -139,11 +183,13 @@ class TimeMonitor(Callback):
             )
 
 
-def step_in_epoch(cb_params: Any, counted: int) -> int:
-    """1-based step within the epoch: from the global step when the epoch length is known,
-    else the caller's own count (streams, first pass over an unsized dataset)."""
+def step_in_epoch(cb_params: Any, counted: int, cur: int | None = None) -> int:
+    """1-based step within the epoch of global step ``cur`` (default: the current step): from
+    the global step when the epoch length is known, else the caller's own count (streams,
+    first pass over an unsized dataset)."""
     batch_num = cb_params.get("batch_num")
-    cur = cb_params.get("cur_step_num")
+    if cur is None:
+        cur = cb_params.get("cur_step_num")
     if batch_num and cur:
         return int((cur - 1) % batch_num + 1)
     return counted

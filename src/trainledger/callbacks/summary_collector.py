@@ -21,6 +21,8 @@ import logging
 import os
 from typing import Any
 
+import torch
+
 from trainledger.callbacks.graph_capture import first_batch_graph
 from trainledger.callbacks.hparams_session import HParamsSession
 from trainledger.callbacks.landscape_collect import landscape_saver
@@ -34,9 +36,16 @@ from trainledger.callbacks.summary_options import (
     rank_summary_dir,
     tensor_range,
 )
-from trainledger.callbacks.summary_parts import add_histograms, add_input_images, learning_rate
+from trainledger.callbacks.summary_parts import (
+    StagedValues,
+    ValueSink,
+    add_histograms,
+    add_input_images,
+    learning_rate,
+    record_staged,
+)
 from trainledger.callbacks.summary_rows import ScalarRows
-from trainledger.run import Callback, CallbackParams, RunContext, loss_value
+from trainledger.run import Callback, CallbackParams, RunContext, loss_of, loss_value
 from trainledger.summary import SummaryRecord, process_export_options
 from trainledger.values import check_positive_int
 
@@ -364,18 +373,26 @@ class SummaryCollector(Callback):
         self, params: CallbackParams, record: SummaryRecord, step: int, plugin_filter: Any
     ) -> None:
         specified = self._specified
-        if specified.get("collect_input_data"):
-            specified["collect_input_data"] = add_input_images(params, record)
+        staged = StagedValues()  # the device values reach the host in one copy
+        images = bool(specified.get("collect_input_data"))
+        if images:
+            images = add_input_images(params, staged)
         if specified.get("collect_metric"):
-            self._collect_metric(params, record)
+            self._collect_metric(params, staged)
         if "histogram_regular" in specified:
-            add_histograms(params, record, specified.get("histogram_regular"))
+            add_histograms(params, staged, specified.get("histogram_regular"))
+        if not record_staged(staged, record) or not images:
+            specified["collect_input_data"] = False
         record.record(step, plugin_filter=plugin_filter)
         self._last_step = step
 
-    def _collect_metric(self, params: CallbackParams, record: SummaryRecord) -> None:
+    def _collect_metric(self, params: CallbackParams, record: ValueSink) -> None:
         if self._metric_ok:
-            loss = loss_value(params.get("net_outputs"))
+            loss: Any = loss_of(params.get("net_outputs"))
+            if isinstance(loss, torch.Tensor) and not loss.is_cpu:
+                loss = loss.detach().float().mean()  # read with the record's other values
+            else:
+                loss = loss_value(params.get("net_outputs"))
             if loss is None:
                 logger.warning("SummaryCollector found no loss in net_outputs; loss not collected")
                 self._metric_ok = False

@@ -1,5 +1,6 @@
 """Pieces of ``SummaryCollector`` that need no collector state: reading deferred losses and
-the learning rate from a step's cb_params, and choosing the parameters for histograms."""
+the learning rate from a step's cb_params, choosing the parameters for histograms, and staging
+a collection's values so that the device ones reach the host in one copy."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import functools
 import logging
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
 from trainledger.checkpoint import unwrap_network
+from trainledger.run import to_host
 from trainledger.summary import SummaryRecord
 
 logger = logging.getLogger("trainledger.summary")
@@ -21,8 +23,41 @@ __all__ = [
     "add_input_images",
     "learning_rate",
     "read_deferred",
+    "record_staged",
     "select_parameters",
+    "StagedValues",
+    "ValueSink",
 ]
+
+
+class ValueSink(Protocol):
+    """What values are staged into: a ``SummaryRecord`` or a ``StagedValues``."""
+
+    def add_value(self, plugin: str, name: str, value: Any) -> None: ...
+
+
+class StagedValues:
+    """A collection's values, held until ``on_host`` hands them over with every device tensor
+    among them copied to the host by one ``run.to_host`` call (one device wait per record,
+    instead of one per value)."""
+
+    def __init__(self) -> None:
+        self.values: list[tuple[str, str, Any]] = []
+
+    def add_value(self, plugin: str, name: str, value: Any) -> None:
+        self.values.append((plugin, name, value))
+
+    def on_host(self) -> list[tuple[str, str, Any]]:
+        """The staged ``(plugin, name, value)``, device tensors replaced by host copies."""
+        on_device = [
+            i
+            for i, (_, _, v) in enumerate(self.values)
+            if isinstance(v, torch.Tensor) and not v.is_cpu
+        ]
+        values = list(self.values)
+        for i, host in zip(on_device, to_host([values[i][2] for i in on_device]), strict=True):
+            values[i] = (values[i][0], values[i][1], host)
+        return values
 
 
 def read_deferred(rows: list[tuple[Any, ...]], column: int) -> list[tuple[Any, ...]]:
@@ -80,7 +115,7 @@ _HISTOGRAM_DEFAULT_COUNT = 5
 _MAX_INPUT_IMAGES = 16
 
 
-def add_histograms(params: Any, record: SummaryRecord, regular: str | None) -> None:
+def add_histograms(params: Any, record: ValueSink, regular: str | None) -> None:
     """Stage ``<param>/auto`` histograms of the network's parameters (see
     ``select_parameters``). FSDP's sharded parameters are skipped: rank 0 holds only a shard,
     and gathering them would need every rank."""
@@ -101,9 +136,25 @@ def warn_once(message: str) -> None:
     logger.warning(message)
 
 
-def add_input_images(params: Any, record: SummaryRecord) -> bool:
+def record_staged(staged: StagedValues, record: SummaryRecord) -> bool:
+    """Add the staged values to ``record`` (device ones copied to the host together); False
+    (with a warning) when the input images could not be recorded, so the collector stops."""
+    images_ok = True
+    for plugin, name, value in staged.on_host():
+        try:
+            record.add_value(plugin, name, value)
+        except (TypeError, ValueError) as exc:
+            if plugin != "image":
+                raise
+            logger.warning("SummaryCollector could not record input images (%s); disabled", exc)
+            images_ok = False
+    return images_ok
+
+
+def add_input_images(params: Any, record: ValueSink) -> bool:
     """Stage the step's input images as ``input_data/auto``; False (with a warning) when the
-    batch holds no images, so the collector stops trying."""
+    batch holds no images, so the collector stops trying (``record_staged`` warns too when
+    the staged images cannot be encoded)."""
     batch = params.get("train_dataset_element")
     if isinstance(batch, (list, tuple)):
         batch = batch[0] if batch else None
@@ -117,9 +168,5 @@ def add_input_images(params: Any, record: SummaryRecord) -> bool:
             shape,
         )
         return False
-    try:
-        record.add_value("image", "input_data/auto", batch[:_MAX_INPUT_IMAGES])
-    except (TypeError, ValueError) as exc:
-        logger.warning("SummaryCollector could not record input images (%s); disabled", exc)
-        return False
+    record.add_value("image", "input_data/auto", batch[:_MAX_INPUT_IMAGES])
     return True

@@ -12,6 +12,7 @@ _EXPORTS: dict[str, str] = {
     "extract_loss": "trainledger.run.outputs",
     "split_batch": "trainledger.run.batches",
     "to_device": "trainledger.run.batches",
+    "to_host": "trainledger.run.host_copy",
     "Callback": "trainledger.run.callback",
     "CallbackParams": "trainledger.run.callback",
     "HOOKS": "trainledger.run.callback",
@@ -23,8 +24,10 @@ _EXPORTS: dict[str, str] = {
     "barrier": "trainledger.run.distributed",
     "is_main_rank": "trainledger.run.distributed",
     "rank_and_world": "trainledger.run.distributed",
+    "LossReadout": "trainledger.run.loss_readout",
     "metrics": "trainledger.run.metrics",
     "Model": "trainledger.run.model",
+    "loss_of": "trainledger.run.outputs",
     "loss_value": "trainledger.run.outputs",
     "monitored_value": "trainledger.run.outputs",
     "RecModel": "trainledger.run.rec_model",
@@ -43,6 +46,8 @@ __all__ = [
     "finish_uploads",
     "HOOKS",
     "is_main_rank",
+    "LossReadout",
+    "loss_of",
     "loss_value",
     "monitored_value",
     "metrics",
@@ -54,6 +59,7 @@ __all__ = [
     "StepLoop",
     "stdout_is_tty",
     "to_device",
+    "to_host",
     "TRAIN_TO_OLD",
 ]
 
@@ -66,7 +72,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.run.callback_manager import CallbackManager, finish_uploads
     from trainledger.run.defaults import add_default_callback, stdout_is_tty
     from trainledger.run.distributed import barrier, is_main_rank, rank_and_world
+    from trainledger.run.host_copy import to_host
+    from trainledger.run.loss_readout import LossReadout
     from trainledger.run.model import Model
-    from trainledger.run.outputs import extract_loss, loss_value, monitored_value
+    from trainledger.run.outputs import extract_loss, loss_of, loss_value, monitored_value
     from trainledger.run.rec_model import RecModel
     from trainledger.run.steploop import StepLoop

@@ -1,8 +1,10 @@
 """Evaluation metrics with MindSpore's protocol: ``clear()``, ``update(*inputs)``, ``eval()``.
 
 numpy only: torch tensors are converted on ``update`` (duck-typed, so this module imports
-without torch). ``Model`` calls ``update(y_pred, y)`` on every metric, except those with
-``needs_loss = True`` (``Loss``) which get ``update(loss)``.
+without torch), except that ``Accuracy``, ``Loss``, ``MAE`` and ``MSE`` sum device batches on
+the device and read the sums once, in ``eval()`` (``run/device_sums.py``). ``Model`` calls
+``update(y_pred, y)`` on every metric, except those with ``needs_loss = True`` (``Loss``)
+which get ``update(loss)``.
 
 Differences from MindSpore, on purpose: ``Precision``/``Recall``/``F1`` return one float (macro
 average) by default instead of a per-class array, so results can be stored and queried as
@@ -16,6 +18,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+
+from trainledger.run.device_sums import DeviceSum, device_labels, on_device
+from trainledger.run.roc_auc import roc_auc
 
 __all__ = [
     "Metric",
@@ -125,13 +130,19 @@ class _Mean(Metric):
     def clear(self) -> None:
         self._sum = 0.0
         self._count = 0
+        self._device_sum = DeviceSum()  # device batches' sum, read once by _fold
+
+    def _fold(self) -> None:
+        self._sum += self._device_sum.take()
 
     def eval(self) -> float:
+        self._fold()
         if self._count == 0:
             raise self._empty(self._name)
         return self._sum / self._count
 
     def state(self) -> dict[str, np.ndarray]:
+        self._fold()
         return {"sum": np.array([self._sum], np.float64), "count": np.array([self._count])}
 
     def merge(self, states: list[dict[str, np.ndarray]]) -> None:
@@ -145,18 +156,26 @@ class Accuracy(Metric):
     def clear(self) -> None:
         self._correct = 0
         self._total = 0
+        self._device_correct = DeviceSum()
 
     def update(self, *inputs: Any) -> None:
+        if len(inputs) == 2 and on_device(*inputs):
+            pred, true = device_labels(*inputs)
+            self._device_correct.add((pred == true).sum())
+            self._total += int(true.shape[0])
+            return
         pred, true, _ = _class_labels(*self._pair(inputs, "Accuracy"))
         self._correct += int((pred == true).sum())
         self._total += int(true.shape[0])
 
     def eval(self) -> float:
+        self._correct += int(self._device_correct.take())
         if self._total == 0:
             raise self._empty("Accuracy")
         return self._correct / self._total
 
     def state(self) -> dict[str, np.ndarray]:
+        self._correct += int(self._device_correct.take())
         return {"counts": np.array([self._correct, self._total], dtype=np.int64)}
 
     def merge(self, states: list[dict[str, np.ndarray]]) -> None:
@@ -172,6 +191,11 @@ class Loss(_Mean):
     def update(self, *inputs: Any) -> None:
         if len(inputs) != 1:
             raise ValueError(f"Loss.update expected 1 input (loss), received: {len(inputs)}")
+        if on_device(inputs[0]):
+            loss_t = inputs[0].detach().double()
+            self._device_sum.add(loss_t.sum())
+            self._count += loss_t.numel() if loss_t.ndim else 1
+            return
         loss = to_numpy(inputs[0]).astype(np.float64)
         self._sum += float(loss.sum()) if loss.ndim else float(loss)
         self._count += int(loss.size) if loss.ndim else 1
@@ -268,6 +292,21 @@ class _Regression(_Mean):
             )
         return y_pred.reshape(-1) - y.reshape(-1)  # type: ignore[no-any-return]
 
+    def _device_error(self, inputs: tuple[Any, ...], term: Any) -> bool:
+        """Sum ``term(y_pred - y)`` on the device when both are device tensors (True)."""
+        if len(inputs) != 2 or not on_device(*inputs):
+            return False
+        y_pred, y = inputs
+        if y.numel() != y_pred.numel():
+            raise ValueError(
+                f"{self._name}: y_pred and y expected the same size, received shapes "
+                f"{tuple(y_pred.shape)} and {tuple(y.shape)}"
+            )
+        err = y_pred.detach().double().reshape(-1) - y.detach().double().reshape(-1)
+        self._device_sum.add(term(err).sum())
+        self._count += err.numel()
+        return True
+
 
 class MAE(_Regression):
     """Mean absolute error over every element."""
@@ -275,6 +314,8 @@ class MAE(_Regression):
     _name = "MAE"
 
     def update(self, *inputs: Any) -> None:
+        if self._device_error(inputs, lambda err: err.abs()):
+            return
         err = self._error(inputs)
         self._sum += float(np.abs(err).sum())
         self._count += err.size
@@ -286,33 +327,11 @@ class MSE(_Regression):
     _name = "MSE"
 
     def update(self, *inputs: Any) -> None:
+        if self._device_error(inputs, lambda err: err * err):
+            return
         err = self._error(inputs)
         self._sum += float((err * err).sum())
         self._count += err.size
-
-
-def roc_auc(scores: np.ndarray, positives: np.ndarray) -> float:
-    """Exact binary ROC-AUC by ranks (Mann-Whitney U, ties get their average rank).
-
-    NaN when only one class is present: the area is undefined there.
-    """
-    scores = np.asarray(scores, dtype=np.float64).reshape(-1)
-    positives = np.asarray(positives).reshape(-1).astype(bool)
-    n_pos = int(positives.sum())
-    n_neg = positives.size - n_pos
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    order = np.argsort(scores, kind="mergesort")
-    sorted_scores = scores[order]
-    ranks = np.empty(scores.size, dtype=np.float64)
-    # average ranks of tied groups
-    boundaries = np.flatnonzero(np.diff(sorted_scores)) + 1
-    starts = np.concatenate(([0], boundaries))
-    ends = np.concatenate((boundaries, [scores.size]))
-    avg = (starts + ends + 1) / 2.0  # 1-based mean rank of each group
-    ranks[order] = np.repeat(avg, ends - starts)
-    u = ranks[positives].sum() - n_pos * (n_pos + 1) / 2.0
-    return float(u / (n_pos * n_neg))
 
 
 class ROCAUC(Metric):

@@ -313,6 +313,7 @@ class Model(TrainStep):
             last_save_ckpt_step=0,
             latest_ckpt_file=None,
             amp_level=self._amp_level,
+            loss_readout=None,
             exception=None,
             stop_reason=None,
         )
@@ -331,7 +332,12 @@ class Model(TrainStep):
     def _step_loop(self, manager: CallbackManager, run_context: RunContext) -> StepLoop:
         """The run's step loop, given this model's step as callables."""
         return StepLoop(
-            manager, run_context, self._move_to_device, self._train_step, self._inline_parts
+            manager,
+            run_context,
+            self._move_to_device,
+            self._train_step,
+            self._inline_parts,
+            self._device,
         )
 
     def _phase(

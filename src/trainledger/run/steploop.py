@@ -34,6 +34,7 @@ from trainledger.errors import DatasetError
 from trainledger.run.callback import RunContext
 from trainledger.run.callback_manager import CallbackManager
 from trainledger.run.distributed import STOP_SYNC_STEPS, agree_stop, is_distributed
+from trainledger.run.loss_readout import LossReadout
 
 __all__ = ["Cycle", "InlineParts", "StepLoop", "set_sampler_epoch"]
 
@@ -52,6 +53,7 @@ class StepLoop:
         move: Callable[[Any], Any],
         train_step: Callable[[Any], Any],
         inline_parts: Callable[[], InlineParts | None],
+        device: torch.device | None = None,
     ) -> None:
         self.manager = manager
         self.run_context = run_context
@@ -61,6 +63,12 @@ class StepLoop:
         self.inline_parts = inline_parts
         self.hooks_begin = manager.has("on_train_step_begin")
         self.hooks_end = manager.has("on_train_step_end")
+        # off the CPU, step-end hooks read the loss through a readout that never stalls the
+        # device (run/loss_readout.py); cb_params.loss_readout is None on the CPU
+        self.readout = LossReadout.for_device(device) if device and self.hooks_end else None
+        self.cb_params["loss_readout"] = self.readout
+        self._sink = bool(self.cb_params.get("dataset_sink_mode"))
+        self._unit_steps = 0  # steps of the current sink unit (their numbers, for the readout)
         # a failing hook ends the run, so the list of functions to call never shrinks during it
         self._end_fns = manager.functions("on_train_step_end")
         self._lean_fns, self._named = manager.step_end_schedule()  # see the module docstring
@@ -76,6 +84,7 @@ class StepLoop:
     # --- the pieces RecModel's online loop composes ----------------------------------------
     def step_begin(self) -> None:
         """``on_train_step_begin`` on every callback that has it."""
+        self._unit_steps = 0
         if self.hooks_begin:
             self.manager.call("on_train_step_begin", self.run_context)
 
@@ -98,6 +107,10 @@ class StepLoop:
         batch = self.move(batch)
         cb_params["train_dataset_element"] = batch
         cb_params["net_outputs"] = outputs = self.train_step(batch)
+        if self.readout is not None:  # a sink unit counts its steps after its last one
+            self._unit_steps += 1
+            step = cb_params["cur_step_num"] + (self._unit_steps if self._sink else 0)
+            self.readout.push(step, outputs)
         return outputs
 
     def stop_requested(self) -> bool:
@@ -126,18 +139,18 @@ class StepLoop:
 
     # --- Model's epoch and sink unit -------------------------------------------------------
     def run_epoch(self, dataset: Iterable[Any]) -> None:
-        """One pass over ``dataset``; a stop request ends it after the current step. cb_params'
-        step fields are current at each step with step hooks or a callback that
-        ``watches_steps``; else they are written once, when the loop ends (or a step raises)."""
+        """One pass over ``dataset`` (a stop request ends it after the step); step fields are
+        current at each step when hooked (hooks, ``watches_steps``), else written at the end."""
         cb_params, run_context = self.cb_params, self.run_context
         set_sampler_epoch(dataset, cb_params.cur_epoch_num - 1)
+        self._since_sync = 0
         begin, end = self.hooks_begin, self.hooks_end
         hooked = begin or end or self.manager.watches_steps
         call, end_fns, lean_fns = self.manager.call, self._end_fns, self._lean_fns
         due = self._next_due()  # -inf when no callback names its steps (lean_fns is end_fns)
         move, train_step, inline_parts = self.move, self.train_step, self.inline_parts
-        distributed, agreed_stop = self.distributed, self.stop_requested
-        self._since_sync = 0
+        # the readout is not None only off the CPU, where no step is inline
+        distributed, agreed_stop, readout = self.distributed, self.stop_requested, self.readout
         parts = inline_parts()
         network, loss_fn, optimizer = parts or _NO_PARTS
         started = 0  # steps begun: one that raised counts, in both loops
@@ -175,6 +188,8 @@ class StepLoop:
                         network, loss_fn, optimizer = parts
                     if hooked:
                         cb_params["net_outputs"] = outputs
+                        if readout is not None:
+                            readout.push(cb_params["cur_step_num"], outputs)
                 if end:  # step_end's loop, inline: one Python frame less per step
                     fns = end_fns  # or, before a named step, at a finite loss: the others'
                     if plain and lean_fns is not end_fns and cb_params["cur_step_num"] < due:
@@ -202,14 +217,13 @@ class StepLoop:
                     cb_params["train_dataset_element"] = batch
                     cb_params["net_outputs"] = outputs
         if started == 0:
-            raise DatasetError(
-                f"train_dataset yielded no batches in epoch {cb_params.cur_epoch_num}"
-            )
+            raise _no_batches(cb_params)
 
     def run_sink_unit(self, source: Iterable[Any] | Cycle) -> None:
         """One sink "epoch": ``sink_size`` steps (or a whole pass) between one pair of step
         hooks; only a signal cuts it short."""
         cb_params, run_context = self.cb_params, self.run_context
+        self._unit_steps = 0
         self.manager.call("on_train_step_begin", run_context)
         steps = 0
         limit = cb_params.sink_size if cb_params.sink_size > 0 else None
@@ -222,9 +236,7 @@ class StepLoop:
             if run_context.stop_reason == "signal" and not self.distributed:
                 break  # under a process group the ranks agree at the unit's end instead
         if steps == 0:
-            raise DatasetError(
-                f"train_dataset yielded no batches in epoch {cb_params.cur_epoch_num}"
-            )
+            raise _no_batches(cb_params)
         if cb_params.batch_num is None:
             cb_params.batch_num = steps
         cb_params.cur_step_num += steps
@@ -253,6 +265,10 @@ class Cycle:
             fresh = False
             count += 1
             yield batch
+
+
+def _no_batches(cb_params: Any) -> DatasetError:
+    return DatasetError(f"train_dataset yielded no batches in epoch {cb_params.cur_epoch_num}")
 
 
 def set_sampler_epoch(dataset: Iterable[Any], epoch: int) -> None:
