@@ -7,7 +7,8 @@ lineage files are new or changed; filtering, sorting and paging then run in SQL.
 derived from the files: deleting ``index.db`` loses nothing (annotations live in
 ``annotations.json`` beside it, or in the shared database's own table), a schema change is
 migrated (``schema.py``; the runs' status, new in schema 5, is then filled from their run
-events alone), and several processes may scan, query and train at once.
+events alone), and several processes may scan, query and train at once. The refresh that
+keeps the index in step with the run directories is ``index_refresh.py``'s.
 
 ``LineageIndex`` is reusable (the web server keeps one per base): it holds one connection,
 reopens it if the file was deleted or the server went away, and is safe to share between
@@ -17,11 +18,9 @@ threads.
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from trainledger.query import index_tables, schema, semantics, series_tables
@@ -29,41 +28,24 @@ from trainledger.query.annotations import UNSET, check_remark, check_run_id, che
 from trainledger.query.conditions import lineage_types, page_bounds, validate_condition
 from trainledger.query.database import index_dir
 from trainledger.query.discovery import (
-    RunFiles,
     Scanner,
     path_error,
     resolve_summary_dir,
     validate_base,
 )
-from trainledger.query.flat_record import to_record
+from trainledger.query.index_refresh import IndexRefresh, ScanStats
 from trainledger.query.index_urls import index_url
 from trainledger.query.open_index import open_db
 from trainledger.query.schema import Connection
 from trainledger.query.series_fields import check_series, named_series_fields
-from trainledger.query.series_index import SeriesState, read_series_state
 from trainledger.query.sql import (
     compile_matches,
     compile_order,
     compile_segments,
     compile_where,
 )
-from trainledger.query.status_fill import fill_statuses
 
 __all__ = ["LineageIndex", "ScanStats"]
-log = logging.getLogger(__name__)
-_CHUNK = 500
-
-
-@dataclass
-class ScanStats:
-    """What one refresh did."""
-
-    runs: int = 0  # run directories found
-    parsed: int = 0  # runs (re-)parsed because their lineage files were new or changed
-    removed: int = 0  # runs gone from disk
-    unreadable: int = 0  # runs whose lineage files held no usable lineage
-    statuses: int = 0  # runs of a migrated index whose status was filled from their run events
-    series: int = 0  # runs whose series statistics were read (from where the last read stopped)
 
 
 def _default_reader(run_dir: str) -> dict[str, Any]:
@@ -100,20 +82,9 @@ class LineageIndex:
         self.directory = index_dir(self.base)
         self.db = open_db(self.directory, index_url(index), name or self.base)
         self._epoch: int | None = None
-        self._reader = reader or _default_reader
         self._lock = threading.RLock()
         self._scanner = Scanner(self.base, max_depth, watch=watch)
-        # summary_dir -> signature of what the index holds, valid while the generation holds
-        self._known: dict[str, str] = {}
-        self._known_generation: int | None = None
-        self._listings_loaded = False
-        self._synced: dict[str, RunFiles] = {}
-        self._synced_generation: int | None = None
-        self._checked: list[RunFiles] | None = None  # last scan result found fully in sync
-        self._statuses_filled = False  # no status of a migrated index left to fill
-        # summary_dir -> signature of the summary files its statistics hold, per generation
-        self._series_known: dict[str, str] = {}
-        self._series_generation: int | None = None
+        self._refresher = IndexRefresh(self._scanner, reader or _default_reader)
 
     # -- connection -----------------------------------------------------------------------
 
@@ -127,11 +98,7 @@ class LineageIndex:
         without a generation bump (a new SQLite file)."""
         if self._epoch != self.db.epoch:
             self._epoch = self.db.epoch
-            self._known_generation = None
-            self._listings_loaded = False
-            self._synced, self._synced_generation, self._checked = {}, None, None
-            self._statuses_filled = False
-            self._series_generation = None
+            self._refresher.forget()
         return conn
 
     def _write(self, fn: Callable[[Connection], Any], bump: bool = True) -> Any:
@@ -164,122 +131,7 @@ class LineageIndex:
     def _refresh(self) -> ScanStats:
         with self._lock:
             self._sync_annotations()
-            if not self._listings_loaded:
-                self._scanner.load(self._read(index_tables.load_listings))
-                self._listings_loaded = True
-            # what the index held before the scan: a run missing from the scan is then really
-            # gone, not one that another process wrote and indexed while this scan ran
-            seen = self._read(self._known_signatures)
-            on_disk = self._scanner.scan()
-            if self._scanner.changed:
-                self._write(
-                    functools.partial(index_tables.save_listings, changed=self._scanner.changed),
-                    bump=False,
-                )
-            stats = ScanStats(runs=len(on_disk))
-            if not self._statuses_filled:
-                stats.statuses = fill_statuses(self._read, self._write, on_disk)
-                self._statuses_filled = True
-            if self._synced_generation != self._known_generation:
-                self._synced = {}
-                self._checked = None
-                self._synced_generation = self._known_generation
-            synced = self._synced  # runs already matched against this generation of the index
-            changed = []
-            if on_disk is self._checked:  # the very same scan result, already matched
-                return stats
-            stats.series = self._refresh_series(on_disk)
-            for run in on_disk:
-                if synced.get(run.summary_dir) is run:
-                    continue
-                if seen.get(run.summary_dir) == run.signature:
-                    synced[run.summary_dir] = run
-                else:
-                    changed.append(run)
-            if not changed and len(on_disk) == len(seen):
-                gone = []  # every known run is on disk (and names are unique)
-            else:
-                present = {r.summary_dir for r in on_disk}
-                gone = [d for d in seen if d not in present]
-            stats.removed = len(gone)
-            if gone:
-                self._write(functools.partial(index_tables.delete_runs, summary_dirs=gone))
-            for start in range(0, len(changed), _CHUNK):
-                batch = [(run, self._parse(run)) for run in changed[start : start + _CHUNK]]
-                stats.parsed += len(batch)
-                store = index_tables.store_batch
-                stats.unreadable += self._write(
-                    functools.partial(store, batch=batch, dialect=self.db.dialect)
-                )
-            self._checked = None if (changed or gone) else on_disk
-            return stats
-
-    def _refresh_series(self, on_disk: list[RunFiles]) -> int:
-        """Read the series statistics of runs whose summary files changed (from where the
-        last read stopped: ``series_index``); forget those of runs that are gone."""
-
-        def known(conn: Connection) -> dict[str, str]:
-            generation = schema.read_meta(conn, "generation")
-            if generation != self._series_generation:
-                self._series_known = series_tables.series_signatures(conn)
-                self._series_generation = generation
-            return self._series_known
-
-        seen = self._read(known)
-        stale, hits = [], 0
-        for run in on_disk:
-            signature = seen.get(run.summary_dir)
-            hits += signature is not None
-            if (signature or "") != run.series_signature:
-                stale.append(run)
-        if hits < len(seen):
-            present = {r.summary_dir for r in on_disk}
-            self._write(
-                functools.partial(
-                    series_tables.delete_series, summary_dirs=[d for d in seen if d not in present]
-                )
-            )
-        for start in range(0, len(stale), _CHUNK):
-            batch = stale[start : start + _CHUNK]
-
-            def load(conn: Connection, batch: list[RunFiles] = batch) -> list[SeriesState | None]:
-                return [series_tables.load_series(conn, r.summary_dir) for r in batch]
-
-            olds = self._read(load)
-            states = [read_series_state(r.path, old) for r, old in zip(batch, olds, strict=True)]
-
-            def store(
-                conn: Connection, batch: list[RunFiles] = batch, states: list[SeriesState] = states
-            ) -> None:
-                for run, state in zip(batch, states, strict=True):
-                    series_tables.store_series(conn, run.summary_dir, run.series_signature, state)
-
-            self._write(store)
-        return len(stale)
-
-    def _known_signatures(self, conn: Connection) -> dict[str, str]:
-        """What the index holds per run, re-read only when another write happened."""
-        generation = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
-        if generation != self._known_generation:
-            self._known = dict(
-                conn.execute(
-                    "SELECT runs.summary_dir, r.signature FROM runs "
-                    "JOIN records AS r ON r.run_id = runs.id "
-                    "UNION ALL SELECT summary_dir, signature FROM unreadable"
-                ).fetchall()
-            )
-            self._known_generation = generation
-        return self._known
-
-    def _parse(self, run: RunFiles) -> semantics.Record | None:
-        try:
-            lineage = self._reader(run.path)
-        except Exception as exc:  # a damaged run must not break queries over the others
-            log.warning("cannot read lineage of %s: %s", run.path, exc)
-            return None
-        if not lineage:
-            return None
-        return to_record(lineage, run.summary_dir, run.update_time)
+            return self._refresher.refresh(self._read, self._write, self.db.dialect)
 
     def add_records(self, records: Iterable[semantics.Record]) -> None:
         """Insert ready-made records (no files); for tests and benchmarks of the SQL path.

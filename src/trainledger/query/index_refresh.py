@@ -1,0 +1,193 @@
+"""The index's refresh: the runs on disk compared with what the index holds, and the
+re-parse of those that changed.
+
+Why apart from ``index.py``: ``LineageIndex`` is the door to a base's index (connection,
+annotations, queries); keeping the index in step with the run directories is another idea,
+with its own state. ``IndexRefresh`` holds what this process knows the index holds (the
+signature of each run's lineage and summary files, valid while the index's generation
+holds), so a warm refresh compares a scan with memory and writes nothing when nothing
+changed. ``LineageIndex`` calls ``forget`` when its backend says the data may have changed
+without a generation bump (a new SQLite file).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from trainledger.query import index_tables, schema, semantics, series_tables
+from trainledger.query.discovery import RunFiles, Scanner
+from trainledger.query.flat_record import to_record
+from trainledger.query.schema import Connection
+from trainledger.query.series_index import SeriesState, read_series_state
+from trainledger.query.status_fill import Read, Write, fill_statuses
+
+__all__ = ["IndexRefresh", "ScanStats"]
+log = logging.getLogger("trainledger.query.index")  # the logger of its warnings before the split
+_CHUNK = 500
+
+
+@dataclass
+class ScanStats:
+    """What one refresh did."""
+
+    runs: int = 0  # run directories found
+    parsed: int = 0  # runs (re-)parsed because their lineage files were new or changed
+    removed: int = 0  # runs gone from disk
+    unreadable: int = 0  # runs whose lineage files held no usable lineage
+    statuses: int = 0  # runs of a migrated index whose status was filled from their run events
+    series: int = 0  # runs whose series statistics were read (from where the last read stopped)
+
+
+class IndexRefresh:
+    """Brings one base's index in step with its run directories (``refresh``).
+
+    ``scanner``: the base's cheap scan; ``reader``: a run directory's lineage (a damaged run
+    is logged and indexed as unreadable). ``read``/``write`` (given to ``refresh``): the
+    index's transactions, which call ``forget`` first when the backend changed under it.
+    """
+
+    def __init__(self, scanner: Scanner, reader: Callable[[str], dict[str, Any]]) -> None:
+        self._scanner = scanner
+        self._reader = reader
+        # summary_dir -> signature of what the index holds, valid while the generation holds
+        self._known: dict[str, str] = {}
+        self._known_generation: int | None = None
+        self._listings_loaded = False
+        self._synced: dict[str, RunFiles] = {}
+        self._synced_generation: int | None = None
+        self._checked: list[RunFiles] | None = None  # last scan result found fully in sync
+        self._statuses_filled = False  # no status of a migrated index left to fill
+        # summary_dir -> signature of the summary files its statistics hold, per generation
+        self._series_known: dict[str, str] = {}
+        self._series_generation: int | None = None
+
+    def forget(self) -> None:
+        """Drop what was cached about the index (it may have changed without a generation
+        bump)."""
+        self._known_generation = None
+        self._listings_loaded = False
+        self._synced, self._synced_generation, self._checked = {}, None, None
+        self._statuses_filled = False
+        self._series_generation = None
+
+    def refresh(self, read: Read, write: Write, dialect: Any) -> ScanStats:
+        """Cheap scan; re-parse new/changed runs, drop vanished ones."""
+        if not self._listings_loaded:
+            self._scanner.load(read(index_tables.load_listings))
+            self._listings_loaded = True
+        # what the index held before the scan: a run missing from the scan is then really
+        # gone, not one that another process wrote and indexed while this scan ran
+        seen = read(self._known_signatures)
+        on_disk = self._scanner.scan()
+        if self._scanner.changed:
+            write(
+                functools.partial(index_tables.save_listings, changed=self._scanner.changed),
+                False,
+            )
+        stats = ScanStats(runs=len(on_disk))
+        if not self._statuses_filled:
+            stats.statuses = fill_statuses(read, write, on_disk)
+            self._statuses_filled = True
+        if self._synced_generation != self._known_generation:
+            self._synced = {}
+            self._checked = None
+            self._synced_generation = self._known_generation
+        synced = self._synced  # runs already matched against this generation of the index
+        changed = []
+        if on_disk is self._checked:  # the very same scan result, already matched
+            return stats
+        stats.series = self._refresh_series(read, write, on_disk)
+        for run in on_disk:
+            if synced.get(run.summary_dir) is run:
+                continue
+            if seen.get(run.summary_dir) == run.signature:
+                synced[run.summary_dir] = run
+            else:
+                changed.append(run)
+        if not changed and len(on_disk) == len(seen):
+            gone = []  # every known run is on disk (and names are unique)
+        else:
+            present = {r.summary_dir for r in on_disk}
+            gone = [d for d in seen if d not in present]
+        stats.removed = len(gone)
+        if gone:
+            write(functools.partial(index_tables.delete_runs, summary_dirs=gone), True)
+        for start in range(0, len(changed), _CHUNK):
+            batch = [(run, self._parse(run)) for run in changed[start : start + _CHUNK]]
+            stats.parsed += len(batch)
+            store = index_tables.store_batch
+            stats.unreadable += write(functools.partial(store, batch=batch, dialect=dialect), True)
+        self._checked = None if (changed or gone) else on_disk
+        return stats
+
+    def _refresh_series(self, read: Read, write: Write, on_disk: list[RunFiles]) -> int:
+        """Read the series statistics of runs whose summary files changed (from where the
+        last read stopped: ``series_index``); forget those of runs that are gone."""
+
+        def known(conn: Connection) -> dict[str, str]:
+            generation = schema.read_meta(conn, "generation")
+            if generation != self._series_generation:
+                self._series_known = series_tables.series_signatures(conn)
+                self._series_generation = generation
+            return self._series_known
+
+        seen = read(known)
+        stale, hits = [], 0
+        for run in on_disk:
+            signature = seen.get(run.summary_dir)
+            hits += signature is not None
+            if (signature or "") != run.series_signature:
+                stale.append(run)
+        if hits < len(seen):
+            present = {r.summary_dir for r in on_disk}
+            write(
+                functools.partial(
+                    series_tables.delete_series, summary_dirs=[d for d in seen if d not in present]
+                ),
+                True,
+            )
+        for start in range(0, len(stale), _CHUNK):
+            batch = stale[start : start + _CHUNK]
+
+            def load(conn: Connection, batch: list[RunFiles] = batch) -> list[SeriesState | None]:
+                return [series_tables.load_series(conn, r.summary_dir) for r in batch]
+
+            olds = read(load)
+            states = [read_series_state(r.path, old) for r, old in zip(batch, olds, strict=True)]
+
+            def store(
+                conn: Connection, batch: list[RunFiles] = batch, states: list[SeriesState] = states
+            ) -> None:
+                for run, state in zip(batch, states, strict=True):
+                    series_tables.store_series(conn, run.summary_dir, run.series_signature, state)
+
+            write(store, True)
+        return len(stale)
+
+    def _known_signatures(self, conn: Connection) -> dict[str, str]:
+        """What the index holds per run, re-read only when another write happened."""
+        generation = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
+        if generation != self._known_generation:
+            self._known = dict(
+                conn.execute(
+                    "SELECT runs.summary_dir, r.signature FROM runs "
+                    "JOIN records AS r ON r.run_id = runs.id "
+                    "UNION ALL SELECT summary_dir, signature FROM unreadable"
+                ).fetchall()
+            )
+            self._known_generation = generation
+        return self._known
+
+    def _parse(self, run: RunFiles) -> semantics.Record | None:
+        try:
+            lineage = self._reader(run.path)
+        except Exception as exc:  # a damaged run must not break queries over the others
+            log.warning("cannot read lineage of %s: %s", run.path, exc)
+            return None
+        if not lineage:
+            return None
+        return to_record(lineage, run.summary_dir, run.update_time)
