@@ -9,8 +9,9 @@ import pytest
 
 from tests.runs import write_run
 from trainledger.errors import LineageFileNotFoundError, LineageParamSummaryPathError
-from trainledger.query.discovery import discover, resolve_summary_dir
+from trainledger.query.discovery import discover
 from trainledger.query.lineage_api import filter_summary_lineage
+from trainledger.query.safe_paths import resolve_summary_dir
 
 
 def dirs(result: dict) -> list[str]:

@@ -27,15 +27,11 @@ from trainledger.query import index_tables, schema, semantics, series_tables
 from trainledger.query.annotations import UNSET, check_remark, check_run_id, check_tag
 from trainledger.query.conditions import lineage_types, page_bounds, validate_condition
 from trainledger.query.database import index_dir
-from trainledger.query.discovery import (
-    Scanner,
-    path_error,
-    resolve_summary_dir,
-    validate_base,
-)
+from trainledger.query.discovery import Scanner
 from trainledger.query.index_refresh import IndexRefresh, ScanStats
 from trainledger.query.index_urls import index_url
 from trainledger.query.open_index import open_db
+from trainledger.query.safe_paths import path_error, resolve_summary_dir, validate_base
 from trainledger.query.schema import Connection
 from trainledger.query.series_fields import check_series, named_series_fields
 from trainledger.query.sql import (

@@ -26,9 +26,9 @@ from trainledger.errors import (
     LineageQuerySummaryDataError,
 )
 from trainledger.lineage import SUMMARY_KEYS, read_lineage
-from trainledger.query.discovery import validate_base, validate_run_dir
 from trainledger.query.index import LineageIndex
 from trainledger.query.index_urls import index_url
+from trainledger.query.safe_paths import validate_base, validate_run_dir
 from trainledger.storage import is_object_url, list_lineage_files, readable_dir
 
 __all__ = ["get_summary_lineage", "filter_summary_lineage", "open_index", "LINEAGE_KEYS"]
