@@ -21,6 +21,8 @@ _EXPORTS: dict[str, str] = {
     "CallbackManager": "trainledger.run",
     "Model": "trainledger.run",
     "RecModel": "trainledger.run",
+    "DynamicLossScaleManager": "trainledger.run",
+    "FixedLossScaleManager": "trainledger.run",
     "metrics": "trainledger.run.metrics",
     # streaming sources for RecModel.online_train
     "QueueStream": "trainledger.data",
@@ -73,6 +75,8 @@ __all__ = [
     "load_param_into_net",
     "LossMonitor",
     "metrics",
+    "DynamicLossScaleManager",
+    "FixedLossScaleManager",
     "Model",
     "ModelCheckpoint",
     "ProgressBar",
@@ -133,5 +137,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.data import FileTailSource, QueueStream
     from trainledger.integrations import track
     from trainledger.query import filter_summary_lineage, get_summary_lineage, lineage_table
-    from trainledger.run import CallbackManager, Model, RecModel, RunContext, metrics
+    from trainledger.run import (
+        CallbackManager,
+        DynamicLossScaleManager,
+        FixedLossScaleManager,
+        Model,
+        RecModel,
+        RunContext,
+        metrics,
+    )
     from trainledger.summary import SummaryRecord

@@ -14,8 +14,10 @@ from torch import nn
 from trainledger import (
     Callback,
     CheckpointConfig,
+    DynamicLossScaleManager,
     EarlyStopping,
     EvalLineage,
+    FixedLossScaleManager,
     LossMonitor,
     Model,
     ModelCheckpoint,
@@ -201,3 +203,32 @@ def test_no_callback_syncs_the_device_between_records(tmp_path: Path, level: str
     finally:
         torch.cuda.set_sync_debug_mode("default")
     assert read_scalars(tmp_path)["loss/auto"][0].tolist() == [1, 10, 20, 30, 40, 50, 60]
+
+
+def test_loss_scale_managers_skip_and_rescale_on_cuda_as_on_the_cpu() -> None:
+    from tests.run.test_loss_scale import OVERFLOW_AT, _Explodes
+
+    def run(device: str, manager: Any) -> list[tuple[bool, float]]:
+        torch.manual_seed(0)
+        net = nn.Linear(3, 1).to(device)
+        data = [(torch.randn(4, 3).to(device), torch.randn(4, 1).to(device)) for _ in range(6)]
+        rows: list[tuple[bool, float]] = []
+
+        class Rows(Callback):
+            def on_train_step_end(self, run_context: RunContext) -> None:
+                _, overflow, scale = run_context.original_args().net_outputs
+                rows.append((bool(overflow), float(scale)))  # a test may sync
+
+        opt = torch.optim.SGD(net.parameters(), lr=0.01)
+        Model(net, _Explodes(), opt, amp_level="O2", loss_scale_manager=manager).train(
+            1, data, callbacks=[Rows()]
+        )
+        return rows
+
+    for make in (
+        lambda: DynamicLossScaleManager(2**10, 4, 2),
+        lambda: FixedLossScaleManager(256),
+    ):
+        cuda, cpu = run("cuda", make()), run("cpu", make())
+        assert [r[0] for r in cuda] == [i + 1 == OVERFLOW_AT for i in range(6)]
+        assert cuda == cpu

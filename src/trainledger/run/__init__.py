@@ -25,6 +25,8 @@ _EXPORTS: dict[str, str] = {
     "is_main_rank": "trainledger.run.distributed",
     "rank_and_world": "trainledger.run.distributed",
     "LossReadout": "trainledger.run.loss_readout",
+    "DynamicLossScaleManager": "trainledger.run.loss_scale",
+    "FixedLossScaleManager": "trainledger.run.loss_scale",
     "metrics": "trainledger.run.metrics",
     "Model": "trainledger.run.model",
     "loss_of": "trainledger.run.outputs",
@@ -42,7 +44,9 @@ __all__ = [
     "Callback",
     "CallbackManager",
     "CallbackParams",
+    "DynamicLossScaleManager",
     "extract_loss",
+    "FixedLossScaleManager",
     "finish_uploads",
     "HOOKS",
     "is_main_rank",
@@ -74,6 +78,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.run.distributed import barrier, is_main_rank, rank_and_world
     from trainledger.run.host_copy import to_host
     from trainledger.run.loss_readout import LossReadout
+    from trainledger.run.loss_scale import DynamicLossScaleManager, FixedLossScaleManager
     from trainledger.run.model import Model
     from trainledger.run.outputs import extract_loss, loss_of, loss_value, monitored_value
     from trainledger.run.rec_model import RecModel

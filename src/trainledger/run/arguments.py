@@ -7,8 +7,10 @@ from typing import Any
 import torch
 
 from trainledger.run.amp import BOOST_LEVELS
+from trainledger.run.loss_scale import LossScaleManager
 
 __all__ = [
+    "check_loss_scale_args",
     "check_frequency",
     "check_int",
     "check_model_args",
@@ -46,6 +48,27 @@ def check_train_args(epoch: Any, initial_epoch: Any, sink_size: Any) -> None:
         or sink_size < -1
     ):
         raise ValueError(f"sink_size expected -1 or a positive int, received: {sink_size!r}")
+
+
+def check_loss_scale_args(manager: Any, keep_batchnorm_fp32: Any, optimizer: Any) -> None:
+    """``Model``'s MindSpore keyword arguments ``loss_scale_manager`` and
+    ``keep_batchnorm_fp32``: a TypeError/ValueError naming the one at fault."""
+    if manager is not None:
+        if not isinstance(manager, LossScaleManager):
+            raise TypeError(
+                "Model loss_scale_manager expected a FixedLossScaleManager or "
+                f"DynamicLossScaleManager, received: {type(manager).__name__}"
+            )
+        if optimizer is None:
+            raise ValueError(
+                "Model loss_scale_manager expected an optimizer to scale the updates of, "
+                "received: optimizer=None"
+            )
+    if keep_batchnorm_fp32 is not None and not isinstance(keep_batchnorm_fp32, bool):
+        raise TypeError(
+            "Model keep_batchnorm_fp32 expected a bool, received: "
+            f"{type(keep_batchnorm_fp32).__name__}"
+        )
 
 
 def check_model_args(

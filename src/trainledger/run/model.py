@@ -31,7 +31,12 @@ from typing import Any
 import torch
 
 from trainledger.run.amp import AmpPolicy
-from trainledger.run.arguments import check_frequency, check_model_args, check_train_args
+from trainledger.run.arguments import (
+    check_frequency,
+    check_loss_scale_args,
+    check_model_args,
+    check_train_args,
+)
 from trainledger.run.batches import (
     check_dataset,
     dataset_len,
@@ -42,6 +47,7 @@ from trainledger.run.defaults import default_callbacks
 from trainledger.run.device import device_of
 from trainledger.run.distributed import is_distributed, rank_and_world
 from trainledger.run.evaluation import Evaluator
+from trainledger.run.loss_scale import LossScaleManager
 from trainledger.run.metrics import Metric, get_metrics
 from trainledger.run.signals import stop_on_signals
 from trainledger.run.step import TrainStep
@@ -66,6 +72,12 @@ class Model(TrainStep):
             label) at these three positions, as in MindSpore.
         amp_level: "O0" (off), "O1"/"O2"/"O3"/"auto": ``torch.autocast`` (see ``run/amp.py``).
         boost_level: accepted for MindSpore compatibility; a no-op on this host.
+        loss_scale_manager: a ``FixedLossScaleManager`` or ``DynamicLossScaleManager``
+            (``run/loss_scale.py``): the loss is scaled, overflowed steps are skipped, and
+            ``net_outputs`` is ``(loss, overflow, loss_scale)``, as in MindSpore. Needs an
+            optimizer.
+        keep_batchnorm_fp32: MindSpore's; accepted (a bool): parameters, batch norm's
+            included, always stay float32 under ``torch.autocast``.
 
     ``train``/``fit`` add a ``ProgressBar`` when stdout is a terminal and no ProgressBar was
     passed; set ``model.show_progress = False`` (or the class attribute) to turn that off.
@@ -83,8 +95,13 @@ class Model(TrainStep):
         eval_indexes: list[int] | None = None,
         amp_level: str = "O0",
         boost_level: str = "O0",
+        *,
+        loss_scale_manager: LossScaleManager | None = None,
+        keep_batchnorm_fp32: bool | None = None,
     ) -> None:
         check_model_args(network, loss_fn, optimizer, eval_network, eval_indexes, boost_level)
+        check_loss_scale_args(loss_scale_manager, keep_batchnorm_fp32, optimizer)
+        self._loss_scale_manager = loss_scale_manager
         self._network = network
         self._train_network = network
         self._eval_network = eval_network if eval_network is not None else network
@@ -105,7 +122,7 @@ class Model(TrainStep):
         )
         self._device = device_of(network)
         self._on_cpu = self._device.type == "cpu"
-        self._amp = AmpPolicy(amp_level, self._device)
+        self._amp = AmpPolicy(amp_level, self._device, loss_scale_manager)
         self._check_next_batch = True
         self._evaluator = Evaluator(self._eval_network, loss_fn, self._metrics, self._eval_indexes)
 

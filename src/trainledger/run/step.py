@@ -22,6 +22,7 @@ from trainledger.run.batches import (
     to_device,
 )
 from trainledger.run.device import device_of
+from trainledger.run.loss_scale import LossScaleManager, scaled_step
 from trainledger.run.outputs import extract_loss
 from trainledger.run.steploop import InlineParts
 
@@ -37,6 +38,7 @@ class TrainStep:
     _optimizer: Any
     _amp_level: str
     _amp: AmpPolicy
+    _loss_scale_manager: LossScaleManager | None
     _device: torch.device
     _on_cpu: bool
     _steps_itself: bool
@@ -50,6 +52,7 @@ class TrainStep:
             and self._loss_fn is not None
             and self._optimizer is not None
             and not self._amp.enabled
+            and self._amp.scaler is None
             and not self._check_next_batch
         ):
             return self._network, self._loss_fn, self._optimizer
@@ -61,7 +64,7 @@ class TrainStep:
         if device != self._device:
             self._device = device
             self._on_cpu = device.type == "cpu"
-            self._amp = AmpPolicy(self._amp_level, device)
+            self._amp = AmpPolicy(self._amp_level, device, self._loss_scale_manager)
         self._check_next_batch = True
 
     def _move_to_device(self, batch: Any) -> Any:
@@ -86,6 +89,8 @@ class TrainStep:
         else:
             loss, net_outputs = self._forward_loss(batch)
         scaler = self._amp.scaler
+        if self._amp.manager is not None:  # MindSpore's (loss, overflow, loss_scale)
+            return scaled_step(scaler, self._amp.manager, optimizer, loss)
         if scaler is None:
             loss.backward()
             optimizer.step()
