@@ -5,7 +5,7 @@ VENV := .venv
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install system-deps lint
+.PHONY: demo test test-protobuf-floor install system-deps lint protos
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
@@ -32,6 +32,29 @@ demo: $(STAMP)
 # servers) and the 15 slowest are printed, so the suite's time stays visible as it grows.
 test: $(STAMP) system-deps
 	$(VENV)/bin/python -m pytest -q -n auto --maxprocesses=4 --durations=15
+	$(MAKE) test-protobuf-floor
+
+# The protobuf floor that pyproject.toml declares: the tests that read and write protobuf run
+# again on that runtime (with a TensorBoard release that runs on it), ahead of the venv's.
+PROTOBUF_FLOOR := protobuf==4.25.9 tensorboard==2.17.1
+FLOOR_DIR := .protobuf-floor
+$(FLOOR_DIR)/.installed: Makefile
+	rm -rf $(FLOOR_DIR)
+	$(PIP) install -q --no-deps --target $(FLOOR_DIR) $(PROTOBUF_FLOOR)
+	touch $@
+
+test-protobuf-floor: $(STAMP) $(FLOOR_DIR)/.installed
+	PYTHONPATH=$(FLOOR_DIR) $(VENV)/bin/python -c \
+		"import google.protobuf as p; assert p.__version__ == '4.25.9', p.__version__"
+	PYTHONPATH=$(FLOOR_DIR) $(VENV)/bin/python -m pytest -q -n auto --maxprocesses=4 \
+		-m "not slow" tests/summary tests/lineage tests/checkpoint tests/test_protos.py
+
+# Regenerate the committed _pb2 modules after editing a .proto, with the protoc that keeps
+# the floor (tools/regen_protos.py), in a side venv of its own.
+protos:
+	test -x .venv-protoc/bin/python || $(PY) -m venv .venv-protoc
+	.venv-protoc/bin/pip install -q "grpcio-tools==1.62.3"
+	.venv-protoc/bin/python -m tools.regen_protos
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench examples

@@ -1,20 +1,28 @@
 """Regenerate the committed ``*_pb2.py`` / ``*_pb2.pyi`` files with grpcio-tools' protoc.
 
-Run ``python -m tools.regen_protos`` from the repository root after editing a .proto.
+Run ``make protos`` after editing a .proto: it runs ``python -m tools.regen_protos`` in a
+side venv that holds ``grpcio-tools`` ``GENERATOR`` (protoc 25.1).
 
-Why committed code: users need no protoc at install time. Why a regen test: a test regenerates
-each schema into a temporary directory and checks the committed files are byte-identical, so
-a .proto and its code never drift apart. grpcio-tools is a dev dependency only.
+Why committed code: users need no protoc at install time. Why that old protoc: its code has no
+runtime version check and runs on every protobuf runtime from 4.25 to today's (the floor
+``pyproject.toml`` declares; ``make test`` runs the protobuf tests on it), where code from a
+new protoc refuses any runtime older than itself. Why a regen test: it compiles each schema
+with the dev venv's protoc and checks that the committed module embeds the same serialized
+descriptor, so a .proto and its code never drift apart. grpcio-tools is a dev dependency only.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PROTOS", "ProtoSpec", "main"]
+__all__ = ["GENERATOR", "PROTOS", "ProtoSpec", "embedded_descriptor", "main"]
+
+#: The grpcio-tools release whose protoc writes the committed modules (protoc 25.1).
+GENERATOR = "1.62.3"
 
 _SRC_ROOT = Path(__file__).resolve().parents[1] / "src"
 
@@ -61,7 +69,7 @@ class ProtoSpec:
         return {name: (gen_dir / name).read_bytes() for name in self.generated}
 
     def main(self) -> int:
-        """Regenerate the committed files in place."""
+        """Regenerate the committed files in place (with ``GENERATOR`` only)."""
         with tempfile.TemporaryDirectory() as tmp:
             files = self.generate(tmp)
         for name, data in files.items():
@@ -80,7 +88,26 @@ PROTOS = (
 )
 
 
+def embedded_descriptor(module_source: bytes) -> bytes:
+    """The serialized ``FileDescriptorProto`` a generated ``_pb2.py`` embeds."""
+    match = re.search(rb"AddSerializedFile\((b'.*?')\)", module_source, re.S)
+    if match is None:
+        raise ValueError("not a protoc-generated _pb2 module: no AddSerializedFile call")
+    value = eval(match.group(1), {"__builtins__": {}})  # a bytes literal written by protoc
+    assert isinstance(value, bytes)
+    return value
+
+
 def main() -> int:
+    from importlib.metadata import version
+
+    found = version("grpcio-tools")
+    if found != GENERATOR:
+        print(
+            f"regen_protos expected grpcio-tools {GENERATOR}, found {found}: run `make protos`",
+            file=sys.stderr,
+        )
+        return 2
     for spec in PROTOS:
         spec.main()
     return 0

@@ -1,42 +1,43 @@
-"""Test helper: MindInsight's own schema, compiled from the vendored .proto into tmp dirs."""
+"""Test helper: MindInsight's own schema, compiled from the vendored .proto.
+
+protoc only parses the .proto into a descriptor set; the message classes are built from it by
+the protobuf runtime itself (``message_factory.GetMessageClass``), so the helper works with
+every runtime the package supports, whatever version of protoc generated code would target.
+"""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
+from typing import Any
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
-_CACHE: dict[str, ModuleType] = {}
+_CACHE: dict[str, Any] = {}
 
 
-def mindinsight_pb2(tmp_dir: Path) -> ModuleType:
-    """``mindinsight_lineage_pb2`` generated with grpc_tools' protoc (once per process: the
-    descriptor pool accepts a file only once)."""
+def mindinsight_pb2(tmp_dir: Path) -> Any:
+    """MindInsight's lineage messages by name (``.LineageEvent``...), built once per process."""
     if "m" in _CACHE:
         return _CACHE["m"]
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
     from grpc_tools import protoc
 
     tmp_dir.mkdir(parents=True, exist_ok=True)
-    (tmp_dir / "mindinsight_lineage.proto").write_bytes(
-        (GOLDEN / "mindinsight_lineage.proto").read_bytes()
-    )
-    code = protoc.main(
-        [
-            "protoc",
-            f"-I{tmp_dir}",
-            f"--python_out={tmp_dir}",
-            str(tmp_dir / "mindinsight_lineage.proto"),
-        ]
-    )
+    proto = tmp_dir / "mindinsight_lineage.proto"
+    proto.write_bytes((GOLDEN / "mindinsight_lineage.proto").read_bytes())
+    out = tmp_dir / "mindinsight_lineage.desc"
+    code = protoc.main(["protoc", f"-I{tmp_dir}", f"--descriptor_set_out={out}", str(proto)])
     assert code == 0
-    spec = importlib.util.spec_from_file_location(
-        "mindinsight_lineage_pb2", tmp_dir / "mindinsight_lineage_pb2.py"
+    files = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes())
+    pool = descriptor_pool.DescriptorPool()  # its own pool: names may repeat ours
+    for file_proto in files.file:
+        pool.Add(file_proto)
+    described = pool.FindFileByName(files.file[-1].name)
+    module = SimpleNamespace(
+        **{
+            name: message_factory.GetMessageClass(desc)
+            for name, desc in described.message_types_by_name.items()
+        }
     )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["mindinsight_lineage_pb2"] = module
-    spec.loader.exec_module(module)
     _CACHE["m"] = module
     return module

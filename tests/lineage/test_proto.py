@@ -8,6 +8,7 @@ from google.protobuf import unknown_fields
 from google.protobuf.descriptor import Descriptor
 
 from tests.lineage.mindinsight_schema import mindinsight_pb2
+from tests.protobuf_compat import is_repeated
 from trainledger.lineage.proto import lineage_pb2 as ours
 from trainledger.lineage.reader import parse_lineage_file
 from trainledger.storage import read_records
@@ -24,7 +25,7 @@ def _compare(theirs: Descriptor, mine: Descriptor, path: str, seen: set[str] | N
         assert f.name in mine.fields_by_name, f"{path}.{f.name} missing"
         g = mine.fields_by_name[f.name]
         assert (g.number, g.type) == (f.number, f.type), f"{path}.{f.name}"
-        assert g.is_repeated == f.is_repeated, f"{path}.{f.name}"
+        assert is_repeated(g) == is_repeated(f), f"{path}.{f.name}"
         if f.message_type is not None:
             _compare(f.message_type, g.message_type, f"{path}.{f.name}", seen)
     for g in mine.fields:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+from tests.protobuf_compat import is_repeated
 from trainledger.checkpoint.proto import mindspore_checkpoint_pb2 as ckpt_pb
 from trainledger.summary.proto import mindspore_summary_pb2 as pb
 
@@ -56,7 +57,7 @@ def _check(desc: Descriptor, theirs: dict[str, list]) -> None:
         assert field.number == number, field.name
         if field.type != ftype:  # a sub-message we do not decode may be declared as bytes
             assert (field.type, ftype) == (FieldDescriptor.TYPE_BYTES, FieldDescriptor.TYPE_MESSAGE)
-        assert field.is_repeated == repeated, field.name
+        assert is_repeated(field) == repeated, field.name
         assert (field.containing_oneof is not None) == in_oneof, field.name
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.protobuf_compat import is_repeated
 from trainledger.summary.proto import summary_pb2 as pb
 
 
@@ -46,7 +47,7 @@ def test_field_numbers_and_types_match_tensorboard(ours, theirs):
         # A sub-message of TensorBoard may be declared as bytes here (same wire type).
         if field.type != tb.type:
             assert (field.type, tb.type) == (field.TYPE_BYTES, tb.TYPE_MESSAGE), field.name
-        assert field.is_repeated == tb.is_repeated, field.name
+        assert is_repeated(field) == is_repeated(tb), field.name
         assert bool(field.containing_oneof) == bool(tb.containing_oneof), field.name
 
 

@@ -62,7 +62,15 @@ def test_tensorboard_reads_scalars_histograms_images_text(tmp_path):
     assert acc.file_version == 2.0
 
 
-def test_tensorboard_reads_every_rolled_over_file(tmp_path):
+def test_tensorboard_reads_every_rolled_over_file(tmp_path, monkeypatch):
+    """TensorBoard reads a directory in string order: the file counter crosses 9 -> 10 in the
+    same second here, and the later files must not be read first."""
+    import itertools
+
+    from trainledger.storage import naming
+
+    monkeypatch.setattr(naming, "_event_counter", itertools.count(5))
+    monkeypatch.setattr(naming.time, "time", lambda: T0)
     with SummaryRecord(tmp_path, max_file_size=300) as rec:
         for step in range(50):
             rec.add_scalar("x", float(step), step)

@@ -127,12 +127,14 @@ def event_file_name(
     """``<prefix>.out.tfevents.<unix_ts>.<host>.<pid>.<n><suffix>``, ``n`` unique per process.
 
     TensorBoard recognises event files by ``tfevents`` in the name; ``n`` keeps names of several
-    writers (or rollovers) in the same second apart.
+    writers (or rollovers) in the same second apart. ``n`` has six digits because TensorBoard
+    reads a directory's files in string order: ``.9`` would sort after ``.10``, and the later
+    file's steps would be read first.
     """
     with _event_counter_lock:
         n = next(_event_counter)
     ts = int(time.time() if wall_time is None else wall_time)
-    return f"{prefix}.out.tfevents.{ts}.{machine_name()}.{os.getpid()}.{n}{suffix}"
+    return f"{prefix}.out.tfevents.{ts}.{machine_name()}.{os.getpid()}.{n:06d}{suffix}"
 
 
 def is_event_file_name(name: str) -> bool:

@@ -1,8 +1,7 @@
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -185,7 +184,7 @@ class OperationParameter(_message.Message):
         VALUE_FIELD_NUMBER: _ClassVar[int]
         key: str
         value: bool
-        def __init__(self, key: _Optional[str] = ..., value: _Optional[bool] = ...) -> None: ...
+        def __init__(self, key: _Optional[str] = ..., value: bool = ...) -> None: ...
     class MapIntEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -270,7 +269,7 @@ class RunInfo(_message.Message):
     error: str
     bad_records: int
     sessions: _containers.RepeatedCompositeFieldContainer[RunSession]
-    def __init__(self, status: _Optional[str] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., duration: _Optional[float] = ..., total_steps: _Optional[int] = ..., epochs_done: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., rank: _Optional[int] = ..., command: _Optional[_Iterable[str]] = ..., python_version: _Optional[str] = ..., torch_version: _Optional[str] = ..., trainledger_version: _Optional[str] = ..., git_commit: _Optional[str] = ..., git_dirty: _Optional[bool] = ..., seed: _Optional[int] = ..., dataset_fingerprint: _Optional[str] = ..., checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., error: _Optional[str] = ..., bad_records: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[RunSession, _Mapping]]] = ...) -> None: ...
+    def __init__(self, status: _Optional[str] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., duration: _Optional[float] = ..., total_steps: _Optional[int] = ..., epochs_done: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., rank: _Optional[int] = ..., command: _Optional[_Iterable[str]] = ..., python_version: _Optional[str] = ..., torch_version: _Optional[str] = ..., trainledger_version: _Optional[str] = ..., git_commit: _Optional[str] = ..., git_dirty: bool = ..., seed: _Optional[int] = ..., dataset_fingerprint: _Optional[str] = ..., checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., error: _Optional[str] = ..., bad_records: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[RunSession, _Mapping]]] = ...) -> None: ...
 
 class RunSession(_message.Message):
     __slots__ = ("start_time", "end_time", "first_step", "last_step", "hostname", "pid")
