@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trainledger.errors import LineageSearchConditionParamError
-from trainledger.query.conditions import RUN_FIELDS, validate_condition
+from trainledger.query.conditions import validate_condition
+from trainledger.query.fields import RUN_FIELDS
 from trainledger.query.index import LineageIndex
 from trainledger.query.semantics import evaluate
 

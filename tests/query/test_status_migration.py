@@ -21,7 +21,7 @@ from tests.trained import train_run
 from trainledger.lineage import read_lineage
 from trainledger.lineage.writer import clear_registry
 from trainledger.query import LineageIndex, QueryService
-from trainledger.query.conditions import RUN_FIELDS
+from trainledger.query.fields import RUN_FIELDS
 from trainledger.query.schema import SQLITE, VALUE_FIELDS
 from trainledger.storage import INDEX_DIRNAME, INDEX_FILE
 

@@ -24,11 +24,11 @@ _EXPORTS: dict[str, str] = {
     "cli_actor": "trainledger.query.audit",
     "read_audit": "trainledger.query.audit",
     "token_fingerprint": "trainledger.query.audit",
-    "CONTROL_KEYS": "trainledger.query.conditions",
-    "FIELDS": "trainledger.query.conditions",
-    "HYPERPARAMETERS": "trainledger.query.conditions",
-    "RUN_FIELDS": "trainledger.query.conditions",
     "lineage_types": "trainledger.query.conditions",
+    "CONTROL_KEYS": "trainledger.query.fields",
+    "FIELDS": "trainledger.query.fields",
+    "HYPERPARAMETERS": "trainledger.query.fields",
+    "RUN_FIELDS": "trainledger.query.fields",
     "index_url": "trainledger.query.index_urls",
     "redact_url": "trainledger.query.index_urls",
     "MIN_RUNS": "trainledger.query.importance",
@@ -87,13 +87,8 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.query.annotations import UNSET
     from trainledger.query.audit import append_audit, cli_actor, read_audit, token_fingerprint
-    from trainledger.query.conditions import (
-        CONTROL_KEYS,
-        FIELDS,
-        HYPERPARAMETERS,
-        RUN_FIELDS,
-        lineage_types,
-    )
+    from trainledger.query.conditions import lineage_types
+    from trainledger.query.fields import CONTROL_KEYS, FIELDS, HYPERPARAMETERS, RUN_FIELDS
     from trainledger.query.importance import MIN_RUNS, hyperparameter_importance
     from trainledger.query.index import LineageIndex
     from trainledger.query.index_urls import index_url, redact_url

@@ -20,7 +20,7 @@ Documented differences from MindInsight (fixes):
 - Two operations on ``summary_dir`` or ``lineage_type`` (``{"eq": ..., "in": ...}``) are
   rejected with MindInsight's documented "More than one operation of <field>." (2.3.1 ANDed
   them silently).
-- ``status`` (trainledger's run state, see ``RUN_FIELDS``) is a field like the string fields
+- ``status`` (trainledger's run state, see ``fields.RUN_FIELDS``) is a field like the string fields
   (``eq``, ``in``, ``not_in``) and a ``sorted_name``; ``duration`` and ``sessions`` like the
   number fields; so are series statistics such as ``max(eval/accuracy)``
   (``series_fields.py``). MindInsight had none of these.
@@ -35,81 +35,21 @@ from typing import Any
 
 from trainledger.errors import LineageSearchConditionParamError
 from trainledger.query.condition_messages import FIELD_MESSAGES as _FIELD_MESSAGES
+from trainledger.query.fields import (
+    CONTROL_KEYS,
+    FIELDS,
+    INT_FIELDS,
+    LINEAGE_TYPES,
+    LOGIC_KEYS,
+    OPERATORS,
+    RUN_FIELDS,
+    STR_FIELDS,
+    is_field,
+    normalize_field,
+)
 from trainledger.query.series_fields import check_series, parse_series_field
 
-# The filterable fields, in MindInsight's FIELD_MAPPING order.
-FIELDS: tuple[str, ...] = (
-    "summary_dir",
-    "loss_function",
-    "train_dataset_path",
-    "train_dataset_count",
-    "test_dataset_path",
-    "test_dataset_count",
-    "network",
-    "optimizer",
-    "learning_rate",
-    "epoch",
-    "batch_size",
-    "device_num",
-    "loss",
-    "model_size",
-    "dataset_mark",
-)
-STR_FIELDS = frozenset(
-    {
-        "summary_dir",
-        "loss_function",
-        "train_dataset_path",
-        "test_dataset_path",
-        "network",
-        "optimizer",
-        "dataset_mark",
-    }
-)
-INT_FIELDS = frozenset(
-    {
-        "train_dataset_count",
-        "test_dataset_count",
-        "epoch",
-        "batch_size",
-        "device_num",
-        "model_size",
-    }
-)
-FLOAT_FIELDS = frozenset({"learning_rate", "loss"})
-#: trainledger's own filterable fields (not MindInsight's): from the run record, so they are
-#: allowed in conditions and sorting but never shown in ``model_lineage``. ``status`` is the
-#: run's state as written by the training (running, finished, failed, stopped), ``duration``
-#: its seconds of training (a resumed run's: the sum of its sessions), ``sessions`` how many
-#: processes trained it (1, or more for a resumed run); all None when the lineage has no run
-#: record, as in MindSpore's files.
-RUN_FIELDS: tuple[str, ...] = ("status", "duration", "sessions")
-OPERATORS: tuple[str, ...] = ("eq", "lt", "gt", "le", "ge", "in", "not_in")
-# Keys of a search condition that are not field filters.
-#: the keys that join conditions (trainledger's, not MindInsight's): ``{"or": [cond, ...]}``,
-#: ``{"and": [cond, ...]}``, ``{"not": cond}``; a condition's own fields are ANDed with them
-LOGIC_KEYS = ("or", "and", "not")
-#: ``series``: statistics to add to each object besides those the condition names
-#: (``["max(eval/accuracy)"]``, ``series_fields.py``)
-CONTROL_KEYS = (
-    "limit", "offset", "sorted_name", "sorted_type", "lineage_type", "series", *LOGIC_KEYS,
-)  # fmt: skip
 _MAX_NESTING = 32  # (a condition from JSON must not exhaust the stack)
-#: the fixed fields that are hyperparameters (not results, not identifiers), in the order they
-#: are worth a column: what tells runs apart (the CLI table, hyperparameter importance)
-HYPERPARAMETERS: tuple[str, ...] = (
-    "optimizer",
-    "learning_rate",
-    "batch_size",
-    "epoch",
-    "network",
-    "loss_function",
-    "device_num",
-    "train_dataset_count",
-    "dataset_mark",
-)
-LINEAGE_TYPES = ("dataset", "model")
-PREFIXES = ("metric/", "user_defined/")
 _INT_MAX = 2**63 - 1
 
 _PREFIX = "Search_condition param error: "
@@ -123,25 +63,6 @@ class _Invalid(Exception):
 
 def _fail(message: str) -> LineageSearchConditionParamError:
     return LineageSearchConditionParamError(_PREFIX + message)
-
-
-def normalize_field(name: str) -> str:
-    """Map the older ``metric_<name>`` spelling to ``metric/<name>``."""
-    if name.startswith("metric_") and len(name) > len("metric_"):
-        return "metric/" + name[len("metric_") :]
-    return name
-
-
-def is_field(name: Any) -> bool:
-    """Whether ``name`` is a filterable/sortable field (after normalization)."""
-    if not isinstance(name, str):
-        return False
-    return (
-        name in FIELDS
-        or name in RUN_FIELDS
-        or any(name.startswith(p) and len(name) > len(p) for p in PREFIXES)
-        or parse_series_field(name) is not None
-    )
 
 
 def _is_scalar(value: Any) -> bool:

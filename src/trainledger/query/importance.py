@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainledger.lazy import missing_extra
-from trainledger.query.conditions import HYPERPARAMETERS
+from trainledger.query.fields import HYPERPARAMETERS
 from trainledger.query.table import flatten_object
 
 __all__ = ["EXPLAINS_R2", "MIN_RUNS", "hyperparameter_importance"]

@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from trainledger.query import semantics
-from trainledger.query.conditions import RUN_FIELDS
 from trainledger.query.dir_listing import DirListing
 from trainledger.query.discovery import RunFiles
+from trainledger.query.fields import RUN_FIELDS
 from trainledger.query.flat_record import graph_hash
 from trainledger.query.numbers import sql_number
 from trainledger.query.schema import BIG, SQLITE, VALUE_FIELDS, Connection, Dialect

@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from trainledger.query.conditions import FIELDS, RUN_FIELDS
+from trainledger.query.fields import FIELDS, RUN_FIELDS
 
 __all__ = [
     "SCHEMA_VERSION",

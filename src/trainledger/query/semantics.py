@@ -1,10 +1,10 @@
 """The one query semantics, evaluated in plain Python over flat run records.
 
 A *record* is one run flattened the way MindInsight's querier saw it: the fields of
-``conditions.FIELDS`` (``summary_dir`` relative to the base, e.g. ``"./run1"``), plus
+``fields.FIELDS`` (``summary_dir`` relative to the base, e.g. ``"./run1"``), plus
 ``metric``, ``user_defined`` and ``dataset_graph`` dicts, ``update_time`` (seconds),
 ``added_info`` ({"tag": int, "remark": str}, keys present only when set) and ``status`` (the
-run record's state, ``conditions.RUN_FIELDS``; None or absent when there is none), which
+run record's state, ``fields.RUN_FIELDS``; None or absent when there is none), which
 conditions and sorting see but ``model_lineage`` never shows (MindInsight has no such field),
 like ``duration`` and ``sessions``, and ``series`` ({tag: {statistic: value}}, the series
 statistics that fields such as ``max(eval/accuracy)`` read, ``series_fields.py``).
@@ -27,12 +27,8 @@ import operator
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from trainledger.query.conditions import (
-    FIELDS,
-    filter_items,
-    lineage_types,
-    page_bounds,
-)
+from trainledger.query.conditions import filter_items, lineage_types, page_bounds
+from trainledger.query.fields import FIELDS
 from trainledger.query.numbers import sql_number
 from trainledger.query.series_fields import named_series_fields, series_value
 

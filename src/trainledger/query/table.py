@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from trainledger.query.conditions import FIELDS
+from trainledger.query.fields import FIELDS
 from trainledger.query.lineage_api import filter_summary_lineage
 
 if TYPE_CHECKING:  # pragma: no cover

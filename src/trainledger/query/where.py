@@ -22,13 +22,8 @@ import difflib
 from collections.abc import Iterable
 from typing import Any
 
-from trainledger.query.conditions import (
-    FIELDS,
-    RUN_FIELDS,
-    is_field,
-    normalize_field,
-    validate_condition,
-)
+from trainledger.query.conditions import validate_condition
+from trainledger.query.fields import FIELDS, RUN_FIELDS, is_field, normalize_field
 from trainledger.query.series_fields import STATS
 from trainledger.query.where_parse import Comparison, Node, error, parse_tree, parse_value
 

@@ -1,0 +1,108 @@
+"""The vocabulary of search conditions: the field names, their kinds, the operators and the
+keys that are not fields, and the two rules that read a name (``normalize_field``,
+``is_field``).
+
+Why apart from ``conditions.py``: these names are facts the whole query engine shares (the
+schema's columns, the SQL and Python semantics, the ``--where`` compiler, the table and the
+hyperparameter ranking read them), while the validation of one condition is
+``conditions.py``'s; a module that only needs to know which fields exist should not depend on
+how a condition is checked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainledger.query.series_fields import parse_series_field
+
+# The filterable fields, in MindInsight's FIELD_MAPPING order.
+FIELDS: tuple[str, ...] = (
+    "summary_dir",
+    "loss_function",
+    "train_dataset_path",
+    "train_dataset_count",
+    "test_dataset_path",
+    "test_dataset_count",
+    "network",
+    "optimizer",
+    "learning_rate",
+    "epoch",
+    "batch_size",
+    "device_num",
+    "loss",
+    "model_size",
+    "dataset_mark",
+)
+STR_FIELDS: frozenset[str] = frozenset(
+    {
+        "summary_dir",
+        "loss_function",
+        "train_dataset_path",
+        "test_dataset_path",
+        "network",
+        "optimizer",
+        "dataset_mark",
+    }
+)
+INT_FIELDS: frozenset[str] = frozenset(
+    {
+        "train_dataset_count",
+        "test_dataset_count",
+        "epoch",
+        "batch_size",
+        "device_num",
+        "model_size",
+    }
+)
+FLOAT_FIELDS: frozenset[str] = frozenset({"learning_rate", "loss"})
+#: trainledger's own filterable fields (not MindInsight's): from the run record, so they are
+#: allowed in conditions and sorting but never shown in ``model_lineage``. ``status`` is the
+#: run's state as written by the training (running, finished, failed, stopped), ``duration``
+#: its seconds of training (a resumed run's: the sum of its sessions), ``sessions`` how many
+#: processes trained it (1, or more for a resumed run); all None when the lineage has no run
+#: record, as in MindSpore's files.
+RUN_FIELDS: tuple[str, ...] = ("status", "duration", "sessions")
+OPERATORS: tuple[str, ...] = ("eq", "lt", "gt", "le", "ge", "in", "not_in")
+# Keys of a search condition that are not field filters.
+#: the keys that join conditions (trainledger's, not MindInsight's): ``{"or": [cond, ...]}``,
+#: ``{"and": [cond, ...]}``, ``{"not": cond}``; a condition's own fields are ANDed with them
+LOGIC_KEYS: tuple[str, ...] = ("or", "and", "not")
+#: ``series``: statistics to add to each object besides those the condition names
+#: (``["max(eval/accuracy)"]``, ``series_fields.py``)
+CONTROL_KEYS: tuple[str, ...] = (
+    "limit", "offset", "sorted_name", "sorted_type", "lineage_type", "series", *LOGIC_KEYS,
+)  # fmt: skip
+#: the fixed fields that are hyperparameters (not results, not identifiers), in the order they
+#: are worth a column: what tells runs apart (the CLI table, hyperparameter importance)
+HYPERPARAMETERS: tuple[str, ...] = (
+    "optimizer",
+    "learning_rate",
+    "batch_size",
+    "epoch",
+    "network",
+    "loss_function",
+    "device_num",
+    "train_dataset_count",
+    "dataset_mark",
+)
+LINEAGE_TYPES: tuple[str, ...] = ("dataset", "model")
+PREFIXES: tuple[str, ...] = ("metric/", "user_defined/")
+
+
+def normalize_field(name: str) -> str:
+    """Map the older ``metric_<name>`` spelling to ``metric/<name>``."""
+    if name.startswith("metric_") and len(name) > len("metric_"):
+        return "metric/" + name[len("metric_") :]
+    return name
+
+
+def is_field(name: Any) -> bool:
+    """Whether ``name`` is a filterable/sortable field (after normalization)."""
+    if not isinstance(name, str):
+        return False
+    return (
+        name in FIELDS
+        or name in RUN_FIELDS
+        or any(name.startswith(p) and len(name) > len(p) for p in PREFIXES)
+        or parse_series_field(name) is not None
+    )
