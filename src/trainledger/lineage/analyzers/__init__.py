@@ -5,13 +5,14 @@ They read public attributes only and never fail a run: anything they cannot work
 reported as unknown (None). torch is imported lazily, where a torch object is inspected.
 """
 
-from trainledger.lineage.analyzers.dataset import DatasetInfo, analyze_dataset, dataset_fingerprint
+from trainledger.lineage.analyzers.dataset import DatasetInfo, analyze_dataset
 from trainledger.lineage.analyzers.environment import (
     distributed_info,
     environment_info,
     git_info,
     torch_seed,
 )
+from trainledger.lineage.analyzers.fingerprint import dataset_fingerprint
 from trainledger.lineage.analyzers.network import (
     initial_learning_rate,
     loss_function_name,

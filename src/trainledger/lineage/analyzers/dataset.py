@@ -8,26 +8,33 @@ MindInsight documents ``train_dataset_path``); several paths report their common
 
 The graph mirrors MindSpore's dataset graph (a tree of operations with their parameters):
 loader -> (sampler) -> dataset -> children, with the dataset's transforms as ``operations``.
+The walk of a dataset's children and paths is ``dataset_tree.py``'s, the fingerprint
+``fingerprint.py``'s.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DatasetInfo", "analyze_dataset", "dataset_fingerprint", "dataset_paths"]
+from trainledger.lineage.analyzers.dataset_tree import (
+    MAX_DEPTH,
+    PATH_ATTRS,
+    dataset_children,
+    dataset_paths,
+    is_dataset,
+    own_paths,
+)
+from trainledger.lineage.analyzers.fingerprint import dataset_fingerprint
 
-_PATH_ATTRS = ("root", "data_dir", "path", "files", "dataset_files")
+__all__ = ["DatasetInfo", "analyze_dataset"]
+
 _TRANSFORM_ATTRS = ("transform", "target_transform", "transforms")
 _MAX_PARAMS = 32
 _MAX_STR = 256
-_MAX_FILES = 100_000
-_MAX_TENSOR_BYTES = 256 * 1024 * 1024
-_MAX_DEPTH = 32
 
 
 @dataclass
@@ -73,7 +80,7 @@ def analyze_dataset(obj: Any) -> DatasetInfo:
 
 def _loader_dataset(obj: Any) -> Any | None:
     """The dataset behind a DataLoader (or a DataLoader look-alike), else None."""
-    if _is_dataset(obj):
+    if is_dataset(obj):
         return None
     if hasattr(obj, "dataset") and (hasattr(obj, "batch_size") or hasattr(obj, "batch_sampler")):
         return obj.dataset
@@ -138,28 +145,12 @@ def _sampler_node(sampler: Any) -> dict[str, Any]:
 # ---- datasets ----------------------------------------------------------------------------------
 
 
-def _is_dataset(obj: Any) -> bool:
-    data = _torch_data()
-    return data is not None and isinstance(obj, (data.Dataset, data.IterableDataset))
-
-
-def _children(ds: Any) -> list[Any]:
-    """Datasets this one is built from (Subset, ConcatDataset, generic ``.dataset`` wrappers)."""
-    datasets = getattr(ds, "datasets", None)
-    if isinstance(datasets, Sequence) and not isinstance(datasets, (str, bytes)):
-        return [d for d in datasets if d is not None]
-    inner = getattr(ds, "dataset", None)
-    if inner is not None and inner is not ds and (_is_dataset(inner) or hasattr(inner, "__len__")):
-        return [inner]
-    return []
-
-
 def _dataset_node(ds: Any, depth: int) -> dict[str, Any]:
     node: dict[str, Any] = {"op_type": type(ds).__name__, "op_module": type(ds).__module__}
     n = _len(ds)
     if n is not None:
         node["num_samples"] = n
-    own = _own_paths(ds)
+    own = own_paths(ds)
     if own:
         if len(own) == 1:
             node["dataset_dir"] = own[0]
@@ -173,9 +164,8 @@ def _dataset_node(ds: Any, depth: int) -> dict[str, Any]:
     operations = [op for attr in _TRANSFORM_ATTRS for op in _transforms(getattr(ds, attr, None))]
     if operations:
         node["operations"] = operations
-    node["children"] = (
-        [_dataset_node(child, depth + 1) for child in _children(ds)] if depth < _MAX_DEPTH else []
-    )
+    children = dataset_children(ds) if depth < MAX_DEPTH else []
+    node["children"] = [_dataset_node(child, depth + 1) for child in children]
     return node
 
 
@@ -189,7 +179,7 @@ def _simple_attrs(obj: Any, exclude: dict[str, Any]) -> dict[str, Any]:
     for key, value in items:
         if len(out) >= _MAX_PARAMS:
             break
-        if key.startswith("_") or key in exclude or key in _PATH_ATTRS or key in _TRANSFORM_ATTRS:
+        if key.startswith("_") or key in exclude or key in PATH_ATTRS or key in _TRANSFORM_ATTRS:
             continue
         if isinstance(value, str) and len(value) > _MAX_STR:
             continue
@@ -200,7 +190,7 @@ def _simple_attrs(obj: Any, exclude: dict[str, Any]) -> dict[str, Any]:
 
 def _transforms(t: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
     """Transform pipeline as a flat list of operations; Compose-like objects are expanded."""
-    if t is None or depth > _MAX_DEPTH:
+    if t is None or depth > MAX_DEPTH:
         return
     inner = getattr(t, "transforms", None)
     if isinstance(inner, (list, tuple)):
@@ -234,31 +224,7 @@ def _transforms(t: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
     yield op
 
 
-# ---- paths and fingerprint ---------------------------------------------------------------------
-
-
-def _own_paths(ds: Any) -> list[str]:
-    for attr in _PATH_ATTRS:
-        value = getattr(ds, attr, None)
-        if isinstance(value, (str, os.PathLike)):
-            text = os.fspath(value)
-            if isinstance(text, str) and text:
-                return [os.path.abspath(text)]
-        elif isinstance(value, (list, tuple)) and value:
-            if all(isinstance(v, (str, os.PathLike)) for v in value):
-                return [os.path.abspath(os.fspath(v)) for v in value]  # type: ignore[arg-type]
-    return []
-
-
-def dataset_paths(ds: Any, depth: int = 0) -> list[str]:
-    """Every path the dataset (or, failing that, its children) exposes, as absolute paths."""
-    own = _own_paths(ds)
-    if own or depth > _MAX_DEPTH:
-        return own
-    out: list[str] = []
-    for child in _children(ds):
-        out.extend(dataset_paths(child, depth + 1))
-    return out
+# ---- path --------------------------------------------------------------------------------------
 
 
 def _as_dir(path: str) -> str:
@@ -278,116 +244,7 @@ def _common_dir(paths: list[str]) -> str | None:
     return common if common not in ("", os.sep) else dirs[0]
 
 
-def dataset_fingerprint(ds: Any, paths: list[str] | None = None) -> str | None:
-    """A stable hash identifying the data: of file names, sizes and mtimes for file-backed
-    datasets; of the tensors' dtypes, shapes and bytes for in-memory tensor datasets."""
-    paths = dataset_paths(ds) if paths is None else paths
-    if paths:
-        return _files_fingerprint(paths)
-    return _tensor_fingerprint(ds)
-
-
-def _files_fingerprint(paths: list[str]) -> str | None:
-    h = hashlib.sha256()
-    count = 0
-    for path in sorted(set(paths)):
-        for rel, st in _walk(path):
-            h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
-            count += 1
-            if count >= _MAX_FILES:
-                h.update(b"[truncated]")
-                return "files:" + h.hexdigest()[:32]
-    return "files:" + h.hexdigest()[:32] if count else None
-
-
-def _walk(path: str) -> Iterator[tuple[str, os.stat_result]]:
-    try:
-        if os.path.isfile(path):
-            yield os.path.basename(path), os.stat(path)
-            return
-    except OSError:
-        return
-    for dirpath, dirnames, filenames in os.walk(path):
-        dirnames.sort()
-        for name in sorted(filenames):
-            full = os.path.join(dirpath, name)
-            try:
-                st = os.stat(full)
-            except OSError:
-                continue
-            yield os.path.relpath(full, path), st
-
-
-def _tensor_fingerprint(ds: Any) -> str | None:
-    tensors = _find_tensors(ds, 0)
-    if not tensors:
-        return None
-    total = 0
-    h = hashlib.sha256()
-    for t in tensors:
-        try:
-            flat = t.detach().cpu().contiguous().reshape(-1)
-            total += flat.numel() * flat.element_size()
-            if total > _MAX_TENSOR_BYTES:
-                return None
-            h.update(f"{t.dtype}{tuple(t.shape)}".encode())
-            h.update(memoryview(flat.view(_uint8()).numpy()))
-        except (AttributeError, RuntimeError, TypeError, ValueError):
-            return None
-    return "tensors:" + h.hexdigest()[:32]
-
-
-def _find_tensors(ds: Any, depth: int) -> list[Any]:
-    tensors = getattr(ds, "tensors", None)
-    if (
-        isinstance(tensors, (tuple, list))
-        and tensors
-        and all(hasattr(t, "detach") for t in tensors)
-    ):
-        indices = getattr(ds, "indices", None)
-        return list(tensors) if indices is None else []
-    if depth > _MAX_DEPTH:
-        return []
-    out: list[Any] = []
-    children = _children(ds)
-    if getattr(ds, "indices", None) is not None and children:  # Subset: hash which rows too
-        return _subset_tensors(ds, children[0], depth)
-    for child in children:
-        found = _find_tensors(child, depth + 1)
-        if not found:
-            return []
-        out.extend(found)
-    return out
-
-
-def _subset_tensors(subset: Any, child: Any, depth: int) -> list[Any]:
-    base = _find_tensors(child, depth + 1)
-    if not base:
-        return []
-    import torch  # torch objects only: lineage itself imports without torch
-
-    try:
-        idx = torch.as_tensor(list(subset.indices), dtype=torch.long)
-    except (TypeError, ValueError):
-        return []
-    return [idx, *base]
-
-
-def _uint8() -> Any:
-    import torch  # torch objects only: lineage itself imports without torch
-
-    return torch.uint8
-
-
 # ---- helpers -----------------------------------------------------------------------------------
-
-
-def _torch_data() -> Any:
-    try:
-        import torch.utils.data as data  # lineage itself imports without torch
-    except ImportError:  # pragma: no cover - torch is a dependency of the callbacks
-        return None
-    return data
 
 
 def _leading_dim(batch: Any) -> int | None:
