@@ -18,7 +18,7 @@ from trainledger.checkpoint import (
 )
 from trainledger.errors import CheckpointFormatError
 from trainledger.lineage import file_size
-from trainledger.server.run_store import list_checkpoints
+from trainledger.server.checkpoint_listing import list_checkpoints
 
 
 def trained() -> tuple[torch.nn.Module, torch.optim.Optimizer]:

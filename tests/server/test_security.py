@@ -13,7 +13,7 @@ from tests.runs import sample_run
 from tests.server.conftest import client_for
 from trainledger.lineage import reader as lineage_reader
 from trainledger.query import lineage_api
-from trainledger.server import media_store, structure_store
+from trainledger.server import checkpoint_listing, media_store, structure_store
 from trainledger.server import run_store as store_module
 from trainledger.server.security import RunNotFound, check_run_id, resolve_run
 
@@ -52,7 +52,7 @@ def guarded(tmp_path: Path) -> dict[str, Any]:
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
-    real_list, real_scalars = store_module.list_checkpoints, store_module.RunScalars
+    real_list, real_scalars = checkpoint_listing.list_checkpoints, store_module.RunScalars
 
     def spy_list(path: Path) -> list[dict[str, Any]]:
         calls.append(f"checkpoints:{path}")
@@ -63,7 +63,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             calls.append(f"scalars:{run_dir}")
             super().__init__(run_dir)
 
-    monkeypatch.setattr(store_module, "list_checkpoints", spy_list)
+    monkeypatch.setattr(checkpoint_listing, "list_checkpoints", spy_list)
     monkeypatch.setattr(store_module, "RunScalars", SpyScalars)
 
     class SpyMedia(media_store.RunMedia):
@@ -91,6 +91,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         (store_module, "get_summary_lineage"),
         (store_module, "read_lineage"),
         (store_module, "lineage_files"),
+        (checkpoint_listing, "read_lineage"),
     ):
         real = getattr(module, name)
 

@@ -2,9 +2,9 @@
 
 Routes talk only to a :class:`RunStore`. The real one, :class:`EngineStore`, asks the query
 package's ``QueryService`` for everything over many runs (search, counts, annotations; it owns
-the re-scans and the caches) and reads single runs itself (lineage, checkpoint files,
-scalars), always through :func:`security.resolve_run`. That keeps the routes testable with a
-small fake and every filesystem access inside BASE.
+the re-scans and the caches) and reads single runs itself (lineage, checkpoint files:
+``checkpoint_listing.py``, scalars), always through :func:`security.resolve_run`. That keeps
+the routes testable with a small fake and every filesystem access inside BASE.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from trainledger.lineage import file_size, lineage_files, read_lineage
+from trainledger.lineage import lineage_files, read_lineage
 from trainledger.query import (
     QueryService,
     append_audit,
@@ -30,9 +30,9 @@ from trainledger.query import (
     restore_run,
     run_id_of,
 )
+from trainledger.server.checkpoint_listing import run_checkpoints
 from trainledger.server.columns import RUN_FIELDS
 from trainledger.server.media_store import Kind, MediaCache
-from trainledger.server.object_checkpoints import object_checkpoints
 from trainledger.server.scalar_cache import RunScalars
 from trainledger.server.security import RunNotFound, check_run_id, resolve_run
 from trainledger.server.structure_store import (
@@ -40,15 +40,11 @@ from trainledger.server.structure_store import (
     read_run_graph,
     read_run_landscapes,
 )
-from trainledger.storage import SHARDED_MANIFEST, is_temp_name, parse_checkpoint_name
 from trainledger.summary import SessionSeries
 
 # ``run`` extension fields attached to each object of a page (shown as run/<name> columns)
 RUN_COLUMNS = tuple(name.split("/", 1)[1] for name in RUN_FIELDS)
 _RUN_INFO_MAX = 100
-
-_CKPT_SUFFIXES = (".ckpt", ".safetensors")
-_CKPT_MAX_DEPTH = 3
 
 
 class RunStore(Protocol):
@@ -131,51 +127,6 @@ def _parts(condition: Mapping[str, Any]) -> list[str]:
     """Which parts the objects of a result carry (only validated conditions get here)."""
     spec = condition.get("lineage_type")
     return lineage_types({"lineage_type": spec} if isinstance(spec, dict) else {})
-
-
-def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
-    """Checkpoint files under a run directory (a few levels deep, links not followed); a
-    sharded checkpoint (a directory with a manifest) is one entry with its files' total size.
-
-    The step and epoch come from the ``<prefix>-<epoch>_<step>[_breakpoint].ckpt`` names
-    ModelCheckpoint (and MindSpore) writes; other names report None. Sorted by modification
-    time, oldest first.
-    """
-    found: list[dict[str, Any]] = []
-    stack: list[tuple[Path, int]] = [(run_dir, 0)]
-    while stack:
-        folder, depth = stack.pop()
-        try:
-            entries = list(folder.iterdir())
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.is_symlink():
-                continue
-            sharded = entry.is_dir() and (entry / SHARDED_MANIFEST).is_file()
-            if entry.is_dir() and not sharded:
-                if depth + 1 < _CKPT_MAX_DEPTH and not entry.name.startswith("."):
-                    stack.append((entry, depth + 1))
-                continue
-            if not entry.name.endswith(_CKPT_SUFFIXES) or is_temp_name(entry.name):
-                continue
-            try:
-                st = entry.stat()
-                size = file_size(str(entry)) if sharded else st.st_size
-            except OSError:
-                continue
-            parsed = parse_checkpoint_name(entry.name)
-            found.append(
-                {
-                    "name": entry.relative_to(run_dir).as_posix(),
-                    "size": size,
-                    "epoch": parsed.epoch if parsed else None,
-                    "step": parsed.step if parsed else None,
-                    "time": st.st_mtime,
-                }
-            )
-    found.sort(key=lambda c: (c["time"], c["name"]))
-    return found
 
 
 class _KnownRuns:
@@ -309,30 +260,7 @@ class EngineStore:
     def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
         """Files under the run directory, plus checkpoints the lineage lists elsewhere (from
         the record only: nothing outside BASE is opened)."""
-        path = self._path(run_id)
-        found = list_checkpoints(path)
-        on_disk = {str(path / c["name"]) for c in found}
-        if self.remote is not None:  # the local copy holds no checkpoint: list the store's
-            url = f"{self.remote.rstrip('/')}/{check_run_id(run_id)}"
-            stored = object_checkpoints(url)
-            on_disk |= {f"{url}/{c['name']}" for c in stored}  # how lineage names them
-            found += stored
-        recorded = (read_lineage(path).get("run") or {}).get("checkpoints") or []
-        for item in recorded:
-            name = str(item.get("path", ""))
-            if not name or name in on_disk or os.path.realpath(os.path.join(path, name)) in on_disk:
-                continue
-            parsed = parse_checkpoint_name(Path(name).name)
-            found.append(
-                {
-                    "name": name,
-                    "size": item.get("size") or 0,
-                    "epoch": parsed.epoch if parsed else None,
-                    "step": parsed.step if parsed else None,
-                    "time": None,
-                }
-            )
-        return found
+        return run_checkpoints(self._path(run_id), run_id, self.remote)
 
     def annotate(
         self, run_id: str, *, tag: int | None = None, remark: str | None = None

@@ -1,0 +1,99 @@
+"""A run's checkpoints as the run page lists them: the files under its directory (a sharded
+checkpoint as one entry), those of the object store it was copied from, and those only its
+lineage record names.
+
+Why a module of its own: finding checkpoints is a walk of a run's files with its own rules
+(depth, links, temporary and sharded files, the names ModelCheckpoint writes), none of which
+the store's caches and its door to the query engine (``run_store.py``) need to know.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from trainledger.lineage import file_size, read_lineage
+from trainledger.server.object_checkpoints import object_checkpoints
+from trainledger.server.security import check_run_id
+from trainledger.storage import SHARDED_MANIFEST, is_temp_name, parse_checkpoint_name
+
+__all__ = ["list_checkpoints", "run_checkpoints"]
+
+_CKPT_SUFFIXES: tuple[str, ...] = (".ckpt", ".safetensors")
+_CKPT_MAX_DEPTH: int = 3
+
+
+def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
+    """Checkpoint files under a run directory (a few levels deep, links not followed); a
+    sharded checkpoint (a directory with a manifest) is one entry with its files' total size.
+
+    The step and epoch come from the ``<prefix>-<epoch>_<step>[_breakpoint].ckpt`` names
+    ModelCheckpoint (and MindSpore) writes; other names report None. Sorted by modification
+    time, oldest first.
+    """
+    found: list[dict[str, Any]] = []
+    stack: list[tuple[Path, int]] = [(run_dir, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            entries = list(folder.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_symlink():
+                continue
+            sharded = entry.is_dir() and (entry / SHARDED_MANIFEST).is_file()
+            if entry.is_dir() and not sharded:
+                if depth + 1 < _CKPT_MAX_DEPTH and not entry.name.startswith("."):
+                    stack.append((entry, depth + 1))
+                continue
+            if not entry.name.endswith(_CKPT_SUFFIXES) or is_temp_name(entry.name):
+                continue
+            try:
+                st = entry.stat()
+                size = file_size(str(entry)) if sharded else st.st_size
+            except OSError:
+                continue
+            parsed = parse_checkpoint_name(entry.name)
+            found.append(
+                {
+                    "name": entry.relative_to(run_dir).as_posix(),
+                    "size": size,
+                    "epoch": parsed.epoch if parsed else None,
+                    "step": parsed.step if parsed else None,
+                    "time": st.st_mtime,
+                }
+            )
+    found.sort(key=lambda c: (c["time"], c["name"]))
+    return found
+
+
+def run_checkpoints(path: Path, run_id: str, remote: str | None) -> list[dict[str, Any]]:
+    """The checkpoints of the run ``run_id`` in ``path`` (resolved inside BASE): the files
+    under it, those in the object store when BASE is a copy of the ``s3://`` base ``remote``,
+    plus checkpoints the lineage lists elsewhere (from the record only: nothing outside BASE
+    is opened)."""
+    found = list_checkpoints(path)
+    on_disk = {str(path / c["name"]) for c in found}
+    if remote is not None:  # the local copy holds no checkpoint: list the store's
+        url = f"{remote.rstrip('/')}/{check_run_id(run_id)}"
+        stored = object_checkpoints(url)
+        on_disk |= {f"{url}/{c['name']}" for c in stored}  # how lineage names them
+        found += stored
+    recorded = (read_lineage(path).get("run") or {}).get("checkpoints") or []
+    for item in recorded:
+        name = str(item.get("path", ""))
+        if not name or name in on_disk or os.path.realpath(os.path.join(path, name)) in on_disk:
+            continue
+        parsed = parse_checkpoint_name(Path(name).name)
+        found.append(
+            {
+                "name": name,
+                "size": item.get("size") or 0,
+                "epoch": parsed.epoch if parsed else None,
+                "step": parsed.step if parsed else None,
+                "time": None,
+            }
+        )
+    return found
