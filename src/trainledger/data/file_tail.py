@@ -24,9 +24,7 @@ tailed keeps its position (docs/online.md).
 
 from __future__ import annotations
 
-import csv
 import fnmatch
-import json
 import os
 import threading
 import time
@@ -36,13 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from trainledger.data.batcher import BatchedSource, RecordBatcher, StreamWarning
+from trainledger.data.line_decoding import SKIP, decode_line
 from trainledger.data.offsets import (
     FileMark,
     load_offsets,
     offsets_document,
     saved_checkpoint,
 )
-from trainledger.data.tailed_file import TailedFile, csv_value, ident_at
+from trainledger.data.tailed_file import TailedFile, ident_at
 from trainledger.storage import atomic_write_bytes, is_temp_name
 
 __all__ = ["FileTailSource"]
@@ -390,46 +389,15 @@ class FileTailSource(BatchedSource):
             if not raw.strip():
                 continue
             where = f"{name}:{start}"
-            record = self._decode(tailed, raw, where, is_first=start == 0)
-            if record is not _SKIP:
+            record = decode_line(
+                tailed,
+                raw,
+                where,
+                is_first=start == 0,
+                fmt=self.fmt,
+                csv_fieldnames=self.csv_fieldnames,
+                bad=self._batcher.bad,
+            )
+            if record is not SKIP:
                 self.records_read += 1
                 yield record, where
-
-    def _decode(self, tailed: TailedFile, raw: bytes, where: str, is_first: bool) -> Any:
-        try:
-            text = raw.decode("utf-8").rstrip("\r")
-        except UnicodeDecodeError as exc:
-            self._batcher.bad(where, f"not UTF-8 ({exc})")
-            return _SKIP
-        if self.fmt == "jsonl":
-            try:
-                return json.loads(text)
-            except ValueError as exc:
-                self._batcher.bad(where, f"invalid JSON ({exc})")
-                return _SKIP
-        fields = self._csv_header(tailed, text if is_first else None)
-        if fields is None:
-            return _SKIP  # this line was the header
-        try:
-            values = next(csv.reader([text]))
-        except (csv.Error, StopIteration) as exc:
-            self._batcher.bad(where, f"invalid CSV ({exc})")
-            return _SKIP
-        if len(values) != len(fields):
-            self._batcher.bad(where, f"expected {len(fields)} CSV fields, received {len(values)}")
-            return _SKIP
-        return {k: csv_value(v) for k, v in zip(fields, values, strict=True)}
-
-    def _csv_header(self, tailed: TailedFile, first_line: str | None) -> list[str] | None:
-        if self.csv_fieldnames is not None:
-            return self.csv_fieldnames
-        if first_line is not None:
-            tailed.header = next(csv.reader([first_line]))
-            return None
-        if tailed.header is None:  # resumed past the header: read it again from the start
-            line = tailed.first_line().decode("utf-8", errors="replace").rstrip("\r\n")
-            tailed.header = next(csv.reader([line]))
-        return tailed.header
-
-
-_SKIP = object()

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import zlib
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from trainledger.data.offsets import FileMark, crc_of_prefix
 
-__all__ = ["TailedFile", "csv_value", "ident_at"]
+__all__ = ["TailedFile", "ident_at"]
 
 _CHUNK = 1 << 20
 _LAST = 64  # bytes before the offset kept to notice a file rewritten in place
@@ -118,15 +118,3 @@ def ident_at(path: Path) -> tuple[int, int] | None:
     except FileNotFoundError:
         return None
     return (st.st_dev, st.st_ino)
-
-
-def csv_value(value: str) -> Any:
-    """CSV text -> int or float when it is one, else the text."""
-    try:
-        return int(value)
-    except ValueError:
-        pass
-    try:
-        return float(value)
-    except ValueError:
-        return value
