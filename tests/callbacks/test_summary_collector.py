@@ -658,3 +658,53 @@ def test_cpu_loss_whose_dtype_changes_mid_run_is_still_written(tmp_path):
     steps, _, values = read_scalars(tmp_path)["loss/auto"]
     assert steps.tolist() == list(range(1, 13))
     assert values.tolist() == [2.0 * s for s in range(1, 13)]
+
+
+def test_device_stats_are_recorded_with_each_collection(tmp_path, monkeypatch):
+    """``collect_device_stats``: the allocator's counters (run.device_memory, read on the
+    host) as ``device/<stat>`` scalars at every record; here the CUDA counters are replaced by
+    a counter of calls, so the values say which record read them."""
+    from trainledger.callbacks import summary_parts
+    from trainledger.run.model import Model
+
+    calls: list[str] = []
+
+    def memory(device):
+        calls.append(device.type)
+        n = float(len(calls))
+        return {"memory_allocated_mib": n, "memory_reserved_mib": 2 * n}
+
+    monkeypatch.setattr(summary_parts, "device_memory", memory)
+    net = tiny_net()
+    data = [(torch.randn(4, 4), torch.randn(4, 2)) for _ in range(6)]
+    collector = SummaryCollector(
+        tmp_path,
+        collect_freq=2,
+        keep_default_action=False,
+        collect_specified_data={"collect_metric": True, "collect_device_stats": True},
+    )
+    Model(net, torch.nn.MSELoss(), torch.optim.SGD(net.parameters(), lr=0.1)).train(
+        1, data, callbacks=[collector]
+    )
+    scalars = read_scalars(tmp_path)
+    assert scalars["device/memory_allocated_mib"][0].tolist() == [1, 2, 4, 6]
+    assert scalars["device/memory_allocated_mib"][2].tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert scalars["device/memory_reserved_mib"][2].tolist() == [2.0, 4.0, 6.0, 8.0]
+    assert len(scalars["loss/auto"][0]) == 4  # the general path serves every record
+
+
+def test_device_stats_of_a_cpu_network_warn_once_and_write_nothing(tmp_path, caplog):
+    from trainledger.run.model import Model
+
+    net = tiny_net()
+    data = [(torch.randn(4, 4), torch.randn(4, 2)) for _ in range(4)]
+    collector = SummaryCollector(
+        tmp_path, collect_freq=1, collect_specified_data={"collect_device_stats": True}
+    )
+    with caplog.at_level(logging.WARNING, logger="trainledger.summary"):
+        Model(net, torch.nn.MSELoss(), torch.optim.SGD(net.parameters(), lr=0.1)).train(
+            1, data, callbacks=[collector]
+        )
+    assert not any(tag.startswith("device/") for tag in read_scalars(tmp_path))
+    warned = [r for r in caplog.records if "device stats of CUDA devices only" in r.message]
+    assert len(warned) == 1 and "cpu" in warned[0].getMessage()

@@ -232,3 +232,17 @@ def test_loss_scale_managers_skip_and_rescale_on_cuda_as_on_the_cpu() -> None:
         cuda, cpu = run("cuda", make()), run("cpu", make())
         assert [r[0] for r in cuda] == [i + 1 == OVERFLOW_AT for i in range(6)]
         assert cuda == cpu
+
+
+def test_device_stats_are_collected_on_cuda(tmp_path: Path) -> None:
+    net = _net().cuda()
+    model = Model(net, nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), lr=0.05))
+    data = [(x.cuda(), y.cuda()) for x, y in _data()]
+    spec = {"collect_landscape": None, "collect_device_stats": True}
+    model.train(1, data, callbacks=[SummaryCollector(tmp_path, collect_freq=2,
+                                                     collect_specified_data=spec)])  # fmt: skip
+    scalars = read_scalars(tmp_path)
+    allocated = scalars["device/memory_allocated_mib"][2]
+    peak = scalars["device/max_memory_allocated_mib"][2]
+    assert len(allocated) == 3 and (allocated > 0).all() and (peak >= allocated).all()
+    assert (scalars["device/memory_reserved_mib"][2] >= allocated).all()

@@ -39,6 +39,7 @@ from trainledger.callbacks.summary_options import (
 from trainledger.callbacks.summary_parts import (
     StagedValues,
     ValueSink,
+    add_device_stats,
     add_histograms,
     add_input_images,
     learning_rate,
@@ -274,6 +275,7 @@ class SummaryCollector(Callback):
                 and self._tensor_steps is not None
                 and bool(specified.get("collect_metric"))
                 and not specified.get("collect_input_data")
+                and not specified.get("collect_device_stats")
                 and "histogram_regular" not in specified
             )
             self._use_fast_path(run_context, params, record)
@@ -379,6 +381,8 @@ class SummaryCollector(Callback):
             images = add_input_images(params, staged)
         if specified.get("collect_metric"):
             self._collect_metric(params, staged)
+        if specified.get("collect_device_stats"):
+            specified["collect_device_stats"] = add_device_stats(params, staged)
         if "histogram_regular" in specified:
             add_histograms(params, staged, specified.get("histogram_regular"))
         if not record_staged(staged, record) or not images:

@@ -53,6 +53,8 @@ DEFAULT_SPECIFIED_DATA: dict[str, Any] = {
     "collect_dataset_graph": True,
     "histogram_regular": None,
     "collect_landscape": _DEFAULT_LANDSCAPE,
+    # trainledger's: the GPU allocator's memory (allocated, reserved, peak) with each record
+    "collect_device_stats": False,
 }
 _BOOL_KEYS = frozenset(DEFAULT_SPECIFIED_DATA) - {"histogram_regular", "collect_landscape"}
 

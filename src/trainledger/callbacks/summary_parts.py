@@ -13,12 +13,13 @@ from typing import Any, Protocol
 import torch
 
 from trainledger.checkpoint import unwrap_network
-from trainledger.run import to_host
+from trainledger.run import device_memory, device_of, to_host
 from trainledger.summary import SummaryRecord
 
 logger = logging.getLogger("trainledger.summary")
 
 __all__ = [
+    "add_device_stats",
     "add_histograms",
     "add_input_images",
     "learning_rate",
@@ -149,6 +150,24 @@ def record_staged(staged: StagedValues, record: SummaryRecord) -> bool:
             logger.warning("SummaryCollector could not record input images (%s); disabled", exc)
             images_ok = False
     return images_ok
+
+
+def add_device_stats(params: Any, record: ValueSink) -> bool:
+    """Stage ``device/<stat>`` scalars of the network's CUDA device (``run.device_memory``);
+    False (with a warning) when the network is not on one, so the collector stops trying."""
+    network = unwrap_network(params.get("network") or params.get("train_network"))
+    device = device_of(network) if isinstance(network, torch.nn.Module) else None
+    stats = device_memory(device) if device is not None else None
+    if stats is None:
+        logger.warning(
+            "SummaryCollector collects device stats of CUDA devices only; the network is on "
+            "%s: device stats will not be collected",
+            device,
+        )
+        return False
+    for name, value in stats.items():
+        record.add_value("scalar", f"device/{name}", value)
+    return True
 
 
 def add_input_images(params: Any, record: ValueSink) -> bool:

@@ -304,6 +304,8 @@ def load_param_into_net(
     """
     import torch
 
+    from trainledger.checkpoint.torch_adapter import uncompiled
+
     if name_map is not None:
         if not isinstance(name_map, Mapping):
             raise TypeError(f"name_map expected a dict, received: {type(name_map).__name__}")
@@ -311,6 +313,7 @@ def load_param_into_net(
 
     if not isinstance(net, torch.nn.Module):
         raise TypeError(f"net expected a torch.nn.Module, received: {type(net).__name__}")
+    net = uncompiled(net)  # a torch.compile'd network loads the names of the plain one
     if not isinstance(parameter_dict, Mapping):
         raise TypeError(
             f"parameter_dict expected a dict, received: {type(parameter_dict).__name__}"

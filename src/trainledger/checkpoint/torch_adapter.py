@@ -110,7 +110,7 @@ def copy_all(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]], threads: int = 
 def collect_tensors(save_obj: Any) -> list[tuple[str, torch.Tensor]]:
     """Named tensors of a Module, a state dict, or a list of ``{"name": ..., "data": ...}``."""
     if isinstance(save_obj, torch.nn.Module):
-        items: Iterable[tuple[Any, Any]] = save_obj.state_dict().items()
+        items: Iterable[tuple[Any, Any]] = uncompiled(save_obj).state_dict().items()
     elif isinstance(save_obj, Mapping):
         items = save_obj.items()
     elif isinstance(save_obj, (list, tuple)):
@@ -219,8 +219,22 @@ def container_tensors(container: Container) -> dict[str, torch.Tensor]:
 
 
 def unwrap_network(network: Any) -> Any:
-    """The module inside a ``DistributedDataParallel`` wrapper (its names lack ``module.``),
-    so a full-state checkpoint loads into a plain network and on any world size."""
-    if isinstance(network, torch.nn.parallel.DistributedDataParallel):
-        return network.module
+    """The module inside ``DistributedDataParallel`` and ``torch.compile`` wrappers (its names
+    lack ``module.`` and ``_orig_mod.``), so a full-state checkpoint loads into a plain network
+    and on any world size, and hooks that run the network do not run the compiled one."""
+    for _ in range(4):  # compile(DDP(net)) or DDP(compile(net)): a few layers at most
+        network = uncompiled(network)
+        if not isinstance(network, torch.nn.parallel.DistributedDataParallel):
+            return network
+        network = network.module
     return network
+
+
+def uncompiled(module: Any) -> Any:
+    """The module ``torch.compile`` wrapped (its ``OptimizedModule`` prefixes every state name
+    with ``_orig_mod.``); other modules as they are."""
+    if type(module).__name__ == "OptimizedModule":
+        inner = getattr(module, "_orig_mod", None)
+        if isinstance(inner, torch.nn.Module):
+            return inner
+    return module

@@ -21,6 +21,8 @@ _EXPORTS: dict[str, str] = {
     "CallbackManager": "trainledger.run.callback_manager",
     "finish_uploads": "trainledger.run.callback_manager",
     "add_default_callback": "trainledger.run.defaults",
+    "device_memory": "trainledger.run.device",
+    "device_of": "trainledger.run.device",
     "barrier": "trainledger.run.distributed",
     "is_main_rank": "trainledger.run.distributed",
     "rank_and_world": "trainledger.run.distributed",
@@ -43,6 +45,8 @@ __all__ = [
     "call_network",
     "Callback",
     "CallbackManager",
+    "device_memory",
+    "device_of",
     "CallbackParams",
     "DynamicLossScaleManager",
     "extract_loss",
@@ -75,6 +79,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.run.callback import HOOKS, TRAIN_TO_OLD, Callback, CallbackParams, RunContext
     from trainledger.run.callback_manager import CallbackManager, finish_uploads
     from trainledger.run.defaults import add_default_callback, stdout_is_tty
+    from trainledger.run.device import device_memory, device_of
     from trainledger.run.distributed import barrier, is_main_rank, rank_and_world
     from trainledger.run.host_copy import to_host
     from trainledger.run.loss_readout import LossReadout
