@@ -61,17 +61,17 @@ def test_describe() -> None:
 
 
 def test_a_cpu_models_batches_of_cpu_tensors_are_not_copied_and_others_are_moved() -> None:
-    """``Model._move_to_device``'s fast path: tuples, lists and dicts of CPU tensors are
+    """``TrainStep.move``'s fast path: tuples, lists and dicts of CPU tensors are
     returned as they are (one check per item); anything else goes through ``to_device``."""
     net = torch.nn.Linear(2, 2)
     model = Model(net, torch.nn.MSELoss(), torch.optim.SGD(net.parameters(), lr=0.1))
     x, y = torch.zeros(2), torch.ones(2)
     for batch in ((x, y), [x, y], {"x": x, "label": y}):
-        assert model._move_to_device(batch) is batch
+        assert model._step.move(batch) is batch
     for batch in ((np.zeros(2), y), [x, np.ones(2)], {"x": np.zeros(2), "label": y}):
-        moved = model._move_to_device(batch)
+        moved = model._step.move(batch)
         assert type(moved) is type(batch) and moved is not batch
         values = moved.values() if isinstance(moved, dict) else moved
         assert all(isinstance(v, torch.Tensor) for v in values)
     nested = {"inputs": (x, y), "label": y}  # a container inside: to_device looks into it
-    assert model._move_to_device(nested) == nested
+    assert model._step.move(nested) == nested

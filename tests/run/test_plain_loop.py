@@ -115,8 +115,8 @@ def test_a_dataloaders_list_batches_run_inline_and_train_like_a_hand_loop(
     net = make_net()
     model = Model(net, torch.nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), lr=0.1))
     steps = []
-    train_step = model._train_step
-    model._train_step = lambda batch: steps.append(batch) or train_step(batch)  # type: ignore[method-assign]
+    train_step = model._step.run
+    model._step.run = lambda batch: steps.append(batch) or train_step(batch)  # type: ignore[method-assign]
     cb = callback_type()
     model.train(2, loader, callbacks=[cb])
     assert len(steps) == 1  # the first batch only: the rest ran inline

@@ -21,6 +21,18 @@ from trainledger.run import (
 )
 
 
+class _Step:
+    """A stand-in for ``TrainStep``: the loop's view of a step, on the CPU."""
+
+    device = None
+
+    def __init__(self, run: Any, inline_parts: Any) -> None:
+        self.run, self.inline_parts = run, inline_parts
+
+    def move(self, batch: Any) -> Any:
+        return batch
+
+
 def _loop(callbacks: list[Callback], inline: bool = False) -> tuple[StepLoop, list[str]]:
     net = make_net()
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
@@ -39,7 +51,7 @@ def _loop(callbacks: list[Callback], inline: bool = False) -> tuple[StepLoop, li
     cb_params = CallbackParams(cur_step_num=0, cur_epoch_num=1, batch_num=None, net_outputs=None)
     rc = RunContext(cb_params)
     parts = (net, loss_fn, opt) if inline else None
-    return StepLoop(manager, rc, lambda b: b, train_step, lambda: parts), calls
+    return StepLoop(manager, rc, _Step(train_step, lambda: parts)), calls
 
 
 def test_run_epoch_counts_steps_and_learns_the_epoch_length() -> None:
@@ -123,7 +135,7 @@ def test_an_inline_step_that_fails_in_backward_leaves_its_own_loss(hooked: bool)
     cb_params = CallbackParams(cur_step_num=0, cur_epoch_num=1, batch_num=None, net_outputs=None)
     manager = CallbackManager([Seen()] if hooked else [])
     loop = StepLoop(
-        manager, RunContext(cb_params), lambda b: b, lambda b: None, lambda: (net, loss_fn, opt)
+        manager, RunContext(cb_params), _Step(lambda b: None, lambda: (net, loss_fn, opt))
     )
     with pytest.raises(RuntimeError, match="backward failed"):
         loop.run_epoch(make_data(n=4, batch=1))

@@ -3,16 +3,14 @@
 The loop is short on purpose: every run- and epoch-level phase goes through
 ``CallbackManager.phase`` (which guarantees the matching ``*_end`` hook), and the steps of an
 epoch are ``StepLoop``'s (``run/steploop.py``: the inline CPU step, step hooks, stop requests),
-given this model's step as callables. ``RecModel`` (online training) reuses these protected
-building blocks:
+given this model's ``TrainStep`` (``run/step.py``: device placement to optimizer update).
+``RecModel`` (online training) reuses these protected building blocks:
 
 * ``_build_train_params(...) -> CallbackParams``: every cb_params field of a training run.
 * ``_make_manager(callbacks) -> CallbackManager``: validated callbacks + registered defaults.
 * ``_step_loop(manager, run_context) -> StepLoop``: the run's step loop.
 * ``_phase(manager, run_context, begin, end)``: the phase wrapper.
 * ``_stop_signals(run_context)``: SIGINT/SIGTERM -> ``request_stop("signal")`` (main thread).
-* ``_loss(y_pred, label)``: the loss of a step not run inline (RecModel keeps its inputs;
-  the step itself, device placement to optimizer update, is ``run/step.py``'s ``TrainStep``).
 * ``_finish_train(cb_params, run_context)``: sets ``stop_reason`` before ``on_train_end``.
 
 Sink mode: this host has no device-side data sink. ``dataset_sink_mode=True`` keeps
@@ -30,7 +28,6 @@ from typing import Any
 
 import torch
 
-from trainledger.run.amp import AmpPolicy
 from trainledger.run.arguments import (
     check_frequency,
     check_loss_scale_args,
@@ -44,7 +41,6 @@ from trainledger.run.batches import (
 from trainledger.run.callback import Callback, CallbackParams, RunContext
 from trainledger.run.callback_manager import CallbackManager, as_callback_list
 from trainledger.run.defaults import default_callbacks
-from trainledger.run.device import device_of
 from trainledger.run.distributed import is_distributed, rank_and_world
 from trainledger.run.evaluation import Evaluator
 from trainledger.run.loss_scale import LossScaleManager
@@ -56,7 +52,7 @@ from trainledger.run.steploop import Cycle, StepLoop
 __all__ = ["Model"]
 
 
-class Model(TrainStep):
+class Model:
     """Train, evaluate and predict with a ``torch.nn.Module`` and callbacks.
 
     Args:
@@ -101,7 +97,6 @@ class Model(TrainStep):
     ) -> None:
         check_model_args(network, loss_fn, optimizer, eval_network, eval_indexes, boost_level)
         check_loss_scale_args(loss_scale_manager, keep_batchnorm_fp32, optimizer)
-        self._loss_scale_manager = loss_scale_manager
         self._network = network
         self._train_network = network
         self._eval_network = eval_network if eval_network is not None else network
@@ -120,10 +115,9 @@ class Model(TrainStep):
                 or getattr(network, "optimizer", None) is not None
             )
         )
-        self._device = device_of(network)
-        self._on_cpu = self._device.type == "cpu"
-        self._amp = AmpPolicy(amp_level, self._device, loss_scale_manager)
-        self._check_next_batch = True
+        self._step = TrainStep(
+            network, loss_fn, optimizer, amp_level, loss_scale_manager, self._steps_itself
+        )
         self._evaluator = Evaluator(self._eval_network, loss_fn, self._metrics, self._eval_indexes)
 
     # --- public properties (MindSpore names) ---------------------------------------------
@@ -205,14 +199,14 @@ class Model(TrainStep):
         )
         run_context = RunContext(cb_params)
         with manager:
-            self._prepare_run()
+            self._step.prepare()
             return self._evaluator.run(
                 valid_dataset,
                 manager,
                 run_context,
                 bool(dataset_sink_mode),
-                self._move_to_device,
-                self._amp,
+                self._step.move,
+                self._step.amp,
             )
 
     def predict(self, *inputs: Any) -> Any:
@@ -221,8 +215,8 @@ class Model(TrainStep):
         was_training = net.training
         net.eval()
         try:
-            with torch.no_grad(), self._amp.autocast():
-                return net(*self._move_to_device(inputs))
+            with torch.no_grad(), self._step.amp.autocast():
+                return net(*self._step.move(inputs))
         finally:
             net.train(was_training)
 
@@ -256,7 +250,7 @@ class Model(TrainStep):
         if valid is not None:
             cb_params.eval_results = {}
         run_context = RunContext(cb_params)
-        self._prepare_run()
+        self._step.prepare()
         self._train_network.train()
         source = Cycle(train_dataset) if sink and sink_size > 0 else None
         loop = self._step_loop(manager, run_context)
@@ -272,14 +266,14 @@ class Model(TrainStep):
                         else:
                             loop.run_epoch(train_dataset)
                         if valid is not None and _should_eval(ep + 1, valid[1], run_context):
-                            self._prepare_run()
+                            self._step.prepare()
                             self._evaluator.run_in_fit(
                                 valid[0],
                                 manager,
                                 run_context,
                                 valid[2],
-                                self._move_to_device,
-                                self._amp,
+                                self._step.move,
+                                self._step.amp,
                             )
                     if valid is not None:
                         cb_params.eval_results = {}
@@ -347,15 +341,8 @@ class Model(TrainStep):
         return CallbackManager(cbs, collective=training)
 
     def _step_loop(self, manager: CallbackManager, run_context: RunContext) -> StepLoop:
-        """The run's step loop, given this model's step as callables."""
-        return StepLoop(
-            manager,
-            run_context,
-            self._move_to_device,
-            self._train_step,
-            self._inline_parts,
-            self._device,
-        )
+        """The run's step loop around this model's step."""
+        return StepLoop(manager, run_context, self._step)
 
     def _phase(
         self, manager: CallbackManager, run_context: RunContext, begin: str, end: str

@@ -124,10 +124,9 @@ class RecModel(Model):
             _online_fields(train_dataset, max_steps, max_seconds, window, metric_window)
         )
         run_context = _OnlineRunContext(cb_params, train_dataset)
-        self._prepare_run()
+        self._step.prepare()
         self._train_network.train()
         loop = self._online_loop(manager, run_context, window, sink_size, uneven_streams)
-        self._capturing = window is not None and self._loss_fn is not None
         try:
             with self._stop_signals(run_context), manager:
                 with self._phase(manager, run_context, "on_train_begin", "on_train_end"):
@@ -135,7 +134,7 @@ class RecModel(Model):
                     self._finish_train(cb_params, run_context)
                 loop.commits.clean_end()  # only reached without an exception
         finally:
-            self._capturing, self._captured = False, (None, None)
+            self._step.capture, self._captured = None, (None, None)
 
     def _online_loop(
         self,
@@ -145,8 +144,11 @@ class RecModel(Model):
         sink_size: int,
         uneven: bool,
     ) -> _OnlineLoop:
-        """The passes and units of one ``online_train`` call, around its ``StepLoop``."""
+        """The passes and units of one ``online_train`` call, around its ``StepLoop`` (the
+        step keeps its predictions and labels for the windowed metrics, until the call ends)."""
         cb_params = run_context.original_args()
+        capturing = window is not None and self._loss_fn is not None
+        self._step.capture = self._capture if capturing else None
         return _OnlineLoop(
             self._step_loop(manager, run_context),
             self._window_inputs if window is not None else None,
@@ -156,14 +158,11 @@ class RecModel(Model):
             uneven,
         )
 
-    _capturing: bool = False
     _captured: tuple[Any, Any] = (None, None)
 
-    def _loss(self, y_pred: Any, label: Any) -> Any:
-        """``Model._loss`` that also keeps (predictions, label) for the windowed metrics."""
-        if self._capturing:
-            self._captured = (y_pred, label)
-        return self._loss_fn(y_pred, label)
+    def _capture(self, y_pred: Any, label: Any) -> None:
+        """Keep the step's (predictions, label) for the windowed metrics (``TrainStep.capture``)."""
+        self._captured = (y_pred, label)
 
     def _window_inputs(self, net_outputs: Any) -> tuple[Any, Any, Any]:
         """``(loss, predictions, label)`` of the last step, for the windowed metrics."""

@@ -1,11 +1,11 @@
 """``StepLoop``: the training steps of one run, shared by ``Model`` and ``RecModel``.
 
-The host builds one per run and hands it what a step needs, as plain callables: ``move``
-(a batch onto the network's device), ``train_step`` (one optimisation step, returning
-``net_outputs``) and ``inline_parts`` (the network, loss_fn and optimizer of a plain step the
-loop may run inline, or None when it may not: amp, a GPU, a first batch not yet checked).
-The loop owns what happens around the step: the step hooks, cb_params' step fields and the
-stop requests.
+The host builds one per run around its ``TrainStep`` (``run/step.py``): ``move`` (a batch
+onto the network's device), ``run`` (one optimisation step, returning ``net_outputs``),
+``inline_parts`` (the network, loss_fn and optimizer of a plain step the loop may run inline,
+or None when it may not: amp, a GPU, a first batch not yet checked) and ``device``. The loop
+owns what happens around the step: the step hooks, cb_params' step fields, the loss readout
+off the CPU and the stop requests.
 
 Speed: ``run_epoch`` runs a CPU ``(x, y)`` batch (or a ``DataLoader``'s ``[x, y]``) of a plain
 ``loss_fn(network(x), y)`` step inline, as a hand-written loop would (the 3% overhead target;
@@ -24,9 +24,9 @@ the loop without hooks records it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from math import inf
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -35,10 +35,24 @@ from trainledger.run.callback import RunContext
 from trainledger.run.callback_manager import CallbackManager
 from trainledger.run.distributed import STOP_SYNC_STEPS, agree_stop, is_distributed
 from trainledger.run.loss_readout import LossReadout
+from trainledger.run.step import InlineParts
 
-__all__ = ["Cycle", "InlineParts", "StepLoop", "set_sampler_epoch"]
+__all__ = ["Cycle", "Step", "StepLoop", "set_sampler_epoch"]
 
-InlineParts = tuple[torch.nn.Module, Callable[[Any, Any], Any], Any]
+
+class Step(Protocol):
+    """What the loop needs of a step (``TrainStep``, or a test's stand-in)."""
+
+    @property
+    def device(self) -> torch.device | None: ...
+
+    def move(self, batch: Any) -> Any: ...
+
+    def run(self, batch: Any) -> Any: ...
+
+    def inline_parts(self) -> InlineParts | None: ...
+
+
 _NO_PARTS: Any = (None, None, None)  # until the run's first batch was checked
 _PAIRS = (tuple, list)  # an (x, y) batch, or a DataLoader's [x, y], may be a plain step
 
@@ -50,17 +64,15 @@ class StepLoop:
         self,
         manager: CallbackManager,
         run_context: RunContext,
-        move: Callable[[Any], Any],
-        train_step: Callable[[Any], Any],
-        inline_parts: Callable[[], InlineParts | None],
-        device: torch.device | None = None,
+        step: Step,
     ) -> None:
         self.manager = manager
         self.run_context = run_context
         self.cb_params = run_context.original_args()
-        self.move = move
-        self.train_step = train_step
-        self.inline_parts = inline_parts
+        self.move = step.move
+        self.train_step = step.run
+        self.inline_parts = step.inline_parts
+        device = step.device
         self.hooks_begin = manager.has("on_train_step_begin")
         self.hooks_end = manager.has("on_train_step_end")
         # off the CPU, step-end hooks read the loss through a readout that never stalls the
@@ -176,7 +188,7 @@ class StepLoop:
                     if begin:
                         call("on_train_step_begin", run_context)
                 if plain:
-                    optimizer.zero_grad()  # no arguments, as in Model._train_step
+                    optimizer.zero_grad()  # no arguments, as in TrainStep.run
                     outputs = loss_fn(network(x), y)
                     if hooked:  # here, where a hand loop drops its last loss: see the docstring
                         cb_params["net_outputs"] = outputs
