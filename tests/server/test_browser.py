@@ -339,6 +339,42 @@ def test_sessions_apart_draws_each_session_as_its_own_segment(page: Any, tmp_pat
         server.stop()
 
 
+def test_zooming_a_chart_reads_the_visible_steps_at_full_fidelity(
+    page: Any, tmp_path: Path
+) -> None:
+    """20,000 points with a four-step plateau: the whole chart (1,000 points at most) cannot
+    show it step by step; zoomed in, the chart asks the server for those steps alone and
+    draws every one of them; zoomed out fully, the whole series is back."""
+    from trainledger.summary import SummaryRecord
+
+    run = sample_run(tmp_path, "long", 0, scalars=0)
+    with SummaryRecord(run) as record:
+        for step in range(20_000):
+            value = 5.0 if 12_000 <= step < 12_004 else 1.0 + step * 1e-5
+            record.add_scalar("loss", value, step, wall_time=1_700_000_000.0 + step)
+    server = LiveServer(tmp_path).start()
+    chart = "echarts.getInstanceByDom(document.querySelector('.chart-scalar'))"
+    data = f"""() => {chart}.getOption().series
+        .filter((s) => !s.name.endsWith(' (raw)'))[0].data.map((p) => p[2])"""
+    try:
+        open_view(page, server.url, "scalars")
+        page.wait_for_function("document.querySelector('.chart-scalar')?.dataset.lines === '1'")
+        whole = page.evaluate(data)
+        assert len(whole) <= 1000 and whole[0] == 0 and whole[-1] == 19_999
+        zoom_in = "{ type: 'dataZoom', startValue: 11990, endValue: 12039 }"
+        page.evaluate(f"() => {chart}.dispatchAction({zoom_in})")
+        page.wait_for_function(
+            "document.querySelector('.chart-scalar').dataset.zoom === '11990-12039'"
+        )
+        assert page.evaluate(data) == list(range(11_990, 12_040))  # every step of the range
+        shot(page, "scalars-zoomed")
+        page.evaluate(f"() => {chart}.dispatchAction({{ type: 'dataZoom', start: 0, end: 100 }})")
+        page.wait_for_function("document.querySelector('.chart-scalar').dataset.zoom === ''")
+        assert page.evaluate(data) == whole
+    finally:
+        server.stop()
+
+
 def test_the_legend_names_the_runs_and_the_hover_the_run_step_value_and_time(
     page: Any, live: LiveServer
 ) -> None:

@@ -112,3 +112,31 @@ def test_mindspore_runs_show_their_scalars(tmp_path: Path) -> None:
         assert series["total"] == len(steps)
         assert [p[0] for p in series["points"]] == steps.tolist()
         assert [p[2] for p in series["points"]] == pytest.approx(values.tolist())
+
+
+def test_a_zoomed_range_is_downsampled_from_the_full_data(tmp_path: Path) -> None:
+    """step_min/step_max: the chart's zoom re-buckets only the visible steps, so a plateau
+    of a few steps inside a long run shows point by point once zoomed into."""
+    from trainledger.summary import SummaryRecord
+
+    base = tmp_path / "base"
+    run = sample_run(base, "long", 0, scalars=0)
+    plateau = range(12_000, 12_004)
+    with SummaryRecord(run) as record:
+        for step in range(20_000):
+            value = 5.0 if step in plateau else 1.0 + step * 1e-5
+            record.add_scalar("loss", value, step, wall_time=1_700_000_000.0 + step)
+    body = {"runs": ["long"], "tags": ["loss"], "max_points": 100}
+    with client_for(base) as c:
+        [whole] = c.post("/api/v1/scalars/series", json=body).json()["series"]
+        zoom = {**body, "step_min": 11_990, "step_max": 12_039}
+        [zoomed] = c.post("/api/v1/scalars/series", json=zoom).json()["series"]
+        right = c.post("/api/v1/scalars/series", json={**body, "step_min": 19_990}).json()
+        bad = c.post("/api/v1/scalars/series", json={**body, "step_min": 9, "step_max": 3})
+    at_five = [p[0] for p in whole["points"] if p[2] == 5.0]
+    assert whole["total"] == whole["in_range"] == 20_000 and len(at_five) < len(plateau)
+    assert zoomed["total"] == 20_000 and zoomed["in_range"] == 50
+    assert [p[0] for p in zoomed["points"]] == list(range(11_990, 12_040))  # every step
+    assert [p[0] for p in zoomed["points"] if p[2] == 5.0] == list(plateau)
+    assert [p[0] for p in right["series"][0]["points"]] == list(range(19_990, 20_000))
+    assert bad.status_code == 422 and "step_min expected <= step_max" in bad.text

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MAX_TAG = 10
 MAX_REMARK = 1000
@@ -135,12 +135,32 @@ class SeriesRequest(_Strict):
         description="merged: each step once by the series rule (a resumed run's later "
         "session wins); sessions: every point as written, to draw each session apart",
     )
+    step_min: int | None = Field(
+        None, description="Only points at this step or later (a zoomed chart's left edge)."
+    )
+    step_max: int | None = Field(
+        None, description="Only points at this step or earlier (a zoomed chart's right edge)."
+    )
+
+    @model_validator(mode="after")
+    def _ordered_range(self) -> SeriesRequest:
+        if self.step_min is not None and self.step_max is not None:
+            if self.step_min > self.step_max:
+                raise ValueError(
+                    f"step_min expected <= step_max, received: step_min={self.step_min}, "
+                    f"step_max={self.step_max}"
+                )
+        return self
 
 
 class Series(BaseModel):
     run_id: str
     tag: str
     total: int = Field(description="Points on disk before downsampling.")
+    in_range: int = Field(
+        description="Points between step_min and step_max (all of them without a range), "
+        "downsampled from the full data to at most max_points."
+    )
     points: list[tuple[int, float, float | None]] = Field(
         description="[step, wall_time, value]; value null for NaN/inf."
     )

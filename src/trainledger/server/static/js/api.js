@@ -65,6 +65,7 @@ export const api = {
   importance: (metric, where, includeIds = false) =>
     request("GET", "/importance", { query: { metric, where, include_ids: includeIds } }),
   scalarTags: (runs) => request("GET", "/scalars/tags", { query: { run: runs } }),
-  series: (runs, tags, view = "merged") =>
-    request("POST", "/scalars/series", { body: { runs, tags, view } }),
+  // range: {step_min, step_max} of a zoomed chart, re-bucketed from the full data
+  series: (runs, tags, view = "merged", range = {}) =>
+    request("POST", "/scalars/series", { body: { runs, tags, view, ...range } }),
 };

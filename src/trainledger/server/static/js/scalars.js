@@ -15,6 +15,7 @@ const state = {
   view: "merged",         // or "sessions": every point, each session its own segment
   series: [],
   charts: new Map(),      // tag -> echarts instance
+  zoom: new Map(),        // tag -> {min, max, series}: a zoomed chart's steps, read at full fidelity
   search: "",
   wired: false,
 };
@@ -107,7 +108,47 @@ async function loadSeries() {
   } else {
     state.series = (await api.series(state.selected, tags, state.view)).series;
   }
+  state.zoom.clear();  // new runs, tags or view: every chart shows its whole range again
   drawCharts(tags);
+}
+
+// Zoom (x = step): the visible steps are fetched again, downsampled from the full data, so a
+// spike or a plateau inside them shows at its real resolution; the whole range clears it.
+let zoomTimer = null;
+function onZoom(tag, chart) {
+  clearTimeout(zoomTimer);
+  zoomTimer = setTimeout(async () => {
+    const [zoom] = chart.getOption().dataZoom || [];
+    if (!zoom || state.x !== "step") return;
+    if (zoom.start <= 0 && zoom.end >= 100) {
+      if (state.zoom.delete(tag)) drawChart(tag);
+      return;
+    }
+    const min = Math.floor(zoom.startValue);
+    const max = Math.ceil(zoom.endValue);
+    const runs = state.series.filter((s) => s.tag === tag).map((s) => s.run_id);
+    if (!runs.length || !(max >= min)) return;
+    const { series } = await api.series(runs, [tag], state.view, { step_min: min, step_max: max });
+    state.zoom.set(tag, { min, max, series });
+    drawChart(tag);
+  }, 200);
+}
+
+// The steps of a tag's unzoomed lines: the x axis of its zoomed chart
+function stepExtent(tag) {
+  let min = Infinity;
+  let max = -Infinity;
+  for (const s of state.series) {
+    if (s.tag !== tag || !s.points.length) continue;
+    min = Math.min(min, s.points[0][0]);
+    max = Math.max(max, s.points[s.points.length - 1][0]);
+  }
+  return min <= max ? { min, max } : {};
+}
+
+function drawChart(tag) {
+  const chosen = state.tags.filter((t) => state.chosenTags && state.chosenTags.has(t));
+  if (chosen.includes(tag)) drawCharts(chosen);
 }
 
 function seriesData(points, weight = state.smoothing, sessions = []) {
@@ -183,8 +224,11 @@ function drawCharts(tags) {
       chart = echarts.init(host, null, { renderer: "svg" });
       state.charts.set(tag, chart);
     }
-    const lines = state.series.filter((s) => s.tag === tag);
+    const zoomed = state.x === "step" ? state.zoom.get(tag) : undefined;
+    const lines = (zoomed ? zoomed.series : state.series).filter((s) => s.tag === tag);
     host.dataset.lines = String(lines.length);
+    host.dataset.zoom = zoomed ? `${zoomed.min}-${zoomed.max}` : "";
+    host.dataset.points = String(lines.reduce((n, s) => n + s.points.length, 0));
     const apart = (s) => (state.view === "sessions" ? s.sessions : []);
     const smoothed = lines.map((s) => seriesData(s.points, state.smoothing, apart(s)));
     const raw = state.smoothing ? lines.map((s) => seriesData(s.points, 0, apart(s))) : [];
@@ -195,8 +239,13 @@ function drawCharts(tags) {
       legend: { type: "scroll", top: 0, left: 8, right: 8, data: lines.map((s) => s.run_id),
                 textStyle: { color: "#3b4356", fontSize: 11 } },
       tooltip: { trigger: "axis", formatter: hoverText },
+      // wheel/drag zooms the x axis; in steps, the zoomed range is fetched at full fidelity
+      dataZoom: [{ type: "inside", xAxisIndex: 0, filterMode: "none",
+                   ...(zoomed ? { startValue: zoomed.min, endValue: zoomed.max } : {}) }],
       xAxis: {
         type: state.x === "wall" ? "time" : "value", scale: true,
+        // zoomed: the axis keeps the whole run's steps, so zooming out is still possible
+        ...(zoomed ? stepExtent(tag) : {}),
         name: state.x === "step" ? "step" : "", nameLocation: "end", nameGap: 4,
         axisLabel: { color: "#6b7489", hideOverlap: true,
                      formatter: state.x === "relative" ? fmtDuration : undefined },
@@ -223,6 +272,8 @@ function drawCharts(tags) {
         })),
       ],
     }, { notMerge: true });
+    chart.off("datazoom");
+    chart.on("datazoom", () => onZoom(tag, chart));
     chart.resize();
   });
 }
