@@ -195,6 +195,33 @@ def test_filter_box_changes_table_and_chart(page: Any, live: LiveServer) -> None
     wait_rows(page, N_RUNS)
 
 
+def test_a_parallel_coordinates_line_names_its_run_on_hover_and_opens_it_on_click(
+    page: Any, live: LiveServer
+) -> None:
+    open_view(page, live.url, "lineage")
+    wait_rows(page, N_RUNS)
+    page.wait_for_function(f"document.querySelectorAll({PARCOORDS_LINES!r}).length === {N_RUNS}")
+    # the middle of the line of the last-drawn run (on top of the others), in page pixels
+    point = page.evaluate(
+        f"""() => {{
+            const paths = [...document.querySelectorAll({PARCOORDS_LINES!r})];
+            const path = paths[paths.length - 1];
+            const at = path.getPointAtLength(path.getTotalLength() * 0.37);
+            const m = path.getScreenCTM();
+            return {{ x: at.x * m.a + at.y * m.c + m.e, y: at.x * m.b + at.y * m.d + m.f }};
+        }}"""
+    )
+    page.mouse.move(point["x"], point["y"])
+    tip = page.locator("#parcoords div").filter(has_text="click to open").first
+    tip.wait_for()
+    text = tip.inner_text()
+    run = text.split(" · ")[0].strip()
+    assert run in table_runs(page) and "learning_rate" in text
+    shot(page, "lineage-line-hover")
+    page.mouse.click(point["x"], point["y"])
+    page.wait_for_function(f"location.hash === '#/run/{run}'")
+
+
 def test_status_filters_and_sorts_the_table(page: Any, tmp_path: Path) -> None:
     base = make_base(tmp_path / "runs", n=3, scalars=0)
     sample_run(base, "crashed", 4, status="failed")

@@ -2,7 +2,7 @@
 // the table is sorted and paged by the server; tags, remarks, selection, CSV, --where filter.
 import { api } from "./api.js";
 import { selectRuns } from "./scalars.js";
-import { $, colorFor, debounce, fmt, fmtTime, h, tagChip, toast } from "./util.js";
+import { $, colorFor, debounce, escapeHtml, fmt, fmtTime, h, tagChip, toast } from "./util.js";
 
 const STORE_KEY = "trainledger.columns";
 const GROUP_ORDER = ["Metrics", "Series", "User defined", "Hyperparameters", "Other"];
@@ -159,6 +159,10 @@ function chartFor(lines) {
   state.chart = echarts.init($("#parcoords"), null, { renderer });
   state.chartRenderer = renderer;
   state.chart.on("axisareaselected", debounce(onBrush, 120));
+  // a line is a run: clicking it opens the run
+  state.chart.on("click", (params) => {
+    if (params.seriesType === "parallel" && params.name) location.hash = `#/run/${encodeURIComponent(params.name)}`;
+  });
   if (!resizeWired) {
     window.addEventListener("resize", () => state.chart && state.chart.resize());
     resizeWired = true;
@@ -198,7 +202,8 @@ async function loadChart() {
   const colorIndex = colorAxis ? axes.indexOf(colorAxis) : -1;
   const option = {
     animation: false,
-    tooltip: { show: false },
+    // hovering a line names its run and its value on every axis
+    tooltip: { show: true, trigger: "item", confine: true, formatter: lineTip },
     parallel: {
       left: 70, right: colorIndex >= 0 ? 140 : 70, top: 48, bottom: 28,
       parallelAxisDefault: {
@@ -224,8 +229,8 @@ async function loadChart() {
       activeOpacity: 0.9,
       progressive: 0,
       lineStyle: { width: 1.5, opacity: rows.length > 300 ? 0.2 : 0.75, color: colorFor(0) },
-      emphasis: { disabled: true },
-      data: rows,
+      emphasis: { lineStyle: { width: 3, opacity: 1 } },
+      data: rows.map((row) => ({ name: row.runId, value: row })),
     }],
   };
   if (colorIndex >= 0) {
@@ -247,6 +252,14 @@ async function loadChart() {
   }
   state.chart.setOption(option, { notMerge: true });
   el.dataset.lines = String(rows.length);
+}
+
+function lineTip(params) {
+  if (params.seriesType !== "parallel") return "";
+  const values = params.value || [];
+  const lines = state.axes.map((a, i) =>
+    `${escapeHtml(label(a.column))}: <b>${escapeHtml(a.numeric && values[i] !== null ? fmt(values[i]) : String(values[i] ?? "—"))}</b>`);
+  return [`<b>${escapeHtml(params.name)}</b> · click to open`, ...lines].join("<br>");
 }
 
 function onBrush() {
