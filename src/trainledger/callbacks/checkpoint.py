@@ -35,10 +35,10 @@ import logging
 import os
 import time
 from collections.abc import Mapping
-from math import isfinite
 from pathlib import Path
 from typing import Any
 
+from trainledger.callbacks.checkpoint_guard import NonFiniteGuard
 from trainledger.checkpoint import (
     CheckpointConfig,
     CheckpointManager,
@@ -56,15 +56,7 @@ from trainledger.checkpoint import (
     should_save,
     unwrap_network,
 )
-from trainledger.run import (
-    Callback,
-    LossReadout,
-    RunContext,
-    barrier,
-    loss_value,
-    monitored_value,
-    rank_and_world,
-)
+from trainledger.run import Callback, RunContext, barrier, monitored_value, rank_and_world
 from trainledger.storage import sweep_temp_files, writable_dir
 from trainledger.values import scalar_of
 
@@ -121,8 +113,7 @@ class ModelCheckpoint(Callback):
         self._pending = False
         self._last_eval: Any = None
         self._rank, self._world = 0, 1
-        self._readout: LossReadout | None = None
-        self._kept: list[tuple[int, Path]] = []
+        self._guard = NonFiniteGuard(None)  # this run's files after a NaN/inf loss
 
     # --- public state -------------------------------------------------------------------
     @property
@@ -186,8 +177,7 @@ class ModelCheckpoint(Callback):
         self._saver = make_saver(cfg.async_save if not self._sharded else False)
         self._inflight = None
         self._cb = cb
-        self._readout = cb.get("loss_readout")  # a device run's lagged losses (None on the CPU)
-        self._kept = []  # (step, file) committed by this run
+        self._guard = NonFiniteGuard(cb.get("loss_readout"))
         barrier()  # every rank chose the prefix before rank 0 writes a file of it
 
     def on_train_step_end(self, run_context: RunContext) -> None:
@@ -232,8 +222,8 @@ class ModelCheckpoint(Callback):
         cb = run_context.original_args()
         if self._saver is None:
             return
-        if self._readout is not None:
-            self._readout.read_all()  # the last steps' losses decide what may be kept
+        if self._guard.readout is not None:
+            self._guard.readout.read_all()  # the last steps' losses decide what may be kept
         try:
             if cb.get("exception") is not None:
                 if self._config.exception_save:
@@ -278,7 +268,7 @@ class ModelCheckpoint(Callback):
     def _save(self, cb: Any, breakpoint: bool = False, sync: bool = False) -> None:
         if self._manager is None or self._saver is None:
             raise RuntimeError("ModelCheckpoint saved before on_train_begin")
-        bad = self._bad_loss_step()
+        bad = self._guard.bad_step(cb)
         if bad is not None and int(cb.get("cur_step_num") or 0) >= bad:
             return  # the parameters were updated from a non-finite loss: never saved
         network = self._network(cb)
@@ -355,29 +345,12 @@ class ModelCheckpoint(Callback):
         if path is not None and meta is not None:
             self._commit(path, *meta)
 
-    def _bad_loss_step(self) -> int | None:
-        """The first step whose training loss was not finite, as far as read: a device run's
-        lagged read, or on the CPU the current step's loss (a read that costs no stall)."""
-        if self._readout is None:
-            cb = self._cb
-            loss = loss_value(cb.get("net_outputs")) if cb is not None else None
-            return None if loss is None or isfinite(loss) else int(cb.get("cur_step_num") or 0)
-        bad = self._readout.first_nonfinite
-        return None if bad is None else int(bad[0])
-
     def _drop_after_bad_loss(self, cb: Any) -> None:
-        """Delete this run's checkpoints taken at or after a non-finite loss's step (saved
-        before the lagged read found it); ``latest_ckpt_file`` names the newest one kept."""
-        bad = self._bad_loss_step()
-        if bad is None or self._manager is None:
+        """The guard's deletions; ``latest_ckpt_file`` then names the newest file kept."""
+        if self._manager is None:
             return
-        dropped = [path for step, path in self._kept if step >= bad]
-        for path in dropped:
-            self._manager.remove_ckpoint_file(path)
-            _log.warning("removed %s: taken after the non-finite loss of step %d", path, bad)
-        self._kept = [(step, path) for step, path in self._kept if step < bad]
-        if dropped:
-            newest = self._kept[-1] if self._kept else None
+        if self._guard.drop_after_bad_loss(cb, self._manager):
+            newest = self._guard.kept[-1] if self._guard.kept else None
             self._latest = str(newest[1]) if newest else None
             cb.latest_ckpt_file = self._latest
             cb.last_save_ckpt_step = newest[0] if newest else 0
@@ -385,11 +358,11 @@ class ModelCheckpoint(Callback):
     def _commit(self, path: Path, step: int, score: float | None) -> None:
         """A file is on disk: publish it, track it, then apply retention (never before); a
         file taken at or after a known non-finite loss is deleted instead."""
-        bad = self._bad_loss_step()
+        bad = self._guard.bad_step(self._cb)
         if bad is not None and step >= bad and self._manager is not None:
             self._manager.remove_ckpoint_file(path)
             return
-        self._kept.append((step, path))
+        self._guard.kept.append((step, path))
         self._latest = str(path)
         if self._cb is not None:  # what lineage callbacks read: only complete files
             self._cb.latest_ckpt_file = str(path)

@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from trainledger.run.distributed import gather_arrays, is_sharded, rank_and_world, shard_samples
-from trainledger.run.metrics import Metric
+from trainledger.run.metric_base import Metric
 
 __all__ = ["EvalShard", "head"]
 

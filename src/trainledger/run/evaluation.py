@@ -18,7 +18,7 @@ from trainledger.run.batches import call_network, checked_call, dataset_len, spl
 from trainledger.run.callback import RunContext
 from trainledger.run.callback_manager import CallbackManager
 from trainledger.run.eval_shard import EvalShard, head
-from trainledger.run.metrics import Metric
+from trainledger.run.metric_base import Metric
 
 __all__ = ["Evaluator"]
 

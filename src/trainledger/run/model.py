@@ -44,7 +44,8 @@ from trainledger.run.defaults import default_callbacks
 from trainledger.run.distributed import is_distributed, rank_and_world
 from trainledger.run.evaluation import Evaluator
 from trainledger.run.loss_scale import LossScaleManager
-from trainledger.run.metrics import Metric, get_metrics
+from trainledger.run.metric_base import Metric
+from trainledger.run.metrics import get_metrics
 from trainledger.run.signals import stop_on_signals
 from trainledger.run.step import TrainStep
 from trainledger.run.steploop import Cycle, StepLoop

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from trainledger.run.metrics import Metric, to_numpy
+from trainledger.run.metric_base import Metric, to_numpy
 
 __all__ = ["WindowedMetrics"]
 
