@@ -10,7 +10,7 @@ import pytest
 
 from tests.runs import make_base
 from trainledger.server.app import create_app
-from trainledger.server.run_store import EngineStore
+from trainledger.server.run_store import IndexedRunStore
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -25,7 +25,7 @@ def base(tmp_path: Path) -> Path:
 def client_for(
     base: Path, token: str | None = None, read_token: str | None = None, **store_options: object
 ) -> TestClient:
-    store = EngineStore(
+    store = IndexedRunStore(
         base,
         rescan_interval=0.0,
         stale_after=0.0,

@@ -45,12 +45,12 @@ class LiveServer:
         import uvicorn
 
         from trainledger.server.app import create_app
-        from trainledger.server.run_store import EngineStore
+        from trainledger.server.run_store import IndexedRunStore
 
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
-        app = create_app(self.base, store=EngineStore(self.base, rescan_interval=0.2))
+        app = create_app(self.base, store=IndexedRunStore(self.base, rescan_interval=0.2))
         self.server = uvicorn.Server(
             uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
         )

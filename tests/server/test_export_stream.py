@@ -27,14 +27,14 @@ def _rows(text: str) -> list[dict[str, str]]:
 def run_info_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the threads that read a run's ``run`` fields (large results only)."""
     threads: list[str] = []
-    original = run_store.EngineStore.run_info
+    original = run_store.IndexedRunStore.run_info
 
     def spy(self: Any, run_id: str) -> dict[str, Any]:
         threads.append(threading.current_thread().name)
         return original(self, run_id)
 
     monkeypatch.setattr(run_store, "_RUN_INFO_MAX", 0)  # as for a result of > 100 runs
-    monkeypatch.setattr(run_store.EngineStore, "run_info", spy)
+    monkeypatch.setattr(run_store.IndexedRunStore, "run_info", spy)
     return threads
 
 

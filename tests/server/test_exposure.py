@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from tests.server.conftest import client_for
 from trainledger.cli.main import cli
 from trainledger.server import allowed_hosts, create_app, is_loopback
-from trainledger.server.run_store import EngineStore
+from trainledger.server.run_store import IndexedRunStore
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -28,7 +28,7 @@ TOKEN = "0123456789abcdef-token"
 
 
 def _guarded(base: Path, bind: str, extra: tuple[str, ...] = ()) -> TestClient:
-    store = EngineStore(base, rescan_interval=0.0, background_rescan=False)
+    store = IndexedRunStore(base, rescan_interval=0.0, background_rescan=False)
     app = create_app(base, store=store, allowed_hosts=allowed_hosts(bind, extra), warm=False)
     return TestClient(app, base_url=f"http://{bind}:8080", follow_redirects=False)
 

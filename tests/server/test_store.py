@@ -1,4 +1,4 @@
-"""EngineStore over the query package's QueryService: an index on disk answers at once, the
+"""IndexedRunStore over the query package's QueryService: an index on disk answers at once, the
 re-scan catches up, results are cached per data version, a poll reads no run's files."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from tests.runs import make_base, sample_run
 from trainledger.server import run_store
-from trainledger.server.run_store import EngineStore
+from trainledger.server.run_store import IndexedRunStore
 
 
 def wait_for(predicate, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
@@ -26,11 +26,11 @@ def wait_for(predicate, timeout: float = 20.0) -> bool:  # type: ignore[no-untyp
 
 def test_index_on_disk_answers_first_then_background_rescan_catches_up(tmp_path: Path) -> None:
     base = make_base(tmp_path / "runs", n=3, scalars=0)
-    first = EngineStore(base)
+    first = IndexedRunStore(base)
     assert first.search(None)["count"] == 3  # no index yet: the first search builds it
     first.close()
     sample_run(base, "late", 7)
-    store = EngineStore(base, rescan_interval=0.05)
+    store = IndexedRunStore(base, rescan_interval=0.05)
     release = threading.Event()
     real_refresh = store.service._index.refresh
 
@@ -51,7 +51,7 @@ def test_index_on_disk_answers_first_then_background_rescan_catches_up(tmp_path:
 
 def test_without_background_every_request_sees_new_runs(tmp_path: Path) -> None:
     base = make_base(tmp_path / "runs", n=2, scalars=0)
-    store = EngineStore(base, rescan_interval=0.0, stale_after=0.0, background_rescan=False)
+    store = IndexedRunStore(base, rescan_interval=0.0, stale_after=0.0, background_rescan=False)
     try:
         assert store.stamp()["count"] == 2
         sample_run(base, "new", 3)
@@ -63,7 +63,7 @@ def test_without_background_every_request_sees_new_runs(tmp_path: Path) -> None:
 
 def test_search_results_are_cached_per_version(tmp_path: Path) -> None:
     base = make_base(tmp_path / "runs", n=2, scalars=0)
-    store = EngineStore(base, rescan_interval=3600)
+    store = IndexedRunStore(base, rescan_interval=3600)
     try:
         a = store.search({"offset": 0, "limit": 10})
         assert store.search({"limit": 10, "offset": 0}) is a
@@ -83,7 +83,7 @@ def test_status_poll_reads_no_run_files(tmp_path: Path, monkeypatch: pytest.Monk
     reads: list[Any] = []
     real = run_store.lineage_files
     monkeypatch.setattr(run_store, "lineage_files", lambda p: reads.append(p) or real(p))
-    store = EngineStore(base, rescan_interval=0.0, stale_after=0.0, background_rescan=False)
+    store = IndexedRunStore(base, rescan_interval=0.0, stale_after=0.0, background_rescan=False)
     try:
         assert store.stamp()["count"] == 2
         assert store.stamp()["count"] == 2
@@ -99,7 +99,7 @@ def test_run_info_is_reused_within_a_version_and_refreshed_after_a_change(
 ) -> None:
     base = make_base(tmp_path / "runs", n=2, scalars=0)
     sample_run(base, "live", 5, status="running")
-    store = EngineStore(base, rescan_interval=0.0, stale_after=0.0, background_rescan=False)
+    store = IndexedRunStore(base, rescan_interval=0.0, stale_after=0.0, background_rescan=False)
     try:
         store.stamp()
         assert store.run_info("live")["status"] == "running"
@@ -123,8 +123,8 @@ def test_two_servers_on_one_postgresql_index_see_each_others_annotations(
     is a new data version for the other, whose cached answers are dropped."""
     base = make_base(tmp_path / "runs", n=3, scalars=0)
 
-    def server() -> EngineStore:
-        return EngineStore(
+    def server() -> IndexedRunStore:
+        return IndexedRunStore(
             base, rescan_interval=0.0, stale_after=0.0, background_rescan=False, index=pg_url
         )
 
@@ -155,7 +155,7 @@ def test_a_postgresql_outage_answers_503_naming_the_index(
     from trainledger.server import create_app
 
     base = make_base(tmp_path / "runs", n=2, scalars=0)
-    store = EngineStore(
+    store = IndexedRunStore(
         base, rescan_interval=0.0, stale_after=0.0, background_rescan=False, index=pg_url
     )
     client = TestClient(create_app(base, store=store))
@@ -172,3 +172,12 @@ def test_a_postgresql_outage_answers_503_naming_the_index(
     assert answer.status_code == 503, answer.text
     assert answer.json()["backend"] == "postgresql"
     assert "unreachable" in answer.json()["detail"]
+
+
+def test_the_old_name_engine_store_still_works_with_a_deprecation_warning(tmp_path: Path) -> None:
+    import trainledger.server as server
+    from trainledger.server import run_store
+
+    for module in (server, run_store):
+        with pytest.warns(DeprecationWarning, match="EngineStore is now IndexedRunStore"):
+            assert module.EngineStore is IndexedRunStore

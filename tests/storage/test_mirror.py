@@ -285,7 +285,7 @@ def test_the_ui_lists_the_checkpoints_of_a_run_in_the_store(
     """The UI reads an s3:// base through a copy without checkpoints; its checkpoint table
     lists them from the store (files and a sharded directory), each once."""
     from trainledger.checkpoint import save_sharded
-    from trainledger.server import EngineStore
+    from trainledger.server import IndexedRunStore
 
     monkeypatch.chdir(tmp_path)
     base = f"s3://{s3_bucket}/team/runs"
@@ -299,7 +299,7 @@ def test_the_ui_lists_the_checkpoints_of_a_run_in_the_store(
     keys = objects(s3_bucket, "team/runs/r0/")
     from trainledger.storage import readable_dir  # what `trainledger ui s3://...` reads
 
-    store = EngineStore(Path(readable_dir(base)), background_rescan=False, remote=base)
+    store = IndexedRunStore(Path(readable_dir(base)), background_rescan=False, remote=base)
     try:
         rows = store.checkpoints("r0")
     finally:

@@ -252,7 +252,7 @@ def _unsynced_runs_are_shown(base: str, urls: list[str], tmp_path: Path) -> None
     """`trainledger lineage` warns of them, and the UI's status lists them."""
     from fastapi.testclient import TestClient
 
-    from trainledger.server import EngineStore, create_app
+    from trainledger.server import IndexedRunStore, create_app
 
     done = CliRunner().invoke(cli, ["lineage", base])
     for url in urls:
@@ -260,7 +260,7 @@ def _unsynced_runs_are_shown(base: str, urls: list[str], tmp_path: Path) -> None
     assert ("did not reach the store" in done.output) == bool(urls), done.output
     local = tmp_path / "ui-base"
     local.mkdir(exist_ok=True)
-    store = EngineStore(local, background_rescan=False, remote=base)
+    store = IndexedRunStore(local, background_rescan=False, remote=base)
     try:
         status = TestClient(create_app(local, store=store)).get("/api/v1/status").json()
     finally:
@@ -351,7 +351,7 @@ def test_the_run_page_answers_503_naming_the_store_when_it_is_down(
 ) -> None:
     from fastapi.testclient import TestClient
 
-    from trainledger.server import EngineStore, create_app
+    from trainledger.server import IndexedRunStore, create_app
     from trainledger.storage import readable_dir
 
     monkeypatch.setenv("TRAINLEDGER_CACHE_DIR", str(tmp_path / "cache"))
@@ -369,7 +369,7 @@ def test_the_run_page_answers_503_naming_the_store_when_it_is_down(
     lineage.end(context)
     flush_mirrors()
     base = "s3://stall/team"
-    store = EngineStore(Path(readable_dir(base)), background_rescan=False, remote=base)
+    store = IndexedRunStore(Path(readable_dir(base)), background_rescan=False, remote=base)
     client = TestClient(create_app(store.base, store=store))
     assert client.get("/api/v1/runs/r0").status_code == 200
     os.kill(stalled_store.pid, signal.SIGSTOP)

@@ -103,7 +103,7 @@ def ui(
     """Browse, compare and export the runs under BASE in a web browser."""
     try:  # the [ui] extra: imported here so the rest of the CLI works without it
         from trainledger.query import index_url, redact_url
-        from trainledger.server import EngineStore, create_app, serve
+        from trainledger.server import IndexedRunStore, create_app, serve
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise click.ClickException(
             f"the web UI needs the [ui] extra: pip install 'trainledger[ui]' ({exc})"
@@ -129,7 +129,7 @@ def ui(
         local,
         token=token,
         read_token=read_token,
-        store=EngineStore(
+        store=IndexedRunStore(
             Path(local),
             max_depth=max_depth,
             index=index,

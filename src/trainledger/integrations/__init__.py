@@ -15,8 +15,8 @@ from trainledger.lazy import lazy_exports
 _EXPORTS: dict[str, str] = {
     "ImportReport": "trainledger.integrations.mlflow",
     "import_mlflow": "trainledger.integrations.mlflow",
-    "RunRecorder": "trainledger.integrations._recorder",
-    "flat_hparams": "trainledger.integrations._recorder",
+    "RunRecorder": "trainledger.integrations.recorder",
+    "flat_hparams": "trainledger.integrations.recorder",
     "Tracker": "trainledger.integrations.tracking",
     "track": "trainledger.integrations.tracking",
 }
@@ -33,6 +33,6 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from trainledger.integrations._recorder import RunRecorder, flat_hparams
     from trainledger.integrations.mlflow import ImportReport, import_mlflow
+    from trainledger.integrations.recorder import RunRecorder, flat_hparams
     from trainledger.integrations.tracking import Tracker, track

@@ -30,7 +30,7 @@ from typing import Any
 
 import lightning.pytorch as pl
 
-from trainledger.integrations._recorder import RunRecorder
+from trainledger.integrations.recorder import RunRecorder
 
 __all__ = ["TrainledgerCallback"]
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from trainledger.integrations._recorder import RunRecorder
+from trainledger.integrations.recorder import RunRecorder
 
 __all__ = ["track", "Tracker"]
 

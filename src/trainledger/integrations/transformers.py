@@ -39,7 +39,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from trainledger.integrations._recorder import RunRecorder
+from trainledger.integrations.recorder import RunRecorder
 
 __all__ = ["TrainledgerTrainerCallback", "TRAINING_ARGUMENTS"]
 

@@ -27,7 +27,7 @@ from trainledger.errors import (
 )
 from trainledger.server.limits import BodyLimit
 from trainledger.server.routes import admin, importance, media, meta, runs, scalars, structure
-from trainledger.server.run_store import EngineStore, RunStore
+from trainledger.server.run_store import IndexedRunStore, RunStore
 from trainledger.server.security import (
     READ,
     WRITE,
@@ -78,7 +78,7 @@ def create_app(
     if token is not None and token == read_token:
         raise ValueError("token and read_token must differ")
     if store is None:
-        store = EngineStore(base_path)
+        store = IndexedRunStore(base_path)
     chosen: RunStore = store
 
     @asynccontextmanager

@@ -1,6 +1,6 @@
 """The server's one door to the data: runs, lineage, annotations, checkpoints, scalars.
 
-Routes talk only to a :class:`RunStore`. The real one, :class:`EngineStore`, asks the query
+Routes talk only to a :class:`RunStore`. The real one, :class:`IndexedRunStore`, asks the query
 package's ``QueryService`` for everything over many runs (search, counts, annotations; it owns
 the re-scans and the caches) and reads single runs itself (lineage, checkpoint files:
 ``checkpoint_listing.py``, scalars), always through :func:`security.resolve_run`. That keeps
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -139,7 +140,7 @@ class _KnownRuns:
         return isinstance(run_id, str) and self.service.is_known(f"./{run_id}")
 
 
-class EngineStore:
+class IndexedRunStore:
     """The real store: the query package's ``QueryService`` (index, re-scans, data versions,
     result cache) plus the lineage, checkpoint-file and summary reads of single runs.
 
@@ -349,3 +350,15 @@ class EngineStore:
 
     def close(self) -> None:
         self.service.close()
+
+
+def __getattr__(name: str) -> Any:
+    """``EngineStore``: ``IndexedRunStore``'s name before 0.2, kept until 0.3 with a warning."""
+    if name == "EngineStore":
+        warnings.warn(
+            "trainledger.server.EngineStore is now IndexedRunStore; the old name goes in 0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return IndexedRunStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
