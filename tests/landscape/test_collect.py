@@ -9,7 +9,7 @@ import torch
 from safetensors import safe_open
 
 from tests.landscape.helpers import train_run
-from trainledger.callbacks.landscape_meta import METADATA_KEYS
+from trainledger.callbacks.landscape_inputs import METADATA_KEYS
 from trainledger.callbacks.summary_options import process_specified_data
 
 

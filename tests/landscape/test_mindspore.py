@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trainledger.callbacks.landscape_meta import check_metadata
+from trainledger.callbacks.landscape_inputs import check_metadata
 from trainledger.summary import read_landscapes
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "mindspore-landscape"

@@ -38,13 +38,13 @@ import numpy as np
 import torch
 
 from trainledger.callbacks.landscape_collect import CKPT_DIR, METADATA_FILE
+from trainledger.callbacks.landscape_inputs import check_metadata, first_samples, load_snapshot
 from trainledger.callbacks.landscape_math import (
     DEFAULT_MEMORY_BYTES,
     LossGrid,
     pca_plane,
     random_plane,
 )
-from trainledger.callbacks.landscape_meta import check_metadata, first_samples, load_snapshot
 from trainledger.callbacks.summary_options import check_landscape
 from trainledger.run import to_device
 from trainledger.storage import atomic_write_bytes, remove_written, writable_dir
