@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -51,6 +52,7 @@ def lazy_exports(
     exports: Mapping[str, str],
     namespace: dict[str, Any],
     needs: Mapping[str, str] | None = None,
+    renamed: Mapping[str, str] | None = None,
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for ``package``: name -> the module that defines it.
 
@@ -59,9 +61,19 @@ def lazy_exports(
     dependency missing at import raises :class:`~trainledger.errors.MissingExtraError` naming
     the extra; ``needs`` (name -> optional module) checks one that the name imports only when
     called (``{"lineage_table": "pandas"}``), so the error comes at import, not mid-analysis.
+    ``renamed`` (old name -> exported new name) keeps an old name working for a release: each
+    use warns (``DeprecationWarning``) and gets the new name's value; it is in no listing.
     """
 
     def __getattr__(name: str) -> Any:
+        new_name = (renamed or {}).get(name)
+        if new_name is not None:
+            warnings.warn(
+                f"{package}.{name} is deprecated and goes in 0.3: use {package}.{new_name}",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return __getattr__(new_name) if new_name not in namespace else namespace[new_name]
         module_name = exports.get(name)
         if module_name is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")

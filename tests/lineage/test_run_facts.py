@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from trainledger.lineage.run_facts import as_int, latest_checkpoint, run_status
+from trainledger.lineage.run_facts import as_int, run_status, saved_checkpoint_of
 
 
 @pytest.mark.parametrize(
@@ -46,8 +46,18 @@ class _Broken:
         ({"list_callback": None}, None),
     ],
 )
-def test_latest_checkpoint(params: dict, expected: str | None) -> None:
-    assert latest_checkpoint(params) == expected
+def test_saved_checkpoint_of(params: dict, expected: str | None) -> None:
+    assert saved_checkpoint_of(params) == expected
+
+
+def test_the_old_name_latest_checkpoint_still_works_and_warns() -> None:
+    import trainledger.lineage
+
+    with pytest.warns(DeprecationWarning, match=r"trainledger\.lineage\.saved_checkpoint_of"):
+        from trainledger.lineage import latest_checkpoint  # type: ignore[attr-defined]
+    assert latest_checkpoint is saved_checkpoint_of
+    assert latest_checkpoint({"latest_ckpt_file": "/a.ckpt"}) == "/a.ckpt"
+    assert "latest_checkpoint" not in trainledger.lineage.__all__
 
 
 def test_as_int() -> None:

@@ -47,12 +47,12 @@ from trainledger.lineage import (
     eval_event,
     file_size,
     initial_learning_rate,
-    latest_checkpoint,
     loss_function_name,
     network_name,
     optimizer_name,
     run_event,
     run_status,
+    saved_checkpoint_of,
     torch_seed,
     train_event,
 )
@@ -146,7 +146,7 @@ class TrainLineage(LineageCallback):
             except Exception as err:  # never mask the error that is propagating
                 _log.error("TrainLineage could not record the failed run: %s", err)
             self._ended = True
-        elif self._ended and latest_checkpoint(params) != self._recorded_ckpt:
+        elif self._ended and saved_checkpoint_of(params) != self._recorded_ckpt:
             # A ModelCheckpoint after us in the list saved its final file in its own
             # on_train_end, after ours: record that checkpoint, once the run is over.
             self._guarded("__exit__", self._rewrite_end, RunContext(params))
@@ -215,7 +215,7 @@ class TrainLineage(LineageCallback):
 
     # --- values ---------------------------------------------------------------------------
     def _note_checkpoint(self, params: CallbackParams) -> None:
-        path = latest_checkpoint(params)
+        path = saved_checkpoint_of(params)
         if path:
             self._checkpoints[os.path.abspath(path)] = None
 
@@ -223,7 +223,7 @@ class TrainLineage(LineageCallback):
         ds = self._dataset or DatasetInfo()
         network = params.get("network") or params.get("train_network")
         rank_info = distributed_info()
-        ckpt = self._recorded_ckpt = latest_checkpoint(params)
+        ckpt = self._recorded_ckpt = saved_checkpoint_of(params)
         model_path: str | None = None
         model_size: int | None = 0  # no checkpoint: size 0, as MindSpore and MindInsight
         if ckpt:

@@ -3,7 +3,7 @@
 * ``proto/``      the schema: MindInsight's ``LineageEvent`` field numbers + extensions >= 100
 * ``graph``       dataset graph dicts <-> ``DatasetGraph`` messages, by MindInsight's rules
 * ``records``     plain values -> events, and events -> MindInsight's dicts (pure)
-* ``run_facts``   small pure decisions over a run's cb_params (final status, latest checkpoint)
+* ``run_facts``   small pure decisions over a run's cb_params (final status, saved checkpoint)
 * ``writer``      the process's append-only, fsynced writer per run directory; it creates each
   file with a unique, increasing ``<unix_ts>`` (the names themselves: ``trainledger.storage``)
 * ``reader``      ``read_lineage(run_dir)``: ``get_summary_lineage``'s dict (no torch needed)
@@ -52,7 +52,7 @@ _EXPORTS: dict[str, str] = {
     "redact_object": "trainledger.lineage.redaction",
     "as_int": "trainledger.lineage.run_facts",
     "file_size": "trainledger.lineage.run_facts",
-    "latest_checkpoint": "trainledger.lineage.run_facts",
+    "saved_checkpoint_of": "trainledger.lineage.run_facts",
     "run_status": "trainledger.lineage.run_facts",
     "read_status": "trainledger.lineage.skim",
     "read_run": "trainledger.lineage.skim",
@@ -72,7 +72,6 @@ __all__ = [
     "file_size",
     "get_writer",
     "initial_learning_rate",
-    "latest_checkpoint",
     "lineage_files",
     "lineage_pb2",
     "loss_function_name",
@@ -87,6 +86,7 @@ __all__ = [
     "Redaction",
     "run_event",
     "run_status",
+    "saved_checkpoint_of",
     "RunValues",
     "shortest_float32",
     "SUMMARY_KEYS",
@@ -97,7 +97,10 @@ __all__ = [
     "validate_user_defined_info",
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+#: old name -> new name, each still importable (with a DeprecationWarning) until 0.3
+_RENAMED = {"latest_checkpoint": "saved_checkpoint_of"}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), renamed=_RENAMED)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.lineage.analyzers import (
@@ -127,6 +130,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         validate_user_defined_info,
     )
     from trainledger.lineage.redaction import REDACT_ENV, Redaction, redact_event, redact_object
-    from trainledger.lineage.run_facts import as_int, file_size, latest_checkpoint, run_status
+    from trainledger.lineage.run_facts import as_int, file_size, run_status, saved_checkpoint_of
     from trainledger.lineage.skim import read_run, read_status
     from trainledger.lineage.writer import get_writer

@@ -1,5 +1,5 @@
 """Small pure decisions over a run's cb_params (a plain mapping): the final status and the
-latest checkpoint. Kept apart from the callbacks so they are tested as tables."""
+checkpoint it saved last. Kept apart from the callbacks so they are tested as tables."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["run_status", "latest_checkpoint", "file_size", "as_int"]
+__all__ = ["run_status", "saved_checkpoint_of", "file_size", "as_int"]
 
 
 def run_status(exception: BaseException | None, stop_reason: Any) -> str:
@@ -22,9 +22,11 @@ def run_status(exception: BaseException | None, stop_reason: Any) -> str:
     return "finished"
 
 
-def latest_checkpoint(params: Mapping[str, Any]) -> str | None:
-    """The newest checkpoint: ``latest_ckpt_file`` (kept current by ModelCheckpoint), else the
-    ``latest_ckpt_file_name`` of a ModelCheckpoint-like callback in ``list_callback``."""
+def saved_checkpoint_of(params: Mapping[str, Any]) -> str | None:
+    """The checkpoint the run saved last, as its parameters say: ``latest_ckpt_file`` (kept
+    current by ModelCheckpoint), else the ``latest_ckpt_file_name`` of a ModelCheckpoint-like
+    callback in ``list_callback``. No directory is scanned (that is
+    ``trainledger.checkpoint.latest_checkpoint``)."""
     path = params.get("latest_ckpt_file")
     if path:
         return os.fspath(path)
