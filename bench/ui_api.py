@@ -45,10 +45,19 @@ from trainledger.lineage.records import (
 from trainledger.server.app import create_app
 
 try:
-    from trainledger.server.run_store import EngineStore
+    from trainledger.server.run_store import IndexedRunStore
+except ImportError:  # the code before the rename, or the query-service refactor (A/B runs)
+    try:
+        from trainledger.server.run_store import (  # type: ignore[attr-defined,no-redef]
+            EngineStore as IndexedRunStore,
+        )
+    except ImportError:
+        from trainledger.server.store import (  # type: ignore[no-redef]
+            EngineStore as IndexedRunStore,
+        )
+try:
     from trainledger.storage import frame
-except ImportError:  # the code before the storage/ and query-service refactors (A/B runs)
-    from trainledger.server.store import EngineStore  # type: ignore[no-redef]
+except ImportError:  # the code before the storage/ refactor (A/B runs)
     from trainledger.summary.framing import frame  # type: ignore[no-redef]
 
 OPTIMIZERS = ("Adam", "SGD", "Momentum", "AdamW")
@@ -107,7 +116,7 @@ class Server:
             sock.bind(("127.0.0.1", 0))
             self.port = sock.getsockname()[1]
         self.started_at = time.perf_counter()
-        app = create_app(base, store=EngineStore(base))
+        app = create_app(base, store=IndexedRunStore(base))
         self.server = uvicorn.Server(
             uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
         )
