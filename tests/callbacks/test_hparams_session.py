@@ -46,6 +46,14 @@ def test_collector_runs_show_in_the_hparams_dashboard(tmp_path: Path) -> None:
         "loss_function": "CrossEntropyLoss",
         "batch_size": 8.0,
         "epoch": 2.0,
+        # the optimizer as configured (plain SGD: momentum 0), flags as words
+        "optimizer/lr": 0.1,
+        "optimizer/momentum": 0.0,
+        "optimizer/dampening": 0.0,
+        "optimizer/weight_decay": 0.0,
+        "optimizer/nesterov": "false",
+        "optimizer/maximize": "false",
+        "optimizer/param_groups": 1.0,
         "team": "a",
     }
     assert ok["status"] == "STATUS_SUCCESS" and bad["status"] == "STATUS_FAILURE"

@@ -252,6 +252,7 @@ def test_end_without_begin_records_everything(tmp_path: Path) -> None:
     d = read_lineage(tmp_path)
     assert d["hyper_parameters"]["optimizer"] == "SGD" and d["dataset_graph"]
     assert d["user_defined"] == {"k": "v"} and d["run"]["status"] == "finished"
+    assert d["optimizer_settings"]["lr"] == d["hyper_parameters"]["learning_rate"]
 
 
 def _break_dir(path: Path) -> None:

@@ -169,6 +169,9 @@ def test_datamodule_and_scheduler(tmp_path: Path) -> None:
     # the scheduler's base lr, as the native path records it (not the warm-up's first value)
     assert lineage["hyper_parameters"]["optimizer"] == "Adam"
     assert lineage["hyper_parameters"]["learning_rate"] == HPARAMS["lr"]
+    settings = lineage["optimizer_settings"]  # the optimizer configure_optimizers made
+    assert settings["lr"] == HPARAMS["lr"] and settings["betas.1"] == 0.999
+    assert lineage["scheduler_settings"] == {"type": "LambdaLR"}
     assert lineage["train_dataset"] == {"train_dataset_size": 48}
     assert lineage["valid_dataset"] == {"valid_dataset_size": 16}
     assert lineage["hyper_parameters"]["batch_size"] == 8

@@ -11,6 +11,9 @@ from tests.integrations import tensorboard_hparams as tb
 from tests.integrations.test_track import _loop
 from trainledger.summary import session_end_event, session_start_event, write_hparams_events
 
+#: plain SGD's numeric settings, as the HParams plugin lists them
+SGD_NUMBERS = ("lr", "momentum", "dampening", "weight_decay", "param_groups")
+
 
 @pytest.mark.slow
 def test_tracked_runs_show_hparams_metrics_and_status(tmp_path: Path) -> None:
@@ -24,6 +27,9 @@ def test_tracked_runs_show_hparams_metrics_and_status(tmp_path: Path) -> None:
         "network": "DATA_TYPE_STRING",
         "loss_function": "DATA_TYPE_STRING",
         "epoch": "DATA_TYPE_FLOAT64",
+        **{f"optimizer/{k}": "DATA_TYPE_FLOAT64" for k in SGD_NUMBERS},
+        "optimizer/nesterov": "DATA_TYPE_STRING",
+        "optimizer/maximize": "DATA_TYPE_STRING",
         "lr": "DATA_TYPE_FLOAT64",
         "hidden": "DATA_TYPE_FLOAT64",
         "batch_size": "DATA_TYPE_FLOAT64",
@@ -34,6 +40,7 @@ def test_tracked_runs_show_hparams_metrics_and_status(tmp_path: Path) -> None:
     assert ok["status"] == "STATUS_SUCCESS" and bad["status"] == "STATUS_FAILURE"
     assert ok["hparams"]["optimizer"] == "SGD" and ok["hparams"]["learning_rate"] == 0.05
     assert ok["hparams"]["hidden"] == 8
+    assert ok["hparams"]["optimizer/lr"] == 0.05 and ok["hparams"]["optimizer/nesterov"] == "false"
     assert 0.0 <= ok["metrics"]["eval/accuracy"] <= 1.0
 
 

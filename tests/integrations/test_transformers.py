@@ -187,3 +187,17 @@ def test_a_finished_train_leaves_nothing_at_exit(tmp_path: Path) -> None:
     callback._at_exit()  # what the interpreter would call: the run is over, nothing to do
     run = get_summary_lineage(str(tmp_path / "hf"))["run"]
     assert run["status"] == "finished"
+
+
+def test_trainer_optimizer_is_recorded_as_configured(tmp_path: Path) -> None:
+    callback = TrainledgerTrainerCallback(tmp_path / "hf")
+    trainer = _trainer(tmp_path, callback)
+    trainer.train()
+    ours = get_summary_lineage(str(tmp_path / "hf"))
+    settings = ours["optimizer_settings"]
+    # the Trainer's AdamW, its decay and no-decay groups (equal here: weight_decay 0), and
+    # its linear schedule, a LambdaLR whose lambda is no plain value
+    assert settings["lr"] == LR and settings["betas.0"] == 0.9 and settings["betas.1"] == 0.999
+    assert settings["decoupled_weight_decay"] == "true" and settings["param_groups"] == 2
+    assert not any(k.startswith("groups.") for k in settings)
+    assert ours["scheduler_settings"] == {"type": "LambdaLR"}

@@ -15,6 +15,7 @@ from trainledger.errors import (
     LineageParamTypeError,
     LineageParamValueError,
 )
+from trainledger.lineage import SUMMARY_KEYS
 from trainledger.query.lineage_api import LINEAGE_KEYS, filter_summary_lineage, get_summary_lineage
 from trainledger.query.table import lineage_table
 
@@ -26,7 +27,9 @@ def test_public_names_are_exported() -> None:
 def test_get_summary_lineage_all_and_keys(golden_base: Path) -> None:
     run = golden_base / "momentum_lr01"
     full = get_summary_lineage(str(run))
-    assert list(full) == ["summary_dir", *LINEAGE_KEYS]
+    # MindSpore's run has no optimizer settings: MindInsight's keys, then ours, and no more
+    assert list(full) == ["summary_dir", *SUMMARY_KEYS]
+    assert set(LINEAGE_KEYS) - set(SUMMARY_KEYS) == {"optimizer_settings", "scheduler_settings"}
     assert full["summary_dir"] == str(run.resolve())
     assert full["hyper_parameters"]["optimizer"] == "Momentum"
     assert full["hyper_parameters"]["parallel_mode"] == "stand_alone"

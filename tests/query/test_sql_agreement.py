@@ -72,6 +72,13 @@ def record(draw: Any, i: int) -> dict[str, Any]:
     r["user_defined"] = draw(
         st.dictionaries(st.sampled_from(["team", "trial"]), SCALAR, max_size=2)
     )
+    # the optimizer and scheduler as configured: numbers and words ("true"), absent for some
+    optimizer = draw(st.dictionaries(st.sampled_from(["momentum", "betas.0", "nesterov"]), SCALAR))
+    if optimizer:
+        r["optimizer_settings"] = optimizer
+    scheduler = draw(st.dictionaries(st.sampled_from(["type", "T_max"]), SCALAR, max_size=2))
+    if scheduler:
+        r["scheduler_settings"] = scheduler
     r["dataset_graph"] = draw(GRAPHS)
     r["status"] = draw(st.one_of(st.none(), STATUSES))
     r["duration"] = draw(MAYBE_NUM)
@@ -96,6 +103,11 @@ FIELD = st.sampled_from(
         "metric/f1",
         "user_defined/team",
         "user_defined/trial",
+        "optimizer/momentum",
+        "optimizer/betas.0",
+        "optimizer/nesterov",
+        "scheduler/type",
+        "scheduler/T_max",
         "summary_dir",
         "dataset_mark",
         "status",
@@ -115,7 +127,7 @@ def _value_for(field: str) -> st.SearchStrategy[Any]:
         return st.sampled_from(["1", "2", "3"])
     if field == "status":
         return st.one_of(STATUSES, NUMS)  # a number: refused by validation, as on str fields
-    if field.startswith("user_defined/"):
+    if field.startswith(("user_defined/", "optimizer/", "scheduler/")):
         return SCALAR
     if field == "sessions":
         return st.sampled_from([0, 1, 2, 3])

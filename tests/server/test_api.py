@@ -304,3 +304,28 @@ def test_objects_carry_run_extension_fields(client, base: Path) -> None:  # type
     }
     assert rows["crashed"]["run/status"] == "failed"
     assert "run/status" in client.post("/api/v1/runs/columns", json={}).json()["groups"]["Other"]
+
+
+def test_optimizer_settings_are_columns_and_run_details(tmp_path: Path) -> None:
+    import torch
+
+    from trainledger.integrations import track
+
+    for name, momentum in (("plain", 0.0), ("heavy", 0.9)):
+        net = torch.nn.Linear(2, 1)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=momentum)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=3)
+        with track(tmp_path / name, network=net, optimizer=opt, lr_scheduler=sched):
+            pass
+    client = client_for(tmp_path)
+    body = client.post("/api/v1/runs/columns", json={}).json()
+    chooser = body["groups"]["Optimizer and scheduler"]
+    assert "optimizer/momentum" in chooser and "scheduler/step_size" in chooser
+    assert "optimizer/momentum" in body["sortable"]
+    found = client.post(
+        "/api/v1/runs", json={"optimizer/momentum": {"gt": 0.5}, "sorted_name": "optimizer/lr"}
+    )
+    assert ids(found) == ["heavy"]
+    detail = client.get("/api/v1/runs/heavy").json()
+    assert detail["lineage"]["optimizer_settings"]["momentum"] == 0.9
+    assert detail["lineage"]["scheduler_settings"]["type"] == "StepLR"

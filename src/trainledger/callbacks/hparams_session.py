@@ -3,7 +3,8 @@
 The dashboard lists one session per run directory: its hyper-parameters (written when the
 run starts) and its status (when it ends); its metric values are the last points of the
 run's scalars. The hyper-parameters are lineage's own (optimizer, initial learning rate,
-network, loss function, batch size, epochs, read from cb_params with the same analyzers as
+network, loss function, batch size, epochs, and the optimizer's and scheduler's settings as
+``optimizer/<name>`` and ``scheduler/<name>``, read from cb_params with the same analyzers as
 ``TrainLineage``) followed by the user's fields.
 
 Each write is a small event file of its own (``trainledger.summary.write_hparams_events``).
@@ -24,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainledger.lineage import (
-    initial_learning_rate,
+    configured,
     loss_function_name,
     network_name,
     optimizer_name,
@@ -45,15 +46,20 @@ def session_hparams(
     network = params.get("network") or params.get("train_network")
     dataset = params.get("train_dataset")
     batch_size = params.get("batch_size") or getattr(dataset, "batch_size", None)
-    lineage = {
+    setup = configured(params.get("optimizer"), params.get("lr_scheduler"))
+    lineage: dict[str, Any] = {
         "optimizer": optimizer_name(params.get("optimizer")),
-        "learning_rate": initial_learning_rate(params.get("optimizer"), params.get("lr_scheduler")),
+        "learning_rate": setup.learning_rate,
         "network": network_name(network),
         "loss_function": loss_function_name(params.get("loss_fn"), network),
         "batch_size": batch_size if isinstance(batch_size, int) else None,
         "epoch": params.get("epoch_num") if isinstance(params.get("epoch_num"), int) else None,
     }
-    return {**{k: v for k, v in lineage.items() if v is not None}, **dict(user or {})}
+    settings = {
+        **{f"optimizer/{k}": v for k, v in setup.optimizer.items()},
+        **{f"scheduler/{k}": v for k, v in setup.scheduler.items()},
+    }
+    return {**{k: v for k, v in lineage.items() if v is not None}, **settings, **dict(user or {})}
 
 
 class HParamsSession(Callback):

@@ -34,6 +34,7 @@ from trainledger.callbacks.run_sessions import (
 )
 from trainledger.errors import LineageParamTypeError
 from trainledger.lineage import (
+    Configured,
     DatasetInfo,
     EnvironmentInfo,
     EvalValues,
@@ -41,12 +42,12 @@ from trainledger.lineage import (
     TrainValues,
     analyze_dataset,
     as_int,
+    configured,
     dataset_graph_event,
     distributed_info,
     environment_info,
     eval_event,
     file_size,
-    initial_learning_rate,
     loss_function_name,
     network_name,
     optimizer_name,
@@ -110,7 +111,7 @@ class TrainLineage(LineageCallback):
         self._start: float | None = None
         self._first_step: int | None = None
         self._earlier: list[dict[str, Any]] = []
-        self._initial_lr: float | None = None
+        self._configured: Configured | None = None  # read at train begin
         self._dataset: DatasetInfo | None = None
         self._env: EnvironmentInfo | None = None
         self._seed: int | None = None
@@ -167,9 +168,7 @@ class TrainLineage(LineageCallback):
         self._began = True
         self._last = params
         self._start = time.time()
-        self._initial_lr = initial_learning_rate(
-            params.get("optimizer"), params.get("lr_scheduler")
-        )
+        self._configured = configured(params.get("optimizer"), params.get("lr_scheduler"))
         self._dataset = analyze_dataset(params.get("train_dataset"))
         self._env = environment_info()
         seed = params.get("seed")
@@ -233,12 +232,14 @@ class TrainLineage(LineageCallback):
         batch_size = ds.batch_size
         if batch_size is None and isinstance(params.get("batch_size"), int):
             batch_size = params.get("batch_size")
-        lr = self._initial_lr
-        if lr is None:
-            lr = initial_learning_rate(params.get("optimizer"), params.get("lr_scheduler"))
+        setup = self._configured
+        if setup is None or setup.learning_rate is None:  # no optimizer when training began
+            setup = configured(params.get("optimizer"), params.get("lr_scheduler"))
         return TrainValues(
             optimizer=optimizer_name(params.get("optimizer")),
-            learning_rate=lr,
+            learning_rate=setup.learning_rate,
+            optimizer_settings=setup.optimizer,
+            scheduler_settings=setup.scheduler,
             loss_function=loss_function_name(params.get("loss_fn"), network),
             epoch=as_int(params.get("epoch_num")),
             parallel_mode=params.get("parallel_mode") or rank_info[2],

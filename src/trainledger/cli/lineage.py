@@ -179,19 +179,20 @@ def _run_reader(base: str) -> Any:
 def _check_named_columns(
     result: dict[str, Any], condition: dict[str, Any], columns: str | None
 ) -> None:
-    """A ``metric/`` or ``user_defined/`` name no run has (a typo, usually) is an error with
-    the closest names the runs do have, for --where, --sort and --columns alike."""
+    """A ``metric/``, ``user_defined/``, ``optimizer/`` or ``scheduler/`` name no run has (a
+    typo, usually) is an error with the closest names the runs do have, for --where, --sort
+    and --columns alike."""
     import difflib
 
-    from trainledger.query import FIELDS, parse_series_field
+    from trainledger.query import FIELDS, PREFIXES, parse_series_field
 
     known = [*result.get("customized", {})]
-    named = [k for k in condition if k.startswith(("metric/", "user_defined/"))]
+    named = [k for k in condition if k.startswith(PREFIXES)]
     if isinstance(condition.get("sorted_name"), str):
         named.append(condition["sorted_name"])
     listed = [c.strip() for c in (columns or "").split(",") if c.strip()]
     allowed = {*FIELDS, *known, "run", "tag", "remark", "loss", *RUN_COLUMNS}
-    bad = [n for n in named if n.startswith(("metric/", "user_defined/")) and n not in known]
+    bad = [n for n in named if n.startswith(PREFIXES) and n not in known]
     bad += [c for c in listed if c not in allowed and not parse_series_field(c)]
     if bad and (result.get("count") or listed):
         name = bad[0]

@@ -24,6 +24,8 @@ from trainledger.lazy import lazy_exports
 _EXPORTS: dict[str, str] = {
     "DatasetInfo": "trainledger.lineage.analyzers",
     "analyze_dataset": "trainledger.lineage.analyzers",
+    "Configured": "trainledger.lineage.analyzers",
+    "configured": "trainledger.lineage.analyzers",
     "distributed_info": "trainledger.lineage.analyzers",
     "environment_info": "trainledger.lineage.analyzers",
     "initial_learning_rate": "trainledger.lineage.analyzers",
@@ -34,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "EnvironmentInfo": "trainledger.lineage.analyzers.environment",
     "lineage_pb2": "trainledger.lineage.proto",
     "SUMMARY_KEYS": "trainledger.lineage.reader",
+    "SETTINGS_KEYS": "trainledger.lineage.reader",
     "lineage_files": "trainledger.lineage.reader",
     "read_lineage": "trainledger.lineage.reader",
     "EvalValues": "trainledger.lineage.records",
@@ -61,6 +64,8 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "analyze_dataset",
+    "Configured",
+    "configured",
     "as_int",
     "dataset_graph_event",
     "DatasetInfo",
@@ -90,6 +95,7 @@ __all__ = [
     "RunValues",
     "shortest_float32",
     "SUMMARY_KEYS",
+    "SETTINGS_KEYS",
     "torch_seed",
     "train_event",
     "TrainValues",
@@ -104,8 +110,10 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), renamed=_RENA
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.lineage.analyzers import (
+        Configured,
         DatasetInfo,
         analyze_dataset,
+        configured,
         distributed_info,
         environment_info,
         initial_learning_rate,
@@ -116,7 +124,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from trainledger.lineage.analyzers.environment import EnvironmentInfo
     from trainledger.lineage.proto import lineage_pb2
-    from trainledger.lineage.reader import SUMMARY_KEYS, lineage_files, read_lineage
+    from trainledger.lineage.reader import (
+        SETTINGS_KEYS,
+        SUMMARY_KEYS,
+        lineage_files,
+        read_lineage,
+    )
     from trainledger.lineage.records import (
         EvalValues,
         RunValues,

@@ -95,6 +95,20 @@ def _float_pair(msg: Any, f32: str, f64: str) -> tuple[float | str | None, float
     return None, None
 
 
+def settings_dict(items: Any, where: str, warn: list[str]) -> dict[str, Any]:
+    """Repeated ``Setting`` messages as name -> number or word; an entry that cannot be
+    read (a name or word that is not UTF-8, no value) is left out and reported."""
+    out: dict[str, Any] = {}
+    for i, item in enumerate(items):
+        kind = item.WhichOneof("value")
+        name, value = item.name, getattr(item, kind) if kind else None
+        if isinstance(name, bytes) or not name or value is None or isinstance(value, bytes):
+            warn.append(f"{where}[{i}]: unreadable, left out")
+            continue
+        out[name] = json_float(value) if kind == "number" else value
+    return out
+
+
 def train_dict(train: pb.TrainLineage, warn: list[str]) -> dict[str, Any]:
     hp_msg, algo_msg = train.hyper_parameters, train.algorithm
     hp = _fields(
@@ -132,6 +146,8 @@ def train_dict(train: pb.TrainLineage, warn: list[str]) -> dict[str, Any]:
         or None,
         "raw_loss": raw_loss,
         "raw_learning_rate": raw_lr,
+        "optimizer_settings": settings_dict(hp_msg.optimizer_settings, "optimizer", warn),
+        "scheduler_settings": settings_dict(hp_msg.scheduler_settings, "scheduler", warn),
     }
 
 

@@ -16,7 +16,9 @@ Contract (used by ``trainledger.query``; no torch needed):
          "model": {"path", "size"},            # path is JSON text '{"ckpt": "..."}'
          "dataset_graph": {...},               # MindInsight's dict tree, {} if none
          "user_defined": {...},                # trainledger addition (MindInsight: filter only)
-         "run": {...}}                         # trainledger extension, {} for MindSpore files
+         "run": {...},                         # trainledger extension, {} for MindSpore files
+         "optimizer_settings": {...},          # trainledger extensions, present only when
+         "scheduler_settings": {...}}          # written (lineage/analyzers/settings.py)
 
     As in MindInsight, a sub-dict holds only the fields that were written (absent -> missing
     key, never None). ``learning_rate``/``loss`` are float32 in MindInsight's schema and shown
@@ -103,6 +105,9 @@ SUMMARY_KEYS = (
     "user_defined",
     "run",
 )
+#: trainledger's keys shown only when the run has them (MindSpore's runs never do, so their
+#: answers keep MindInsight's shape): the optimizer and scheduler as configured
+SETTINGS_KEYS = ("optimizer_settings", "scheduler_settings")
 
 
 @dataclass
@@ -139,6 +144,8 @@ class LineageRecord:
     dataset_graph: dict[str, Any] = field(default_factory=dict)
     user_defined: dict[str, Any] = field(default_factory=dict)
     run: dict[str, Any] = field(default_factory=dict)
+    optimizer_settings: dict[str, Any] = field(default_factory=dict)
+    scheduler_settings: dict[str, Any] = field(default_factory=dict)
     # Raw float64 values (None when unknown) behind the display values above.
     loss: float | None = None
     learning_rate: float | None = None
@@ -176,7 +183,11 @@ class LineageRecord:
         wanted = SUMMARY_KEYS if keys is None else keys
         out: dict[str, Any] = {"summary_dir": self.summary_dir}
         for key in wanted:
-            out[key] = _copy(getattr(self, key))
+            if key not in SETTINGS_KEYS:
+                out[key] = _copy(getattr(self, key))
+        for key in SETTINGS_KEYS:
+            if getattr(self, key) and (keys is None or key in keys):
+                out[key] = dict(getattr(self, key))
         if self.warnings and "run" in out:
             out["run"]["lineage_warnings"] = list(self.warnings)
         return out
@@ -204,6 +215,8 @@ class LineageRecord:
             "model_size": self.model.get("size"),
             "metric": dict(self.metric),
             "user_defined": dict(self.user_defined),
+            "optimizer_settings": dict(self.optimizer_settings),
+            "scheduler_settings": dict(self.scheduler_settings),
             "dataset_graph": self.dataset_graph,
         }
 
@@ -298,6 +311,8 @@ def merge_file_lineages(
             record.model = dict(train["model"])
             record.loss = train["raw_loss"]
             record.learning_rate = train["raw_learning_rate"]
+            record.optimizer_settings = dict(train["optimizer_settings"])
+            record.scheduler_settings = dict(train["scheduler_settings"])
             if train.get("fingerprint"):
                 record.run["train_dataset_fingerprint"] = train["fingerprint"]
         if part.evaluation is not None:

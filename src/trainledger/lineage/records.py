@@ -63,6 +63,10 @@ class TrainValues:
     model_path: str | None = None
     model_size: int | None = None
     step: int | None = None
+    #: the optimizer and scheduler as configured (``lineage.analyzers.settings``): name ->
+    #: number or word; empty records nothing
+    optimizer_settings: Mapping[str, int | float | str] = field(default_factory=dict)
+    scheduler_settings: Mapping[str, int | float | str] = field(default_factory=dict)
 
 
 @dataclass
@@ -163,6 +167,8 @@ def train_event(values: TrainValues, wall_time: float | None = None) -> pb.Linea
     _set(hp, "parallel_mode", values.parallel_mode)
     _set(hp, "device_num", _int32(values.device_num, "device_num"))
     _set(hp, "batch_size", _int32(values.batch_size, "batch_size"))
+    _add_settings(hp.optimizer_settings, values.optimizer_settings)
+    _add_settings(hp.scheduler_settings, values.scheduler_settings)
     ds = train.train_dataset
     _set(ds, "train_dataset_path", values.train_dataset_path)
     _set(ds, "train_dataset_size", _int32(values.train_dataset_size, "train_dataset_size"))
@@ -176,6 +182,24 @@ def train_event(values: TrainValues, wall_time: float | None = None) -> pb.Linea
         _set(train.model, "path", values.model_path)
         _set(train.model, "size", values.model_size)
     return event
+
+
+def _add_settings(target: Any, settings: Mapping[str, int | float | str]) -> None:
+    """Append each setting as a ``Setting`` message (an int that int64 cannot hold is kept
+    as its float; any other type is refused: the analyzer hands over plain values only)."""
+    for name, value in settings.items():
+        item = target.add(name=str(name))
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise TypeError(
+                f"setting {name!r}: expected an int, float or str, received "
+                f"{type(value).__name__} {value!r}"
+            )
+        if isinstance(value, str):
+            item.text = value
+        elif isinstance(value, int) and -(2**63) <= value < 2**63:
+            item.integer = value
+        else:
+            item.number = float(value)
 
 
 def eval_event(values: EvalValues, wall_time: float | None = None) -> pb.LineageEvent:

@@ -28,6 +28,7 @@ _EXPORTS: dict[str, str] = {
     "CONTROL_KEYS": "trainledger.query.fields",
     "FIELDS": "trainledger.query.fields",
     "HYPERPARAMETERS": "trainledger.query.fields",
+    "PREFIXES": "trainledger.query.fields",
     "RUN_FIELDS": "trainledger.query.fields",
     "index_url": "trainledger.query.index_urls",
     "redact_url": "trainledger.query.index_urls",
@@ -70,6 +71,7 @@ __all__ = [
     "LineageIndex",
     "MIN_RUNS",
     "parse_where",
+    "PREFIXES",
     "parse_series_field",
     "STATS",
     "QueryService",
@@ -88,7 +90,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.query.annotations import UNSET
     from trainledger.query.audit import append_audit, cli_actor, read_audit, token_fingerprint
     from trainledger.query.conditions import lineage_types
-    from trainledger.query.fields import CONTROL_KEYS, FIELDS, HYPERPARAMETERS, RUN_FIELDS
+    from trainledger.query.fields import (
+        CONTROL_KEYS,
+        FIELDS,
+        HYPERPARAMETERS,
+        PREFIXES,
+        RUN_FIELDS,
+    )
     from trainledger.query.importance import MIN_RUNS, hyperparameter_importance
     from trainledger.query.index import LineageIndex
     from trainledger.query.index_urls import index_url, redact_url

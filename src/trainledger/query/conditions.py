@@ -42,6 +42,7 @@ from trainledger.query.fields import (
     LINEAGE_TYPES,
     LOGIC_KEYS,
     OPERATORS,
+    PREFIXES,
     RUN_FIELDS,
     STR_FIELDS,
     is_field,
@@ -205,7 +206,8 @@ def _validate_fields(cond: dict[str, Any]) -> None:
         except _Invalid as exc:
             raise _field_error(field, str(exc)) from None
     for attr, ops in cond.items():
-        if attr.startswith("user_defined/"):
+        # user_defined/ and trainledger's optimizer/ and scheduler/: any plain scalar
+        if attr.startswith(PREFIXES) and not attr.startswith("metric/"):
             try:
                 _check_typed(ops, "any")
             except _Invalid as exc:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainledger.lineage import SETTINGS_KEYS
 from trainledger.query.series_fields import parse_series_field
 
 # The filterable fields, in MindInsight's FIELD_MAPPING order.
@@ -86,7 +87,40 @@ HYPERPARAMETERS: tuple[str, ...] = (
     "dataset_mark",
 )
 LINEAGE_TYPES: tuple[str, ...] = ("dataset", "model")
-PREFIXES: tuple[str, ...] = ("metric/", "user_defined/")
+#: the record's groups of named values, by the prefix their fields take: MindInsight's
+#: ``metric/`` (evaluation results) and ``user_defined/`` (the user's keys), and trainledger's
+#: ``optimizer/`` and ``scheduler/`` (the optimizer and scheduler as configured,
+#: ``lineage.analyzers.settings``). The record keeps each group as a dict under its key.
+GROUPS: dict[str, str] = {
+    "metric/": "metric",
+    "user_defined/": "user_defined",
+    "optimizer/": "optimizer_settings",
+    "scheduler/": "scheduler_settings",
+}
+PREFIXES: tuple[str, ...] = tuple(GROUPS)
+#: a group's prefix by its record key (``optimizer_settings`` -> ``optimizer/``)
+GROUP_PREFIXES: dict[str, str] = {group: prefix for prefix, group in GROUPS.items()}
+#: the groups trainledger added (a run's answer has their key only when it has values)
+SETTINGS_GROUPS: tuple[str, ...] = SETTINGS_KEYS
+
+
+def group_field(name: str) -> tuple[str, str] | None:
+    """(the record's group key, the name inside it) of a grouped field, e.g.
+    ``optimizer/betas.0`` -> ``("optimizer_settings", "betas.0")``; None for another field."""
+    for prefix, group in GROUPS.items():
+        if name.startswith(prefix) and len(name) > len(prefix):
+            return group, name[len(prefix) :]
+    return None
+
+
+def group_values(record: Any) -> list[tuple[str, Any]]:
+    """(field name, value) of every grouped value of a record, group by group."""
+    pairs: list[tuple[str, Any]] = []
+    for prefix, group in GROUPS.items():
+        values = record.get(group)
+        if isinstance(values, dict):
+            pairs.extend((prefix + str(key), value) for key, value in values.items())
+    return pairs
 
 
 def normalize_field(name: str) -> str:

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from trainledger.lineage import shortest_float32
+from trainledger.query.fields import SETTINGS_GROUPS
 from trainledger.query.semantics import Record, clean_value
 
 # flat field -> (section of the reader's dict, key inside it)
@@ -58,6 +59,9 @@ def to_record(lineage: dict[str, Any], summary_dir: str, update_time: float) -> 
         record[field] = value
     record["metric"] = _clean_dict(lineage.get("metric"))
     record["user_defined"] = _clean_dict(lineage.get("user_defined"))
+    for group in SETTINGS_GROUPS:
+        if lineage.get(group):
+            record[group] = _clean_dict(lineage.get(group))
     record["dataset_graph"] = lineage.get("dataset_graph") or {}
     record["update_time"] = float(update_time)
     record["status"] = status_of(lineage)

@@ -17,7 +17,7 @@ from typing import Any
 from trainledger.query import semantics
 from trainledger.query.dir_listing import DirListing
 from trainledger.query.discovery import RunFiles
-from trainledger.query.fields import RUN_FIELDS
+from trainledger.query.fields import RUN_FIELDS, group_values
 from trainledger.query.flat_record import graph_hash
 from trainledger.query.numbers import sql_number
 from trainledger.query.schema import BIG, SQLITE, VALUE_FIELDS, Connection, Dialect
@@ -203,11 +203,7 @@ def insert_record(
     record = dict(record)
     record["dataset_mark"] = assign_mark(conn, ghash)
     stored = {k: v for k, v in record.items() if k != "added_info" and k not in RUN_FIELDS}
-    pairs = [
-        (f"{group}/{key}", value)
-        for group in ("metric", "user_defined")
-        for key, value in (record.get(group) or {}).items()
-    ]
+    pairs = group_values(record)
     values = [record["summary_dir"], record["update_time"], type_set(conn, custom_types(pairs))]
     values += [part for f in VALUE_FIELDS for part in split_value(record.get(f))]
     if dialect.custom_json:

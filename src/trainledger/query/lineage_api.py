@@ -25,7 +25,7 @@ from trainledger.errors import (
     LineageParamValueError,
     LineageQuerySummaryDataError,
 )
-from trainledger.lineage import SUMMARY_KEYS, read_lineage
+from trainledger.lineage import SETTINGS_KEYS, SUMMARY_KEYS, read_lineage
 from trainledger.query.index import LineageIndex
 from trainledger.query.index_urls import index_url
 from trainledger.query.safe_paths import validate_base, validate_run_dir
@@ -33,8 +33,9 @@ from trainledger.storage import is_object_url, list_lineage_files, readable_dir
 
 __all__ = ["get_summary_lineage", "filter_summary_lineage", "open_index", "LINEAGE_KEYS"]
 
-# get_summary_lineage's keys: MindInsight's, then trainledger's extensions.
-LINEAGE_KEYS: tuple[str, ...] = SUMMARY_KEYS
+# get_summary_lineage's keys: MindInsight's, then trainledger's extensions (the settings
+# keys are in the default answer only for a run that has them: MindSpore's runs never do)
+LINEAGE_KEYS: tuple[str, ...] = (*SUMMARY_KEYS, *SETTINGS_KEYS)
 
 # MindInsight's messages (LineageFileNotFoundError's "File not found error: {}" format).
 NO_RUN_LINEAGE = "File not found error: There is no summary log file under summary_dir."
@@ -47,7 +48,7 @@ _indexes_lock = threading.Lock()
 def _check_keys(keys: Any) -> list[str]:
     allowed = list(LINEAGE_KEYS)
     if keys is None:
-        return allowed
+        return [*SUMMARY_KEYS]
     if not isinstance(keys, list):
         raise LineageParamTypeError(
             f"TypeError. Keys must be list, received: {type(keys).__name__}. "
@@ -73,11 +74,12 @@ def get_summary_lineage(
     """The lineage of one run directory.
 
     Returns ``{"summary_dir": <real path>, <key>: ...}`` for the requested ``keys`` (default:
-    all of ``LINEAGE_KEYS``: metric, hyper_parameters (incl. parallel_mode), algorithm,
-    train_dataset, model, valid_dataset, dataset_graph, and trainledger's user_defined and
-    run), or ``{}`` when its lineage files hold no lineage (an empty file, as MindInsight).
-    It reads the run's own files, never an index, so it takes no ``index=`` (a run's tag and
-    remark come with ``filter_summary_lineage``'s ``added_info``).
+    metric, hyper_parameters (incl. parallel_mode), algorithm, train_dataset, model,
+    valid_dataset, dataset_graph, and trainledger's user_defined and run, plus
+    optimizer_settings and scheduler_settings where the run recorded them), or ``{}`` when
+    its lineage files hold no lineage (an empty file, as MindInsight). It reads the run's own
+    files, never an index, so it takes no ``index=`` (a run's tag and remark come with
+    ``filter_summary_lineage``'s ``added_info``).
 
     Raises:
         LineageFileNotFoundError: the directory holds no lineage file at all.
@@ -102,6 +104,8 @@ def get_summary_lineage(
     result: dict[str, Any] = {"summary_dir": shown}
     for key in wanted:
         result[key] = lineage.get(key, {})
+    if keys is None:
+        result.update((key, lineage[key]) for key in SETTINGS_KEYS if key in lineage)
     return result
 
 

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from trainledger.query.conditions import filter_items, lineage_types, page_bounds
-from trainledger.query.fields import FIELDS
+from trainledger.query.fields import FIELDS, SETTINGS_GROUPS, group_field, group_values
 from trainledger.query.numbers import sql_number
 from trainledger.query.series_fields import named_series_fields, series_value
 
@@ -45,10 +45,9 @@ _OPS = {
 
 def value_of(record: Record, field: str) -> Any:
     """The value a condition or a sort sees for ``field`` (None when absent)."""
-    if field.startswith("metric/"):
-        return (record.get("metric") or {}).get(field[len("metric/") :])
-    if field.startswith("user_defined/"):
-        return (record.get("user_defined") or {}).get(field[len("user_defined/") :])
+    grouped = group_field(field)
+    if grouped is not None:
+        return (record.get(grouped[0]) or {}).get(grouped[1])
     if field == "tag":
         return (record.get("added_info") or {}).get("tag")
     if field.endswith(")"):  # a series statistic, e.g. max(eval/accuracy) (series_fields.py)
@@ -130,25 +129,22 @@ def sort_records(records: list[Record], cond: dict[str, Any]) -> list[Record]:
     return sorted(records, key=functools.cmp_to_key(compare), reverse=reverse)
 
 
-_CUSTOM_GROUPS = ("metric", "user_defined")
-
-
 def custom_type_name(value: Any) -> str:
     """The type label MindInsight's customized used: the Python type name."""
     return type(value).__name__
 
 
 def customized(records: Iterable[Record]) -> dict[str, dict[str, Any]]:
-    """Describe the metric/ and user_defined/ columns over all given records.
+    """Describe the grouped columns (metric/, user_defined/, and trainledger's optimizer/ and
+    scheduler/) over all given records.
 
     MindInsight computed this over the current page only; we describe the whole result.
-    Keys are ordered metric/ first, then user_defined/, each by name.
+    Keys are ordered metric/ first, then the others, each by name.
     """
     types: dict[str, set[str]] = {}
     for record in records:
-        for group in _CUSTOM_GROUPS:
-            for key, value in (record.get(group) or {}).items():
-                types.setdefault(f"{group}/{key}", set()).add(custom_type_name(value))
+        for label, value in group_values(record):
+            types.setdefault(label, set()).add(custom_type_name(value))
     return finish_customized(types)
 
 
@@ -172,6 +168,9 @@ def model_lineage(record: Record) -> dict[str, Any]:
     out = {f: record.get(f) for f in FIELDS if f != "summary_dir"}
     out["metric"] = dict(record.get("metric") or {})
     out["user_defined"] = dict(record.get("user_defined") or {})
+    for group in SETTINGS_GROUPS:  # trainledger's, only where the run has them
+        if record.get(group):
+            out[group] = dict(record[group])
     return out
 
 

@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from trainledger.query.fields import FIELDS
+from trainledger.query.fields import FIELDS, GROUP_PREFIXES
 from trainledger.query.lineage_api import filter_summary_lineage
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,8 +32,9 @@ def flatten_object(obj: Mapping[str, Any], *, scalar_cells: bool = False) -> dic
     """One result object as a flat row, named as search conditions name fields.
 
     ``model_lineage``'s ``metric`` and ``user_defined`` become ``metric/<k>`` and
-    ``user_defined/<k>``, any other nested mapping (the web UI's ``run`` extension fields)
-    ``<name>/<k>``; ``added_info`` becomes ``tag`` and ``remark`` (None when absent).
+    ``user_defined/<k>`` (``optimizer_settings``: ``optimizer/<k>``, ``fields.GROUPS``), any
+    other nested mapping (the web UI's ``run`` extension fields) ``<name>/<k>``;
+    ``added_info`` becomes ``tag`` and ``remark`` (None when absent).
     ``scalar_cells=True`` is the web UI's table, chart and CSV row: it starts with ``run_id``,
     leaves out lists and nested mappings (a cell holds one value) and shows a missing
     annotation as tag 0 and remark "".
@@ -44,7 +45,7 @@ def flatten_object(obj: Mapping[str, Any], *, scalar_cells: bool = False) -> dic
     skipped = (Mapping, list) if scalar_cells else ()  # isinstance(x, ()) is always False
     for key, value in (obj.get("model_lineage") or {}).items():
         if isinstance(value, Mapping):
-            prefix = f"{key}/"
+            prefix = GROUP_PREFIXES.get(key, f"{key}/")
             for sub, subvalue in value.items():
                 if not isinstance(subvalue, skipped):
                     row[prefix + str(sub)] = subvalue

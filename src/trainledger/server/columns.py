@@ -39,12 +39,24 @@ RUN_FIELDS: tuple[str, ...] = (
 SORTABLE_RUN_FIELDS: tuple[str, ...] = tuple(f"run/{f}" for f in QUERY_RUN_FIELDS)
 
 
+#: the column chooser's groups, in the order it shows them (``column_group``)
+COLUMN_GROUPS: tuple[str, ...] = (
+    "Metrics",
+    "User defined",
+    "Optimizer and scheduler",
+    "Hyperparameters",
+    "Other",
+)
+
+
 def column_group(name: str) -> str:
     """Which group of the column chooser a column belongs to."""
     if name.startswith("metric/") or name in METRIC_FIELDS:
         return "Metrics"
     if name.startswith("user_defined/"):
         return "User defined"
+    if name.startswith(("optimizer/", "scheduler/")):
+        return "Optimizer and scheduler"
     if name in HYPERPARAMETERS:
         return "Hyperparameters"
     return "Other"

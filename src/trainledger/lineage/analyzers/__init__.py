@@ -19,8 +19,18 @@ from trainledger.lineage.analyzers.network import (
     network_name,
     optimizer_name,
 )
+from trainledger.lineage.analyzers.settings import (
+    Configured,
+    configured,
+    optimizer_settings,
+    scheduler_settings,
+)
 
 __all__ = [
+    "Configured",
+    "configured",
+    "optimizer_settings",
+    "scheduler_settings",
     "DatasetInfo",
     "analyze_dataset",
     "dataset_fingerprint",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainledger.lineage.records import shortest_float32
 from trainledger.values import scalar_of
 
 __all__ = [
@@ -120,13 +121,23 @@ def _first_group(optimizer: Any) -> dict[str, Any] | None:
     return None
 
 
+def config_number(value: Any) -> float | None:
+    """A configured number as the user wrote it: ``scalar_of``, and a float32 tensor (a
+    tensor learning rate) read as the shortest decimal that is the same float32, so
+    ``torch.tensor(0.1)`` is 0.1 and not 0.10000000149011612."""
+    number = scalar_of(value)
+    if number is not None and str(getattr(value, "dtype", "")) in ("torch.float32", "float32"):
+        return shortest_float32(number)
+    return number
+
+
 def initial_learning_rate(optimizer: Any, scheduler: Any = None) -> float | None:
     """The learning rate the run started with: the scheduler's base lr, else the first param
     group's ``initial_lr`` (set by torch schedulers), else its current ``lr``."""
     base = getattr(scheduler, "base_lrs", None)
     if isinstance(base, (list, tuple)) and base:
-        return scalar_of(base[0])
+        return config_number(base[0])
     group = _first_group(optimizer)
     if group is None:
         return None
-    return scalar_of(group.get("initial_lr", group.get("lr")))
+    return config_number(group.get("initial_lr", group.get("lr")))

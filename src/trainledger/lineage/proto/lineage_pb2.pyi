@@ -70,7 +70,7 @@ class UserDefinedInfo(_message.Message):
 class TrainLineage(_message.Message):
     __slots__ = ("hyper_parameters", "train_dataset", "algorithm", "model")
     class HyperParameters(_message.Message):
-        __slots__ = ("optimizer", "learning_rate", "loss_function", "epoch", "parallel_mode", "device_num", "batch_size", "learning_rate_f64")
+        __slots__ = ("optimizer", "learning_rate", "loss_function", "epoch", "parallel_mode", "device_num", "batch_size", "learning_rate_f64", "optimizer_settings", "scheduler_settings")
         OPTIMIZER_FIELD_NUMBER: _ClassVar[int]
         LEARNING_RATE_FIELD_NUMBER: _ClassVar[int]
         LOSS_FUNCTION_FIELD_NUMBER: _ClassVar[int]
@@ -79,6 +79,8 @@ class TrainLineage(_message.Message):
         DEVICE_NUM_FIELD_NUMBER: _ClassVar[int]
         BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
         LEARNING_RATE_F64_FIELD_NUMBER: _ClassVar[int]
+        OPTIMIZER_SETTINGS_FIELD_NUMBER: _ClassVar[int]
+        SCHEDULER_SETTINGS_FIELD_NUMBER: _ClassVar[int]
         optimizer: str
         learning_rate: float
         loss_function: str
@@ -87,7 +89,9 @@ class TrainLineage(_message.Message):
         device_num: int
         batch_size: int
         learning_rate_f64: float
-        def __init__(self, optimizer: _Optional[str] = ..., learning_rate: _Optional[float] = ..., loss_function: _Optional[str] = ..., epoch: _Optional[int] = ..., parallel_mode: _Optional[str] = ..., device_num: _Optional[int] = ..., batch_size: _Optional[int] = ..., learning_rate_f64: _Optional[float] = ...) -> None: ...
+        optimizer_settings: _containers.RepeatedCompositeFieldContainer[Setting]
+        scheduler_settings: _containers.RepeatedCompositeFieldContainer[Setting]
+        def __init__(self, optimizer: _Optional[str] = ..., learning_rate: _Optional[float] = ..., loss_function: _Optional[str] = ..., epoch: _Optional[int] = ..., parallel_mode: _Optional[str] = ..., device_num: _Optional[int] = ..., batch_size: _Optional[int] = ..., learning_rate_f64: _Optional[float] = ..., optimizer_settings: _Optional[_Iterable[_Union[Setting, _Mapping]]] = ..., scheduler_settings: _Optional[_Iterable[_Union[Setting, _Mapping]]] = ...) -> None: ...
     class TrainDataset(_message.Message):
         __slots__ = ("train_dataset_path", "train_dataset_size", "fingerprint")
         TRAIN_DATASET_PATH_FIELD_NUMBER: _ClassVar[int]
@@ -216,6 +220,18 @@ class StrList(_message.Message):
     STRVALUE_FIELD_NUMBER: _ClassVar[int]
     strValue: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, strValue: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Setting(_message.Message):
+    __slots__ = ("name", "number", "integer", "text")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    INTEGER_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    number: float
+    integer: int
+    text: str
+    def __init__(self, name: _Optional[str] = ..., number: _Optional[float] = ..., integer: _Optional[int] = ..., text: _Optional[str] = ...) -> None: ...
 
 class Checkpoint(_message.Message):
     __slots__ = ("path", "size")

@@ -8,9 +8,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, Query
 from fastapi.responses import Response, StreamingResponse
 
-from trainledger.query import flatten_object, parse_series_field
+from trainledger.query import PREFIXES, flatten_object, parse_series_field
 from trainledger.server import schemas
 from trainledger.server.columns import (
+    COLUMN_GROUPS,
     SORTABLE_RUN_FIELDS,
     STANDARD_FIELDS,
     column_group,
@@ -139,12 +140,7 @@ def run_columns(
     # one row is enough: ``customized`` describes every matching run, not just the page
     result = combined_search(store, {**_unpaged(condition), "offset": 0, "limit": 1}, where)
     names = columns_of([], result.get("customized", {}))
-    groups: dict[str, list[str]] = {
-        "Metrics": [],
-        "User defined": [],
-        "Hyperparameters": [],
-        "Other": [],
-    }
+    groups: dict[str, list[str]] = {group: [] for group in COLUMN_GROUPS}
     for name in names:
         groups[column_group(name)].append(name)
     # the statistics of every scalar tag: the best of a curve, not only its last value
@@ -154,7 +150,7 @@ def run_columns(
         for n in [*names, *groups["Series"]]
         if n in STANDARD_FIELDS
         or n in SORTABLE_RUN_FIELDS
-        or n.startswith(("metric/", "user_defined/"))
+        or n.startswith(PREFIXES)
         or parse_series_field(n)
     ]
     return {"groups": groups, "sortable": sortable}

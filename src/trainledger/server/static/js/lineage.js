@@ -5,7 +5,8 @@ import { selectRuns } from "./scalars.js";
 import { $, colorFor, debounce, escapeHtml, fmt, fmtTime, h, tagChip, toast } from "./util.js";
 
 const STORE_KEY = "trainledger.columns";
-const GROUP_ORDER = ["Metrics", "Series", "User defined", "Hyperparameters", "Other"];
+const GROUP_ORDER = ["Metrics", "Series", "User defined", "Optimizer and scheduler", "Hyperparameters",
+  "Other"];
 // a series statistic of a scalar tag, e.g. max(eval/acc) (query/series_fields.py)
 const SERIES_FIELD = /^(last|min|max|count|last_step|min_step|max_step|nonfinite_step)\(.+\)$/;
 
@@ -306,11 +307,18 @@ async function loadTable() {
   return result;
 }
 
+// grouped fields by prefix -> the model_lineage key holding them (query/fields.py GROUPS)
+const GROUPS = {
+  "metric/": "metric", "user_defined/": "user_defined",
+  "optimizer/": "optimizer_settings", "scheduler/": "scheduler_settings",
+};
+
 function cellValue(obj, column) {
   if (SERIES_FIELD.test(column)) return (obj.series || {})[column];
   const lineage = obj.model_lineage || {};
-  if (column.startsWith("metric/")) return (lineage.metric || {})[column.slice(7)];
-  if (column.startsWith("user_defined/")) return (lineage.user_defined || {})[column.slice(13)];
+  for (const [prefix, group] of Object.entries(GROUPS)) {
+    if (column.startsWith(prefix)) return (lineage[group] || {})[column.slice(prefix.length)];
+  }
   if (column.includes("/")) {
     const [group, key] = column.split("/", 2);
     return (lineage[group] || obj[group] || {})[key];

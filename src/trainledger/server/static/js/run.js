@@ -8,10 +8,11 @@ import { $, fmt, fmtBytes, fmtTime, h, tagChip, toast, treeOption } from "./util
 const TITLES = {
   run: "Run", hyper_parameters: "Hyperparameters", algorithm: "Algorithm", model: "Model",
   metric: "Metrics", train_dataset: "Train dataset", valid_dataset: "Validation dataset",
-  user_defined: "User defined",
+  user_defined: "User defined", optimizer_settings: "Optimizer settings",
+  scheduler_settings: "Scheduler settings",
 };
-const ORDER = ["run", "metric", "hyper_parameters", "algorithm", "model", "train_dataset",
-  "valid_dataset", "user_defined"];
+const ORDER = ["run", "metric", "hyper_parameters", "optimizer_settings", "scheduler_settings",
+  "algorithm", "model", "train_dataset", "valid_dataset", "user_defined"];
 const TIME_KEYS = /(^|_)(time|start|end|wall_time|started|ended)$/;
 
 let chart = null;
