@@ -866,3 +866,69 @@ def test_mindspore_graph_opens_module_by_module(page: Any, structure_server: Liv
     _open_section(page, "run-landscapes", "ms")
     page.wait_for_function("document.getElementById('run-landscapes').dataset.drawn")
     assert "written by MindSpore" in section.page.locator(".landscape-info").inner_text()
+
+
+# --- the diff view ----------------------------------------------------------------------------
+
+# Each body row of the diff table as drawn: its field, its cells' text, its height on screen, and
+# whether the field cell lies inside the table's visible box.
+DRAWN_DIFF_ROWS = """() => {
+  const box = document.querySelector('#diff-table').getBoundingClientRect();
+  return [...document.querySelectorAll('#diff-table tbody tr:not(.group)')].map((tr) => {
+    const r = tr.getBoundingClientRect();
+    const cells = [...tr.querySelectorAll('td:not(.field)')];
+    return { field: tr.dataset.field, cells: cells.map((td) => td.innerText), height: r.height,
+      inside: r.top >= box.top && r.bottom <= box.bottom,
+      italic: cells.filter((td) => td.matches('.missing'))
+        .map((td) => getComputedStyle(td).fontStyle) };
+  });
+}"""
+
+
+def test_diff_view_lists_exactly_the_differing_fields(page: Any, tmp_path: Path) -> None:
+    from tests.runs import write_run
+    from trainledger.lineage.records import RunValues
+
+    base = tmp_path / "diff"
+    run = RunValues(status="finished", python_version="3.11.9", git_commit="abc")
+    write_run(base, "a", learning_rate=1e-3, batch_size=16, user={"team": "a"}, run=run)
+    write_run(base, "b", learning_rate=0.001, batch_size=32, run=run)
+    other = RunValues(status="finished", python_version="3.12.1", git_commit="abc")
+    write_run(base, "c", learning_rate=0.001, batch_size=16, user={"team": "a"}, run=other)
+    server = LiveServer(base).start()
+    try:
+        open_view(page, server.url, "lineage")
+        wait_rows(page, 3)
+        assert page.locator("#diff-selected").is_disabled()
+        for run_id in ("a", "b", "c"):
+            page.check(f'#runs-table tr[data-run="{run_id}"] input[type=checkbox]')
+        page.click("#diff-selected")
+        page.wait_for_function(
+            "document.getElementById('view-diff').dataset.loaded === 'a\\nb\\nc'"
+        )
+        headers = page.eval_on_selector_all(
+            "#diff-table thead th", "ths => ths.map(t => t.innerText)"
+        )
+        assert headers == ["Field", "a", "b", "c"]
+        rows = page.evaluate(DRAWN_DIFF_ROWS)
+        assert [(r["field"], r["cells"]) for r in rows] == [
+            ("batch_size", ["16", "32", "16"]),
+            ("user_defined/team", ["a", "(missing)", "a"]),
+            ("run/python_version", ["3.11.9", "3.11.9", "3.12.1"]),
+        ]
+        assert all(r["height"] >= 20 and r["inside"] for r in rows), rows  # drawn, readable
+        assert rows[1]["italic"] == ["italic"]  # a missing field reads apart from a value
+        groups = page.eval_on_selector_all(
+            "#diff-table tr.group", "trs => trs.map(t => t.innerText)"
+        )
+        assert groups == ["Hyper-parameters", "User defined", "Environment"]
+        assert page.locator("#diff-info").inner_text() == "3 runs; 3 of 19 fields differ"
+        doc_image(page.locator("#view-diff .card"), "diff")
+        page.check("#diff-all")
+        page.wait_for_function("document.querySelectorAll('#diff-table tr.same').length > 0")
+        rows = page.evaluate(DRAWN_DIFF_ROWS)
+        same = {r["field"]: r["cells"] for r in rows}
+        assert same["learning_rate"] == ["0.001", "0.001", "0.001"]  # 1e-3 is 0.001
+        assert len(rows) == 19 and all(r["height"] >= 20 for r in rows)
+    finally:
+        server.stop()
