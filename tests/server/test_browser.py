@@ -813,6 +813,7 @@ def test_graph_of_a_trained_run_has_module_boxes_that_close(
     assert ["n:Net/relu", "n:Net/Linear[fc2]/linear", "16×12"] in shapes
     drawn = pixels(page, section.locator(".graph-canvas"))
     assert drawn["inked"] > 0.01 * drawn["total"] and drawn["coloured"] > 500, drawn  # drawn
+    _labels_readable(page)
     doc_image(section, "graph")
     _click_node(page, "n:Net/Linear[fc1]/linear")  # an operator: its module stays open
     page.wait_for_timeout(300)
