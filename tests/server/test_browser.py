@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.runs import make_base, sample_run
+from tests.runs import make_base, make_diff_base, sample_run
 from tests.server.structure_runs import make_structure_base
 from trainledger.summary import SummaryRecord
 
@@ -965,16 +965,7 @@ DRAWN_DIFF_ROWS = """() => {
 
 
 def test_diff_view_lists_exactly_the_differing_fields(page: Any, tmp_path: Path) -> None:
-    from tests.runs import write_run
-    from trainledger.lineage.records import RunValues
-
-    base = tmp_path / "diff"
-    run = RunValues(status="finished", python_version="3.11.9", git_commit="abc")
-    write_run(base, "a", learning_rate=1e-3, batch_size=16, user={"team": "a"}, run=run)
-    write_run(base, "b", learning_rate=0.001, batch_size=32, run=run)
-    other = RunValues(status="finished", python_version="3.12.1", git_commit="abc")
-    write_run(base, "c", learning_rate=0.001, batch_size=16, user={"team": "a"}, run=other)
-    server = LiveServer(base).start()
+    server = LiveServer(make_diff_base(tmp_path / "diff")).start()
     try:
         open_view(page, server.url, "lineage")
         wait_rows(page, 3)

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.runs import write_run
+from tests.runs import make_diff_base
 from tests.server.conftest import client_for
-from trainledger.lineage.records import RunValues
 from trainledger.server.run_diff import MAX_DIFF_RUNS, diff_runs, field_group, same_value
 
 
@@ -125,13 +124,7 @@ def test_fewer_than_two_distinct_runs_is_an_error(ids: list[str]) -> None:
 
 @pytest.fixture
 def diff_base(tmp_path: Path) -> Path:
-    base = tmp_path / "runs"
-    run = RunValues(status="finished", python_version="3.11.9", git_commit="abc")
-    write_run(base, "a", learning_rate=1e-3, batch_size=16, user={"team": "a"}, run=run)
-    write_run(base, "b", learning_rate=0.001, batch_size=32, run=run)
-    other = RunValues(status="finished", python_version="3.12.1", git_commit="abc")
-    write_run(base, "c", learning_rate=0.001, batch_size=16, user={"team": "a"}, run=other)
-    return base
+    return make_diff_base(tmp_path / "runs")
 
 
 def test_the_route_lists_exactly_the_differing_fields(diff_base: Path) -> None:
