@@ -177,3 +177,15 @@ def make_base(base: Path, n: int = 6, scalars: int = 30) -> Path:
     for i in range(n):
         sample_run(base, f"run{i:02d}", i, scalars=scalars)
     return base
+
+
+def make_diff_base(base: Path) -> Path:
+    """Three runs for the diff view: ``a``, ``b`` and ``c`` differ only in ``batch_size``
+    (16, 32, 16), ``user_defined/team`` (``b`` lacks it) and ``run/python_version`` (``c``);
+    their learning rates are written ``1e-3`` and ``0.001``, the same float."""
+    run = RunValues(status="finished", python_version="3.11.9", git_commit="abc")
+    write_run(base, "a", learning_rate=1e-3, batch_size=16, user={"team": "a"}, run=run)
+    write_run(base, "b", learning_rate=0.001, batch_size=32, run=run)
+    other = RunValues(status="finished", python_version="3.12.1", git_commit="abc")
+    write_run(base, "c", learning_rate=0.001, batch_size=16, user={"team": "a"}, run=other)
+    return base

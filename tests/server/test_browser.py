@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.runs import make_base, sample_run
+from tests.runs import make_base, make_diff_base, sample_run
 from tests.server.structure_runs import make_structure_base
 from trainledger.summary import SummaryRecord
 
@@ -813,6 +813,7 @@ def test_graph_of_a_trained_run_has_module_boxes_that_close(
     assert ["n:Net/relu", "n:Net/Linear[fc2]/linear", "16×12"] in shapes
     drawn = pixels(page, section.locator(".graph-canvas"))
     assert drawn["inked"] > 0.01 * drawn["total"] and drawn["coloured"] > 500, drawn  # drawn
+    _labels_readable(page)
     doc_image(section, "graph")
     _click_node(page, "n:Net/Linear[fc1]/linear")  # an operator: its module stays open
     page.wait_for_timeout(300)
@@ -847,22 +848,157 @@ def _click_node(page: Any, node_id: str) -> None:
     page.mouse.click(box["x"], box["y"])
 
 
-def test_mindspore_graph_opens_module_by_module(page: Any, structure_server: LiveServer) -> None:
+# Every label drawn in the graph: its size on screen (the font size times the zoom, as
+# cytoscape renders it) and the height of its box in screen pixels.
+LABEL_SIZES = """() => {
+  const cy = trainledger.graph.cy;
+  const opts = {includeLabels: true, includeNodes: false, includeEdges: false,
+                includeOverlays: false};
+  return cy.elements().filter((e) => e.data('label')).map((e) => ({
+    id: e.id(), px: parseFloat(e.renderedStyle('font-size')), h: e.renderedBoundingBox(opts).h }));
+}"""
+BOOKKEEPING_OPS = ["UpdateState", "Depend", "Load", "MakeTuple", "TupleGetItem", "ApplyMomentum"]
+
+
+def _labels_readable(page: Any) -> list[dict[str, Any]]:
+    labels: list[dict[str, Any]] = page.evaluate(LABEL_SIZES)
+    assert labels, "no labels drawn"
+    small = [x for x in labels if x["px"] < 10 or x["h"] < 10]
+    assert small == [], small[:5]
+    return labels
+
+
+def _drawn_ops(page: Any) -> set[str]:
+    return set(page.evaluate("trainledger.graph.cy.nodes().map(n => n.data('op')).filter(Boolean)"))
+
+
+def test_mindspore_graph_opens_the_network_with_readable_labels(
+    page: Any, structure_server: LiveServer
+) -> None:
     open_view(page, structure_server.url, "run/ms")
     section = _open_section(page, "run-graph", "ms")
-    assert section.locator(".graph-info").inner_text().startswith("98 nodes")
+    info = section.locator(".graph-info").inner_text()
+    assert info.startswith("98 nodes") and "bookkeeping ops hidden" in info
     network = "s:Default/network-WithLossCell"
-    assert page.evaluate(f"trainledger.graph.cy.$id({network!r}).hasClass('closed')")
-    before = page.evaluate("trainledger.graph.cy.nodes().length")
-    _click_node(page, network)
-    page.wait_for_function(f"trainledger.graph.cy.$id({network!r}).hasClass('open')")
-    assert page.evaluate("trainledger.graph.cy.nodes().length") > before
+    for scope in (network, f"{network}/_backbone-TinyNet"):  # the network, open from the start
+        assert page.evaluate(f"trainledger.graph.cy.$id({scope!r}).hasClass('open')"), scope
+    conv = "Default/network-WithLossCell/_backbone-TinyNet/conv-Conv2d/Conv2D-op0"
+    assert page.evaluate(f"trainledger.graph.cy.$id('n:{conv}').length") == 1
+    assert not _drawn_ops(page) & set(BOOKKEEPING_OPS)  # hidden until the toggle
+    assert page.evaluate("trainledger.graph.cy.$id('s:Default/optimizer-Momentum').length") == 0
+    # the ReLU is fed by the BatchNorm through a hidden TupleGetItem: drawn as one edge
+    edges = page.evaluate(
+        "trainledger.graph.cy.edges().map(e => [e.source().data('op'), e.target().data('op')])"
+    )
+    assert ["BatchNorm", "ReLU"] in edges
+    assert not section.locator(".graph-bookkeeping").is_checked()
     assert not section.locator(".graph-params").is_checked()  # 98 nodes: operators only
-    section.locator(".graph-params").check()
-    page.wait_for_function("trainledger.graph.cy.$id('n:inputs0').length === 1")
+    _labels_readable(page)
     drawn = pixels(page, section.locator(".graph-canvas"))
     assert drawn["inked"] > 0.01 * drawn["total"] and drawn["coloured"] > 500, drawn
-    shot(page, "graph-mindspore")
-    _open_section(page, "run-landscapes", "ms")
-    page.wait_for_function("document.getElementById('run-landscapes').dataset.drawn")
-    assert "written by MindSpore" in section.page.locator(".landscape-info").inner_text()
+    doc_image(section, "graph-mindspore")
+    section.locator(".graph-bookkeeping").check()
+    page.wait_for_function("trainledger.graph.cy.nodes().some(n => n.data('op') === 'UpdateState')")
+    assert {"UpdateState", "Depend", "Load", "TupleGetItem"} <= _drawn_ops(page)
+    _labels_readable(page)
+    section.locator(".graph-expand").click()  # "Open all": the optimizer's ops too
+    page.wait_for_function("trainledger.graph.cy.$id('s:Default/optimizer-Momentum').length === 1")
+    assert "ApplyMomentum" in _drawn_ops(page)
+    labels = _labels_readable(page)
+    assert len(labels) > 60 and page.evaluate("trainledger.graph.cy.zoom()") >= 1.0
+    shot(page, "graph-mindspore-open-all")
+
+
+def test_clicking_an_operator_shows_its_details(page: Any, structure_server: LiveServer) -> None:
+    open_view(page, structure_server.url, "run/ms")
+    section = _open_section(page, "run-graph", "ms")
+    conv = "Default/network-WithLossCell/_backbone-TinyNet/conv-Conv2d/Conv2D-op0"
+    panel = section.locator(".graph-details")
+    assert panel.is_hidden()
+    _click_node(page, f"n:{conv}")
+    page.wait_for_function(
+        f"document.querySelector('#run-graph .graph-details').dataset.node === {conv!r}"
+    )
+    rows = dict(
+        zip(
+            panel.locator("table.kv th").all_inner_texts(),
+            panel.locator("table.kv td").all_inner_texts(),
+            strict=True,
+        )
+    )
+    assert rows["op"] == "Conv2D" and rows["output shapes"] == "8×2×8×8"
+    assert rows["kernel_size"] == "(3, 3)" and rows["out_channel"] == "2"
+    inputs = panel.locator(".graph-links").first.inner_text().splitlines()
+    assert inputs == ["inputs0 (Parameter): 8×1×8×8", "Load-op0 (Load): 2×1×3×3"]  # as recorded
+    geometry = page.evaluate(
+        "(() => { const p = document.querySelector('#run-graph .graph-details');"
+        " const r = p.getBoundingClientRect();"
+        " const c = document.querySelector('#run-graph .graph-canvas').getBoundingClientRect();"
+        " const fonts = [...p.querySelectorAll('th, td, li')]"
+        "   .map(e => parseFloat(getComputedStyle(e).fontSize));"
+        " return {width: r.width, left: r.left, canvasRight: c.right,"
+        "         min: Math.min(...fonts)}; })()"
+    )
+    assert geometry["width"] >= 250 and geometry["left"] >= geometry["canvasRight"], geometry
+    assert geometry["min"] >= 10, geometry  # beside the graph, not over it; readable
+    assert page.evaluate(f"trainledger.graph.cy.$id('n:{conv}').hasClass('picked')")
+    doc_image(section, "graph-details")
+    panel.get_by_role("button", name="Close details").click()
+    assert panel.is_hidden()
+
+
+# --- the diff view ----------------------------------------------------------------------------
+
+# Each body row of the diff table as drawn: its field, its cells' text, its height on screen, and
+# whether the field cell lies inside the table's visible box.
+DRAWN_DIFF_ROWS = """() => {
+  const box = document.querySelector('#diff-table').getBoundingClientRect();
+  return [...document.querySelectorAll('#diff-table tbody tr:not(.group)')].map((tr) => {
+    const r = tr.getBoundingClientRect();
+    const cells = [...tr.querySelectorAll('td:not(.field)')];
+    return { field: tr.dataset.field, cells: cells.map((td) => td.innerText), height: r.height,
+      inside: r.top >= box.top && r.bottom <= box.bottom,
+      italic: cells.filter((td) => td.matches('.missing'))
+        .map((td) => getComputedStyle(td).fontStyle) };
+  });
+}"""
+
+
+def test_diff_view_lists_exactly_the_differing_fields(page: Any, tmp_path: Path) -> None:
+    server = LiveServer(make_diff_base(tmp_path / "diff")).start()
+    try:
+        open_view(page, server.url, "lineage")
+        wait_rows(page, 3)
+        assert page.locator("#diff-selected").is_disabled()
+        for run_id in ("a", "b", "c"):
+            page.check(f'#runs-table tr[data-run="{run_id}"] input[type=checkbox]')
+        page.click("#diff-selected")
+        page.wait_for_function(
+            "document.getElementById('view-diff').dataset.loaded === 'a\\nb\\nc'"
+        )
+        headers = page.eval_on_selector_all(
+            "#diff-table thead th", "ths => ths.map(t => t.innerText)"
+        )
+        assert headers == ["Field", "a", "b", "c"]
+        rows = page.evaluate(DRAWN_DIFF_ROWS)
+        assert [(r["field"], r["cells"]) for r in rows] == [
+            ("batch_size", ["16", "32", "16"]),
+            ("user_defined/team", ["a", "(missing)", "a"]),
+            ("run/python_version", ["3.11.9", "3.11.9", "3.12.1"]),
+        ]
+        assert all(r["height"] >= 20 and r["inside"] for r in rows), rows  # drawn, readable
+        assert rows[1]["italic"] == ["italic"]  # a missing field reads apart from a value
+        groups = page.eval_on_selector_all(
+            "#diff-table tr.group", "trs => trs.map(t => t.innerText)"
+        )
+        assert groups == ["Hyper-parameters", "User defined", "Environment"]
+        assert page.locator("#diff-info").inner_text() == "3 runs; 3 of 19 fields differ"
+        doc_image(page.locator("#view-diff .card"), "diff")
+        page.check("#diff-all")
+        page.wait_for_function("document.querySelectorAll('#diff-table tr.same').length > 0")
+        rows = page.evaluate(DRAWN_DIFF_ROWS)
+        same = {r["field"]: r["cells"] for r in rows}
+        assert same["learning_rate"] == ["0.001", "0.001", "0.001"]  # 1e-3 is 0.001
+        assert len(rows) == 19 and all(r["height"] >= 20 for r in rows)
+    finally:
+        server.stop()

@@ -178,3 +178,55 @@ def test_a_graph_too_large_even_at_the_top_keeps_its_operators() -> None:
     assert {(e["source"], e["target"]) for e in view["edges"]} == {
         (f"w{i}", f"op{i}") for i in range(5)
     }
+
+
+def test_bookkeeping_nodes_are_marked_and_forward_their_values(client: Any) -> None:
+    """The rule of ``graph_view``'s docstring, over the graph MindSpore wrote."""
+    graph = client.get("/api/v1/runs/ms/graph").json()
+    nodes = {n["id"]: n for n in graph["nodes"]}
+    marked = {n["op"] for n in graph["nodes"] if n["bookkeeping"]}
+    assert marked == {
+        "UpdateState",
+        "Depend",
+        "Load",
+        "MakeTuple",
+        "TupleGetItem",
+        "ApplyMomentum",
+        "AssignAdd",  # under optimizer-Momentum
+        "ImageSummary",
+        "HistogramSummary",
+        "TensorSummary",
+        "ScalarSummary",
+    }
+    computing = {n["op"] for n in graph["nodes"] if not n["bookkeeping"]}
+    assert {"Conv2D", "BatchNorm", "ReLU", "MatMul", "ReluGrad", "Parameter"} <= computing
+    net = "Default/network-WithLossCell/_backbone-TinyNet"
+    assert nodes[f"{net}/Load-op0"]["through"] == ["conv.weight"]
+    assert nodes[f"{net}/bn-BatchNorm2d/TupleGetItem-op0"]["through"] == [
+        f"{net}/bn-BatchNorm2d/BatchNorm-op0"
+    ]
+    assert nodes[f"{net}/UpdateState-op0"]["through"] == []
+    assert nodes["Default/optimizer-Momentum/Depend-op0"]["through"] == []  # the optimizer's
+    conv = nodes[f"{net}/conv-Conv2d/Conv2D-op0"]
+    assert conv["attrs"]["kernel_size"] == "(3, 3)" and conv["attrs"]["format"] == "NCHW"
+    assert conv["shapes"] == [[8, 2, 8, 8]] and "scope" not in conv["attrs"]
+    momentum = nodes["Default/optimizer-Momentum/ApplyMomentum-op0"]["attrs"]
+    assert momentum["use_nesterov"] == "False" and momentum["output_names"] == "['output']"
+
+
+@pytest.mark.parametrize(
+    ("name", "op", "bookkeeping"),
+    [
+        ("Default/network-WithLossCell/UpdateState-op0", "UpdateState", True),
+        ("Default/optimizer-Adam/Assign-op3", "Assign", True),
+        ("Default/ApplyAdam-op0", "ApplyAdam", True),
+        ("Default/Applyish-op0", "Applyish", False),
+        ("Gradients/Default/network-WithLossCell/Grad_MatMul/MatMul-op0", "MatMul", False),
+        ("Net/optimizer_head/linear", "linear", False),  # a module named so, not MindSpore's
+        ("Net/Linear[fc1]/linear", "linear", False),
+    ],
+)
+def test_the_bookkeeping_rule(name: str, op: str, bookkeeping: bool) -> None:
+    from trainledger.server.graph_view import is_bookkeeping
+
+    assert is_bookkeeping(name, op) is bookkeeping

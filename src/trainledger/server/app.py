@@ -26,7 +26,16 @@ from trainledger.errors import (
     ObjectStoreError,
 )
 from trainledger.server.limits import BodyLimit
-from trainledger.server.routes import admin, importance, media, meta, runs, scalars, structure
+from trainledger.server.routes import (
+    admin,
+    diff,
+    importance,
+    media,
+    meta,
+    runs,
+    scalars,
+    structure,
+)
 from trainledger.server.run_store import IndexedRunStore, RunStore
 from trainledger.server.security import (
     READ,
@@ -113,6 +122,7 @@ def create_app(
     app.include_router(scalars.router)
     app.include_router(admin.router)
     app.include_router(importance.router)
+    app.include_router(diff.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     @app.get("/", include_in_schema=False)

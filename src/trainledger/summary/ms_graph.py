@@ -7,7 +7,9 @@ MindSpore's scopes; parameters (``conv1.weight``, ``inputs0``) keep their names 
 ``Parameter``, and inputs that are neither (constants such as ``cst1``) become ``Const``
 nodes. Edges follow MindSpore's inputs (control edges as TensorFlow's ``^name``); each node's
 output shape, when MindSpore recorded one, is the ``_output_shapes`` attribute TensorBoard
-draws on edges.
+draws on edges. An operator's attributes (``kernel_size``, ``use_nesterov``...) become
+string attributes written as Python literals (``(3, 3)``, ``False``, ``['output']``), which
+TensorBoard lists with the node and the run page shows in its node details.
 """
 
 from __future__ import annotations
@@ -23,6 +25,39 @@ def _shape(type_proto: ms.TypeProto) -> pb.TensorShapeProto | None:
         return None
     dims = type_proto.tensor_type.shape.dim
     return pb.TensorShapeProto(dim=[pb.TensorShapeProto.Dim(size=int(d.size)) for d in dims])
+
+
+#: attribute names the conversion itself writes; a MindSpore attribute never overwrites them
+_OWN_ATTRS = frozenset({"_output_shapes", "scope"})
+_CONTAINERS = {ms.DT_TUPLE: ("(", ")"), ms.DT_LIST: ("[", "]")}
+_SCALARS = ("bool_val", "int_val", "uint_val", "float_val", "double_val")
+
+
+def value_text(value: ms.ValueProto, nested: bool = False) -> str:
+    """A MindSpore attribute value as a Python literal: ``(3, 3)``, ``['output']``, ``1.0``;
+    a tensor as ``Tensor(shape, dtype)``, a type as its name. A string stands bare at the
+    top level and quoted inside a container."""
+    if value.dtype in _CONTAINERS or value.values:
+        opening, closing = _CONTAINERS.get(value.dtype, ("[", "]"))
+        items = [value_text(v, nested=True) for v in value.values]
+        comma = "," if opening == "(" and len(items) == 1 else ""
+        return f"{opening}{', '.join(items)}{comma}{closing}"
+    if value.dict_val:
+        pairs = (f"{item.key!r}: {value_text(item.value, nested=True)}" for item in value.dict_val)
+        return "{" + ", ".join(pairs) + "}"
+    if value.dtype == ms.DT_NONE:
+        return "None"
+    if value.HasField("str_val"):
+        return repr(value.str_val) if nested else value.str_val
+    if value.HasField("tensor_val"):
+        tensor = value.tensor_val
+        return f"Tensor({list(tensor.dims)}, {ms.DataType.Name(tensor.data_type)})"
+    if value.HasField("type_val"):
+        return ms.DataType.Name(value.type_val.data_type)
+    for name in _SCALARS:
+        if value.HasField(name):  # type: ignore[arg-type]  # one of the scalar fields
+            return repr(getattr(value, name))
+    return ms.DataType.Name(value.dtype) if value.HasField("dtype") else ""
 
 
 def _attrs(node: pb.NodeDef, type_proto: ms.TypeProto, scope: str) -> None:
@@ -71,6 +106,9 @@ def graph_def_from_mindspore(graph: ms.GraphProto) -> pb.GraphDef:
             control = edge.type == ms.InputProto.CONTROL_EDGE
             node.input.append(("^" if control else "") + source)
         _attrs(node, op.output_type, op.scope)
+        for attribute in op.attribute:
+            if attribute.name not in _OWN_ATTRS:
+                node.attr[attribute.name].s = value_text(attribute.value).encode("utf-8")
         pending.append(node)
     out.node.extend(pending)
     return out

@@ -1,7 +1,8 @@
-// The page: hash routes (#/lineage, #/datasets, #/scalars, #/run/<id>) and the poll that
-// brings new runs in without a reload.
+// The page: hash routes (#/lineage, #/datasets, #/scalars, #/diff?run=a&run=b, #/run/<id>) and
+// the poll that brings new runs in without a reload.
 import { api } from "./js/api.js";
 import { showDatasets } from "./js/datasets.js";
+import { initDiff, refreshDiff, showDiff } from "./js/diff.js";
 import { graphState } from "./js/graph.js";
 import { initImportance } from "./js/importance.js";
 import { lineageState, refreshLineage, showLineage } from "./js/lineage.js";
@@ -11,11 +12,15 @@ import { $, toast } from "./js/util.js";
 
 const POLL_MS = 3000;
 initImportance();
+initDiff();
 let current = null;
 let stamp = null;
 
 function route() {
-  const hash = decodeURIComponent(window.location.hash.replace(/^#\/?/, ""));
+  const raw = window.location.hash.replace(/^#\/?/, "");
+  // the diff's query is read as it is: decoding it first would split a run id holding "&"
+  if (raw === "diff" || raw.startsWith("diff?")) return { view: "diff", query: raw.slice(5) };
+  const hash = decodeURIComponent(raw);
   if (hash.startsWith("run/")) return { view: "run", id: hash.slice(4) };
   if (["datasets", "scalars"].includes(hash)) return { view: hash };
   return { view: "lineage" };
@@ -39,6 +44,7 @@ async function render() {
     if (r.view === "lineage") await showLineage();
     else if (r.view === "datasets") await showDatasets();
     else if (r.view === "scalars") await showScalars();
+    else if (r.view === "diff") await showDiff(r.query);
     else await showRun(r.id, { onCompare: compare });
   } catch (error) {
     toast(error.message);
@@ -62,6 +68,7 @@ async function poll() {
       if (current.view === "lineage") await refreshLineage();
       else if (current.view === "datasets") await showDatasets();
       else if (current.view === "scalars") await refreshScalars();
+      else if (current.view === "diff") await refreshDiff();
       else await refreshRun({ onCompare: compare });
     }
     stamp = status.stamp;

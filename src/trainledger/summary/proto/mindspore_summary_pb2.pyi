@@ -120,12 +120,55 @@ class InputProto(_message.Message):
     type: InputProto.EdgeType
     def __init__(self, name: _Optional[str] = ..., type: _Optional[_Union[InputProto.EdgeType, str]] = ...) -> None: ...
 
+class AttributeProto(_message.Message):
+    __slots__ = ("name", "value")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: ValueProto
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[_Union[ValueProto, _Mapping]] = ...) -> None: ...
+
+class NamedValueProto(_message.Message):
+    __slots__ = ("key", "value")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: ValueProto
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[ValueProto, _Mapping]] = ...) -> None: ...
+
+class ValueProto(_message.Message):
+    __slots__ = ("dtype", "bool_val", "int_val", "uint_val", "float_val", "double_val", "str_val", "tensor_val", "values", "dict_val", "type_val")
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    BOOL_VAL_FIELD_NUMBER: _ClassVar[int]
+    INT_VAL_FIELD_NUMBER: _ClassVar[int]
+    UINT_VAL_FIELD_NUMBER: _ClassVar[int]
+    FLOAT_VAL_FIELD_NUMBER: _ClassVar[int]
+    DOUBLE_VAL_FIELD_NUMBER: _ClassVar[int]
+    STR_VAL_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_VAL_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    DICT_VAL_FIELD_NUMBER: _ClassVar[int]
+    TYPE_VAL_FIELD_NUMBER: _ClassVar[int]
+    dtype: DataType
+    bool_val: bool
+    int_val: int
+    uint_val: int
+    float_val: float
+    double_val: float
+    str_val: str
+    tensor_val: TensorProto
+    values: _containers.RepeatedCompositeFieldContainer[ValueProto]
+    dict_val: _containers.RepeatedCompositeFieldContainer[NamedValueProto]
+    type_val: TypeProto
+    def __init__(self, dtype: _Optional[_Union[DataType, str]] = ..., bool_val: bool = ..., int_val: _Optional[int] = ..., uint_val: _Optional[int] = ..., float_val: _Optional[float] = ..., double_val: _Optional[float] = ..., str_val: _Optional[str] = ..., tensor_val: _Optional[_Union[TensorProto, _Mapping]] = ..., values: _Optional[_Iterable[_Union[ValueProto, _Mapping]]] = ..., dict_val: _Optional[_Iterable[_Union[NamedValueProto, _Mapping]]] = ..., type_val: _Optional[_Union[TypeProto, _Mapping]] = ...) -> None: ...
+
 class NodeProto(_message.Message):
-    __slots__ = ("input", "name", "op_type", "scope", "output_type", "output_i", "full_name", "instance_name")
+    __slots__ = ("input", "name", "op_type", "scope", "attribute", "output_type", "output_i", "full_name", "instance_name")
     INPUT_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     OP_TYPE_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
+    ATTRIBUTE_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_TYPE_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_I_FIELD_NUMBER: _ClassVar[int]
     FULL_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -134,11 +177,12 @@ class NodeProto(_message.Message):
     name: str
     op_type: str
     scope: str
+    attribute: _containers.RepeatedCompositeFieldContainer[AttributeProto]
     output_type: TypeProto
     output_i: int
     full_name: str
     instance_name: str
-    def __init__(self, input: _Optional[_Iterable[_Union[InputProto, _Mapping]]] = ..., name: _Optional[str] = ..., op_type: _Optional[str] = ..., scope: _Optional[str] = ..., output_type: _Optional[_Union[TypeProto, _Mapping]] = ..., output_i: _Optional[int] = ..., full_name: _Optional[str] = ..., instance_name: _Optional[str] = ...) -> None: ...
+    def __init__(self, input: _Optional[_Iterable[_Union[InputProto, _Mapping]]] = ..., name: _Optional[str] = ..., op_type: _Optional[str] = ..., scope: _Optional[str] = ..., attribute: _Optional[_Iterable[_Union[AttributeProto, _Mapping]]] = ..., output_type: _Optional[_Union[TypeProto, _Mapping]] = ..., output_i: _Optional[int] = ..., full_name: _Optional[str] = ..., instance_name: _Optional[str] = ...) -> None: ...
 
 class GraphProto(_message.Message):
     __slots__ = ("node", "name", "parameters", "outputs")

@@ -62,6 +62,7 @@ export const api = {
   graph: (id, maxNodes) =>
     request("GET", `/runs/${enc(id)}/graph`, { query: maxNodes ? { max_nodes: maxNodes } : {} }),
   datasets: () => request("GET", "/datasets"),
+  diff: (runs, all = false) => request("GET", "/diff", { query: { run: runs, all } }),
   importance: (metric, where, includeIds = false) =>
     request("GET", "/importance", { query: { metric, where, include_ids: includeIds } }),
   scalarTags: (runs) => request("GET", "/scalars/tags", { query: { run: runs } }),

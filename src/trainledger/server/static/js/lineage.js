@@ -1,6 +1,7 @@
 // Model lineage: parallel coordinates over the chosen columns, brushing filters the table;
 // the table is sorted and paged by the server; tags, remarks, selection, CSV, --where filter.
 import { api } from "./api.js";
+import { diffHash } from "./diff.js";
 import { selectRuns } from "./scalars.js";
 import { $, colorFor, debounce, escapeHtml, fmt, fmtTime, h, tagChip, toast } from "./util.js";
 
@@ -397,6 +398,7 @@ function updateSelectionInfo() {
   $("#selection-info").textContent = n ? `${n} selected` : "";
   $("#hide-selected").disabled = !n;
   $("#compare-selected").disabled = !n;
+  $("#diff-selected").disabled = n < 2;
   $("#only-selected").disabled = !n;
 }
 
@@ -513,6 +515,9 @@ function wire() {
   $("#compare-selected").addEventListener("click", () => {
     selectRuns([...state.selected]);
     window.location.hash = "#/scalars";
+  });
+  $("#diff-selected").addEventListener("click", () => {
+    window.location.hash = diffHash([...state.selected]);
   });
   $("#only-selected").addEventListener("click", () => {
     state.only = new Set(state.selected);
