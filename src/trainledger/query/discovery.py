@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from trainledger.query.dir_listing import RACY_NS, DirListing, writer_gone
 from trainledger.query.safe_paths import is_inside
+from trainledger.query.scan_state import ScanState, relative
 from trainledger.query.watch import WatchedScans
 from trainledger.storage import (
     ARCHIVE_DIRNAME,
@@ -289,6 +290,24 @@ class Scanner:
                 below.extend(self._below(listing, depth, summary_dir))
         walk.stable = stable
         return below
+
+    def state(self) -> ScanState | None:
+        """What the last scan saw, for a new process's freshness check (``scan_state.py``):
+        every directory's mtime and the stats of the files that are not final; None when a
+        listing was not trusted (its directory changed less than 2 s before it was taken)."""
+        dirs: list[tuple[str, int]] = []
+        files: list[tuple[str, int, int]] = []
+        base, runs = self.base, self._runs
+        for path, listing in self._cache.items():
+            if not listing.trusted:
+                return None
+            rel = relative(base, path)
+            dirs.append((rel, listing.mtime_ns))
+            run = runs.get(path)
+            if run is not None and not listing.settled:
+                final, prefix = listing.final, rel + "/" if rel else ""
+                files += [(prefix + n, size, m) for n, size, m in run.files if n not in final]
+        return ScanState(self.max_depth, tuple(dirs), tuple(files), len(self._last))
 
     def close(self) -> None:
         """Release the base watcher (each holds an inotify instance; a user has 128)."""

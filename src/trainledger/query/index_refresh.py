@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from trainledger.query import index_tables, schema, semantics, series_tables
+from trainledger.query import index_tables, scan_state, schema, semantics, series_tables
 from trainledger.query.discovery import RunFiles, Scanner
 from trainledger.query.flat_record import to_record
 from trainledger.query.schema import Connection
@@ -40,6 +40,7 @@ class ScanStats:
     unreadable: int = 0  # runs whose lineage files held no usable lineage
     statuses: int = 0  # runs of a migrated index whose status was filled from their run events
     series: int = 0  # runs whose series statistics were read (from where the last read stopped)
+    trusted: bool = False  # nothing scanned: the saved scan state proved the index fresh
 
 
 class IndexRefresh:
@@ -64,6 +65,9 @@ class IndexRefresh:
         # summary_dir -> signature of the summary files its statistics hold, per generation
         self._series_known: dict[str, str] = {}
         self._series_generation: int | None = None
+        self._state_tried = False  # the saved scan state was checked (a new process's start)
+        self._state_attempted: int | None = None  # the generation it was last saved for
+        self._dirs_tag: int | None = None  # the directory part it saved, while still current
 
     def forget(self) -> None:
         """Drop what was cached about the index (it may have changed without a generation
@@ -73,9 +77,37 @@ class IndexRefresh:
         self._synced, self._synced_generation, self._checked = {}, None, None
         self._statuses_filled = False
         self._series_generation = None
+        self._state_tried, self._state_attempted, self._dirs_tag = False, None, None
 
     def refresh(self, read: Read, write: Write, dialect: Any) -> ScanStats:
-        """Cheap scan; re-parse new/changed runs, drop vanished ones."""
+        """Cheap scan; re-parse new/changed runs, drop vanished ones.
+
+        A new process first tries the saved scan state (``scan_state.py``): when it proves
+        the index in step with the runs, nothing is scanned or loaded (``ScanStats.trusted``).
+        """
+        if not self._state_tried:
+            check = functools.partial(
+                scan_state.trusted_runs, base=self._scanner.base, max_depth=self._scanner.max_depth
+            )
+            runs = read(check)
+            self._state_tried = True  # (after the read: its first use may call ``forget``)
+            if runs is not None:
+                return ScanStats(runs=runs, trusted=True)
+        bumps = 0
+
+        def counted(fn: Callable[[Connection], Any], bump: bool) -> Any:
+            nonlocal bumps
+            result = write(fn, bump)
+            bumps += bump
+            return result
+
+        stats = self._sync(read, counted, dialect)
+        if self._known_generation is not None:
+            self._save_state(write, self._known_generation + bumps)
+        return stats
+
+    def _sync(self, read: Read, write: Write, dialect: Any) -> ScanStats:
+        """The scan, and the index's changes it calls for (see ``refresh``)."""
         if not self._listings_loaded:
             self._scanner.load(read(index_tables.load_listings))
             self._listings_loaded = True
@@ -84,6 +116,7 @@ class IndexRefresh:
         seen = read(self._known_signatures)
         on_disk = self._scanner.scan()
         if self._scanner.changed:
+            self._dirs_tag = None  # the saved directory part no longer matches
             write(
                 functools.partial(index_tables.save_listings, changed=self._scanner.changed),
                 False,
@@ -123,6 +156,27 @@ class IndexRefresh:
             stats.unreadable += write(functools.partial(store, batch=batch, dialect=dialect), True)
         self._checked = None if (changed or gone) else on_disk
         return stats
+
+    def _save_state(self, write: Write, generation: int) -> None:
+        """Save what the scan saw as what the index holds at ``generation`` (the generation
+        the scan was compared at, plus this refresh's own writes: a write of another process
+        meanwhile makes the save a no-op). Tried again only when the generation or a listing
+        changed: building the state visits every directory's listing."""
+        if not self._scanner.changed and self._state_attempted == generation:
+            return
+        self._state_attempted = generation
+        state = self._scanner.state()
+        if state is None:
+            return
+        tag = self._dirs_tag or scan_state.new_tag()
+        save = functools.partial(
+            scan_state.save_state,
+            state=state,
+            generation=generation,
+            tag=tag,
+            dirs=self._dirs_tag is None,
+        )
+        self._dirs_tag = tag if write(save, False) else None
 
     def _refresh_series(self, read: Read, write: Write, on_disk: list[RunFiles]) -> int:
         """Read the series statistics of runs whose summary files changed (from where the

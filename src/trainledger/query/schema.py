@@ -306,12 +306,24 @@ def _v8(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
     conn.execute("DELETE FROM listings")
 
 
+_V9 = "CREATE TABLE IF NOT EXISTS scan_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+
+
+def _v9(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
+    """What the last complete scan saw (``scan_state.py``), so that a new process trusts the
+    index after a cheap freshness check. Code of version 8 ignores the table and can still
+    use the index: a write of its own bumps the generation, which voids the saved state."""
+    for statement in dialect.ddl(_V9):
+        conn.execute(statement)
+
+
 # version -> (migration to it, whether code of the previous version can still use the result)
 MIGRATIONS: dict[int, tuple[Callable[[Connection, Dialect, Sequence[str]], None], bool]] = {
     5: (_v5, False),
     6: (_v6, True),
     7: (_v7, False),
     8: (_v8, False),
+    9: (_v9, True),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 _FIRST_MIGRATABLE = 4  # versions before this (or none, with tables present) start again

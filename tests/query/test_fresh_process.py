@@ -1,0 +1,238 @@
+"""A new process trusts the index after the cheap freshness check of ``query.scan_state`` (a
+``stat`` per directory and per file that is not final), on SQLite and PostgreSQL: it reads no
+run while nothing changed, and still sees every change the check is documented to detect."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.runs import write_run
+from trainledger.query import schema
+from trainledger.query.index import LineageIndex
+from trainledger.storage import lineage_file_name
+
+_ACC = {"sorted_name": "metric/acc"}
+
+
+def _age(path: Path, seconds: float = 100) -> None:
+    t = os.stat(path).st_mtime - seconds
+    os.utime(path, (t, t))
+
+
+@pytest.fixture(scope="module")
+def dead_pid() -> int:
+    """The pid of a process that has exited: files named after it are final."""
+    out = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(out.stdout)
+
+
+def _finished(base: Path, name: str, dead: int, acc: float, seq: int = 0) -> Path:
+    """A run whose lineage file was written by an exited trainledger process (final)."""
+    run = write_run(base, name, metrics={"acc": acc}, seq=seq)
+    for src in run.iterdir():
+        if "testhost" in src.name:
+            src.rename(run / lineage_file_name(1_800_000_000 + seq, 0, None, dead, seq))
+    _age(run)
+    return run
+
+
+class Reads:
+    """A lineage reader that counts which runs it read."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    def __call__(self, run_dir: str) -> dict[str, Any]:
+        from trainledger.lineage import read_lineage
+
+        self.paths.append(os.path.basename(run_dir))
+        return read_lineage(run_dir)
+
+
+def _new_process(base: Path, url: str | None, **kw: Any) -> tuple[LineageIndex, Reads]:
+    reads = Reads()
+    return LineageIndex(base, reader=reads, watch=False, index=url, **kw), reads
+
+
+def _indexed(base: Path, url: str | None) -> None:
+    """Index ``base`` once with every listing trusted (the runs changed long ago)."""
+    with LineageIndex(base, watch=False, index=url) as index:  # (makes .trainledger/ first)
+        for path in [*base.iterdir(), base]:
+            if path.is_dir() and path.name != ".trainledger":
+                _age(path)
+        index.refresh()
+        assert index.refresh().parsed == 0
+
+
+def _accs(index: LineageIndex, refresh: bool = True) -> list[float]:
+    answer = index.query(_ACC, refresh=refresh)
+    return [o["model_lineage"]["metric"]["acc"] for o in answer["object"]]
+
+
+@pytest.fixture
+def base(tmp_path: Path, dead_pid: int) -> Path:
+    for i in range(3):
+        _finished(tmp_path, f"r{i}", dead_pid, acc=i / 10)
+    write_run(tmp_path, "live", metrics={"acc": 0.9})  # another host's writer: never final
+    _age(tmp_path / "live")
+    return tmp_path
+
+
+def test_unchanged_runs_are_trusted_without_a_scan(
+    base: Path, index_url: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainledger.query import discovery, index_tables
+
+    _indexed(base, index_url)
+    scans: list[str] = []
+    monkeypatch.setattr(discovery.Scanner, "scan", lambda self: scans.append("scan"))
+    monkeypatch.setattr(index_tables, "load_listings", lambda conn: scans.append("listings"))
+    fresh, reads = _new_process(base, index_url)
+    with fresh:
+        stats = fresh.refresh()
+        assert (stats.trusted, stats.runs, stats.parsed) == (True, 4, 0)
+        assert _accs(fresh, refresh=False) == [0.0, 0.1, 0.2, 0.9]
+    assert reads.paths == [] and scans == []
+
+
+def test_a_different_depth_is_not_trusted(base: Path) -> None:
+    _indexed(base, None)
+    fresh, reads = _new_process(base, None, max_depth=2)
+    with fresh:
+        assert not fresh.refresh().trusted
+    assert reads.paths == []  # (scanned, and found nothing to read)
+
+
+Change = Callable[[Path, int], None]
+
+
+def _append(base: Path, dead: int) -> None:
+    write_run(base, "live", train=False, metrics={"acc": 0.95})  # appended to its file
+
+
+def _new_run(base: Path, dead: int) -> None:
+    _finished(base, "r3", dead, acc=0.3)
+
+
+def _removed_run(base: Path, dead: int) -> None:
+    shutil.rmtree(base / "r1")
+
+
+def _resumed_run(base: Path, dead: int) -> None:
+    """A new session writes a second lineage file into a finished run."""
+    _finished(base, "r2", dead, acc=0.25, seq=1)
+    os.utime(base / "r2")  # (_finished aged it: a new file moves its mtime to now)
+
+
+def _lineage_bytes(acc: float) -> bytes:
+    """A lineage file's content (written outside the base: no directory of it changes)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        (src,) = write_run(scratch, "x", metrics={"acc": acc}).iterdir()
+        return src.read_bytes()
+
+
+def _replaced_in_place(base: Path, dead: int) -> None:
+    """A tool rewrites a finished run's file under the same name (an atomic rename): only the
+    run directory's mtime tells."""
+    (final,) = (base / "r0").iterdir()
+    temp = base / "r0" / "rewrite.tmp"
+    temp.write_bytes(_lineage_bytes(0.05))
+    os.replace(temp, final)
+
+
+def _rewritten_mindspore_file(base: Path) -> None:
+    """A file of an unknown writer (MindSpore's naming) rewritten in place: no directory
+    changes, only the file's size and mtime tell."""
+    (src,) = (base / "ms").iterdir()
+    src.write_bytes(_lineage_bytes(0.55))
+
+
+@pytest.mark.parametrize(
+    ("change", "parsed", "accs"),
+    [
+        (_append, ["live"], [0.0, 0.1, 0.2, 0.95]),
+        (_new_run, ["r3"], [0.0, 0.1, 0.2, 0.3, 0.9]),
+        (_removed_run, [], [0.0, 0.2, 0.9]),
+        (_resumed_run, ["r2"], [0.0, 0.1, 0.25, 0.9]),
+        (_replaced_in_place, ["r0"], [0.05, 0.1, 0.2, 0.9]),
+    ],
+    ids=["appended", "new run", "removed run", "resumed run", "replaced by rename"],
+)
+def test_a_new_process_sees_each_change(
+    base: Path,
+    index_url: str | None,
+    dead_pid: int,
+    change: Change,
+    parsed: list[str],
+    accs: list[float],
+) -> None:
+    _indexed(base, index_url)
+    change(base, dead_pid)
+    fresh, reads = _new_process(base, index_url)
+    with fresh:
+        assert not fresh.refresh().trusted
+        assert _accs(fresh) == accs
+    assert reads.paths == parsed  # the unchanged runs are not read again
+    _indexed(base, index_url)  # (a listing taken 2 s or less after a change is not trusted)
+    fresh, reads = _new_process(base, index_url)
+    with fresh:
+        assert fresh.refresh().trusted  # the index is trusted again
+        assert _accs(fresh) == accs
+    assert reads.paths == []
+
+
+def test_a_mindspore_file_rewritten_in_place_is_seen(base: Path) -> None:
+    ms = write_run(base, "ms", metrics={"acc": 0.5})
+    (src,) = ms.iterdir()
+    src.rename(ms / "events.out.events.summary.1800000001.0.vm_lineage")
+    _age(ms)
+    _indexed(base, None)
+    _rewritten_mindspore_file(base)
+    fresh, reads = _new_process(base, None)
+    with fresh:
+        assert not fresh.refresh().trusted
+        assert _accs(fresh) == [0.0, 0.1, 0.2, 0.55, 0.9]
+    assert reads.paths == ["ms"]
+
+
+def test_another_process_writing_the_index_voids_the_saved_state(base: Path) -> None:
+    _indexed(base, None)
+    with LineageIndex(base, watch=False) as other:  # e.g. an older release: bumps, saves none
+        other.db.write(lambda conn: None, bump=True)
+    fresh, _ = _new_process(base, None)
+    with fresh:
+        assert not fresh.refresh().trusted
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_schema_8_index_gains_the_table_and_stays_readable_by_version_8(
+    base: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    from tests.query.old_layouts import to_schema_8
+
+    url = None if backend == "sqlite" else str(request.getfixturevalue("pg_url"))
+    _indexed(base, url)
+    with LineageIndex(base, watch=False, index=url) as index:
+        index.db.write(lambda conn: to_schema_8(conn, index.db.dialect), bump=False)
+    fresh, reads = _new_process(base, url)
+    with fresh:
+        assert not fresh.refresh().trusted  # migrated: nothing saved yet, nothing re-read
+        meta = fresh.db.read(
+            lambda c: [schema.read_meta(c, k) for k in ("schema_version", "compatible_from")]
+        )
+    assert meta == [9, 8] and reads.paths == []
+    assert schema.usable(9, 8, known=8)  # code of version 8 keeps using it
