@@ -180,9 +180,15 @@ def _metric(ev: pb.EvaluationLineage, warn: list[str]) -> dict[str, Any]:
     if not isinstance(metric, dict):
         warn.append(f"metric: expected a JSON object, received {type(metric).__name__}")
         return {}
-    deep = [k for k, v in metric.items() if not _shallow(v, MAX_JSON_DEPTH - 1)]
-    if deep:
-        warn.append(f"metric: {deep!r} nested deeper than {MAX_JSON_DEPTH}, left out")
+    # (scalars, nearly every value, skip the walk: a wide run has thousands of metrics)
+    deep = [
+        k
+        for k, v in metric.items()
+        if isinstance(v, (dict, list)) and not _shallow(v, MAX_JSON_DEPTH - 1)
+    ]
+    if not deep:
+        return metric
+    warn.append(f"metric: {deep!r} nested deeper than {MAX_JSON_DEPTH}, left out")
     return {k: v for k, v in metric.items() if k not in deep}
 
 

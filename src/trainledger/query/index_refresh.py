@@ -18,7 +18,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from trainledger.query import index_tables, scan_state, schema, semantics, series_tables
+from trainledger.query import (
+    bulk_build,
+    index_tables,
+    scan_state,
+    schema,
+    semantics,
+    series_tables,
+)
 from trainledger.query.discovery import RunFiles, Scanner
 from trainledger.query.flat_record import to_record
 from trainledger.query.schema import Connection
@@ -78,6 +85,7 @@ class IndexRefresh:
         self._statuses_filled = False
         self._series_generation = None
         self._state_tried, self._state_attempted, self._dirs_tag = False, None, None
+        self._index_checked = False  # whether a killed bulk build left no value index
 
     def refresh(self, read: Read, write: Write, dialect: Any) -> ScanStats:
         """Cheap scan; re-parse new/changed runs, drop vanished ones.
@@ -149,13 +157,37 @@ class IndexRefresh:
         stats.removed = len(gone)
         if gone:
             write(functools.partial(index_tables.delete_runs, summary_dirs=gone), True)
-        for start in range(0, len(changed), _CHUNK):
-            batch = [(run, self._parse(run)) for run in changed[start : start + _CHUNK]]
-            stats.parsed += len(batch)
-            store = index_tables.store_batch
-            stats.unreadable += write(functools.partial(store, batch=batch, dialect=dialect), True)
+        self._store(changed, len(on_disk), stats, read, write, dialect)
         self._checked = None if (changed or gone) else on_disk
         return stats
+
+    def _store(
+        self,
+        changed: list[RunFiles],
+        on_disk: int,
+        stats: ScanStats,
+        read: Read,
+        write: Write,
+        dialect: Any,
+    ) -> None:
+        """Parse and store the changed runs in chunks; a build of many runs makes the value
+        index once at the end (``bulk_build.py``), and a missing one is made again."""
+        bulk = bulk_build.is_bulk(dialect, len(changed), on_disk)
+        if dialect.name == "sqlite" and not self._index_checked:
+            self._index_checked = True
+            if not bulk and read(bulk_build.value_index_missing):
+                write(bulk_build.make_value_index, False)
+        if bulk:
+            write(bulk_build.drop_value_index, False)
+        try:
+            for start in range(0, len(changed), _CHUNK):
+                batch = [(run, self._parse(run)) for run in changed[start : start + _CHUNK]]
+                stats.parsed += len(batch)
+                store = functools.partial(index_tables.store_batch, batch=batch, dialect=dialect)
+                stats.unreadable += write(store, True)
+        finally:
+            if bulk:
+                write(bulk_build.make_value_index, False)
 
     def _save_state(self, write: Write, generation: int) -> None:
         """Save what the scan saw as what the index holds at ``generation`` (the generation

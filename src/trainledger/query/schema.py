@@ -192,15 +192,21 @@ def _v5(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
         conn.execute("DROP TABLE custom_v4")
 
 
+#: the indexes of custom values by name and value (numbers: version 6, text: version 7 on
+#: SQLite); ``bulk_build.py`` drops them for a build of many runs and makes them at the end
+VALUE_INDEX = "CREATE INDEX IF NOT EXISTS custom_by_value ON custom (name, num, run_id)"
+TEXT_INDEX = "CREATE INDEX IF NOT EXISTS custom_by_text ON custom (name, txt, run_id)"
+
+
 def _v6(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
     """Custom values by name and value: filters and sorts on metric/ and user_defined/
     read only the rows of one name (and PostgreSQL learns that a name and its text values
     go together, or it guesses a filter such as ``user_defined/team in [a, b]`` keeps
     a few rows where it keeps half of them, and picks a plan that probes each one)."""
-    conn.execute("CREATE INDEX IF NOT EXISTS custom_by_value ON custom (name, num, run_id)")
+    conn.execute(VALUE_INDEX)
     if dialect.name == "postgresql":  # (SQLite probes each run's row by its key instead:
         # the index would only slow its inserts, by a tenth of an index build)
-        conn.execute("CREATE INDEX IF NOT EXISTS custom_by_text ON custom (name, txt, run_id)")
+        conn.execute(TEXT_INDEX)
         conn.execute(
             "CREATE STATISTICS IF NOT EXISTS custom_name_text (dependencies, mcv) "
             "ON name, txt FROM custom"
@@ -252,7 +258,7 @@ def _v7(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
     )
     conn.execute("DROP TABLE records_v6")
     conn.execute("DROP TABLE runs_v6")
-    conn.execute("CREATE INDEX IF NOT EXISTS custom_by_text ON custom (name, txt, run_id)")
+    conn.execute(TEXT_INDEX)
     if dialect.custom_json:
         conn.execute(
             "UPDATE runs SET custom_values = c.v FROM (SELECT run_id, jsonb_object_agg(name, "

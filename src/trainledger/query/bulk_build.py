@@ -1,0 +1,61 @@
+"""Building many runs at once: the custom value indexes are dropped, then made at the end.
+
+Why: every custom value (a ``metric/``, ``user_defined/``, ``optimizer/`` field) is a row of
+``custom`` and an entry of each of its value indexes (``custom_by_value (name, num, run_id)``,
+``custom_by_text (name, txt, run_id)``). A run of 1,500 metrics puts entries under 1,500
+different names, so inserting it touches 1,500 pages of each index scattered across the file,
+and each transaction writes them all again; building an index once from the finished table is
+a sort. Measured on 1,000 runs of 1,650 values each
+(SQLite, this machine): 14.5 ms a run kept up to date, 5.0 ms a run inserted plus 1.5 ms a run
+for the index made at the end (BENCHMARKS.md, issue 34 item 3).
+
+When: a refresh that (re)indexes at least ``BULK_MIN_RUNS`` runs and at least half of the runs
+on disk, i.e. a first build or a rebuild, on SQLite. Not on PostgreSQL: dropping an index there
+locks the table against every other reader of a shared index until the build ends. Readers of
+a SQLite index meanwhile read their snapshot (WAL), so a query during a build is slower, never
+wrong. A process killed during the build leaves the indexes missing: the next process to
+refresh notices (one look at ``sqlite_master``) and makes them.
+"""
+
+from __future__ import annotations
+
+from trainledger.query.schema import TEXT_INDEX, VALUE_INDEX, Connection, Dialect
+
+__all__ = [
+    "BULK_MIN_RUNS",
+    "drop_value_index",
+    "is_bulk",
+    "value_index_missing",
+    "make_value_index",
+]
+
+#: the fewest (re)indexed runs for which a refresh builds the value index at the end
+BULK_MIN_RUNS = 500
+
+
+def is_bulk(dialect: Dialect, changed: int, on_disk: int) -> bool:
+    """Whether a refresh that stores ``changed`` of ``on_disk`` runs builds in bulk."""
+    return dialect.name == "sqlite" and changed >= BULK_MIN_RUNS and 2 * changed >= on_disk
+
+
+_NAMES = ("custom_by_value", "custom_by_text")
+
+
+def drop_value_index(conn: Connection) -> None:
+    """Drop the value indexes before a bulk build."""
+    for name in _NAMES:
+        conn.execute(f"DROP INDEX IF EXISTS {name}")
+
+
+def make_value_index(conn: Connection) -> None:
+    """Make the value indexes (after a bulk build, or when a killed build left them missing)."""
+    conn.execute(VALUE_INDEX)
+    conn.execute(TEXT_INDEX)
+
+
+def value_index_missing(conn: Connection) -> bool:
+    """Whether a value index is missing (a SQLite index whose bulk build was killed)."""
+    (count,) = conn.execute(
+        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN (?, ?)", _NAMES
+    ).fetchone()
+    return int(count) < len(_NAMES)
