@@ -21,6 +21,10 @@ most 999 run directories, so over 1k runs it sees 999.
     .venv/bin/python bench/query.py --sizes 1000 10000 100000 \\
         --mindinsight .venv-mindinsight/bin/python
 
+``--wide N`` adds runs of 1,500 metrics and 150 params each (``bench/wide_runs.py``: index
+time a run, peak memory, warm query, page of 100, and MLflow's ``search_runs`` on the same
+runs with ``--mlflow-cache DIR``).
+
 ``--postgres URL`` adds the shared-index case: ``--pg-sizes`` runs (default 1,000,000) are
 generated in memory with the same distributions and loaded straight into the index's tables
 with COPY (no run files: queries use ``refresh=False``, what the web UI pays between its
@@ -402,6 +406,10 @@ def main() -> None:
     parser.add_argument("--dir", help="work directory (default: a temp dir, removed)")
     parser.add_argument("--postgres", metavar="URL", help="also time a PostgreSQL index")
     parser.add_argument("--pg-sizes", type=int, nargs="+", default=[1_000_000])
+    parser.add_argument(
+        "--wide", type=int, metavar="N", help="also N runs of 1,500 metrics (bench/wide_runs.py)"
+    )
+    parser.add_argument("--mlflow-cache", help="with --wide: the cached MLflow store's directory")
     args = parser.parse_args()
     work = Path(args.dir or tempfile.mkdtemp(prefix="tl-bench-query-"))
     results: dict[int, dict[str, Any]] = {}
@@ -475,6 +483,11 @@ def main() -> None:
                 {"trainledger": results, "mindinsight_1k": mi, "postgresql": pg}, default=str
             )
         )
+        if args.wide:
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            import wide_runs
+
+            wide_runs.run(args.wide, args.reps, work, args.mlflow_cache)
     finally:
         if not args.dir:
             shutil.rmtree(work, ignore_errors=True)
