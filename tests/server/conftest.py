@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.runs import make_base
+from tests.server.browser_support import browser, page  # noqa: F401 (the browser fixtures)
 from trainledger.server.app import create_app
 from trainledger.server.run_store import IndexedRunStore
 

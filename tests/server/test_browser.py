@@ -8,8 +8,6 @@ from __future__ import annotations
 import base64
 import os
 import shutil
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,70 +17,15 @@ import numpy as np
 import pytest
 
 from tests.runs import make_base, make_diff_base, sample_run
+from tests.server.browser_support import ARTIFACTS, WAIT_MS, LiveServer, shot
 from tests.server.structure_runs import make_structure_base
 from trainledger.summary import SummaryRecord
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 N_RUNS = 8
-WAIT_MS = 15_000
 PARCOORDS_LINES = '#parcoords svg path[fill="none"][stroke-width="1.5"]'
 SCALAR_LINES = 'svg path[fill="none"][stroke-width="1.8"]'
-
-
-class LiveServer:
-    """uvicorn in a background thread on 127.0.0.1 and a free port."""
-
-    def __init__(self, base: Path) -> None:
-        self.base = base
-        self.server: Any = None
-        self.thread: threading.Thread | None = None
-        self.url = ""
-
-    def start(self) -> LiveServer:
-        import uvicorn
-
-        from trainledger.server.app import create_app
-        from trainledger.server.run_store import IndexedRunStore
-
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        app = create_app(self.base, store=IndexedRunStore(self.base, rescan_interval=0.2))
-        self.server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-        )
-        self.thread = threading.Thread(target=self.server.run, name="ui-test-server", daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 15
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the test server did not start")
-            time.sleep(0.02)
-        self.url = f"http://127.0.0.1:{port}/"
-        return self
-
-    def stop(self) -> None:
-        if self.server is not None and self.thread is not None:
-            self.server.should_exit = True
-            self.thread.join(timeout=15)
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (make system-deps)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="session")
@@ -95,23 +38,6 @@ def live(shared_base: Path) -> Iterator[LiveServer]:
     server = LiveServer(shared_base).start()
     yield server
     server.stop()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(WAIT_MS)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    context.close()
-    assert errors == [], errors
-
-
-def shot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"ui-{name}.png"), full_page=True)
 
 
 def open_view(page: Any, url: str, view: str) -> None:

@@ -24,13 +24,13 @@ from typing import Any
 from trainledger.callbacks.summary_parts import warn_once
 from trainledger.checkpoint import is_fsdp, save_checkpoint, unwrap_network, wait_async_save
 from trainledger.run import RunContext
-from trainledger.storage import LANDSCAPE_METADATA, atomic_write_bytes
+from trainledger.storage import LANDSCAPE_DIR, LANDSCAPE_METADATA, atomic_write_bytes
 
 __all__ = ["CKPT_DIR", "METADATA_FILE", "LandscapeSaver", "landscape_saver", "snapshot_name"]
 
 logger = logging.getLogger("trainledger.summary")
 
-CKPT_DIR = "ckpt_dir"
+CKPT_DIR = LANDSCAPE_DIR
 METADATA_FILE = LANDSCAPE_METADATA
 
 

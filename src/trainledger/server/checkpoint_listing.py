@@ -16,7 +16,13 @@ from typing import Any
 from trainledger.lineage import file_size, read_lineage
 from trainledger.server.object_checkpoints import object_checkpoints
 from trainledger.server.security import check_run_id
-from trainledger.storage import SHARDED_MANIFEST, is_temp_name, parse_checkpoint_name
+from trainledger.storage import (
+    LANDSCAPE_DIR,
+    LANDSCAPE_METADATA,
+    SHARDED_MANIFEST,
+    is_temp_name,
+    parse_checkpoint_name,
+)
 
 __all__ = ["list_checkpoints", "run_checkpoints"]
 
@@ -29,9 +35,13 @@ def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
     sharded checkpoint (a directory with a manifest) is one entry with its files' total size.
 
     The step and epoch come from the ``<prefix>-<epoch>_<step>[_breakpoint].ckpt`` names
-    ModelCheckpoint (and MindSpore) writes; other names report None. Sorted by modification
-    time, oldest first.
+    ModelCheckpoint (and MindSpore) writes; other names report None. ``kind`` is
+    ``"landscape"`` for ``collect_landscape``'s weight snapshots (files of ``ckpt_dir/`` beside
+    its ``train_metadata.json``: inputs of a landscape, not checkpoints to resume from), else
+    ``"checkpoint"``. Sorted by modification time, oldest first.
     """
+    snapshots = run_dir / LANDSCAPE_DIR
+    landscape = (snapshots / LANDSCAPE_METADATA).is_file() and not snapshots.is_symlink()
     found: list[dict[str, Any]] = []
     stack: list[tuple[Path, int]] = [(run_dir, 0)]
     while stack:
@@ -63,6 +73,9 @@ def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
                     "epoch": parsed.epoch if parsed else None,
                     "step": parsed.step if parsed else None,
                     "time": st.st_mtime,
+                    "kind": (
+                        "landscape" if landscape and entry.parent == snapshots else "checkpoint"
+                    ),
                 }
             )
     found.sort(key=lambda c: (c["time"], c["name"]))
@@ -94,6 +107,7 @@ def run_checkpoints(path: Path, run_id: str, remote: str | None) -> list[dict[st
                 "epoch": parsed.epoch if parsed else None,
                 "step": parsed.step if parsed else None,
                 "time": None,
+                "kind": "checkpoint",
             }
         )
     return found

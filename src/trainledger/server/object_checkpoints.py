@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from trainledger.storage import (
+    LANDSCAPE_DIR,
+    LANDSCAPE_METADATA,
     SHARDED_MANIFEST,
     ObjectLocation,
     ObjectStore,
@@ -23,8 +25,9 @@ _MANIFEST = SHARDED_MANIFEST
 
 
 def object_checkpoints(url: str, store: ObjectStore | None = None) -> list[dict[str, Any]]:
-    """``[{"name", "size", "epoch", "step", "time"}]`` of the checkpoints under ``url``
-    (names relative to it), oldest first."""
+    """``[{"name", "size", "epoch", "step", "time", "kind"}]`` of the checkpoints under
+    ``url`` (names relative to it; ``kind`` as ``checkpoint_listing.list_checkpoints``), oldest
+    first."""
     listing = (store or ObjectStore()).list(ObjectLocation.parse(url))
     sharded = {rel[: -len(_MANIFEST) - 1] for rel in listing if rel.endswith(f".ckpt/{_MANIFEST}")}
     entries: dict[str, dict[str, Any]] = {}
@@ -36,8 +39,11 @@ def object_checkpoints(url: str, store: ObjectStore | None = None) -> list[dict[
         entry = entries.setdefault(name, {"name": name, "size": 0, "time": 0.0})
         entry["size"] += info.size
         entry["time"] = max(entry["time"], info.mtime_ns / 1e9)
+    landscape = f"{LANDSCAPE_DIR}/{LANDSCAPE_METADATA}" in listing  # (as list_checkpoints)
     for entry in entries.values():
-        parsed = parse_checkpoint_name(entry["name"].rsplit("/", 1)[-1])
+        folder, _, base = entry["name"].rpartition("/")
+        entry["kind"] = "landscape" if landscape and folder == LANDSCAPE_DIR else "checkpoint"
+        parsed = parse_checkpoint_name(base)
         entry["epoch"] = parsed.epoch if parsed else None
         entry["step"] = parsed.step if parsed else None
     return sorted(entries.values(), key=lambda c: (c["time"], c["name"]))

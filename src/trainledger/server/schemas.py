@@ -90,6 +90,8 @@ class Checkpoint(BaseModel):
     step: int | None = None
     epoch: int | None = None
     time: float | None = None
+    #: "checkpoint", or "landscape" for collect_landscape's weight snapshots
+    kind: str = "checkpoint"
 
 
 class RunDetail(BaseModel):

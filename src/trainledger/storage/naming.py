@@ -82,6 +82,9 @@ STAGING_STATE = ".trainledger-staging.json"
 SHARDED_MANIFEST = "manifest.json"
 #: the weight snapshots' index of ``collect_landscape`` (MindSpore's name, in ``ckpt_dir``)
 LANDSCAPE_METADATA = "train_metadata.json"
+#: the directory of a run that holds ``collect_landscape``'s weight snapshots (MindSpore's
+#: name): listed apart from the run's checkpoints
+LANDSCAPE_DIR = "ckpt_dir"
 #: what an MLflow import wrote into a run directory (``integrations.mlflow``)
 MLFLOW_MARKER = "mlflow_run.json"
 

@@ -3,7 +3,8 @@ import { api } from "./api.js";
 import { initGraph, showGraph } from "./graph.js";
 import { initLandscapes, showLandscapes } from "./landscape.js";
 import { initMedia, showMedia } from "./media.js";
-import { $, fmt, fmtBytes, fmtTime, h, tagChip, toast, treeOption } from "./util.js";
+import { showRunScalars } from "./run_scalars.js";
+import { $, fmt, fmtBytes, fmtDuration, fmtTime, h, tagChip, toast, treeOption } from "./util.js";
 
 const TITLES = {
   run: "Run", hyper_parameters: "Hyperparameters", algorithm: "Algorithm", model: "Model",
@@ -21,11 +22,32 @@ initMedia();
 initLandscapes();
 initGraph();
 
-function kv(entries) {
+const BYTE_KEYS = /(^|_)size$/;
+
+// A lineage value as a person reads it: times as dates, durations and byte sizes with units,
+// a model path ('{"ckpt": "..."}', MindSpore's form) as the path, and a model size of 0
+// without a model path as "no checkpoint" (MindSpore records 0 then).
+export function shown(section, key, value, all = {}) {
+  if (typeof value === "number" && TIME_KEYS.test(key) && value > 1e9) return fmtTime(value);
+  if (typeof value === "number" && key === "duration") return fmtDuration(value);
+  if (section === "model" && key === "path" && typeof value === "string") {
+    try {
+      const parsed = JSON.parse(value);
+      if (parsed && typeof parsed === "object") return Object.values(parsed).join(", ");
+    } catch { /* a plain path */ }
+    return value;
+  }
+  if (section === "model" && key === "size" && !value && !all.path) return "— (no checkpoint)";
+  if (typeof value === "number" && section === "model" && BYTE_KEYS.test(key)) return fmtBytes(value);
+  return fmt(value);
+}
+
+function kv(entries, section = "") {
   const dl = h("dl", { class: "kv" });
+  const all = Object.fromEntries(entries);
   for (const [key, value] of entries) {
-    const shown = typeof value === "number" && TIME_KEYS.test(key) && value > 1e9 ? fmtTime(value) : fmt(value);
-    dl.append(h("dt", { text: key }), h("dd", { text: shown, title: value === null ? "" : String(value) }));
+    const text = shown(section, key, value, all);
+    dl.append(h("dt", { text: key }), h("dd", { text, title: value === null ? "" : String(value) }));
   }
   return dl;
 }
@@ -72,6 +94,7 @@ export async function showRun(id, { onCompare } = {}) {
   showMedia(id);
   showLandscapes(id);
   showGraph(id);
+  showRunScalars(id, onCompare);
 
   const lineage = detail.lineage || {};
   const keys = [...ORDER.filter((k) => k in lineage),
@@ -83,19 +106,31 @@ export async function showRun(id, { onCompare } = {}) {
     const entries = typeof value === "object" && !Array.isArray(value)
       ? Object.entries(value).filter(([k]) => k !== "checkpoints") : [[key, value]];
     if (!entries.length) continue;
-    cards.push(card(TITLES[key] || key, kv(entries)));
+    cards.push(card(TITLES[key] || key, kv(entries, key)));
   }
   if (!cards.length) cards.push(card("Lineage", h("div", { class: "empty", text: "No lineage recorded." })));
   $("#run-cards").replaceChildren(...cards);
 
+  // checkpoints to resume from, and apart, the landscape's weight snapshots (its inputs)
+  const all = detail.checkpoints || [];
+  const checkpoints = all.filter((c) => c.kind !== "landscape");
+  const snapshots = all.filter((c) => c.kind === "landscape");
   const tbody = $("#run-checkpoints tbody");
-  tbody.replaceChildren(...(detail.checkpoints || []).map((c) => h("tr", {},
+  tbody.replaceChildren(...checkpoints.map((c) => h("tr", {},
     h("td", { text: c.name }), h("td", { class: "num", text: fmt(c.epoch) }),
     h("td", { class: "num", text: fmt(c.step) }), h("td", { class: "num", text: fmtBytes(c.size) }),
     h("td", { text: fmtTime(c.time) }))));
-  if (!(detail.checkpoints || []).length) {
+  if (!checkpoints.length) {
     tbody.append(h("tr", {}, h("td", { colspan: "5", class: "null", text: "No checkpoints." })));
   }
+  $("#run-snapshots").hidden = !snapshots.length;
+  $("#run-snapshots tbody").replaceChildren(...snapshots.map((c) => h("tr", {},
+    h("td", { text: c.name }), h("td", { class: "num", text: fmtBytes(c.size) }),
+    h("td", { text: fmtTime(c.time) }))));
+  const graph = lineage.dataset_graph;
+  const noGraph = !graph || !Object.keys(graph).length;
+  $("#run-tree").hidden = noGraph;
+  $("#run-tree-empty").hidden = !noGraph;
 
   if (!chart) {
     chart = echarts.init($("#run-tree"), null, { renderer: "svg" });

@@ -1,7 +1,7 @@
 // Compare scalars: one chart per tag, one line per run; x = step, relative or wall time;
 // TensorBoard-style debiased EMA smoothing; log scale.
 import { api } from "./api.js";
-import { $, colorFor, escapeHtml, fmt, fmtTime, h } from "./util.js";
+import { $, colorFor, escapeHtml, fmt, fmtDuration, fmtTime, h } from "./util.js";
 
 const MAX_LISTED = 300;
 const state = {
@@ -43,13 +43,6 @@ function smooth(values, weight) {
     n += 1;
     return last / (1 - weight ** n);
   });
-}
-
-function fmtDuration(seconds) {
-  const s = Math.abs(seconds);
-  if (s < 60) return `${Number(seconds.toFixed(1))}s`;
-  if (s < 3600) return `${Math.floor(seconds / 60)}m${String(Math.round(s % 60)).padStart(2, "0")}s`;
-  return `${Math.floor(seconds / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
 }
 
 function renderRunList() {

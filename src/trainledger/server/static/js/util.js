@@ -40,6 +40,15 @@ export function fmtBytes(n) {
   return `${i ? n.toFixed(1) : n} ${units[i]}`;
 }
 
+// seconds as 12.3s, 4m05s or 1h02m (a duration, an axis of relative time)
+export function fmtDuration(seconds) {
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return "—";
+  const s = Math.abs(seconds);
+  if (s < 60) return `${Number(seconds.toFixed(1))}s`;
+  if (s < 3600) return `${Math.floor(seconds / 60)}m${String(Math.round(s % 60)).padStart(2, "0")}s`;
+  return `${Math.floor(seconds / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+}
+
 export function fmtTime(seconds) {
   if (!seconds) return "—";
   return new Date(seconds * 1000).toLocaleString();

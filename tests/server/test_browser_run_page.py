@@ -1,0 +1,96 @@
+"""The run page in headless Chromium: its own curves, the landscape's weight snapshots listed
+apart from checkpoints, and values shown as a person reads them (units, the model's path, no
+"model size 0", a message for a missing dataset graph)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.landscape.helpers import train_run
+from tests.runs import sample_run, write_run
+from tests.server.browser_support import LiveServer, shot
+from tests.server.structure_runs import SETTINGS
+from trainledger.summary import read_scalars
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def run_page_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    base = tmp_path_factory.mktemp("run-page") / "base"
+    base.mkdir()
+    train_run(base / "trained", SETTINGS)  # SummaryCollector's curves and weight snapshots
+    sample_run(base, "sampled", 1, scalars=20)  # a checkpoint and its JSON model path
+    write_run(base, "bare", train=False, metrics={"acc": 0.5})  # no dataset graph, no checkpoint
+    server = LiveServer(base).start()
+    yield server
+    server.stop()
+
+
+def _open_run(page: Any, url: str, run: str) -> None:
+    page.goto(f"{url}#/run/{run}")
+    page.wait_for_function("document.body.dataset.ready === 'run'")
+    page.wait_for_function(f"document.getElementById('run-title').textContent === {run!r}")
+
+
+def _card_value(page: Any, title: str, key: str) -> str:
+    text: str = page.evaluate(
+        """([title, key]) => {
+          const card = [...document.querySelectorAll('#run-cards .card')]
+            .find((c) => c.querySelector('h2').textContent === title);
+          const dt = [...card.querySelectorAll('dt')].find((d) => d.textContent === key);
+          return dt.nextElementSibling.textContent;
+        }""",
+        [title, key],
+    )
+    return text
+
+
+def test_the_run_page_draws_the_runs_own_scalars(page: Any, run_page_server: LiveServer) -> None:
+    _open_run(page, run_page_server.url, "trained")
+    page.wait_for_selector("#run-scalars:not([hidden]) .chart-small[data-points]")
+    charts = page.locator("#run-scalars .chart-small")
+    tags = [charts.nth(i).get_attribute("data-tag") for i in range(charts.count())]
+    assert "loss/auto" in tags
+    loss = page.locator('#run-scalars .chart-small[data-tag="loss/auto"]')
+    steps = read_scalars(run_page_server.base / "trained")["loss/auto"][0]
+    assert int(loss.get_attribute("data-points") or 0) == len(steps) >= 2  # every point
+    box = loss.locator('svg path[fill="none"]').first.bounding_box()
+    assert box is not None and box["width"] > 100  # a drawn line across the chart
+    shot(page, "run-page-scalars")
+
+
+def test_landscape_snapshots_are_listed_apart_from_checkpoints(
+    page: Any, run_page_server: LiveServer
+) -> None:
+    _open_run(page, run_page_server.url, "trained")
+    page.wait_for_selector("#run-snapshots:not([hidden]) tbody tr")
+    snapshots = page.locator("#run-snapshots tbody tr").all_inner_texts()
+    assert snapshots and all(row.startswith("ckpt_dir/") for row in snapshots)
+    assert "ckpt_dir/" not in page.locator("#run-checkpoints tbody").inner_text()
+    assert "No checkpoints." in page.locator("#run-checkpoints tbody").inner_text()
+    # no checkpoint: not "model size 0"
+    assert _card_value(page, "Model", "size") == "— (no checkpoint)"
+
+
+def test_values_are_shown_with_units_and_the_models_path(
+    page: Any, run_page_server: LiveServer
+) -> None:
+    _open_run(page, run_page_server.url, "sampled")
+    page.wait_for_selector("#run-checkpoints tbody tr td")
+    path = _card_value(page, "Model", "path")
+    assert path.endswith(".ckpt") and not path.startswith("{")  # the path, not raw JSON
+    assert _card_value(page, "Model", "size").endswith(("B", "KiB"))
+    assert page.locator("#run-snapshots").is_hidden()
+    assert page.locator("#run-tree-empty").is_hidden()
+
+
+def test_a_run_without_a_dataset_graph_says_so(page: Any, run_page_server: LiveServer) -> None:
+    _open_run(page, run_page_server.url, "bare")
+    page.wait_for_selector("#run-tree-empty:not([hidden])")
+    assert page.locator("#run-tree").is_hidden()
+    assert "No dataset graph" in page.locator("#run-tree-empty").inner_text()
+    assert page.locator("#run-scalars").is_hidden()  # no scalars written: no empty card
