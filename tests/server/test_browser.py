@@ -595,7 +595,11 @@ def test_the_table_fits_1400px_with_a_sticky_run_and_labelled_axes(
     option = page.evaluate(
         "echarts.getInstanceByDom(document.querySelector('#parcoords')).getOption()"
     )
-    assert option["visualMap"][0]["text"][0].endswith("(eval)")  # the colour bar's label
+    top, bottom = option["visualMap"][0]["text"]  # the colour bar's label and its ends' values
+    name, high = top.rsplit(": ", 1)
+    assert name.endswith("(eval)")
+    assert float(high) == pytest.approx(option["visualMap"][0]["max"], rel=1e-4)
+    assert float(bottom) == pytest.approx(option["visualMap"][0]["min"], rel=1e-4)
 
 
 def test_importance_panel_ranks_parameters_and_draws_scatters(page: Any, tmp_path: Path) -> None:

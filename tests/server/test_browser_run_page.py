@@ -94,3 +94,55 @@ def test_a_run_without_a_dataset_graph_says_so(page: Any, run_page_server: LiveS
     assert page.locator("#run-tree").is_hidden()
     assert "No dataset graph" in page.locator("#run-tree-empty").inner_text()
     assert page.locator("#run-scalars").is_hidden()  # no scalars written: no empty card
+
+
+@pytest.fixture(scope="module")
+def sweep_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """Four runs: learning rates over three decades, a constant epoch, two batch sizes."""
+    base = tmp_path_factory.mktemp("sweep") / "base"
+    for i, lr in enumerate((1e-4, 1e-3, 1e-2, 1e-1)):
+        write_run(
+            base,
+            f"lr{i}",
+            learning_rate=lr,
+            epoch=3,
+            batch_size=(16, 32)[i % 2],
+            metrics={"accuracy": 0.6 + i / 10},
+            mtime=100 + i,
+        )
+    server = LiveServer(base).start()
+    yield server
+    server.stop()
+
+
+def test_runs_page_leaves_constant_fields_out_and_spans_decades_on_a_log_axis(
+    page: Any, sweep_server: LiveServer
+) -> None:
+    page.goto(sweep_server.url + "#/lineage")
+    page.wait_for_function("document.body.dataset.ready === 'lineage'")
+    page.wait_for_function("document.querySelector('#parcoords').dataset.lines === '4'")
+    axes = page.evaluate(
+        """() => {
+          const chart = echarts.getInstanceByDom(document.querySelector('#parcoords'));
+          const model = chart.getModel();
+          return chart.getOption().parallelAxis.map((a, i) => {
+            const axis = model.getComponent('parallelAxis', i).axis;
+            const at = (v) => axis.dataToCoord(v);
+            return {name: a.name, type: a.type,
+                    span: a.type === 'log' ? [at(1e-4), at(1e-3), at(1e-1)] : null};
+          });
+        }"""
+    )
+    names = [a["name"] for a in axes]
+    assert "epoch" not in names and "batch_size" in names  # constant: not an axis
+    note = page.locator("#chart-constant")
+    assert note.is_visible() and "epoch = 3" in note.inner_text()
+    lr = next(a for a in axes if a["name"] == "learning_rate")
+    assert lr["type"] == "log"
+    low, next_decade, high = lr["span"]  # each decade a third of the axis, on screen
+    assert abs(next_decade - low) == pytest.approx(abs(high - low) / 3, rel=0.01)
+    assert abs(high - low) > 150
+    headers = page.locator("#runs-table thead th").all_inner_texts()
+    assert not any(h.startswith("epoch") for h in headers)  # nor a default column
+    assert any(h.startswith("batch_size") for h in headers)
+    shot(page, "runs-constant-and-log")

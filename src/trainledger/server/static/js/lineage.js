@@ -109,9 +109,28 @@ async function loadColumns() {
   state.sortable = new Set(result.sortable);
   if (!state.columns) {
     const saved = JSON.parse(localStorage.getItem(STORE_KEY) || "null");
-    state.columns = Array.isArray(saved) && saved.length ? saved : defaultColumns(result.groups);
+    state.columns = Array.isArray(saved) && saved.length ? saved : await variedDefaults(result.groups);
   }
   renderColumnPanel();
+}
+
+// A column whose value is the same in every run tells runs apart no better than none (the
+// CLI leaves such columns out too): the defaults keep only those that vary; "run/status" and
+// the metrics stay (a result is worth seeing even when equal).
+async function variedDefaults(groups) {
+  const picks = defaultColumns(groups);
+  const data = await api.points({}, [], picks, MAX_LINES);
+  if (data.run_ids.length < 2) return picks;
+  const kept = picks.filter((c) => c === "run/status" || c === "loss" || c.startsWith("metric/")
+    || !isConstant(data.columns[c] || []));
+  // said next to the chart: which fields were left out, and their one value
+  state.leftOut = picks.filter((c) => !kept.includes(c)).map((c) => [c, data.columns[c][0]]);
+  return kept;
+}
+
+function isConstant(values) {
+  if (values.length < 2 || values.some((v) => v === null || v === undefined)) return false;
+  return values.every((v) => v === values[0]);
 }
 
 function renderColumnPanel() {
@@ -182,15 +201,29 @@ async function loadChart() {
   state.brush = {};
   updateBrushInfo();
   const axes = [];
+  const constant = [];
   for (const column of columns) {
     const values = data.columns[column] || [];
     const present = values.filter((v) => v !== null && v !== undefined);
     if (!present.length) continue;
+    if (data.run_ids.length > 1 && isConstant(values)) {  // an axis that separates nothing
+      constant.push(`${label(column)} = ${fmt(values[0])}`);
+      continue;
+    }
     const numeric = present.every((v) => typeof v === "number");
     const categories = numeric ? null : [...new Set(present.map(String))].sort();
-    axes.push({ column, numeric, categories, values });
+    // a positive field spanning two decades or more (a learning rate): a log axis, so
+    // 0.001 and 0.01 do not overlap
+    const log = numeric && present.every((v) => v > 0)
+      && Math.max(...present) / Math.min(...present) >= 100;
+    axes.push({ column, numeric, categories, values, log });
   }
   state.axes = axes;
+  for (const [column, value] of state.leftOut || []) {
+    if (!state.columns.includes(column)) constant.push(`${label(column)} = ${fmt(value)}`);
+  }
+  $("#chart-constant").hidden = !constant.length;
+  $("#chart-constant").textContent = `same in every run, not shown: ${constant.join(", ")}`;
   const rows = data.run_ids.map((id, i) => {
     const row = axes.map((a) => {
       const v = a.values[i];
@@ -207,9 +240,9 @@ async function loadChart() {
     // hovering a line names its run and its value on every axis
     tooltip: { show: true, trigger: "item", confine: true, formatter: lineTip },
     parallel: {
-      left: 70, right: colorIndex >= 0 ? 140 : 70, top: 48, bottom: 28,
+      left: 70, right: colorIndex >= 0 ? 175 : 70, top: 48, bottom: 28,
       parallelAxisDefault: {
-        nameLocation: "end", nameGap: 18, realtime: false,
+        z: 10, nameLocation: "end", nameGap: 18, realtime: false,
         nameTextStyle: { color: "#1d2433", fontSize: 12, fontWeight: 600 },
         axisLine: { lineStyle: { color: "#9aa3b5" } },
         axisLabel: { color: "#6b7489", fontSize: 11 },
@@ -218,10 +251,14 @@ async function loadChart() {
     },
     parallelAxis: axes.map((a, i) => ({
       id: `ax-${i}`, dim: i, name: label(a.column),
-      type: a.numeric ? "value" : "category",
+      type: a.log ? "log" : a.numeric ? "value" : "category",
       data: a.numeric ? undefined : [...a.categories, ...(a.values.some((v) => v === null || v === undefined) ? ["—"] : [])],
       scale: a.numeric,
-      axisLabel: a.numeric ? { formatter: (v) => fmt(v) } : { width: 80, overflow: "truncate" },
+      // labels with a white halo, above the lines, stay readable over thousands of them
+      axisLabel: {
+        ...(a.numeric ? { formatter: (v) => fmt(v) } : { width: 80, overflow: "truncate" }),
+        textBorderColor: "#fff", textBorderWidth: 3,
+      },
     })),
     series: [{
       type: "parallel",
@@ -240,7 +277,9 @@ async function loadChart() {
     option.visualMap = {
       type: "continuous", dimension: colorIndex, min: Math.min(...vals), max: Math.max(...vals),
       right: 8, top: "middle", itemHeight: 160, calculable: false, precision: 3,
-      text: [label(colorAxis.column), ""], textGap: 8,  // the colour bar says what it shows
+      // the colour bar says what it shows, and its ends' values
+      text: [`${label(colorAxis.column)}: ${fmt(Math.max(...vals))}`, fmt(Math.min(...vals))],
+      textGap: 8,
       textStyle: { color: "#6b7489", fontSize: 11 },
       inRange: { color: ["#3563e9", "#8e4ec6", "#f76b15"] },
     };
@@ -451,8 +490,11 @@ async function saveAnnotation(id, patch) {
 
 async function reload() {
   showError(null);
-  await loadChart();
-  await loadTable();
+  // the table does not wait for the chart: both requests go out at once (a redrawn chart
+  // has no brush, so the table's condition drops it before either starts)
+  state.brush = {};
+  updateBrushInfo();
+  await Promise.all([loadChart(), loadTable()]);
 }
 
 async function downloadCsv() {
