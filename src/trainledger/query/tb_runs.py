@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Mapping
 from typing import Any
 
 from trainledger.lineage import shortest_float32
+from trainledger.storage import list_lineage_files
 from trainledger.summary import read_hparams
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "is_part_name",
     "run_parts",
     "series_parts",
+    "series_parts_of",
     "tensorboard_lineage",
 ]
 
@@ -61,6 +64,21 @@ def run_parts(path: str, children: tuple[tuple[str, str], ...]) -> tuple[tuple[s
 def series_parts(parts: tuple[str, ...]) -> tuple[str, ...]:
     """The parts whose scalars join the run's series (Keras's), in a fixed order."""
     return tuple(p for p in SERIES_PARTS if p in parts)
+
+
+def series_parts_of(run_dir: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The Keras parts of the run at ``run_dir`` when it is a TensorBoard run (no lineage
+    file): for a reader of one run's scalars (the UI's charts), which has no scan at hand."""
+    if list_lineage_files(run_dir):
+        return ()
+    return tuple(p for p in SERIES_PARTS if _real_dir(os.path.join(run_dir, p)))
+
+
+def _real_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _part_order(name: str) -> tuple[int, float, str]:
