@@ -119,7 +119,7 @@ def lineage(
         )
     except LineageFileNotFoundError:  # an empty base is an answer, not a failure
         click.echo(
-            f"no runs under {base} within --max-depth {max_depth} (a run is a directory "
+            f"no runs under {base} (searched --max-depth {max_depth}; a run is a directory "
             f"holding lineage or TensorBoard event files: train with TrainLineage, or try "
             f"`{cli_command()} demo`)",
             err=fmt != "table",
