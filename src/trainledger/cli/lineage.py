@@ -74,7 +74,8 @@ def _csv(result: dict[str, Any]) -> str:
     type=int,
     default=1,
     show_default=True,
-    help="How deep under BASE run directories are searched.",
+    help="How deep under BASE run directories are searched (a TensorBoard run's train/, "
+    "validation/ and add_hparams folders belong to it and do not count).",
 )
 @click.option(
     "--columns",
@@ -118,8 +119,9 @@ def lineage(
         )
     except LineageFileNotFoundError:  # an empty base is an answer, not a failure
         click.echo(
-            f"no runs under {base} (a run is a directory holding lineage: train with "
-            f"TrainLineage, or try `{cli_command()} demo`)",
+            f"no runs under {base} (searched --max-depth {max_depth}; a run is a directory "
+            f"holding lineage or TensorBoard event files: train with TrainLineage, or try "
+            f"`{cli_command()} demo`)",
             err=fmt != "table",
         )
         if fmt == "json":

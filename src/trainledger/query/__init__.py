@@ -48,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "run_id_of": "trainledger.query.table",
     "parse_where": "trainledger.query.where",
     "STATS": "trainledger.query.series_fields",
+    "series_parts_of": "trainledger.query.tb_runs",
     "parse_series_field": "trainledger.query.series_fields",
 }
 
@@ -79,6 +80,7 @@ __all__ = [
     "redact_url",
     "restore_run",
     "RUN_FIELDS",
+    "series_parts_of",
     "run_id_of",
     "token_fingerprint",
     "UNSET",
@@ -105,4 +107,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.query.series_fields import STATS, parse_series_field
     from trainledger.query.service import QueryService
     from trainledger.query.table import flatten_object, flatten_result, lineage_table, run_id_of
+    from trainledger.query.tb_runs import series_parts_of
     from trainledger.query.where import parse_where

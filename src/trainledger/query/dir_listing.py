@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainledger.query.tb_runs import run_parts
 from trainledger.storage import (
     LINEAGE_SUFFIX,
     event_writer,
@@ -70,6 +71,8 @@ class DirListing:
     settled: list[tuple[tuple[str, int, int], ...]] = field(default_factory=list, compare=False)
     # [summary_dir, ((child path, child summary_dir), ...)]: reused while the parent is unchanged
     below: list[Any] = field(default_factory=list, compare=False)
+    # (name, path) of the children that may be parts of a TensorBoard run here (``tb_runs``)
+    parts: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def to_json(self) -> list[Any]:
         settled = [list(f) for f in self.settled[0]] if self.settled else None
@@ -84,12 +87,14 @@ class DirListing:
     @classmethod
     def from_json(cls, path: str, data: list[Any]) -> DirListing:
         mtime_ns, names, children, listed_at, settled = data
+        kids = tuple((str(a), str(b)) for a, b in children)
         listing = cls(
             int(mtime_ns),
             tuple((n, f"{path}/{n}") for n in names),
-            tuple((str(a), str(b)) for a, b in children),
+            kids,
             int(listed_at),
             int(listed_at) - int(mtime_ns) > RACY_NS,
+            parts=run_parts(path, kids),
         )
         if settled is not None:
             files = tuple((str(n), int(s), int(m)) for n, s, m in settled)

@@ -1,7 +1,8 @@
 """Find run directories under a base directory, safely and cheaply.
 
 Why its own module: this is the per-query "cheap scan" (a directory listing plus a stat of
-each lineage file), so it must do nothing else. It stays inside the base: a symlink leading
+each lineage file, and of each event file of a run without lineage files), so it must do
+nothing else: no file is read here. It stays inside the base: a symlink leading
 outside it is never followed (``safe_paths.py`` holds what a path may be).
 """
 
@@ -16,11 +17,13 @@ from dataclasses import dataclass, field
 from trainledger.query.dir_listing import RACY_NS, DirListing, writer_gone
 from trainledger.query.safe_paths import is_inside
 from trainledger.query.scan_state import ScanState, relative
+from trainledger.query.tb_runs import SERIES_PARTS, run_parts
 from trainledger.query.watch import WatchedScans
 from trainledger.storage import (
     ARCHIVE_DIRNAME,
     INDEX_DIRNAME,
     LINEAGE_SUFFIX,
+    is_event_file_name,
     is_lineage_file_name,
     is_summary_file_name,
 )
@@ -31,15 +34,30 @@ _NOT_RUNS = (INDEX_DIRNAME, ARCHIVE_DIRNAME)
 
 @dataclass(frozen=True)
 class RunFiles:
-    """One run directory and the (name, size, mtime_ns) of its lineage and summary files."""
+    """One run directory and the (name, size, mtime_ns) of its lineage and summary files;
+    a TensorBoard run's (no lineage file) also those of its parts, named ``<part>/<file>``
+    (``tb_runs.py``)."""
 
     summary_dir: str  # relative to the base: "./run1", "./group/run2", or "./" for the base
     path: str  # absolute real path
     files: tuple[tuple[str, int, int], ...]
 
+    @property
+    def tensorboard(self) -> bool:
+        """A run of a TensorBoard logdir: no lineage file (they come first in ``files``)."""
+        return not self.files[0][0].endswith(LINEAGE_SUFFIX)
+
+    @functools.cached_property
+    def parts(self) -> tuple[str, ...]:
+        """The part folders whose files the run holds (a TensorBoard run's), sorted."""
+        return tuple(sorted({n.split("/", 1)[0] for n, _, _ in self.files if "/" in n}))
+
     @functools.cached_property
     def signature(self) -> str:
-        """Changes whenever a lineage file is added, removed, grown or rewritten."""
+        """Changes whenever a lineage file is added, removed, grown or rewritten: what the
+        run's record is read from (a TensorBoard run's: every file, parts included)."""
+        if self.tensorboard:
+            return self.series_signature
         return ";".join(f"{n}:{s}:{m}" for n, s, m in self.files if n.endswith(LINEAGE_SUFFIX))
 
     @functools.cached_property
@@ -50,7 +68,10 @@ class RunFiles:
 
     @property
     def update_time(self) -> float:
-        """Newest lineage-file modification time, in seconds."""
+        """Newest lineage-file modification time, in seconds (a TensorBoard run's: newest
+        file's, parts included)."""
+        if self.tensorboard:
+            return max(m for _, _, m in self.files) / 1e9
         return max(m for n, _, m in self.files if n.endswith(LINEAGE_SUFFIX)) / 1e9
 
 
@@ -145,12 +166,14 @@ class Scanner:
             pass
         # real directories first, so they are visited (and named) before links to them
         children.sort(key=lambda c: (c[0], c[1]))
+        kids = tuple((name, child) for _, name, child in children)
         return DirListing(
             mtime_ns,
             tuple((n, os.path.join(path, n)) for n in [*sorted(lineage), *sorted(series)]),
-            tuple((name, child) for _, name, child in children),
+            kids,
             listed_at,
             listed_at - mtime_ns > self.RACY_NS,
+            parts=run_parts(path, kids),
         )
 
     @staticmethod
@@ -195,9 +218,12 @@ class Scanner:
         return True
 
     def scan(self) -> list[RunFiles]:
-        """Run directories (directories holding lineage files) under the base.
+        """Run directories under the base: directories holding lineage files, and the runs
+        of a TensorBoard logdir (``tb_runs.py``: event files and no lineage file).
 
-        Depth 0 is the base itself ("./"), depth 1 its children ("./run1"), up to ``max_depth``.
+        Depth 0 is the base itself ("./"), depth 1 its children ("./run1"), up to ``max_depth``;
+        a TensorBoard run's parts (``train/``, ``<timestamp>/``) belong to it one level
+        below, whatever ``max_depth`` says, and are not runs of their own.
         Symlinked directories are followed only if they resolve inside the base, once each.
         """
         dirty = self._watch.begin()
@@ -286,10 +312,75 @@ class Scanner:
                     run = RunFiles(summary_dir, path, files)
                 current[path] = run
                 runs.append(run)
+            elif files or listing.parts:  # perhaps a TensorBoard run (``tb_runs.py``)
+                run, stable = self._tensorboard_run(walk, path, summary_dir, listing, files, stable)
+                if run is not None:  # (its parts are in ``cache`` now: not walked below)
+                    current[path] = run
+                    runs.append(run)
             if deeper and listing.children:
                 below.extend(self._below(listing, depth, summary_dir))
         walk.stable = stable
         return below
+
+    def _tensorboard_run(
+        self,
+        walk: _Walk,
+        path: str,
+        summary_dir: str,
+        listing: DirListing,
+        files: tuple[tuple[str, int, int], ...],
+        stable: list[tuple[str, int]] | None,
+    ) -> tuple[RunFiles | None, list[tuple[str, int]] | None]:
+        """The TensorBoard run at ``path`` (a directory without lineage files), if it is one
+        by ``tb_runs``' rules: its own summary files and its parts' event files (each part
+        listed and stat'ed like a directory of the walk, so a new or grown file is seen).
+        Returns the run (None: not a run) and ``stable`` as the walk goes on with it."""
+        previous = self._runs.get(path)
+        if walk.dirty is not None and path not in walk.dirty and previous is not None:
+            for name in previous.parts:  # unchanged (a part's change marks its run dirty)
+                part = os.path.join(path, name)
+                if part in self._cache:
+                    walk.cache[part] = self._cache[part]
+            return previous, stable
+        own = any(is_event_file_name(n) for n, _, _ in files)
+        if not own and not any(name in SERIES_PARTS for name, _ in listing.parts):
+            return None, stable
+        out = list(files if own else ())
+        for name, part in listing.parts:
+            found, stable = self._part_files(walk, part, stable)
+            out += [(f"{name}/{n}", size, m) for n, size, m in found if is_event_file_name(n)]
+        if not out:
+            return None, stable
+        files = tuple(out)
+        if previous is None or previous.files != files or previous.summary_dir != summary_dir:
+            previous = RunFiles(summary_dir, path, files)
+        return previous, stable
+
+    def _part_files(
+        self, walk: _Walk, path: str, stable: list[tuple[str, int]] | None
+    ) -> tuple[tuple[tuple[str, int, int], ...], list[tuple[str, int]] | None]:
+        """A part folder's files, its listing reused or retaken as ``_walk_level`` does."""
+        listing = self._cache.get(path)
+        try:
+            mtime_ns = os.stat(path).st_mtime_ns
+        except OSError:
+            return (), stable
+        files = None
+        if listing is not None and listing.mtime_ns == mtime_ns and listing.trusted:
+            settled = bool(listing.settled)
+            files = self._stat_files(listing)
+            if files is not None and listing.settled and not settled:
+                walk.changed[path] = listing  # now final: save that too
+        if listing is None or files is None:
+            listing = self._list(path, mtime_ns)
+            files = self._stat_files(listing) or ()
+            walk.changed[path] = listing
+        walk.cache[path] = listing
+        if stable is not None and listing.trusted and (listing.settled or not listing.tracked):
+            stable.append((path, mtime_ns))
+        else:
+            stable = None
+        return files, stable
 
     def state(self) -> ScanState | None:
         """What the last scan saw, for a new process's freshness check (``scan_state.py``):
@@ -304,10 +395,22 @@ class Scanner:
             rel = relative(base, path)
             dirs.append((rel, listing.mtime_ns))
             run = runs.get(path)
-            if run is not None and not listing.settled:
-                final, prefix = listing.final, rel + "/" if rel else ""
-                files += [(prefix + n, size, m) for n, size, m in run.files if n not in final]
+            if run is not None and (not listing.settled or run.parts):
+                files += self._open_files(run, listing, rel + "/" if rel else "")
         return ScanState(self.max_depth, tuple(dirs), tuple(files), len(self._last))
+
+    def _open_files(
+        self, run: RunFiles, listing: DirListing, prefix: str
+    ) -> list[tuple[str, int, int]]:
+        """A run's files that are not final (their writer may append), named from the base;
+        a part's file is final in its part's listing."""
+        out = []
+        for name, size, mtime_ns in run.files:
+            part, _, rest = name.rpartition("/")
+            where = self._cache.get(os.path.join(run.path, part)) if part else listing
+            if where is None or rest not in where.final:
+                out.append((prefix + name, size, mtime_ns))
+        return out
 
     def close(self) -> None:
         """Release the base watcher (each holds an inotify instance; a user has 128)."""

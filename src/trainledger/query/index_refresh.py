@@ -31,6 +31,7 @@ from trainledger.query.flat_record import to_record
 from trainledger.query.schema import Connection
 from trainledger.query.series_index import SeriesState, read_series_state
 from trainledger.query.status_fill import Read, Write, fill_statuses
+from trainledger.query.tb_runs import series_parts, tensorboard_lineage
 
 __all__ = ["IndexRefresh", "ScanStats"]
 log = logging.getLogger("trainledger.query.index")  # the logger of its warnings before the split
@@ -181,7 +182,7 @@ class IndexRefresh:
             write(bulk_build.drop_value_index, False)
         try:
             for start in range(0, len(changed), _CHUNK):
-                batch = [(run, self._parse(run)) for run in changed[start : start + _CHUNK]]
+                batch = [(run, self._parse(run, read)) for run in changed[start : start + _CHUNK]]
                 stats.parsed += len(batch)
                 store = functools.partial(index_tables.store_batch, batch=batch, dialect=dialect)
                 stats.unreadable += write(store, True)
@@ -243,7 +244,10 @@ class IndexRefresh:
                 return [series_tables.load_series(conn, r.summary_dir) for r in batch]
 
             olds = read(load)
-            states = [read_series_state(r.path, old) for r, old in zip(batch, olds, strict=True)]
+            states = [
+                read_series_state(r.path, old, series_parts(r.parts) if r.tensorboard else ())
+                for r, old in zip(batch, olds, strict=True)
+            ]
 
             def store(
                 conn: Connection, batch: list[RunFiles] = batch, states: list[SeriesState] = states
@@ -268,7 +272,9 @@ class IndexRefresh:
             self._known_generation = generation
         return self._known
 
-    def _parse(self, run: RunFiles) -> semantics.Record | None:
+    def _parse(self, run: RunFiles, read: Read) -> semantics.Record | None:
+        if run.tensorboard:
+            return self._parse_tensorboard(run, read)
         try:
             lineage = self._reader(run.path)
         except Exception as exc:  # a damaged run must not break queries over the others
@@ -277,3 +283,14 @@ class IndexRefresh:
         if not lineage:
             return None
         return to_record(lineage, run.summary_dir, run.update_time)
+
+    @staticmethod
+    def _parse_tensorboard(run: RunFiles, read: Read) -> semantics.Record:
+        """A TensorBoard run's record (``tb_runs.py``): its HParams, and its metrics' values
+        from the series statistics ``_refresh_series`` has just brought up to date."""
+        state = read(functools.partial(series_tables.load_series, summary_dir=run.summary_dir))
+        last = {tag: stats.last for tag, stats in state.tags.items()} if state else {}
+        lineage, status = tensorboard_lineage(run.path, run.parts, last)
+        record = to_record(lineage, run.summary_dir, run.update_time)
+        record["status"] = status
+        return record

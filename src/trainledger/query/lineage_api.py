@@ -9,7 +9,10 @@ result, not the current page; ``dataset_mark`` numbers never collide and stay st
 are added (numbered from 1 in order of first appearance); ``not_in`` accepted on numeric
 fields; ``metric_<name>`` accepted for ``metric/<name>``; run directories may be nested
 (``max_depth``); ``added_info`` carries the run's annotations (tag, remark); a run's
-``status`` can be filtered and sorted on.
+``status`` can be filtered and sorted on; the runs of a TensorBoard logdir (event files, no
+lineage file: ``tb_runs.py``) answer ``filter_summary_lineage`` too, their HParams as
+``user_defined`` and ``metric`` (``get_summary_lineage`` stays MindInsight's: it reads
+lineage files only).
 """
 
 from __future__ import annotations
@@ -169,7 +172,8 @@ def filter_summary_lineage(
         LineageParamSummaryPathError: the base is not an existing directory, or unsafe.
         LineageSearchConditionParamError: the condition is malformed (MindInsight's messages).
         LineageFileNotFoundError: no directory under the base (within ``max_depth``) holds a
-            lineage file; a run whose lineage file is empty still counts, as in MindInsight.
+            lineage file or is a run of a TensorBoard logdir (docs/queries.md); a run whose
+            lineage file is empty still counts, as in MindInsight.
         LineageParamValueError: ``index`` is not a URL of a supported backend.
         LineageQuerySummaryDataError: the index could not be read.
     """
@@ -184,7 +188,8 @@ def filter_summary_lineage(
         ) from exc
     if runs == 0:
         raise LineageFileNotFoundError(
-            f"{NO_BASE_LINEAGE} No *_lineage file under {os.fspath(summary_base_dir)!r} "
+            f"{NO_BASE_LINEAGE} No *_lineage or TensorBoard event file under "
+            f"{os.fspath(summary_base_dir)!r} "
             f"(searched {max_depth} level(s) deep)."
         )
     return result

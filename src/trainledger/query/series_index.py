@@ -114,29 +114,52 @@ class SeriesState:
     scalar_tags: list[str] = field(default_factory=list)  # (``RunReader.scalar_tags``)
 
 
-def read_series_state(run_dir: str, previous: SeriesState | None = None) -> SeriesState:
+def read_series_state(
+    run_dir: str, previous: SeriesState | None = None, parts: tuple[str, ...] = ()
+) -> SeriesState:
     """The series statistics of ``run_dir``, going on from ``previous`` when the rule allows
-    (see the module's docstring), else read from the start. Saved positions naming anything
-    but a summary file of ``run_dir`` itself (a tampered shared index) start the read over:
-    no file outside the run is opened."""
-    if previous is not None and not all(map(_own_file, previous.positions)):
+    (see the module's docstring), else read from the start. ``parts``: sub-folders whose
+    scalars join the run's series under ``<part>/<tag>`` (a Keras run's ``train`` and
+    ``validation``: ``tb_runs.py``); a tag two folders share has their points in folder
+    order. Saved positions naming anything but a summary file of ``run_dir`` itself or of
+    one of ``parts`` (a tampered shared index) start the read over: no file outside the run
+    is opened."""
+    folders = [("", run_dir)] + [(f"{p}/", os.path.join(run_dir, p)) for p in parts]
+    if previous is not None and not all(_own_file(n, parts) for n in previous.positions):
         previous = None
     if previous is not None and previous.positions and _unshrunk(run_dir, previous.positions):
-        state = _extend(run_dir, previous)
+        state = _extend(folders, previous)
         if state is not None:
             return state
-    reader = RunReader(run_dir)
-    raw = reader.read_scalar_sessions()
-    tags = {}
-    for tag, points in raw.items():
-        steps, _, values, _ = resolve_series(*points, reader.session_formats, reader.session_starts)
-        if len(steps):
-            tags[tag] = tag_stats(steps, values)
-    return SeriesState(tags, reader.positions(), reader.scalar_tags)
+    out = SeriesState()
+    for prefix, folder in folders:
+        reader = RunReader(folder)
+        raw = reader.read_scalar_sessions()
+        for tag, points in raw.items():
+            steps, _, values, _ = resolve_series(
+                *points, reader.session_formats, reader.session_starts
+            )
+            if len(steps):
+                _add(out.tags, prefix + tag, tag_stats(steps, values))
+        _add_positions(out, prefix, reader)
+    return out
 
 
-def _own_file(name: str) -> bool:
-    return name == os.path.basename(name) and is_summary_file_name(name)
+def _add(tags: dict[str, TagStats], tag: str, stats: TagStats) -> None:
+    old = tags.get(tag)
+    tags[tag] = stats if old is None else old.then(stats)
+
+
+def _add_positions(state: SeriesState, prefix: str, reader: RunReader) -> None:
+    """A folder's read positions and scalar tags into ``state``, named from the run."""
+    state.positions.update((prefix + n, offset) for n, offset in reader.positions().items())
+    known = set(state.scalar_tags)
+    state.scalar_tags = sorted(known | {prefix + t for t in reader.scalar_tags})
+
+
+def _own_file(name: str, parts: tuple[str, ...] = ()) -> bool:
+    part, _, rest = name.rpartition("/")
+    return (not part or part in parts) and bool(rest) and is_summary_file_name(rest)
 
 
 def _unshrunk(run_dir: str, positions: dict[str, int]) -> bool:
@@ -150,24 +173,32 @@ def _unshrunk(run_dir: str, positions: dict[str, int]) -> bool:
     return True
 
 
-def _extend(run_dir: str, previous: SeriesState) -> SeriesState | None:
+def _extend(folders: list[tuple[str, str]], previous: SeriesState) -> SeriesState | None:
     """``previous`` plus what was appended, or None when the rule may reach back."""
-    reader = RunReader(run_dir)
-    reader.resume(previous.positions, previous.scalar_tags)
-    raw = reader.read_scalar_sessions()
-    if reader.session_starts:
-        return None  # a writer restarted (TensorBoard's rule drops earlier points)
-    ms = [s for s, f in reader.session_formats.items() if f == MINDSPORE]
-    tags = dict(previous.tags)
-    for tag, points in raw.items():
-        steps, _, _, sessions = points
-        old = tags.get(tag)
-        if old is not None and ms:
-            ms_steps = steps[np.isin(sessions, ms)]
-            if len(ms_steps) and int(ms_steps.min()) <= old.top_step:
-                return None  # a repeated or restarted MindSpore step
-        steps, _, values, _ = resolve_series(*points, reader.session_formats)
-        if len(steps):
-            new = tag_stats(steps, values)
-            tags[tag] = new if old is None else old.then(new)
-    return SeriesState(tags, reader.positions(), reader.scalar_tags)
+    out = SeriesState(dict(previous.tags))
+    for prefix, folder in folders:
+        reader = RunReader(folder)
+        mine = {n[len(prefix) :]: o for n, o in previous.positions.items() if _in(n, prefix)}
+        tags = [t[len(prefix) :] for t in previous.scalar_tags if t.startswith(prefix)]
+        reader.resume(mine, tags)
+        raw = reader.read_scalar_sessions()
+        if reader.session_starts:
+            return None  # a writer restarted (TensorBoard's rule drops earlier points)
+        ms = [s for s, f in reader.session_formats.items() if f == MINDSPORE]
+        for tag, points in raw.items():
+            steps, _, _, sessions = points
+            old = out.tags.get(prefix + tag)
+            if old is not None and ms:
+                ms_steps = steps[np.isin(sessions, ms)]
+                if len(ms_steps) and int(ms_steps.min()) <= old.top_step:
+                    return None  # a repeated or restarted MindSpore step
+            steps, _, values, _ = resolve_series(*points, reader.session_formats)
+            if len(steps):
+                _add(out.tags, prefix + tag, tag_stats(steps, values))
+        _add_positions(out, prefix, reader)
+    return out
+
+
+def _in(name: str, prefix: str) -> bool:
+    """Whether saved position ``name`` is of the folder ``prefix`` names ("": the run's)."""
+    return name.startswith(prefix) and "/" not in name[len(prefix) :]

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from trainledger.lineage import lineage_files, read_lineage
+from trainledger.lineage import SUMMARY_KEYS, lineage_files, read_lineage
 from trainledger.query import (
     QueryService,
     append_audit,
@@ -30,6 +30,7 @@ from trainledger.query import (
     read_audit,
     restore_run,
     run_id_of,
+    series_parts_of,
 )
 from trainledger.server.checkpoint_listing import run_checkpoints
 from trainledger.server.columns import RUN_FIELDS
@@ -247,8 +248,11 @@ class IndexedRunStore:
     def run_detail(self, run_id: str) -> dict[str, Any]:
         path = self._path(run_id)
         run_id = check_run_id(run_id)
-        lineage = get_summary_lineage(str(path))
-        lineage.pop("summary_dir", None)  # an absolute path: the page needs none
+        if lineage_files(path):
+            lineage = get_summary_lineage(str(path))
+            lineage.pop("summary_dir", None)  # an absolute path: the page needs none
+        else:
+            lineage = self._tensorboard_lineage(f"./{run_id}")
         annotation = self.service.annotation(f"./{run_id}")
         return {
             "run_id": run_id,
@@ -257,6 +261,18 @@ class IndexedRunStore:
             "lineage": lineage,
             "added_info": {"tag": annotation.get("tag", 0), "remark": annotation.get("remark", "")},
         }
+
+    def _tensorboard_lineage(self, summary_dir: str) -> dict[str, Any]:
+        """A run of a TensorBoard logdir (no lineage file): what the index holds of it, its
+        HParams as ``user_defined`` and ``metric`` (``query/tb_runs.py``), the other keys
+        empty."""
+        found = self.service.search({"summary_dir": {"eq": summary_dir}})["object"]
+        if not found:
+            raise RunNotFound(summary_dir)
+        record = found[0]["model_lineage"]
+        lineage: dict[str, Any] = {key: {} for key in SUMMARY_KEYS}
+        lineage.update(metric=record["metric"], user_defined=record["user_defined"])
+        return lineage
 
     def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
         """Files under the run directory, plus checkpoints the lineage lists elsewhere (from
@@ -317,7 +333,7 @@ class IndexedRunStore:
         with self._lock:
             cached = self._scalars.get(run_id)
             if cached is None:
-                cached = self._scalars[run_id] = RunScalars(path)
+                cached = self._scalars[run_id] = RunScalars(path, series_parts_of(path))
                 while len(self._scalars) > self.max_cached_runs:
                     self._scalars.popitem(last=False)
             else:

@@ -16,11 +16,16 @@ __all__ = ["RunScalars"]
 
 
 class RunScalars:
-    """Scalars of one run, grown incrementally by a summary ``RunReader``."""
+    """Scalars of one run, grown incrementally by a summary ``RunReader`` per folder: the
+    run's, and each of ``parts`` (a TensorBoard run's Keras folders, whose tags are named
+    ``<part>/<tag>`` as in the index: ``query/tb_runs.py``)."""
 
-    def __init__(self, run_dir: Path) -> None:
-        self.reader = RunReader(run_dir)
+    def __init__(self, run_dir: Path, parts: tuple[str, ...] = ()) -> None:
+        self.readers = [("", RunReader(run_dir))] + [
+            (f"{p}/", RunReader(run_dir / p)) for p in parts
+        ]
         self.raw: dict[str, SessionSeries] = {}
+        self._reader_of: dict[str, RunReader] = {}
         self._resolved: dict[str, SessionSeries] = {}
         self.read_at = -math.inf
 
@@ -30,15 +35,18 @@ class RunScalars:
         if now - self.read_at < min_interval:
             return
         self.read_at = now
-        for tag, new in self.reader.read_scalar_sessions().items():
-            old = self.raw.get(tag)
-            if old is None:
-                self.raw[tag] = new
-            else:
-                self.raw[tag] = tuple(  # type: ignore[assignment]
-                    np.concatenate([a, b]) for a, b in zip(old, new, strict=True)
-                )
-            self._resolved.clear()  # a new session's START may drop points of any tag
+        for prefix, reader in self.readers:
+            for name, new in reader.read_scalar_sessions().items():
+                tag = prefix + name
+                self._reader_of.setdefault(tag, reader)
+                old = self.raw.get(tag)
+                if old is None:
+                    self.raw[tag] = new
+                else:
+                    self.raw[tag] = tuple(  # type: ignore[assignment]
+                        np.concatenate([a, b]) for a, b in zip(old, new, strict=True)
+                    )
+                self._resolved.clear()  # a new session's START may drop points of any tag
 
     def tags(self) -> list[str]:
         return sorted(self.raw)
@@ -57,7 +65,7 @@ class RunScalars:
         found = self._resolved.get(tag)
         if found is not None:
             return found
-        reader = self.reader
+        reader = self._reader_of[tag]
         found = self._resolved[tag] = resolve_series(
             *raw, reader.session_formats, reader.session_starts
         )

@@ -163,8 +163,10 @@ class RecordReader:
     offset: int = 0
     corrupt: int = 0
 
-    def read(self) -> list[bytes]:
-        """Payloads of the complete records added since the last call."""
+    def read(self, limit: int | None = None) -> list[bytes]:
+        """Payloads of the complete records added since the last call; ``limit``: read at
+        most that many bytes (a record cut by it is left for a later call, like a truncated
+        tail), for readers that need only a file's first records."""
         try:
             with open(self.path, "rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
@@ -173,7 +175,8 @@ class RecordReader:
                 if size == self.offset:
                     return []
                 fh.seek(self.offset)
-                data = fh.read(size - self.offset)
+                left = size - self.offset
+                data = fh.read(left if limit is None else min(limit, left))
         except FileNotFoundError:
             return []
         payloads, consumed, corrupt = _parse(data)

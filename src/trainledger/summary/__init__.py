@@ -15,6 +15,8 @@ _EXPORTS: dict[str, str] = {
     "session_end_event": "trainledger.summary.hparams",
     "session_start_event": "trainledger.summary.hparams",
     "write_hparams_events": "trainledger.summary.hparams",
+    "HParamsFound": "trainledger.summary.hparams_read",
+    "read_hparams": "trainledger.summary.hparams_read",
     "process_export_options": "trainledger.summary.export",
     "GraphNode": "trainledger.summary.graph",
     "graph_def_bytes": "trainledger.summary.graph",
@@ -55,6 +57,7 @@ __all__ = [
     "graph_def_from_mindspore",
     "GraphNode",
     "HistogramEvent",
+    "HParamsFound",
     "ImageEvent",
     "is_mindspore_summary_name",
     "iter_events",
@@ -66,6 +69,7 @@ __all__ = [
     "process_export_options",
     "read_graph",
     "read_histograms",
+    "read_hparams",
     "read_images",
     "read_landscapes",
     "read_scalar_sessions",
@@ -99,6 +103,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         session_start_event,
         write_hparams_events,
     )
+    from trainledger.summary.hparams_read import HParamsFound, read_hparams
     from trainledger.summary.landscape import LANDSCAPE_PLUGIN, read_landscapes
     from trainledger.summary.media import HistogramEvent, ImageEvent, TensorEvent
     from trainledger.summary.mindspore import is_mindspore_summary_name, list_mindspore_files
