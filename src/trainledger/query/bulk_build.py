@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 #: the fewest (re)indexed runs for which a refresh builds the value index at the end
-BULK_MIN_RUNS = 500
+BULK_MIN_RUNS = 200
 
 
 def is_bulk(dialect: Dialect, changed: int, on_disk: int) -> bool:
