@@ -26,7 +26,7 @@ from ui_api import Server, generate  # noqa: E402 (the sibling bench module)
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 ROW = "document.querySelectorAll('#runs-table tbody tr[data-run]').length > 0"
-CHART = "Number(document.querySelector('#parcoords').dataset.lines || 0) > 0"
+CHART = "Number((document.querySelector('#parcoords') || {dataset: {}}).dataset.lines || 0) > 0"
 
 
 def load_once(browser: object, url: str) -> dict[str, float]:

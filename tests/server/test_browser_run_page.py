@@ -4,13 +4,14 @@ apart from checkpoints, and values shown as a person reads them (units, the mode
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.landscape.helpers import train_run
-from tests.runs import sample_run, write_run
+from tests.runs import OPTIMIZERS, make_base, sample_run, write_run
 from tests.server.browser_support import LiveServer, shot
 from tests.server.structure_runs import SETTINGS
 from trainledger.summary import read_scalars
@@ -146,3 +147,74 @@ def test_runs_page_leaves_constant_fields_out_and_spans_decades_on_a_log_axis(
     assert not any(h.startswith("epoch") for h in headers)  # nor a default column
     assert any(h.startswith("batch_size") for h in headers)
     shot(page, "runs-constant-and-log")
+
+
+@pytest.fixture(scope="module")
+def sample_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    base = make_base(tmp_path_factory.mktemp("groups") / "runs", n=6, scalars=20)
+    server = LiveServer(base).start()
+    yield server
+    server.stop()
+
+
+def _series(page: Any, tag: str) -> list[dict[str, Any]]:
+    series: list[dict[str, Any]] = page.evaluate(
+        """(tag) => {
+          const host = document.querySelector(`[data-chart-tag="${tag}"] .chart-scalar`);
+          return echarts.getInstanceByDom(host).getOption().series
+            .map((s) => ({name: s.name, data: s.data.map((p) => [p[0], p[1]])}));
+        }""",
+        tag,
+    )
+    return series
+
+
+def test_runs_grouped_by_a_field_draw_each_groups_mean_and_band(
+    page: Any, sample_server: LiveServer
+) -> None:
+    runs = [f"run{i:02d}" for i in range(6)]
+    query = "&".join(f"run={r}" for r in runs) + "&tag=loss&smooth=0&group=optimizer"
+    page.goto(f"{sample_server.url}#/scalars?{query}")  # a shared link: the same view
+    page.wait_for_function("document.body.dataset.ready === 'scalars'")
+    page.wait_for_function(
+        "document.querySelector('[data-chart-tag=\"loss\"] .chart-scalar')?.dataset.groups === '3'"
+    )
+    assert page.locator("#group-by").input_value() == "optimizer"
+    series = _series(page, "loss")
+    means = {s["name"]: s["data"] for s in series if not s["name"].endswith(("(low)", "(band)"))}
+    assert len(means) == 3 and all(name.startswith("optimizer = ") for name in means)
+    # tests/runs.py: run i has optimizer OPTIMIZERS[i % 3] and loss 2 exp(-step/20) + 0.1 i
+    for k, optimizer in enumerate(OPTIMIZERS):
+        members = [i for i in range(6) if i % 3 == k]
+        mean = next(d for n, d in means.items() if n.startswith(f"optimizer = {optimizer} "))
+        step, value = mean[5]
+        expected = sum(2 * math.exp(-step / 20) + 0.1 * i for i in members) / len(members)
+        assert value == pytest.approx(expected)
+        band = next(
+            s["data"] for s in series if s["name"].endswith("(band)") and optimizer in s["name"]
+        )
+        assert band[5][1] == pytest.approx(0.1 * (max(members) - min(members)))  # max - min
+    # the band is on screen: a filled area per group
+    areas = page.locator('[data-chart-tag="loss"] svg path[fill-opacity="0.18"]')
+    assert areas.count() == 3
+    shot(page, "scalars-grouped")
+
+
+def test_the_scalar_views_state_is_kept_in_a_shareable_url(
+    page: Any, sample_server: LiveServer
+) -> None:
+    page.goto(f"{sample_server.url}#/scalars")
+    page.wait_for_function("document.body.dataset.ready === 'scalars'")
+    page.wait_for_selector('#scalar-runs input[data-run="run04"]')
+    page.check('#scalar-runs input[data-run="run04"]')
+    page.locator("#smoothing").fill("0.3")
+    page.select_option("#group-by", "batch_size")
+    page.wait_for_function("location.hash.includes('group=batch_size')")
+    link = page.evaluate("location.href")
+    assert "run=run04" in link and "smooth=0.3" in link
+    other = page.context.new_page()
+    other.goto(link)
+    other.wait_for_function("document.body.dataset.ready === 'scalars'")
+    other.wait_for_function("document.querySelector('#group-by').value === 'batch_size'")
+    assert other.locator('#scalar-runs input[data-run="run04"]').is_checked()
+    assert other.locator("#smoothing-value").inner_text() == "0.30"

@@ -1,4 +1,5 @@
-// The page: hash routes (#/lineage, #/datasets, #/scalars, #/diff?run=a&run=b, #/run/<id>) and
+// The page: hash routes (#/lineage, #/datasets, #/scalars[?run=a&tag=loss&group=...],
+// #/diff?run=a&run=b, #/run/<id>) and
 // the poll that brings new runs in without a reload.
 import { api } from "./js/api.js";
 import { showDatasets } from "./js/datasets.js";
@@ -20,6 +21,7 @@ function route() {
   const raw = window.location.hash.replace(/^#\/?/, "");
   // the diff's query is read as it is: decoding it first would split a run id holding "&"
   if (raw === "diff" || raw.startsWith("diff?")) return { view: "diff", query: raw.slice(5) };
+  if (raw.startsWith("scalars?")) return { view: "scalars", query: raw.slice(8) };
   const hash = decodeURIComponent(raw);
   if (hash.startsWith("run/")) return { view: "run", id: hash.slice(4) };
   if (["datasets", "scalars"].includes(hash)) return { view: hash };
@@ -43,7 +45,7 @@ async function render() {
   try {
     if (r.view === "lineage") await showLineage();
     else if (r.view === "datasets") await showDatasets();
-    else if (r.view === "scalars") await showScalars();
+    else if (r.view === "scalars") await showScalars(r.query || "");
     else if (r.view === "diff") await showDiff(r.query);
     else await showRun(r.id, { onCompare: compare });
   } catch (error) {

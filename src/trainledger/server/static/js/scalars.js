@@ -1,6 +1,7 @@
 // Compare scalars: one chart per tag, one line per run; x = step, relative or wall time;
 // TensorBoard-style debiased EMA smoothing; log scale.
 import { api } from "./api.js";
+import { groupLines } from "./scalar_groups.js";
 import { $, colorFor, escapeHtml, fmt, fmtDuration, fmtTime, h } from "./util.js";
 
 const MAX_LISTED = 300;
@@ -17,6 +18,8 @@ const state = {
   charts: new Map(),      // tag -> echarts instance
   zoom: new Map(),        // tag -> {min, max, series}: a zoomed chart's steps, read at full fidelity
   search: "",
+  group: "",              // a field to group the runs by ("" = each run its own line)
+  groupValues: {},        // run id -> its value of that field
   wired: false,
 };
 
@@ -78,6 +81,7 @@ async function toggleRun(id, on) {
   state.selected = on ? [...state.selected, id] : state.selected.filter((r) => r !== id);
   renderRunList();
   await loadTags();
+  await loadGroupValues();
   await loadSeries();
 }
 
@@ -103,6 +107,7 @@ async function loadSeries() {
   }
   state.zoom.clear();  // new runs, tags or view: every chart shows its whole range again
   drawCharts(tags);
+  syncUrl();
 }
 
 // Zoom (x = step): the visible steps are fetched again, downsampled from the full data, so a
@@ -168,7 +173,8 @@ function seriesData(points, weight = state.smoothing, sessions = []) {
 
 // The hover: the step and wall time, then each run's (smoothed) value; names are escaped
 function hoverText(params) {
-  const rows = params.filter((p) => !p.seriesName.endsWith(" (raw)") && p.value[1] !== null);
+  // (a run's faint raw line and a group's band are not values of their own)
+  const rows = params.filter((p) => !/ \((raw|low|band)\)$/.test(p.seriesName) && p.value[1] !== null);
   if (!rows.length) return "";
   const [, , step, wall] = rows[0].value;
   const head = `step ${step} · ${escapeHtml(fmtTime(wall))}`;
@@ -222,6 +228,10 @@ function drawCharts(tags) {
     host.dataset.lines = String(lines.length);
     host.dataset.zoom = zoomed ? `${zoomed.min}-${zoomed.max}` : "";
     host.dataset.points = String(lines.reduce((n, s) => n + s.points.length, 0));
+    if (state.group) {
+      drawGroups(chart, tag, lines, zoomed);
+      return;
+    }
     const apart = (s) => (state.view === "sessions" ? s.sessions : []);
     const smoothed = lines.map((s) => seriesData(s.points, state.smoothing, apart(s)));
     const raw = state.smoothing ? lines.map((s) => seriesData(s.points, 0, apart(s))) : [];
@@ -271,6 +281,95 @@ function drawCharts(tags) {
   });
 }
 
+// One mean line per group (smoothed as a run's line is) and its min-max band: the low edge
+// an invisible line, the band the spread stacked on it.
+function drawGroups(chart, tag, lines, zoomed) {
+  const groups = groupLines(lines, (id) => state.groupValues[id]);
+  const name = (g) => `${state.group} = ${g.key} (${g.runs.length} run${g.runs.length > 1 ? "s" : ""})`;
+  const series = [];
+  groups.forEach((g, i) => {
+    const color = colorFor(i);
+    const mean = seriesData(g.points.map(([s, w, m]) => [s, w, m]), state.smoothing);
+    const low = seriesData(g.points.map(([s, w, , lo]) => [s, w, lo]), 0);
+    const spread = seriesData(g.points.map(([s, w, , lo, hi]) => [s, w, hi - lo]), 0);
+    series.push(
+      { type: "line", name: `${name(g)} (low)`, stack: `band-${i}`, showSymbol: false, silent: true,
+        lineStyle: { opacity: 0 }, data: low, z: 1 },
+      { type: "line", name: `${name(g)} (band)`, stack: `band-${i}`, showSymbol: false, silent: true,
+        lineStyle: { opacity: 0 }, areaStyle: { color, opacity: 0.18 }, data: spread, z: 1 },
+      { type: "line", name: name(g), showSymbol: false, color, lineStyle: { width: 1.8 }, z: 2,
+        data: mean },
+    );
+  });
+  chart.setOption({
+    animation: false,
+    grid: { left: 58, right: 18, top: 34, bottom: 36 },
+    legend: { type: "scroll", top: 0, left: 8, right: 8, data: groups.map(name),
+              textStyle: { color: "#3b4356", fontSize: 11 } },
+    tooltip: { trigger: "axis", formatter: hoverText },
+    xAxis: { type: state.x === "wall" ? "time" : "value", scale: true,
+             ...(zoomed ? stepExtent(tag) : {}),
+             axisLabel: { color: "#6b7489", hideOverlap: true,
+                          formatter: state.x === "relative" ? fmtDuration : undefined },
+             splitLine: { show: false } },
+    yAxis: { type: "value", scale: true, axisLabel: { color: "#6b7489", formatter: (v) => fmt(v) },
+             splitLine: { lineStyle: { color: "#eef1f6" } } },
+    series,
+  }, { notMerge: true });
+  chart.getDom().dataset.groups = String(groups.length);
+  chart.resize();
+}
+
+// The view's state in the URL (#/scalars?run=a&tag=loss&smooth=0.6&group=optimizer...), so a
+// link shows the same chart; replaced in place, never a new history entry per click.
+function syncUrl() {
+  const q = new URLSearchParams();
+  for (const id of state.selected) q.append("run", id);
+  for (const tag of state.tags.filter((t) => state.chosenTags && state.chosenTags.has(t))) q.append("tag", tag);
+  q.set("x", state.x);
+  q.set("smooth", String(state.smoothing));
+  if (state.log) q.set("log", "1");
+  if (state.view !== "merged") q.set("view", state.view);
+  if (state.group) q.set("group", state.group);
+  history.replaceState(null, "", `#/scalars?${q}`);
+}
+
+function applyUrl(query) {
+  const q = new URLSearchParams(query);
+  if (q.has("run")) state.selected = [...new Set(q.getAll("run"))];
+  if (q.has("tag")) state.chosenTags = new Set(q.getAll("tag"));
+  if (["step", "relative", "wall"].includes(q.get("x"))) state.x = q.get("x");
+  const smooth = Number(q.get("smooth"));
+  if (q.has("smooth") && smooth >= 0 && smooth < 1) state.smoothing = smooth;
+  state.log = q.get("log") === "1";
+  state.view = q.get("view") === "sessions" ? "sessions" : "merged";
+  state.group = q.get("group") || "";
+  // the controls show the state
+  $("#smoothing").value = String(state.smoothing);
+  $("#smoothing-value").textContent = state.smoothing.toFixed(2);
+  $("#log-scale").checked = state.log;
+  $("#sessions-apart").checked = state.view === "sessions";
+  document.querySelectorAll("#x-axis button").forEach((b) => b.classList.toggle("on", b.dataset.x === state.x));
+}
+
+async function loadGroupValues() {
+  state.groupValues = {};
+  if (!state.group || !state.selected.length) return;
+  const cond = { summary_dir: { in: state.selected.map((id) => `./${id}`) } };
+  const data = await api.points(cond, [], [state.group]);
+  data.run_ids.forEach((id, i) => { state.groupValues[id] = (data.columns[state.group] || [])[i]; });
+}
+
+async function renderGroupChoices() {
+  const select = $("#group-by");
+  const { groups } = await api.columns({}, []);
+  const fields = ["Hyperparameters", "Optimizer and scheduler", "User defined", "Other"]
+    .flatMap((g) => groups[g] || []).filter((c) => c !== "summary_dir");
+  select.replaceChildren(h("option", { value: "", text: "No grouping" }),
+    ...fields.map((f) => h("option", { value: f, text: f, selected: f === state.group })));
+  select.value = state.group;
+}
+
 function wire() {
   $("#scalar-run-search").addEventListener("input", (event) => {
     state.search = event.target.value;
@@ -281,20 +380,29 @@ function wire() {
       state.x = button.dataset.x;
       document.querySelectorAll("#x-axis button").forEach((b) => b.classList.toggle("on", b === button));
       drawCharts(state.tags.filter((t) => state.chosenTags.has(t)));
+      syncUrl();
     });
   }
   $("#smoothing").addEventListener("input", (event) => {
     state.smoothing = Number(event.target.value);
     $("#smoothing-value").textContent = state.smoothing.toFixed(2);
     drawCharts(state.tags.filter((t) => state.chosenTags && state.chosenTags.has(t)));
+    syncUrl();
   });
   $("#sessions-apart").addEventListener("change", (event) => {
     state.view = event.target.checked ? "sessions" : "merged";
     loadSeries();
   });
+  $("#group-by").addEventListener("change", async (event) => {
+    state.group = event.target.value;
+    await loadGroupValues();
+    drawCharts(state.tags.filter((t) => state.chosenTags && state.chosenTags.has(t)));
+    syncUrl();
+  });
   $("#log-scale").addEventListener("change", (event) => {
     state.log = event.target.checked;
     drawCharts(state.tags.filter((t) => state.chosenTags && state.chosenTags.has(t)));
+    syncUrl();
   });
   window.addEventListener("resize", () => { for (const c of state.charts.values()) c.resize(); });
 }
@@ -306,12 +414,15 @@ async function loadRuns() {
   state.selected = state.selected.filter((id) => known.has(id));
 }
 
-export async function showScalars() {
+export async function showScalars(query = "") {
   if (!state.wired) { wire(); state.wired = true; }
+  if (query) applyUrl(query);
   await loadRuns();
   if (!state.selected.length) state.selected = state.runs.slice(0, 3);
   renderRunList();
+  await renderGroupChoices();
   await loadTags();
+  await loadGroupValues();
   await loadSeries();
 }
 
