@@ -11,7 +11,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from trainledger.callbacks.graph_capture import capture_graph
 from trainledger.callbacks.summary_collector import SummaryCollector
 from trainledger.run.model import Model
-from trainledger.summary.graph import parse_graph_def
+from trainledger.summary.graph_def import parse_graph_def
 from trainledger.summary.reader import iter_events
 
 

@@ -18,7 +18,7 @@ from trainledger.callbacks.summary_options import (
     tensor_collect_steps,
 )
 from trainledger.run.callback import CallbackParams, RunContext
-from trainledger.summary.graph import parse_graph_def
+from trainledger.summary.graph_def import parse_graph_def
 from trainledger.summary.reader import iter_events, read_scalars
 
 
@@ -561,7 +561,7 @@ def test_loss_that_is_not_a_scalar_tensor_is_collected_at_every_step(tmp_path, s
 
 
 def test_read_deferred_reads_tensors_of_any_dtype_and_keeps_other_columns():
-    from trainledger.callbacks.summary_parts import read_deferred
+    from trainledger.callbacks.collected_values import read_deferred
 
     assert read_deferred([], 2) == []
     rows = [
@@ -664,7 +664,7 @@ def test_device_stats_are_recorded_with_each_collection(tmp_path, monkeypatch):
     """``collect_device_stats``: the allocator's counters (run.device_memory, read on the
     host) as ``device/<stat>`` scalars at every record; here the CUDA counters are replaced by
     a counter of calls, so the values say which record read them."""
-    from trainledger.callbacks import summary_parts
+    from trainledger.callbacks import collected_values
     from trainledger.run.model import Model
 
     calls: list[str] = []
@@ -674,7 +674,7 @@ def test_device_stats_are_recorded_with_each_collection(tmp_path, monkeypatch):
         n = float(len(calls))
         return {"memory_allocated_mib": n, "memory_reserved_mib": 2 * n}
 
-    monkeypatch.setattr(summary_parts, "device_memory", memory)
+    monkeypatch.setattr(collected_values, "device_memory", memory)
     net = tiny_net()
     data = [(torch.randn(4, 4), torch.randn(4, 2)) for _ in range(6)]
     collector = SummaryCollector(

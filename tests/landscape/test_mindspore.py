@@ -52,7 +52,7 @@ def test_a_damaged_record_is_skipped(tmp_path, caplog):
     good = next((GOLDEN / "run").glob("*1766.0.vm_MS")).read_bytes()
     bad = frame(b"\x2a\x05\xff\xff")  # Event.summary: 5 bytes announced, 2 given
     (tmp_path / "events.out.events.summary.1.0.vm_MS").write_bytes(bad + good)
-    with caplog.at_level("WARNING", logger="trainledger.summary.ms_landscape"):
+    with caplog.at_level("WARNING", logger="trainledger.summary.mindspore_landscape"):
         found = read_landscapes(tmp_path)
     assert [f["tag"] for f in found] == [e["tag"] for e in EXPECTED]
     assert "not a valid MindSpore event" in caplog.text

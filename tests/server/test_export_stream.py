@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.server.conftest import client_for
-from trainledger.server import export, run_store
+from trainledger.server import csv_export, run_store
 
 EXPORT = "/api/v1/runs/export.csv"
 
@@ -43,10 +43,10 @@ def test_streamed_parts_make_the_same_table(
 ) -> None:
     with client_for(base) as client:
         whole = client.post(EXPORT, json={"sorted_name": "loss"}).text  # one part of rows
-        monkeypatch.setattr(export, "CHUNK_ROWS", 2)
+        monkeypatch.setattr(csv_export, "CHUNK_ROWS", 2)
         store = client.app.state.store  # type: ignore[attr-defined]
         cond = {"sorted_name": "loss", "sorted_type": "ascending"}  # same order, new result
-        parts = list(export.csv_parts(store, store.search(cond), None))
+        parts = list(csv_export.csv_parts(store, store.search(cond), None))
     assert len(parts) == 4  # header, then 6 runs in parts of 2
     assert "".join(parts) == whole
     rows = _rows(whole)

@@ -11,7 +11,7 @@ import pytest
 from tests.server.conftest import client_for
 from trainledger.storage import list_lineage_files
 from trainledger.summary import list_event_files, list_mindspore_files
-from trainledger.summary.ms_landscape import list_ms_files
+from trainledger.summary.mindspore_landscape import list_ms_files
 
 
 def _plant(run: Path, outside: Path) -> None:

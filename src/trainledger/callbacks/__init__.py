@@ -1,6 +1,6 @@
 """Thin adapters from RunContext to the stores (summary, lineage, checkpoint) and the built-in
 monitors: one module per concern (``monitors`` holds LossMonitor and TimeMonitor, ``lineage``
-TrainLineage and EvalLineage; ``summary_options``/``summary_parts``/``summary_lineage`` are
+TrainLineage and EvalLineage; ``summary_options``/``collected_values``/``summary_lineage`` are
 SummaryCollector's argument rules, stateless pieces and lineage callbacks)."""
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ import logging
 import os
 from typing import Any
 
-from trainledger.callbacks.summary_parts import warn_once
+from trainledger.callbacks.collected_values import warn_once
 from trainledger.checkpoint import is_fsdp, save_checkpoint, unwrap_network, wait_async_save
 from trainledger.run import RunContext
 from trainledger.storage import LANDSCAPE_DIR, LANDSCAPE_METADATA, atomic_write_bytes

@@ -23,6 +23,15 @@ from typing import Any
 
 import torch
 
+from trainledger.callbacks.collected_values import (
+    StagedValues,
+    ValueSink,
+    add_device_stats,
+    add_histograms,
+    add_input_images,
+    learning_rate,
+    record_staged,
+)
 from trainledger.callbacks.graph_capture import first_batch_graph
 from trainledger.callbacks.hparams_session import HParamsSession
 from trainledger.callbacks.landscape_collect import landscape_saver
@@ -35,15 +44,6 @@ from trainledger.callbacks.summary_options import (
     process_specified_data,
     rank_summary_dir,
     tensor_range,
-)
-from trainledger.callbacks.summary_parts import (
-    StagedValues,
-    ValueSink,
-    add_device_stats,
-    add_histograms,
-    add_input_images,
-    learning_rate,
-    record_staged,
 )
 from trainledger.callbacks.summary_rows import ScalarRows
 from trainledger.run import Callback, CallbackParams, RunContext, loss_of, loss_value

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from trainledger.callbacks.summary_parts import read_deferred
+from trainledger.callbacks.collected_values import read_deferred
 from trainledger.summary import SummaryRecord
 
 __all__ = ["MAX_AGE", "ROWS_PER_BATCH", "ROW_TAGS", "ScalarRows"]

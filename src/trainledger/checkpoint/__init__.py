@@ -37,7 +37,7 @@ _EXPORTS: dict[str, str] = {
     "SyncSaver": "trainledger.checkpoint.async_save",
     "make_saver": "trainledger.checkpoint.async_save",
     "CheckpointConfig": "trainledger.checkpoint.config",
-    "export_safetensors": "trainledger.checkpoint.export",
+    "export_safetensors": "trainledger.checkpoint.safetensors_export",
     "read_container": "trainledger.checkpoint.format",
     "read_info": "trainledger.checkpoint.format",
     "CheckpointManager": "trainledger.checkpoint.retention",
@@ -85,7 +85,6 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.checkpoint.async_save import SyncSaver, make_saver
     from trainledger.checkpoint.config import CheckpointConfig
-    from trainledger.checkpoint.export import export_safetensors
     from trainledger.checkpoint.format import read_container, read_info
     from trainledger.checkpoint.io import (
         Checkpoint,
@@ -100,6 +99,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from trainledger.checkpoint.policy import should_save
     from trainledger.checkpoint.retention import CheckpointManager, next_free_prefix, resume_prefix
+    from trainledger.checkpoint.safetensors_export import export_safetensors
     from trainledger.checkpoint.sharded import (
         full_state,
         is_fsdp,

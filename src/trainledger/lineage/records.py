@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainledger.errors import LineageParamTypeError, LineageParamValueError
-from trainledger.lineage.graph import fits_int32, organize_graph, package_graph
+from trainledger.lineage.dataset_graph import fits_int32, organize_graph, package_graph
 from trainledger.lineage.proto import lineage_pb2 as pb
 
 __all__ = [

@@ -17,11 +17,11 @@ _EXPORTS: dict[str, str] = {
     "write_hparams_events": "trainledger.summary.hparams",
     "HParamsFound": "trainledger.summary.hparams_read",
     "read_hparams": "trainledger.summary.hparams_read",
-    "process_export_options": "trainledger.summary.export",
-    "GraphNode": "trainledger.summary.graph",
-    "graph_def_bytes": "trainledger.summary.graph",
-    "module_graph_def": "trainledger.summary.graph",
-    "parse_graph_def": "trainledger.summary.graph",
+    "process_export_options": "trainledger.summary.tensor_export",
+    "GraphNode": "trainledger.summary.graph_def",
+    "graph_def_bytes": "trainledger.summary.graph_def",
+    "module_graph_def": "trainledger.summary.graph_def",
+    "parse_graph_def": "trainledger.summary.graph_def",
     "read_graph": "trainledger.summary.graph_read",
     "LANDSCAPE_PLUGIN": "trainledger.summary.landscape",
     "read_landscapes": "trainledger.summary.landscape",
@@ -30,7 +30,7 @@ _EXPORTS: dict[str, str] = {
     "TensorEvent": "trainledger.summary.media",
     "is_mindspore_summary_name": "trainledger.summary.mindspore",
     "list_mindspore_files": "trainledger.summary.mindspore",
-    "graph_def_from_mindspore": "trainledger.summary.ms_graph",
+    "graph_def_from_mindspore": "trainledger.summary.mindspore_graph",
     "RunReader": "trainledger.summary.reader",
     "iter_events": "trainledger.summary.reader",
     "list_event_files": "trainledger.summary.reader",
@@ -90,8 +90,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from trainledger.summary.export import process_export_options
-    from trainledger.summary.graph import (
+    from trainledger.summary.graph_def import (
         GraphNode,
         graph_def_bytes,
         module_graph_def,
@@ -107,7 +106,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.summary.landscape import LANDSCAPE_PLUGIN, read_landscapes
     from trainledger.summary.media import HistogramEvent, ImageEvent, TensorEvent
     from trainledger.summary.mindspore import is_mindspore_summary_name, list_mindspore_files
-    from trainledger.summary.ms_graph import graph_def_from_mindspore
+    from trainledger.summary.mindspore_graph import graph_def_from_mindspore
     from trainledger.summary.reader import (
         RunReader,
         ScalarSeries,
@@ -127,3 +126,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         convert_mindspore_run,
         find_mindspore_runs,
     )
+    from trainledger.summary.tensor_export import process_export_options

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from trainledger.summary import encoders
-from trainledger.summary.export import export_tensor
-from trainledger.summary.graph import checked_graph
+from trainledger.summary.graph_def import checked_graph
 from trainledger.summary.landscape import checked_landscape, landscape_values
 from trainledger.summary.proto.summary_pb2 import Event, Summary
 from trainledger.summary.scalar_bytes import scalar_event_bytes, scalars_event_bytes
+from trainledger.summary.tensor_export import export_tensor
 from trainledger.summary.writer import AsyncEventWriter
 
 __all__ = ["Entry", "VALUE_CHECKS", "submit_entries", "close_forgotten", "encode_entries"]

@@ -2,7 +2,7 @@
 
 trainledger (and torch's ``add_graph``) write a TensorBoard ``GraphDef`` into
 ``Event.graph_def``; MindSpore writes an anf_ir ``GraphProto`` into its ``_MS`` files, which
-``ms_graph`` turns into a ``GraphDef`` with the same scope conventions. Readers (the web UI)
+``mindspore_graph`` turns into a ``GraphDef`` with the same scope conventions. Readers (the web UI)
 then handle one format.
 """
 
@@ -12,7 +12,7 @@ import os
 
 from google.protobuf.message import DecodeError
 
-from trainledger.summary.ms_graph import graph_def_from_mindspore
+from trainledger.summary.mindspore_graph import graph_def_from_mindspore
 from trainledger.summary.proto import summary_pb2 as pb
 from trainledger.summary.reader import RunReader, iter_events
 

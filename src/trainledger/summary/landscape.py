@@ -113,7 +113,7 @@ def _decode(tag: str, value: pb.Summary.Value) -> dict[str, Any]:
 def read_landscapes(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Every loss landscape of a run directory, in writing order (the last one per tag when a
     landscape was generated again): trainledger's event files and MindSpore's ``_MS`` files."""
-    from trainledger.summary.ms_landscape import read_ms_landscapes
+    from trainledger.summary.mindspore_landscape import read_ms_landscapes
     from trainledger.summary.reader import iter_events
 
     found: dict[str, dict[str, Any]] = {}

@@ -8,7 +8,7 @@ Differences from MindSpore, on purpose:
 * ``max_file_size`` rolls over to a new file instead of dropping data;
 * a disk-space guard refuses to write when less than ``min_free_bytes`` would stay free
   (``DiskSpaceError``), instead of filling the disk;
-* ``graph`` is a serialised TensorBoard ``GraphDef`` (``summary.graph``), not a MindSpore one.
+* ``graph`` is a serialised TensorBoard ``GraphDef`` (``summary.graph_def``), not a MindSpore one.
 
 Lineage plugins (``train_lineage``, ``eval_lineage``, ``dataset_graph``,
 ``custom_lineage_data``) are not TensorBoard data: ``add_value`` keeps the latest value per
@@ -35,13 +35,13 @@ from typing import Any
 
 from trainledger.errors import SummaryError
 from trainledger.storage import flush_mirrors, is_object_url, writable_dir
-from trainledger.summary import encoders, graph
+from trainledger.summary import encoders, graph_def
 from trainledger.summary.checks import check_rows as _check_rows
 from trainledger.summary.checks import check_step as _check_step
 from trainledger.summary.checks import check_tag as _check_tag
 from trainledger.summary.entries import VALUE_CHECKS, Entry, close_forgotten, submit_entries
-from trainledger.summary.export import process_export_options
 from trainledger.summary.scalar_bytes import scalar_rows_records
+from trainledger.summary.tensor_export import process_export_options
 from trainledger.summary.writer import (
     DEFAULT_MIN_FREE_BYTES,
     AsyncEventWriter,
@@ -264,7 +264,7 @@ class SummaryRecord:
         if not self._graph_written:
             network = train_network if train_network is not None else self._network
             if network is not None:
-                self._pending.setdefault(("graph", GRAPH_TAG), graph.module_graph_def(network))
+                self._pending.setdefault(("graph", GRAPH_TAG), graph_def.module_graph_def(network))
                 self._graph_written = True
         pending = self._pending
         if plugin_filter is None:

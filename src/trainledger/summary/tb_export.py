@@ -3,7 +3,7 @@
 Each MindSpore event becomes one TensorBoard event with the same step and wall time: scalars
 as ``simple_value``, images with their PNG bytes unchanged, histograms as ``HistogramProto``
 (bucket limits are MindSpore's right edges), tensors as ``TensorProto`` and the graph as a
-``GraphDef`` (``ms_graph``). Loss landscapes have no TensorBoard form and are counted as
+``GraphDef`` (``mindspore_graph``). Loss landscapes have no TensorBoard form and are counted as
 skipped. Scalars follow MindInsight's series rule (``summary.series``): a repeated step and
 the points a later session supersedes are left out (``superseded``), so TensorBoard shows
 what MindInsight showed. The source is only read: output goes to a new event file under the
@@ -21,7 +21,7 @@ import numpy as np
 
 from trainledger.summary.encoders import make_tensor_proto
 from trainledger.summary.mindspore import list_mindspore_files, ms_histogram, ms_tensor_array
-from trainledger.summary.ms_graph import graph_def_from_mindspore
+from trainledger.summary.mindspore_graph import graph_def_from_mindspore
 from trainledger.summary.proto import mindspore_summary_pb2 as ms
 from trainledger.summary.proto import summary_pb2 as pb
 from trainledger.summary.reader import RunReader, list_event_files

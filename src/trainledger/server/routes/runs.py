@@ -18,8 +18,8 @@ from trainledger.server.columns import (
     columns_of,
 )
 from trainledger.server.condition_merge import merge_conditions
+from trainledger.server.csv_export import csv_parts, on_export_pool, stream_on_pool
 from trainledger.server.dataset_groups import group_datasets
-from trainledger.server.export import csv_parts, on_export_pool, stream_on_pool
 from trainledger.server.routes import get_store, get_writer
 from trainledger.server.run_store import RunStore
 

@@ -1,10 +1,10 @@
-"""MindSpore operator attributes as the text the graph view shows (``ms_graph.value_text``)."""
+"""MindSpore operator attributes as the graph view shows them (``mindspore_graph.value_text``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from trainledger.summary.ms_graph import value_text
+from trainledger.summary.mindspore_graph import value_text
 from trainledger.summary.proto import mindspore_summary_pb2 as ms
 
 

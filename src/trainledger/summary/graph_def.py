@@ -66,7 +66,7 @@ def checked_graph(name: str, value: Any) -> bytes:
     if not isinstance(value, bytes):
         raise TypeError(
             f"graph {name!r} expected a serialised GraphDef (bytes, see "
-            f"trainledger.summary.graph), received: {type(value).__name__}"
+            f"trainledger.summary.graph_def), received: {type(value).__name__}"
         )
     return value
 
