@@ -21,12 +21,12 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from trainledger.storage import is_summary_file_name
-from trainledger.summary import MINDSPORE, RunReader, resolve_series
+
+if TYPE_CHECKING:  # pragma: no cover - the annotations' types
+    import numpy as np
 
 __all__ = ["SeriesState", "TagStats", "read_series_state", "tag_stats"]
 
@@ -77,6 +77,8 @@ class TagStats:
 
 def tag_stats(steps: np.ndarray, values: np.ndarray) -> TagStats:
     """Statistics of a non-empty series (its points in writing order, after the rule)."""
+    import numpy as np  # (heavy: only reading summaries needs it, not a query of the index)
+
     finite = np.isfinite(values)
     last = float(values[-1])
     low = high = low_step = high_step = None
@@ -119,6 +121,9 @@ def read_series_state(run_dir: str, previous: SeriesState | None = None) -> Seri
     (see the module's docstring), else read from the start. Saved positions naming anything
     but a summary file of ``run_dir`` itself (a tampered shared index) start the read over:
     no file outside the run is opened."""
+    # (heavy: only reading summaries needs the readers, not a query of the index)
+    from trainledger.summary import RunReader, resolve_series
+
     if previous is not None and not all(map(_own_file, previous.positions)):
         previous = None
     if previous is not None and previous.positions and _unshrunk(run_dir, previous.positions):
@@ -152,6 +157,10 @@ def _unshrunk(run_dir: str, positions: dict[str, int]) -> bool:
 
 def _extend(run_dir: str, previous: SeriesState) -> SeriesState | None:
     """``previous`` plus what was appended, or None when the rule may reach back."""
+    import numpy as np  # (heavy: only reading summaries needs them, not a query of the index)
+
+    from trainledger.summary import MINDSPORE, RunReader, resolve_series
+
     reader = RunReader(run_dir)
     reader.resume(previous.positions, previous.scalar_tags)
     raw = reader.read_scalar_sessions()
