@@ -126,7 +126,9 @@ def test_an_error_that_is_not_damage_is_a_lineage_error(base: Path) -> None:
         conn.execute("DROP TABLE records")  # sound file, wrong content: quick_check says ok
         conn.commit()
         conn.close()
-        # a missing table is not damage that quick_check sees: a clear error, no raw sqlite3
+    # a missing table is not damage that quick_check sees: a clear error, no raw sqlite3 (a
+    # new index object: the first one answers from its decoded records, record_cache.py)
+    with LineageIndex(base) as index:
         with pytest.raises(LineageQuerySummaryDataError, match="no such table"):
             index.query(None)
 

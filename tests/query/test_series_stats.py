@@ -25,7 +25,6 @@ from trainledger.query import (
     filter_summary_lineage,
     lineage_table,
     parse_where,
-    series_index,
 )
 from trainledger.query.series_index import read_series_state
 from trainledger.storage import is_summary_file_name
@@ -111,13 +110,15 @@ def test_a_growing_file_is_read_from_where_the_last_read_stopped(
 
     run = write_run(tmp_path, "live", run=RunValues(status="running"))
     resumed_from: list[dict[str, int]] = []
-    original = series_index.RunReader.resume
+    from trainledger.summary import RunReader  # (what series_index reads with)
+
+    original = RunReader.resume
 
     def spy(self: Any, positions: dict[str, int], scalar_tags: list[str]) -> None:
         resumed_from.append(dict(positions))
         original(self, positions, scalar_tags)
 
-    monkeypatch.setattr(series_index.RunReader, "resume", spy)
+    monkeypatch.setattr(RunReader, "resume", spy)
     with SummaryWriter(str(run)) as writer, LineageIndex(tmp_path) as index:
         for step in range(1, 11):
             writer.add_scalar("loss", 1.0 / step, step)
@@ -281,14 +282,13 @@ def test_saved_positions_never_open_a_file_outside_the_run(
     """A shared index's saved state is not trusted with file names: one naming a path outside
     the run (a tampered row) makes the run be read from the start, its own files only."""
     from trainledger.query.series_index import SeriesState
+    from trainledger.summary import RunReader  # (what series_index reads with)
 
     run = tensorboard_run(tmp_path, "r", [1.0, 0.5, 0.25])
     outside = tmp_path / "events.out.tfevents.1.host.1.0"
     outside.write_bytes(b"secret")
     opened: list[str] = []
-    monkeypatch.setattr(
-        series_index.RunReader, "resume", lambda self, positions, tags: opened.extend(positions)
-    )
+    monkeypatch.setattr(RunReader, "resume", lambda self, positions, tags: opened.extend(positions))
     tampered = SeriesState({}, {"../" + outside.name: 0}, [])
     state = read_series_state(str(run), tampered)
     assert opened == []  # not resumed from the tampered positions

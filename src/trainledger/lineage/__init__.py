@@ -6,7 +6,8 @@
 * ``run_facts``   small pure decisions over a run's cb_params (final status, saved checkpoint)
 * ``writer``      the process's append-only, fsynced writer per run directory; it creates each
   file with a unique, increasing ``<unix_ts>`` (the names themselves: ``trainledger.storage``)
-* ``reader``      ``read_lineage(run_dir)``: ``get_summary_lineage``'s dict (no torch needed)
+* ``reader``      ``read_lineage(run_dir)``: ``get_summary_lineage``'s dict (no torch needed);
+  its keys: ``keys``
 * ``skim``        ``read_status(run_dir)``, ``read_run(run_dir)``: the run's status or record
   alone, decoding only run events
 * ``analyzers``   torch objects -> plain values (dataset walk, backbone, optimizer, env)
@@ -35,8 +36,8 @@ _EXPORTS: dict[str, str] = {
     "torch_seed": "trainledger.lineage.analyzers",
     "EnvironmentInfo": "trainledger.lineage.analyzers.environment",
     "lineage_pb2": "trainledger.lineage.proto",
-    "SUMMARY_KEYS": "trainledger.lineage.reader",
-    "SETTINGS_KEYS": "trainledger.lineage.reader",
+    "SUMMARY_KEYS": "trainledger.lineage.keys",
+    "SETTINGS_KEYS": "trainledger.lineage.keys",
     "lineage_files": "trainledger.lineage.reader",
     "read_lineage": "trainledger.lineage.reader",
     "EvalValues": "trainledger.lineage.records",
@@ -123,13 +124,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         torch_seed,
     )
     from trainledger.lineage.analyzers.environment import EnvironmentInfo
+    from trainledger.lineage.keys import SETTINGS_KEYS, SUMMARY_KEYS
     from trainledger.lineage.proto import lineage_pb2
-    from trainledger.lineage.reader import (
-        SETTINGS_KEYS,
-        SUMMARY_KEYS,
-        lineage_files,
-        read_lineage,
-    )
+    from trainledger.lineage.reader import lineage_files, read_lineage
     from trainledger.lineage.records import (
         EvalValues,
         RunValues,

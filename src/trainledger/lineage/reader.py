@@ -66,6 +66,7 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
+from trainledger.lineage.keys import SETTINGS_KEYS, SUMMARY_KEYS
 from trainledger.lineage.messages import (
     MAX_JSON_DEPTH,
     drop_bytes,
@@ -92,22 +93,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
-
-# get_summary_lineage's keys (MindInsight's order), then ours.
-SUMMARY_KEYS = (
-    "metric",
-    "hyper_parameters",
-    "algorithm",
-    "train_dataset",
-    "model",
-    "valid_dataset",
-    "dataset_graph",
-    "user_defined",
-    "run",
-)
-#: trainledger's keys shown only when the run has them (MindSpore's runs never do, so their
-#: answers keep MindInsight's shape): the optimizer and scheduler as configured
-SETTINGS_KEYS = ("optimizer_settings", "scheduler_settings")
 
 
 @dataclass

@@ -11,7 +11,6 @@ import hashlib
 import json
 from typing import Any
 
-from trainledger.lineage import shortest_float32
 from trainledger.query.fields import SETTINGS_GROUPS
 from trainledger.query.semantics import Record, clean_value
 
@@ -48,6 +47,9 @@ def _clean_dict(value: Any) -> dict[str, Any]:
 
 def to_record(lineage: dict[str, Any], summary_dir: str, update_time: float) -> Record:
     """Flat record of one run (without dataset_mark and added_info, which the index adds)."""
+    # (heavy: the lineage records load protobuf, which only parsing a run needs, not a query)
+    from trainledger.lineage import shortest_float32
+
     record: Record = {"summary_dir": summary_dir}
     for field, (section, key) in FIELD_SOURCES.items():
         part = lineage.get(section) or {}

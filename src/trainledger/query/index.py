@@ -31,6 +31,7 @@ from trainledger.query.discovery import Scanner
 from trainledger.query.index_refresh import IndexRefresh, ScanStats
 from trainledger.query.index_urls import index_url
 from trainledger.query.open_index import open_db
+from trainledger.query.record_cache import RecordCache
 from trainledger.query.safe_paths import path_error, resolve_summary_dir, validate_base
 from trainledger.query.schema import Connection
 from trainledger.query.series_fields import check_series, named_series_fields
@@ -81,6 +82,7 @@ class LineageIndex:
         self._lock = threading.RLock()
         self._scanner = Scanner(self.base, max_depth, watch=watch)
         self._refresher = IndexRefresh(self._scanner, reader or _default_reader)
+        self._records = RecordCache()  # decoded records between queries (record_cache.py)
 
     # -- connection -----------------------------------------------------------------------
 
@@ -95,6 +97,7 @@ class LineageIndex:
         if self._epoch != self.db.epoch:
             self._epoch = self.db.epoch
             self._refresher.forget()
+            self._records.forget()
         return conn
 
     def _write(self, fn: Callable[[Connection], Any], bump: bool = True) -> Any:
@@ -136,12 +139,15 @@ class LineageIndex:
         """
         with self._lock:
             items = sorted(records, key=lambda r: (r.get("update_time", 0.0), r["summary_dir"]))
+            # a signature of its own: a run stored again must not match a cached record
+            # (``record_cache.py``), and never matches a scan's
+            signature = "added " + os.urandom(8).hex()
 
             def store(conn: Connection) -> None:
                 index_tables.delete_runs(conn, [r["summary_dir"] for r in items])
                 series_tables.delete_series(conn, [r["summary_dir"] for r in items])
                 for rec in items:
-                    index_tables.insert_record(conn, rec, "added", self.db.dialect)
+                    index_tables.insert_record(conn, rec, signature, self.db.dialect)
                     tags = {
                         t: series_tables.stats_from_dict(s)
                         for t, s in (rec.get("series") or {}).items()
@@ -235,6 +241,7 @@ class LineageIndex:
             limit=None if stop is None else stop - start,
             offset=start,
             segments=compile_segments(cond),
+            cache=self._records,
         )
 
         def answer() -> Any:
@@ -249,7 +256,7 @@ class LineageIndex:
 
         def answer_with_series() -> Any:
             count, records, types = answer()
-            dirs = [r["summary_dir"] for r in records]
+            dirs = [r["summary_dir"] for r, _ in records]
             values = self._read(lambda c: series_tables.series_values(c, dirs, fields))
             return count, records, types, values
 
@@ -261,8 +268,8 @@ class LineageIndex:
         return {
             "customized": semantics.finish_customized(types),
             "object": [
-                semantics.build_object(r, parts, values and values[r["summary_dir"]])
-                for r in records
+                semantics.build_object(r, parts, values and values[r["summary_dir"]], added)
+                for r, added in records
             ],
             "count": count,
         }

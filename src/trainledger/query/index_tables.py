@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -20,6 +21,7 @@ from trainledger.query.discovery import RunFiles
 from trainledger.query.fields import RUN_FIELDS, group_values
 from trainledger.query.flat_record import graph_hash
 from trainledger.query.numbers import sql_number
+from trainledger.query.record_cache import RecordCache, in_chunks
 from trainledger.query.schema import BIG, SQLITE, VALUE_FIELDS, Connection, Dialect
 
 log = logging.getLogger(__name__)
@@ -33,7 +35,6 @@ _INSERT_RUN_JSON = (
     f"INSERT INTO runs ({_RUN_COLUMNS}, custom_values) VALUES ({_RUN_VALUES}, "
     "CAST(? AS JSONB)) RETURNING id"
 )
-_IN_CHUNK = 500
 
 
 _NOTHING: tuple[None, None, None] = (None, None, None)
@@ -251,12 +252,7 @@ def insert_record(
 def _record(row: tuple[Any, ...]) -> semantics.Record:
     """A stored record with its annotation and the run fields its columns hold."""
     record: semantics.Record = json.loads(row[0])
-    added = {}
-    if row[1] is not None:
-        added["tag"] = row[1]
-    if row[2] is not None:
-        added["remark"] = row[2]
-    record["added_info"] = added
+    record["added_info"] = _added(row[1], row[2])
     record["status"] = row[3]
     record["duration"] = row[4]
     record["sessions"] = None if row[5] is None else int(row[5])
@@ -276,7 +272,7 @@ def _page_ids(
     where: tuple[str, list[Any]],
     segments: tuple[str, list[tuple[int, str, str, str]]],
     sizes: dict[int, int],
-    limit: int | None,
+    limit: int,
     offset: int,
 ) -> list[int]:
     """The page's run ids, read segment by segment (``sql.compile_segments``): only the
@@ -288,7 +284,7 @@ def _page_ids(
     for kind, join, test, osql in parts:
         size = sizes.get(kind, 0)
         lo = max(offset, first)
-        hi = first + size if limit is None else min(offset + limit, first + size)
+        hi = min(offset + limit, first + size)
         if lo < hi:
             ids += [
                 row[0]
@@ -302,6 +298,32 @@ def _page_ids(
     return ids
 
 
+def _tally(
+    conn: Connection, counted: Iterable[tuple[int, int]], label: str | None
+) -> tuple[int, dict[str, set[str]], dict[int, int] | None]:
+    """(count, custom label -> type names, sort segment -> size) from (type set, runs)
+    pairs; the sizes are those of the sort on custom field ``label`` (None: no sizes, and
+    None when a type set is of an index converted from version 4, which does not say)."""
+    counted = list(counted)
+    combos = _type_sets(conn, [type_id for type_id, _ in counted])
+    count = 0
+    types: dict[str, set[str]] = {}
+    sizes: dict[int, int] = {}
+    for type_id, n in counted:
+        count += n
+        kind = 0
+        for entry_label, vtype, *rest in json.loads(combos[type_id]):
+            types.setdefault(entry_label, set()).add(vtype)
+            if entry_label == label:
+                kind = rest[0] if rest else -1
+        sizes[kind] = sizes.get(kind, 0) + n
+    return count, types, (None if label is None or -1 in sizes else sizes)
+
+
+_ANNOTATED = "LEFT JOIN annotations AS a ON a.run_id = runs.summary_dir"
+Page = list[tuple[semantics.Record, dict[str, Any]]]
+
+
 def fetch(
     conn: Connection,
     where: tuple[str, list[Any]],
@@ -310,64 +332,66 @@ def fetch(
     limit: int | None,
     offset: int,
     segments: tuple[str, list[tuple[int, str, str, str]]] | None = None,
-) -> tuple[int, list[semantics.Record], dict[str, set[str]]]:
-    """(count before paging, the page's records in order, custom label -> type names).
+    cache: RecordCache | None = None,
+) -> tuple[int, Page, dict[str, set[str]]]:
+    """(count before paging, the page's (record, added_info) pairs in order, custom label ->
+    type names). The records are shared with ``cache`` (read-only) and lack the run fields
+    (status, duration, sessions): they are what an answer shows.
 
-    ``where`` is ``sql.compile_where``'s (for the page), ``matches`` ``sql.compile_matches``'
-    (for the count: every match), both what follows ``FROM runs`` (joins, then WHERE) and its
+    ``where`` is ``sql.compile_where``'s (for a page), ``matches`` ``sql.compile_matches``'
+    (for every match), both what follows ``FROM runs`` (joins, then WHERE) and its
     parameters; ``order`` ``sql.compile_order``'s (join, ORDER BY, join parameters);
     ``segments`` ``sql.compile_segments``' (used when every run's type set tells its
     segment); ``limit`` None: every run from ``offset``.
     """
-    wsql, wparams = where
     join, osql, oparams = order
-    # one pass gives the count, the distinct custom-type combinations and the segment sizes
-    counted = conn.execute(
-        f"SELECT runs.type_set, count(*) FROM runs {matches[0]} GROUP BY 1", matches[1]
-    ).fetchall()
-    combos = _type_sets(conn, [row[0] for row in counted])
-    count = 0
-    types: dict[str, set[str]] = {}
-    sizes: dict[int, int] | None = {} if segments is not None else None
-    for type_id, n in counted:
-        combo = combos[type_id]
-        count += n
-        kind = 0
-        for label, vtype, *rest in json.loads(combo):
-            types.setdefault(label, set()).add(vtype)
-            if segments is not None and label == segments[0]:
-                kind = rest[0] if rest else -1  # (an index converted from version 4: unknown)
-        if sizes is not None:
-            sizes[kind] = sizes.get(kind, 0) + n
-    if segments is not None and sizes is not None and -1 not in sizes:
-        ids = _page_ids(conn, where, segments, sizes, limit, offset)
+    if limit is None:
+        # every match is on the page: one read in the join form (``compile_matches``: a
+        # range scan of a custom value's index, not a probe of every run) gives the page in
+        # order, the count and the types
+        rows = conn.execute(
+            f"SELECT runs.id, runs.type_set, a.tag, a.remark FROM runs {join} {_ANNOTATED} "
+            f"{matches[0]} ORDER BY {osql}",
+            oparams + matches[1],
+        ).fetchall()
+        count, types, _ = _tally(conn, Counter(row[1] for row in rows).items(), None)
+        page = [(run_id, tag, remark) for run_id, _, tag, remark in rows[offset:]]
     else:
-        page, pparams = ("", []) if limit is None else (" LIMIT ? OFFSET ?", [limit, offset])
-        ids = [
-            row[0]
-            for row in conn.execute(
-                f"SELECT runs.id FROM runs {join} {wsql} ORDER BY {osql}{page}",
-                oparams + wparams + pparams,
-            )
-        ]
-        ids = ids[offset:] if limit is None else ids
-    by_id: dict[int, semantics.Record] = {}
-    for start in range(0, len(ids), _IN_CHUNK):
-        part = ids[start : start + _IN_CHUNK]
-        marks = ", ".join("?" for _ in part)
-        for run_id, *row in conn.execute(f"{_RECORD_SELECT} WHERE runs.id IN ({marks})", part):
-            by_id[run_id] = _record(tuple(row))
-    return count, [by_id[i] for i in ids], types
+        counted = conn.execute(
+            f"SELECT runs.type_set, count(*) FROM runs {matches[0]} GROUP BY 1", matches[1]
+        ).fetchall()
+        count, types, sizes = _tally(conn, counted, segments and segments[0])
+        if segments is not None and sizes is not None:
+            ids = _page_ids(conn, where, segments, sizes, limit, offset)
+        else:
+            wsql, wparams = where
+            ids = [
+                row[0]
+                for row in conn.execute(
+                    f"SELECT runs.id FROM runs {join} {wsql} ORDER BY {osql} LIMIT ? OFFSET ?",
+                    oparams + wparams + [limit, offset],
+                )
+            ]
+        sql = f"SELECT runs.id, a.tag, a.remark FROM runs {_ANNOTATED} WHERE runs.id IN"
+        added = {row[0]: row for row in in_chunks(conn, sql, ids)}
+        page = [added[run_id] for run_id in ids]
+    records = (RecordCache(0) if cache is None else cache).records(conn, [row[0] for row in page])
+    return count, [(records[run_id], _added(tag, remark)) for run_id, tag, remark in page], types
+
+
+def _added(tag: Any, remark: Any) -> dict[str, Any]:
+    """A run's ``added_info`` from its annotation's columns."""
+    added = {}
+    if tag is not None:
+        added["tag"] = tag
+    if remark is not None:
+        added["remark"] = remark
+    return added
 
 
 def _type_sets(conn: Connection, ids: list[int]) -> dict[int, str]:
     """{type set number: its custom_types string} for ``ids``."""
-    found: dict[int, str] = {}
-    for start in range(0, len(ids), _IN_CHUNK):
-        part = ids[start : start + _IN_CHUNK]
-        marks = ", ".join("?" for _ in part)
-        found.update(conn.execute(f"SELECT id, types FROM type_sets WHERE id IN ({marks})", part))
-    return found
+    return dict(in_chunks(conn, "SELECT id, types FROM type_sets WHERE id IN", ids))
 
 
 def all_records(conn: Connection) -> list[semantics.Record]:

@@ -163,30 +163,63 @@ def finish_customized(types: dict[str, set[str]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+#: the fixed fields ``model_lineage`` shows, in MindInsight's order
+_SHOWN = tuple(f for f in FIELDS if f != "summary_dir")
+
+
+def fresh_copy(value: Any) -> Any:
+    """A copy of a JSON-like value that shares no dict or list with it (scalars are
+    immutable): an answer must not share anything with the records it was built from (the
+    index's cached records, a caller's). (Loops, not comprehensions: this is per answer
+    object, and the C copies leave only the nested containers to visit.)"""
+    kind = type(value)
+    if kind is dict:
+        out = value.copy()
+        for key, item in out.items():
+            if type(item) is dict or type(item) is list:
+                out[key] = fresh_copy(item)
+        return out
+    if kind is list:
+        out = value.copy()
+        for i, item in enumerate(out):
+            if type(item) is dict or type(item) is list:
+                out[i] = fresh_copy(item)
+        return out
+    return value
+
+
 def model_lineage(record: Record) -> dict[str, Any]:
-    """The ``model_lineage`` part of a result object (MindInsight's field order)."""
-    out = {f: record.get(f) for f in FIELDS if f != "summary_dir"}
-    out["metric"] = dict(record.get("metric") or {})
-    out["user_defined"] = dict(record.get("user_defined") or {})
+    """The ``model_lineage`` part of a result object (MindInsight's field order). The fixed
+    fields hold scalars (the index refuses a run with any other, ``index_tables.split_value``)."""
+    get = record.get
+    out = {f: get(f) for f in _SHOWN}
+    out["metric"] = fresh_copy(get("metric") or {})
+    out["user_defined"] = fresh_copy(get("user_defined") or {})
     for group in SETTINGS_GROUPS:  # trainledger's, only where the run has them
-        if record.get(group):
-            out[group] = dict(record[group])
+        if get(group):
+            out[group] = fresh_copy(record[group])
     return out
 
 
 def build_object(
-    record: Record, parts: Sequence[str], series: dict[str, Any] | None = None
+    record: Record,
+    parts: Sequence[str],
+    series: dict[str, Any] | None = None,
+    added_info: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One result object: the requested parts plus ``added_info``, and ``series`` (the values
-    of the series fields the condition named) when given."""
+    """One result object: the requested parts plus ``added_info`` (the record's own when not
+    given), and ``series`` (the values of the series fields the condition named) when given.
+    It shares no dict or list with ``record``."""
     obj: dict[str, Any] = {}
     if "model" in parts:
         obj["summary_dir"] = record["summary_dir"]
         obj["model_lineage"] = model_lineage(record)
     if "dataset" in parts:
         obj["summary_dir"] = record["summary_dir"]
-        obj["dataset_graph"] = record.get("dataset_graph") or {}
-    obj["added_info"] = dict(record.get("added_info") or {})
+        obj["dataset_graph"] = fresh_copy(record.get("dataset_graph") or {})
+    if added_info is None:
+        added_info = dict(record.get("added_info") or {})
+    obj["added_info"] = added_info
     if series is not None:
         obj["series"] = series
     return obj

@@ -21,12 +21,14 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from trainledger.storage import is_summary_file_name
-from trainledger.summary import MINDSPORE, RunReader, resolve_series
+
+if TYPE_CHECKING:  # pragma: no cover - the annotations' types
+    import numpy as np
+
+    from trainledger.summary import RunReader
 
 __all__ = ["SeriesState", "TagStats", "read_series_state", "tag_stats"]
 
@@ -77,6 +79,8 @@ class TagStats:
 
 def tag_stats(steps: np.ndarray, values: np.ndarray) -> TagStats:
     """Statistics of a non-empty series (its points in writing order, after the rule)."""
+    import numpy as np  # (heavy: only reading summaries needs it, not a query of the index)
+
     finite = np.isfinite(values)
     last = float(values[-1])
     low = high = low_step = high_step = None
@@ -124,6 +128,9 @@ def read_series_state(
     order. Saved positions naming anything but a summary file of ``run_dir`` itself or of
     one of ``parts`` (a tampered shared index) start the read over: no file outside the run
     is opened."""
+    # (heavy: only reading summaries needs the readers, not a query of the index)
+    from trainledger.summary import RunReader, resolve_series
+
     folders = [("", run_dir)] + [(f"{p}/", os.path.join(run_dir, p)) for p in parts]
     if previous is not None and not all(_own_file(n, parts) for n in previous.positions):
         previous = None
@@ -175,6 +182,10 @@ def _unshrunk(run_dir: str, positions: dict[str, int]) -> bool:
 
 def _extend(folders: list[tuple[str, str]], previous: SeriesState) -> SeriesState | None:
     """``previous`` plus what was appended, or None when the rule may reach back."""
+    import numpy as np  # (heavy: only reading summaries needs them, not a query of the index)
+
+    from trainledger.summary import MINDSPORE, RunReader, resolve_series
+
     out = SeriesState(dict(previous.tags))
     for prefix, folder in folders:
         reader = RunReader(folder)

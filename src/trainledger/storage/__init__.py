@@ -4,100 +4,100 @@ writer, chunked parallel I/O, and the names of every file trainledger writes or 
 It also holds object storage (``objects``, ``mirror``, ``staging``, ``cache``,
 ``locations``): where a run bound for ``s3://`` is written and how it reaches the store.
 
-It imports nothing else of trainledger, so the summary, lineage, checkpoint, data and query
-packages share it without depending on each other.
+It imports nothing of trainledger above the ground, so the summary, lineage, checkpoint,
+data and query packages share it without depending on each other. Names are re-exported
+lazily (``trainledger.lazy``): a query imports the framing's numpy or the object store's
+client only when it uses them.
 """
 
-from trainledger.storage.atomic import (
-    atomic_write,
-    atomic_write_bytes,
-    exclusive_lock,
-    fsync_dir,
-    pid_alive,
-    process_start_time,
-    scan_dir,
-    sweep_temp_files,
-    writer_alive,
-)
-from trainledger.storage.background import BackgroundWorker
-from trainledger.storage.changes import note_change, on_change, remove_listener
-from trainledger.storage.framing import (
-    FOOTER_SIZE,
-    HEADER_SIZE,
-    MAX_RECORD_BYTES,
-    RecordReader,
-    frame,
-    frame_equal_length,
-    masked_crc32c,
-    read_records,
-    read_varint,
-)
-from trainledger.storage.listing import run_files
-from trainledger.storage.locations import (
-    READ_MAX_AGE,
-    no_checkpoints,
-    public_path,
-    readable_dir,
-    readable_file,
-    writable_dir,
-)
-from trainledger.storage.naming import (
-    ANNOTATIONS_FILE,
-    ARCHIVE_DIRNAME,
-    AUDIT_FILE,
-    INDEX_DIRNAME,
-    INDEX_FILE,
-    LANDSCAPE_DIR,
-    LANDSCAPE_METADATA,
-    LINEAGE_SUFFIX,
-    MLFLOW_MARKER,
-    MS_SUFFIX,
-    OBJECTS_MANIFEST,
-    SHARDED_MANIFEST,
-    STAGING_STATE,
-    TEMP_MARKER,
-    CheckpointName,
-    LineageFile,
-    checkpoint_file_name,
-    event_file_name,
-    event_file_order,
-    event_writer,
-    file_timestamp,
-    is_event_file_name,
-    is_lineage_file_name,
-    is_mindspore_summary_name,
-    is_summary_file_name,
-    is_temp_name,
-    lineage_file_name,
-    lineage_writer,
-    list_lineage_files,
-    parse_checkpoint_name,
-    safe_host,
-    temp_name,
-    temp_writer_pid,
-)
-from trainledger.storage.objects import (
-    ObjectLocation,
-    ObjectStore,
-    check_location,
-    is_object_url,
-    location_scheme,
-)
-from trainledger.storage.parallel import executor, helper_threads, run_chunks
-from trainledger.storage.redact import (
-    REDACT_ENV,
-    REDACT_KINDS,
-    digest8,
-    machine_name,
-    redaction_kinds,
-)
-from trainledger.storage.staging import (
-    StagedLocation,
-    flush_mirrors,
-    remove_written,
-    staged_locations,
-    sync_staging,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trainledger.lazy import lazy_exports
+
+_EXPORTS: dict[str, str] = {
+    "atomic_write": "trainledger.storage.atomic",
+    "atomic_write_bytes": "trainledger.storage.atomic",
+    "exclusive_lock": "trainledger.storage.atomic",
+    "fsync_dir": "trainledger.storage.atomic",
+    "pid_alive": "trainledger.storage.atomic",
+    "process_start_time": "trainledger.storage.atomic",
+    "scan_dir": "trainledger.storage.atomic",
+    "sweep_temp_files": "trainledger.storage.atomic",
+    "writer_alive": "trainledger.storage.atomic",
+    "BackgroundWorker": "trainledger.storage.background",
+    "note_change": "trainledger.storage.changes",
+    "on_change": "trainledger.storage.changes",
+    "remove_listener": "trainledger.storage.changes",
+    "FOOTER_SIZE": "trainledger.storage.framing",
+    "HEADER_SIZE": "trainledger.storage.framing",
+    "MAX_RECORD_BYTES": "trainledger.storage.framing",
+    "RecordReader": "trainledger.storage.framing",
+    "frame": "trainledger.storage.framing",
+    "frame_equal_length": "trainledger.storage.framing",
+    "masked_crc32c": "trainledger.storage.framing",
+    "read_records": "trainledger.storage.framing",
+    "read_varint": "trainledger.storage.framing",
+    "run_files": "trainledger.storage.listing",
+    "READ_MAX_AGE": "trainledger.storage.locations",
+    "no_checkpoints": "trainledger.storage.locations",
+    "public_path": "trainledger.storage.locations",
+    "readable_dir": "trainledger.storage.locations",
+    "readable_file": "trainledger.storage.locations",
+    "writable_dir": "trainledger.storage.locations",
+    "ANNOTATIONS_FILE": "trainledger.storage.naming",
+    "ARCHIVE_DIRNAME": "trainledger.storage.naming",
+    "AUDIT_FILE": "trainledger.storage.naming",
+    "INDEX_DIRNAME": "trainledger.storage.naming",
+    "INDEX_FILE": "trainledger.storage.naming",
+    "LANDSCAPE_DIR": "trainledger.storage.naming",
+    "LANDSCAPE_METADATA": "trainledger.storage.naming",
+    "LINEAGE_SUFFIX": "trainledger.storage.naming",
+    "MLFLOW_MARKER": "trainledger.storage.naming",
+    "MS_SUFFIX": "trainledger.storage.naming",
+    "OBJECTS_MANIFEST": "trainledger.storage.naming",
+    "SHARDED_MANIFEST": "trainledger.storage.naming",
+    "STAGING_STATE": "trainledger.storage.naming",
+    "TEMP_MARKER": "trainledger.storage.naming",
+    "CheckpointName": "trainledger.storage.naming",
+    "LineageFile": "trainledger.storage.naming",
+    "checkpoint_file_name": "trainledger.storage.naming",
+    "event_file_name": "trainledger.storage.naming",
+    "event_file_order": "trainledger.storage.naming",
+    "event_writer": "trainledger.storage.naming",
+    "file_timestamp": "trainledger.storage.naming",
+    "is_event_file_name": "trainledger.storage.naming",
+    "is_lineage_file_name": "trainledger.storage.naming",
+    "is_mindspore_summary_name": "trainledger.storage.naming",
+    "is_summary_file_name": "trainledger.storage.naming",
+    "is_temp_name": "trainledger.storage.naming",
+    "lineage_file_name": "trainledger.storage.naming",
+    "lineage_writer": "trainledger.storage.naming",
+    "list_lineage_files": "trainledger.storage.naming",
+    "parse_checkpoint_name": "trainledger.storage.naming",
+    "safe_host": "trainledger.storage.naming",
+    "temp_name": "trainledger.storage.naming",
+    "temp_writer_pid": "trainledger.storage.naming",
+    "ObjectLocation": "trainledger.storage.objects",
+    "ObjectStore": "trainledger.storage.objects",
+    "check_location": "trainledger.storage.objects",
+    "is_object_url": "trainledger.storage.objects",
+    "location_scheme": "trainledger.storage.objects",
+    "executor": "trainledger.storage.parallel",
+    "helper_threads": "trainledger.storage.parallel",
+    "run_chunks": "trainledger.storage.parallel",
+    "REDACT_ENV": "trainledger.storage.redact",
+    "REDACT_KINDS": "trainledger.storage.redact",
+    "digest8": "trainledger.storage.redact",
+    "machine_name": "trainledger.storage.redact",
+    "redaction_kinds": "trainledger.storage.redact",
+    "StagedLocation": "trainledger.storage.staging",
+    "flush_mirrors": "trainledger.storage.staging",
+    "remove_written": "trainledger.storage.staging",
+    "staged_locations": "trainledger.storage.staging",
+    "sync_staging": "trainledger.storage.staging",
+}
 
 __all__ = [
     "OBJECTS_MANIFEST",
@@ -181,3 +181,97 @@ __all__ = [
     "temp_writer_pid",
     "writer_alive",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from trainledger.storage.atomic import (
+        atomic_write,
+        atomic_write_bytes,
+        exclusive_lock,
+        fsync_dir,
+        pid_alive,
+        process_start_time,
+        scan_dir,
+        sweep_temp_files,
+        writer_alive,
+    )
+    from trainledger.storage.background import BackgroundWorker
+    from trainledger.storage.changes import note_change, on_change, remove_listener
+    from trainledger.storage.framing import (
+        FOOTER_SIZE,
+        HEADER_SIZE,
+        MAX_RECORD_BYTES,
+        RecordReader,
+        frame,
+        frame_equal_length,
+        masked_crc32c,
+        read_records,
+        read_varint,
+    )
+    from trainledger.storage.listing import run_files
+    from trainledger.storage.locations import (
+        READ_MAX_AGE,
+        no_checkpoints,
+        public_path,
+        readable_dir,
+        readable_file,
+        writable_dir,
+    )
+    from trainledger.storage.naming import (
+        ANNOTATIONS_FILE,
+        ARCHIVE_DIRNAME,
+        AUDIT_FILE,
+        INDEX_DIRNAME,
+        INDEX_FILE,
+        LANDSCAPE_DIR,
+        LANDSCAPE_METADATA,
+        LINEAGE_SUFFIX,
+        MLFLOW_MARKER,
+        MS_SUFFIX,
+        OBJECTS_MANIFEST,
+        SHARDED_MANIFEST,
+        STAGING_STATE,
+        TEMP_MARKER,
+        CheckpointName,
+        LineageFile,
+        checkpoint_file_name,
+        event_file_name,
+        event_file_order,
+        event_writer,
+        file_timestamp,
+        is_event_file_name,
+        is_lineage_file_name,
+        is_mindspore_summary_name,
+        is_summary_file_name,
+        is_temp_name,
+        lineage_file_name,
+        lineage_writer,
+        list_lineage_files,
+        parse_checkpoint_name,
+        safe_host,
+        temp_name,
+        temp_writer_pid,
+    )
+    from trainledger.storage.objects import (
+        ObjectLocation,
+        ObjectStore,
+        check_location,
+        is_object_url,
+        location_scheme,
+    )
+    from trainledger.storage.parallel import executor, helper_threads, run_chunks
+    from trainledger.storage.redact import (
+        REDACT_ENV,
+        REDACT_KINDS,
+        digest8,
+        machine_name,
+        redaction_kinds,
+    )
+    from trainledger.storage.staging import (
+        StagedLocation,
+        flush_mirrors,
+        remove_written,
+        staged_locations,
+        sync_staging,
+    )
