@@ -49,6 +49,23 @@ def test_one_train_landscape_per_interval_and_one_result(generated):
     assert found[1]["x"][0] == pytest.approx(min(path["x"]) - 0.2 * span)
     assert found[1]["x"][-1] == pytest.approx(max(path["x"]) + 0.2 * span)
     assert found[2]["path"] is None
+    # the PCA plane's share of the path's variance; random directions explain nothing
+    for item in found[:2]:
+        first, second = item["explained_variance"]
+        assert 0 < second <= first and first + second <= 1 + 1e-9
+    assert "explained_variance" not in found[2]
+
+
+def test_a_landscape_without_explained_variance_reads_and_a_bad_one_is_refused(tmp_path):
+    plain = {"kind": "train", "x": [0.0, 1.0], "y": [0.0, 1.0], "z": np.ones((2, 2))}
+    with trainledger.SummaryRecord(tmp_path) as record:  # as trainledger 0.1 wrote it
+        record.add_value("landscape", "landscape_[1, 3]", plain)
+        record.record(0)
+    (read,) = read_landscapes(tmp_path)
+    assert "explained_variance" not in read and read["decomposition"] == "PCA"
+    with trainledger.SummaryRecord(tmp_path / "bad") as record:
+        with pytest.raises(ValueError, match=r"explained_variance as two fractions.*\[0.5, 1.5\]"):
+            record.add_value("landscape", "t", {**plain, "explained_variance": [0.5, 1.5]})
 
 
 def test_result_centre_and_path_end_are_the_loss_of_the_final_weights(generated):

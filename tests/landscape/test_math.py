@@ -28,7 +28,7 @@ def _trajectory(n: int = 7, seed: int = 0) -> list[dict[str, torch.Tensor]]:
 
 def test_pca_directions_and_projections_match_scikit_learn():
     trajectory = _trajectory()
-    d1, d2, coords = pca_plane(trajectory)
+    d1, d2, coords, ratios = pca_plane(trajectory)
     flat = np.stack(
         [np.concatenate([p[k].numpy().ravel() for k in ("w", "b")]) for p in trajectory]
     )
@@ -43,6 +43,8 @@ def test_pca_directions_and_projections_match_scikit_learn():
     signs = np.sign(np.sum(ours * pca.components_, axis=1))
     np.testing.assert_allclose(coords.numpy()[:-1], expected * signs, atol=1e-4)
     assert coords[-1].tolist() == [0.0, 0.0]
+    np.testing.assert_allclose(ratios, pca.explained_variance_ratio_, rtol=1e-6)
+    assert 0 < ratios[1] <= ratios[0] and sum(ratios) < 1  # this path has more than 2 directions
 
 
 def test_filter_normalisation():

@@ -1,12 +1,14 @@
 """Headless Chromium for the browser tests: the live server, the fixtures (``browser``,
 ``page``, shared through ``tests/server/conftest.py`` so one Playwright runs per worker) and
-screenshots.
+screenshots (and what they show: `pixels`; the docs' pictures: `doc_image`).
 
 Debian's /usr/bin/chromium, driven by Playwright through ``executable_path``.
 """
 
 from __future__ import annotations
 
+import base64
+import os
 import socket
 import threading
 import time
@@ -89,3 +91,47 @@ def page(browser: Any) -> Iterator[Any]:
 def shot(page: Any, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"ui-{name}.png"), full_page=True)
+
+
+DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "img"
+# Counts, in a PNG, the opaque pixels that are not the white background ("inked"), those that
+# are coloured (not white, grey or black) and those that are the path's red; run in the page,
+# so no image library is needed here.
+COUNT_PIXELS = """async ([url, skipTop]) => {
+  const img = new Image();
+  img.src = url;
+  await img.decode();
+  const canvas = document.createElement("canvas");
+  canvas.width = img.width;
+  canvas.height = img.height;
+  const g = canvas.getContext("2d");
+  g.drawImage(img, 0, 0);
+  const d = g.getImageData(0, skipTop, canvas.width, canvas.height - skipTop).data;
+  let inked = 0, coloured = 0, red = 0;
+  for (let i = 0; i < d.length; i += 4) {
+    if (d[i + 3] < 200) continue;
+    if (Math.min(d[i], d[i + 1], d[i + 2]) < 220) inked++;
+    if (Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 60) coloured++;
+    if (d[i] > 200 && d[i + 1] < 100 && d[i + 2] < 100) red++;
+  }
+  return { inked, coloured, red, total: d.length / 4 };
+}"""
+
+
+def pixels(page: Any, element: Any, skip_top: int = 0) -> dict[str, int]:
+    """What a screenshot of ``element`` shows (the pixels on screen, WebGL included), less
+    its top ``skip_top`` pixels (where a legend would count)."""
+    data = base64.b64encode(element.screenshot()).decode("ascii")
+    counts: dict[str, int] = page.evaluate(
+        COUNT_PIXELS, [f"data:image/png;base64,{data}", skip_top]
+    )
+    return counts
+
+
+def doc_image(element: Any, name: str) -> None:
+    """Screenshots for the docs: test-artifacts/ always, docs/img/ with UPDATE_DOC_IMAGES=1
+    (so a test run leaves the work tree as it was)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    element.screenshot(path=str(ARTIFACTS / f"ui-{name}.png"))
+    if os.environ.get("UPDATE_DOC_IMAGES") == "1":
+        element.screenshot(path=str(DOC_IMAGES / f"{name}.png"))

@@ -5,8 +5,6 @@ Each test saves a screenshot to ``test-artifacts/`` for a human to look at.
 
 from __future__ import annotations
 
-import base64
-import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -17,7 +15,7 @@ import numpy as np
 import pytest
 
 from tests.runs import make_base, make_diff_base, sample_run
-from tests.server.browser_support import ARTIFACTS, WAIT_MS, LiveServer, shot
+from tests.server.browser_support import WAIT_MS, LiveServer, doc_image, pixels, shot
 from tests.server.structure_runs import make_structure_base
 from trainledger.summary import SummaryRecord
 
@@ -627,49 +625,6 @@ def test_importance_panel_ranks_parameters_and_draws_scatters(page: Any, tmp_pat
 
 # --- the run page's loss landscape and computational graph ----------------------------------
 
-DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "img"
-# Counts, in a PNG, the opaque pixels that are not the white background ("inked"), those that
-# are coloured (not white, grey or black) and those that are the path's red; run in the page,
-# so no image library is needed here.
-COUNT_PIXELS = """async ([url, skipTop]) => {
-  const img = new Image();
-  img.src = url;
-  await img.decode();
-  const canvas = document.createElement("canvas");
-  canvas.width = img.width;
-  canvas.height = img.height;
-  const g = canvas.getContext("2d");
-  g.drawImage(img, 0, 0);
-  const d = g.getImageData(0, skipTop, canvas.width, canvas.height - skipTop).data;
-  let inked = 0, coloured = 0, red = 0;
-  for (let i = 0; i < d.length; i += 4) {
-    if (d[i + 3] < 200) continue;
-    if (Math.min(d[i], d[i + 1], d[i + 2]) < 220) inked++;
-    if (Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 60) coloured++;
-    if (d[i] > 200 && d[i + 1] < 100 && d[i + 2] < 100) red++;
-  }
-  return { inked, coloured, red, total: d.length / 4 };
-}"""
-
-
-def pixels(page: Any, element: Any, skip_top: int = 0) -> dict[str, int]:
-    """What a screenshot of ``element`` shows (the pixels on screen, WebGL included), less
-    its top ``skip_top`` pixels (where a legend would count)."""
-    data = base64.b64encode(element.screenshot()).decode("ascii")
-    counts: dict[str, int] = page.evaluate(
-        COUNT_PIXELS, [f"data:image/png;base64,{data}", skip_top]
-    )
-    return counts
-
-
-def doc_image(element: Any, name: str) -> None:
-    """Screenshots for the docs: test-artifacts/ always, docs/img/ with UPDATE_DOC_IMAGES=1
-    (so a test run leaves the work tree as it was)."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    element.screenshot(path=str(ARTIFACTS / f"ui-{name}.png"))
-    if os.environ.get("UPDATE_DOC_IMAGES") == "1":
-        element.screenshot(path=str(DOC_IMAGES / f"{name}.png"))
-
 
 @pytest.fixture(scope="module")
 def structure_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
@@ -716,7 +671,8 @@ def test_landscape_surface_and_contour_draw_with_the_training_path(
     assert surface["coloured"] > 0.05 * surface["total"], surface
     assert surface["red"] > 30, surface  # ... and the path on it
     contour = pixels(page, section.locator(".landscape-contour"))
-    assert contour["coloured"] > 0.3 * contour["total"] and contour["red"] > 30, contour
+    # drawn to scale, this landscape (x range 2.9, y range 0.5) is a flat strip of the box
+    assert contour["coloured"] > 0.05 * contour["total"] and contour["red"] > 30, contour
     page.mouse.move(10, 10)  # no hover label in the pictures
     doc_image(section.locator(".landscape-views"), "landscape")
     section.locator("select").select_option(label=options[2])

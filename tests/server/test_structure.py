@@ -47,6 +47,8 @@ def test_landscapes_of_a_trained_run_are_those_read_from_its_files(client: Any, 
     assert len(got[1]["path"]["x"]) == 5 and got[1]["path"]["x"][-1] == 0.0
     assert got[1]["path"]["z"] == read_landscapes(base / "ours")[1]["path"]["z"]
     assert got[2]["path"] is None and got[2]["convergence_point"][:2] == [0.0, 0.0]
+    assert got[1]["explained_variance"] == read_landscapes(base / "ours")[1]["explained_variance"]
+    assert got[2]["explained_variance"] is None  # random directions
 
 
 def test_mindspore_landscapes_match_mindspores_own_parse(client: Any) -> None:
@@ -54,7 +56,7 @@ def test_mindspore_landscapes_match_mindspores_own_parse(client: Any) -> None:
     expected = json.loads((GOLDEN / "mindspore-landscape" / "expected.json").read_text())
     assert [x["tag"] for x in got] == [x["tag"] for x in expected["landscapes"]]
     for item, want in zip(got, expected["landscapes"], strict=True):
-        assert item["source"] == "mindspore"
+        assert item["source"] == "mindspore" and item["explained_variance"] is None
         assert np.allclose(np.ravel(item["z"]), want["z"])
         assert np.allclose(item["x"], want["x"]) and np.allclose(item["y"], want["y"])
 

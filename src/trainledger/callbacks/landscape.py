@@ -179,7 +179,7 @@ class SummaryLandscape:
     def _train(
         self, grid: LossGrid, params: list[Any], size: int, devices: list[Any], advance: Any
     ) -> dict[str, Any]:
-        d1, d2, coords = pca_plane(params)
+        d1, d2, coords, ratios = pca_plane(params)
         coords = coords.detach().cpu()  # the snapshots may be on the GPU; numpy needs the host
         axes = []
         for column in (coords[:, 0], coords[:, 1]):
@@ -198,6 +198,7 @@ class SummaryLandscape:
             "z": losses[: size * size].reshape(size, size),
             "path": {"x": coords[:, 0].tolist(), "y": coords[:, 1].tolist(), "z": path_z.tolist()},
             "convergence_point": [0.0, 0.0, float(path_z[-1])],
+            "explained_variance": ratios,
         }
 
     def _result(

@@ -2,7 +2,9 @@
 
 * ``pca_plane``: PCA of a weight trajectory ``w_1..w_n`` (the last is the final weights): the
   two principal directions of the differences ``w_i - w_n`` (unit vectors, signs as
-  scikit-learn's PCA sets them) and the trajectory projected on them, ``(w_i - w_n) . d``.
+  scikit-learn's PCA sets them), the trajectory projected on them, ``(w_i - w_n) . d``, and
+  the share of the trajectory's variance each direction explains (scikit-learn's
+  ``explained_variance_ratio_``: how much of the path the plane shows).
 * ``random_plane``: two Gaussian directions, filter-normalised (Li et al., 2018): each filter
   (row along the first dimension) of a weight gets the norm of the same filter of the final
   weights; 1-D parameters (biases, normalisation scales) get no direction, as in their code.
@@ -43,21 +45,25 @@ def _unflat(vector: torch.Tensor, like: Params) -> Params:
     return out
 
 
-def pca_plane(trajectory: list[Params]) -> tuple[Params, Params, torch.Tensor]:
-    """``(d1, d2, coords)``: the two principal directions of the trajectory (as parameter
-    dicts) and its ``(n, 2)`` coordinates on them, the final weights at ``(0, 0)``."""
+def pca_plane(trajectory: list[Params]) -> tuple[Params, Params, torch.Tensor, list[float]]:
+    """``(d1, d2, coords, ratios)``: the two principal directions of the trajectory (as
+    parameter dicts), its ``(n, 2)`` coordinates on them (the final weights at ``(0, 0)``) and
+    the fraction of the variance of the differences each direction explains."""
     points = torch.stack([_flat(p) for p in trajectory])
     diffs = points[:-1] - points[-1]
     centred = diffs - diffs.mean(dim=0)
-    _, _, vt = torch.linalg.svd(centred, full_matrices=False)
+    _, singular, vt = torch.linalg.svd(centred, full_matrices=False)
     comps = vt[:2]
     if comps.shape[0] < 2:  # (n - 1 = 1 difference cannot happen: intervals have >= 3 points)
         raise ValueError("a train landscape expected at least 3 weight snapshots")
     signs = torch.sign(comps[torch.arange(2), comps.abs().argmax(dim=1)])
     comps = comps * signs[:, None]  # scikit-learn's convention (svd_flip on the components)
     coords = (points - points[-1]) @ comps.T
+    energy = singular.square()
+    total = float(energy.sum())
+    ratios = [float(e) / total if total > 0 else 0.0 for e in energy[:2]]
     like = trajectory[-1]
-    return _unflat(comps[0], like), _unflat(comps[1], like), coords
+    return _unflat(comps[0], like), _unflat(comps[1], like), coords, ratios
 
 
 def filter_normalise(direction: Params, weights: Params) -> Params:

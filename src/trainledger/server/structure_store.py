@@ -55,6 +55,7 @@ def landscape_json(item: dict[str, Any]) -> dict[str, Any]:
         "z": [_floats(row) for row in item["z"]],
         "path": None if path is None else {k: _floats(path[k]) for k in ("x", "y", "z")},
         "convergence_point": None if point is None else _floats(point),
+        "explained_variance": item.get("explained_variance"),
     }
 
 

@@ -9,7 +9,10 @@ A landscape is a dict (what ``SummaryLandscape`` computes and ``read_landscapes`
   ``size``, ``z[i, j]`` at ``(x[j], y[i])`` (MindSpore's meshgrid order);
 * ``path``: ``{"x", "y", "z"}`` of the trajectory projected on the plane (train only, else
   None); ``convergence_point``: ``(x, y, z)`` of the final weights;
-* ``unit``, ``step_per_epoch``, ``num_samples``; ``source``: "trainledger" or "mindspore".
+* ``unit``, ``step_per_epoch``, ``num_samples``; ``source``: "trainledger" or "mindspore";
+* ``explained_variance`` (train landscapes written by trainledger 0.2 or later): the fraction
+  of the trajectory's variance the two PCA directions explain, ``[r1, r2]``; absent from
+  older files and from MindSpore's (its ``LossLandscape`` message has no such field).
 
 Written as one event holding a tensor summary (``z``, with everything else as JSON in the
 plugin metadata, plugin name ``trainledger_landscape``) and a rendered contour image
@@ -45,6 +48,19 @@ def _floats(name: str, key: str, value: Any, ndim: int) -> np.ndarray:
     return arr
 
 
+def _ratios(name: str, value: Any) -> list[float] | None:
+    """The optional ``explained_variance``: two fractions in [0, 1], or None."""
+    if value is None:
+        return None
+    ratios = _floats(name, "explained_variance", value, 1)
+    if ratios.shape != (2,) or not np.all((ratios >= 0) & (ratios <= 1)):
+        raise ValueError(
+            f"landscape {name!r} expected explained_variance as two fractions in [0, 1], "
+            f"received {ratios.tolist()}"
+        )
+    return ratios.tolist()
+
+
 def checked_landscape(name: str, value: Any) -> dict[str, Any]:
     """``value`` checked and copied as a landscape dict (see the module docstring)."""
     if not isinstance(value, dict):
@@ -78,6 +94,9 @@ def checked_landscape(name: str, value: Any) -> dict[str, Any]:
     for key in _META_KEYS:
         if value.get(key) is not None:
             out[key] = value[key]
+    ratios = _ratios(name, value.get("explained_variance"))
+    if ratios is not None:  # only when known: older readers and files never see the key
+        out["explained_variance"] = ratios
     return out
 
 

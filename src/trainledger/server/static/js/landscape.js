@@ -2,16 +2,20 @@
 // it, and a contour view (ECharts, 2-D canvas) with the same path, which needs no WebGL.
 // plotly.js (1.7 MB) is fetched only when the section is first opened.
 import { api } from "./api.js";
-import { $, escapeHtml, fmt, h, loadScript } from "./util.js";
+import { $, escapeHtml, fmt, h, loadScript, niceStep, niceTicks } from "./util.js";
 
 const PLOTLY = "/static/vendor/plotly-gl3d-4.1.1/plotly-gl3d.min.js";
 const BANDS = 12; // contour levels
 const COLORS = ["#440154", "#3b528b", "#21918c", "#5ec962", "#fde725"]; // viridis, low to high
 const PATH_COLOR = "#e5484d";
+const TICK_MARGIN = 0.15; // 3-D: no tick this close (a fraction of the range) to an axis's end
+const BOX = 0.5; // 3-D: plotly's scene box, in camera units, is [-BOX, BOX] on each axis
+const LIFT = 0.03; // 3-D: the final-weights marker this far (of the loss range) above its loss
 
 let runId = null;
 let items = [];
 let contour = null;
+let contourItem = null;
 
 function describe(item) {
   const span = item.intervals.length > 1
@@ -20,9 +24,32 @@ function describe(item) {
   return `${item.kind === "train" ? "Training" : "Result"} (${item.decomposition}), ${span}`;
 }
 
+// What the plane's axes are: the principal directions with the share of the trajectory's
+// variance each explains, or, where that was not recorded (MindSpore's files, trainledger
+// before 0.2), "direction k"; a result landscape's directions are random.
+function axisName(item, k) {
+  const ratio = item.explained_variance?.[k];
+  if (ratio !== undefined && ratio !== null) {
+    return `PC${k + 1} (${Number((100 * ratio).toFixed(1))} % of variance)`;
+  }
+  return `${item.decomposition === "Random" ? "random " : ""}direction ${k + 1}`;
+}
+
 function zRange(item) {
   const values = item.z.flat().filter((v) => v !== null);
   return values.length ? [Math.min(...values), Math.max(...values)] : [0, 1];
+}
+
+// Contour levels at round losses (about BANDS of them) covering [lo, hi]: shared by the 3-D
+// contour lines and the 2-D bands, so the legend reads "0.25 – 0.3".
+function levels(item) {
+  const [lo, hi] = zRange(item);
+  const step = niceStep(hi - lo, BANDS);
+  const start = Number((Math.floor(lo / step + 1e-9) * step).toPrecision(12));
+  const out = [start];
+  while (out.at(-1) < hi && out.length <= 2 * BANDS) out.push(Number((out.at(-1) + step).toPrecision(12)));
+  if (out.length < 2) out.push(Number((start + step).toPrecision(12)));
+  return out;
 }
 
 // The final weights: the path's last point (train) or the convergence point (result).
@@ -33,15 +60,24 @@ function finalPoint(item) {
   return item.convergence_point;
 }
 
+// Ticks at round values, none within TICK_MARGIN of an axis's ends: plotly puts the labels of
+// two axes at the box's corners, where they met ("-2.5" over "0.3").
+function sceneAxis(title, lo, hi) {
+  const margin = TICK_MARGIN * (hi - lo);
+  const ticks = niceTicks(lo, hi, 5).filter((v) => v >= lo + margin && v <= hi - margin);
+  return { title: { text: title, font: { size: 12 } }, tickmode: "array", tickvals: ticks,
+           ticktext: ticks.map(fmt), tickfont: { size: 12 } };
+}
+
 function surfaceTraces(item) {
-  const [lo, hi] = zRange(item);
-  const step = (hi - lo) / BANDS || 1;
+  const lv = levels(item);
+  const [xName, yName] = [axisName(item, 0), axisName(item, 1)];
   const traces = [{
     type: "surface", name: "loss", x: item.x, y: item.y, z: item.z,
     colorscale: "Viridis", colorbar: { title: { text: "loss" }, len: 0.8, thickness: 14 },
-    contours: { z: { show: true, start: lo, end: hi, size: step, usecolormap: true,
-                     project: { z: true }, width: 1 } },
-    hovertemplate: "x %{x:.4g}<br>y %{y:.4g}<br>loss %{z:.5g}<extra></extra>",
+    contours: { z: { show: true, start: lv[0], end: lv.at(-1), size: lv[1] - lv[0],
+                     usecolormap: true, project: { z: true }, width: 1 } },
+    hovertemplate: `${xName} %{x:.4g}<br>${yName} %{y:.4g}<br>loss %{z:.5g}<extra></extra>`,
   }];
   if (item.path) {
     traces.push({
@@ -53,46 +89,104 @@ function surfaceTraces(item) {
   }
   const last = finalPoint(item);
   if (last && last.every((v) => v !== null)) {
+    // Drawn LIFT of the loss range above the surface, where the depth test cannot bury it
+    // in the bowl it sits in; its hover still says the loss at the final weights.
+    const [lo, hi] = zRange(item);
     traces.push({
       type: "scatter3d", mode: "markers", name: "final weights",
-      x: [last[0]], y: [last[1]], z: [last[2]],
-      marker: { color: "#ffffff", size: 5, line: { color: "#1d2433", width: 2 } },
-      hovertemplate: "final weights<br>loss %{z:.5g}<extra></extra>",
+      x: [last[0]], y: [last[1]], z: [last[2] + LIFT * ((hi - lo) || 1)], customdata: [last[2]],
+      marker: { color: "#ffffff", size: 8, line: { color: "#1d2433", width: 3 } },
+      hovertemplate: "final weights<br>loss %{customdata:.5g}<extra></extra>",
     });
   }
   return traces;
 }
 
+// Whether the straight line from the (lifted) final weights to a camera at `eye` passes above
+// the surface wherever it crosses the grid: plotly's scene box is [-BOX, BOX] on each axis.
+function seesFinal(item, last, eye) {
+  const [lo, hi] = zRange(item);
+  const unit = (v, a, b) => (2 * (v - a)) / ((b - a) || 1) - 1;
+  const from = [unit(last[0], item.x[0], item.x.at(-1)), unit(last[1], item.y[0], item.y.at(-1)),
+    unit(last[2] + LIFT * (hi - lo), lo, hi)];
+  const to = [eye.x / BOX, eye.y / BOX, eye.z / BOX];
+  for (let k = 1; k <= 100; k += 1) {
+    const [u, v, w] = from.map((f, d) => f + (k / 100) * (to[d] - f));
+    if (Math.abs(u) > 1 || Math.abs(v) > 1) continue;
+    const i = Math.round(((v + 1) / 2) * (item.y.length - 1));
+    const j = Math.round(((u + 1) / 2) * (item.x.length - 1));
+    const z = item.z[i][j];
+    if (z !== null && unit(z, lo, hi) > w + 0.02) return false;
+  }
+  return true;
+}
+
+// The camera: from the final weights' side of the grid first (seen from the other side, the
+// slope the training came down hides where it ended), higher if the surface is in the way,
+// straight above as the last resort (nothing of a height field lies above its own points).
+function eye(item) {
+  const last = finalPoint(item);
+  if (!last || last.some((v) => v === null)) return { x: 1.5, y: -1.5, z: 1.1 };
+  const side = (v, axis) => (v < (axis[0] + axis.at(-1)) / 2 ? -1 : 1);
+  const [sx, sy] = [side(last[0], item.x), side(last[1], item.y)];
+  for (const z of [1.1, 1.5, 2.0]) {
+    for (const [a, b] of [[sx, sy], [sx, -sy], [-sx, sy], [-sx, -sy]]) {
+      const candidate = { x: 1.4 * a, y: 1.4 * b, z };
+      if (seesFinal(item, last, candidate)) return candidate;
+    }
+  }
+  return { x: 0.2 * sx, y: 0.2 * sy, z: 2.4 };
+}
+
 async function drawSurface(box, item) {
   await loadScript(PLOTLY);
+  const [lo, hi] = zRange(item);
   const layout = {
     margin: { l: 0, r: 0, t: 10, b: 0 }, showlegend: true, legend: { x: 0, y: 1 },
-    scene: { xaxis: { title: { text: "x" } }, yaxis: { title: { text: "y" } },
-             zaxis: { title: { text: "loss" } }, camera: { eye: { x: 1.5, y: -1.5, z: 1.1 } } },
+    scene: { xaxis: sceneAxis(axisName(item, 0), item.x[0], item.x.at(-1)),
+             yaxis: sceneAxis(axisName(item, 1), item.y[0], item.y.at(-1)),
+             zaxis: sceneAxis("loss", lo, hi), camera: { eye: eye(item) } },
     uirevision: "keep",
   };
   await window.Plotly.react(box, surfaceTraces(item), layout,
     { displaylogo: false, responsive: true });
 }
 
-// Heatmap cells on category axes; the path on value axes laid over the same grid, whose
-// ranges reach half a cell past the first and last grid lines so both line up.
-function contourOption(item) {
-  const [lo, hi] = zRange(item);
+// The plot rectangle with one scale for both axes (a unit of direction 1 as long on screen as
+// a unit of direction 2), as large as the box allows and centred in it.
+function equalGrid(box, xSpan, ySpan) {
+  const m = { left: 80, right: 150, top: 20, bottom: 56 };
+  const width = box.clientWidth - m.left - m.right;
+  const height = box.clientHeight - m.top - m.bottom;
+  const scale = Math.min(width / xSpan, height / ySpan);
+  return { left: m.left + (width - xSpan * scale) / 2, top: m.top + (height - ySpan * scale) / 2,
+           width: xSpan * scale, height: ySpan * scale };
+}
+
+// The heatmap's cells on hidden category axes; the visible value axes (and the path on them)
+// span the same grid to half a cell past the first and last grid lines, so both line up.
+// Their labels are ECharts' round ticks; the two ends, not round, are left unlabelled.
+function contourOption(item, box) {
+  const lv = levels(item);
   const half = (axis) => (axis.length > 1 ? (axis[1] - axis[0]) / 2 : 0.5);
+  const span = (axis) => [axis[0] - half(axis), axis.at(-1) + half(axis)];
+  const [[x0, x1], [y0, y1]] = [span(item.x), span(item.y)];
+  const grid = equalGrid(box, x1 - x0, y1 - y0);
   const cells = [];
   item.z.forEach((row, i) => row.forEach((v, j) => { if (v !== null) cells.push([j, i, v]); }));
-  const hiddenValue = (axis) => ({
-    type: "value", show: false, gridIndex: 0,
-    min: axis[0] - half(axis), max: axis.at(-1) + half(axis),
+  const valueAxis = (name, [lo, hi], pixels, gap) => ({
+    type: "value", name, nameLocation: "middle", nameGap: gap, min: lo, max: hi,
+    splitNumber: Math.max(1, Math.min(5, Math.floor(pixels / 60))), splitLine: { show: false },
+    axisLine: { onZero: false }, axisLabel: { formatter: (v) => (v === lo || v === hi ? "" : fmt(v)) },
   });
+  const hiddenCategory = (axis) => ({ type: "category", show: false, data: axis.map(fmt) });
   const series = [{
-    type: "heatmap", name: "loss", data: cells, xAxisIndex: 0, yAxisIndex: 0,
+    type: "heatmap", name: "loss", data: cells, xAxisIndex: 1, yAxisIndex: 1,
     emphasis: { disabled: true }, progressive: 0,
   }];
   if (item.path) {
     series.push({
-      type: "line", name: "training path", xAxisIndex: 1, yAxisIndex: 1, symbolSize: 6,
+      type: "line", name: "training path", xAxisIndex: 0, yAxisIndex: 0, symbolSize: 6,
       data: item.path.x.map((x, k) => [x, item.path.y[k], item.path.z[k]]),
       lineStyle: { color: PATH_COLOR, width: 2.5 }, itemStyle: { color: PATH_COLOR },
     });
@@ -100,33 +194,26 @@ function contourOption(item) {
   const last = finalPoint(item);
   if (last) {
     series.push({
-      type: "scatter", name: "final weights", xAxisIndex: 1, yAxisIndex: 1, symbolSize: 10,
+      type: "scatter", name: "final weights", xAxisIndex: 0, yAxisIndex: 0, symbolSize: 10,
       data: [last], itemStyle: { color: "#ffffff", borderColor: "#1d2433", borderWidth: 2 }, z: 5,
     });
   }
+  const [xName, yName] = [axisName(item, 0), axisName(item, 1)];
   return {
     animation: false,
-    grid: { left: 70, right: 150, top: 20, bottom: 50 },
+    grid,
     tooltip: {
       trigger: "item",
       formatter: (p) => (p.seriesType === "heatmap"
-        ? `x ${fmt(item.x[p.value[0]])}, y ${fmt(item.y[p.value[1]])}<br>loss ${fmt(p.value[2])}`
+        ? `${xName} ${fmt(item.x[p.value[0]])}, ${yName} ${fmt(item.y[p.value[1]])}<br>loss ${fmt(p.value[2])}`
         : `${escapeHtml(p.seriesName)}<br>loss ${fmt(p.value[2])}`),
     },
-    xAxis: [
-      { type: "category", data: item.x.map(fmt), name: "x", nameLocation: "middle", nameGap: 30,
-        axisLabel: { interval: Math.max(0, Math.ceil(item.x.length / 8) - 1) }, splitArea: { show: false } },
-      hiddenValue(item.x),
-    ],
-    yAxis: [
-      { type: "category", data: item.y.map(fmt), name: "y", nameLocation: "middle", nameGap: 50,
-        axisLabel: { interval: Math.max(0, Math.ceil(item.y.length / 8) - 1) } },
-      hiddenValue(item.y),
-    ],
+    xAxis: [valueAxis(xName, [x0, x1], grid.width, 30), hiddenCategory(item.x)],
+    yAxis: [valueAxis(yName, [y0, y1], grid.height, 55), hiddenCategory(item.y)],
     visualMap: {
-      type: "piecewise", splitNumber: BANDS, min: lo, max: hi === lo ? lo + 1 : hi,
-      seriesIndex: 0, orient: "vertical", right: 0, top: "middle", itemWidth: 14, itemHeight: 10,
-      precision: 3, inRange: { color: COLORS }, textStyle: { fontSize: 10 },
+      type: "piecewise", seriesIndex: 0, orient: "vertical", right: 0, top: "middle",
+      itemWidth: 14, itemHeight: 10, textStyle: { fontSize: 10 }, inRange: { color: COLORS },
+      pieces: lv.slice(0, -1).map((a, k) => ({ min: a, max: lv[k + 1], label: `${fmt(a)} – ${fmt(lv[k + 1])}` })),
     },
     series,
   };
@@ -135,10 +222,14 @@ function contourOption(item) {
 function drawContour(box, item) {
   if (!contour) {
     contour = echarts.init(box, null, { renderer: "canvas" });
-    window.addEventListener("resize", () => contour.resize());
+    window.addEventListener("resize", () => { // the equal scale depends on the box's size
+      contour.resize();
+      if (contourItem) contour.setOption({ grid: contourOption(contourItem, box).grid });
+    });
   }
-  contour.setOption(contourOption(item), { notMerge: true });
+  contourItem = item;
   contour.resize();
+  contour.setOption(contourOption(item, box), { notMerge: true });
 }
 
 async function draw(section) {

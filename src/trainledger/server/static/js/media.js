@@ -56,36 +56,61 @@ function blend(a, b, t) {
   return `rgb(${mix(0)},${mix(1)},${mix(2)})`;
 }
 
-function histogramOption(data, mode) {
+const PEAK_ROWS = 3; // offset mode: the tallest bar rises this many rows above its baseline
+const STEP_LABEL_PX = 18; // offset mode: the least height between two step labels
+
+// Offset mode draws row i (the newest at the bottom) on baseline n - 1 - i, counts scaled so
+// the peak is PEAK_ROWS rows: the y axis is then in rows, and its labels name the steps of
+// every k-th baseline, k chosen so labels never overlap. Overlay mode's y axis is the count.
+// Both value axes sit at the plot's edges (onZero off), not where the other axis crosses 0.
+// In offset mode each line is filled white down to its baseline, so a newer step hides the
+// older ones behind it (TensorBoard's look) instead of a tangle of crossing lines.
+function histogramOption(data, mode, plotHeight) {
   const centers = data.edges.slice(0, -1).map((e, i) => (e + data.edges[i + 1]) / 2);
   const rows = data.histograms;
   const peak = Math.max(1e-12, ...rows.flatMap((r) => r.counts));
-  const gap = mode === "offset" ? peak / 3 : 0;
+  const offset = mode === "offset";
   const n = rows.length;
+  const top = offset ? n - 1 + PEAK_ROWS : undefined;
   const series = rows.map((row, i) => {
-    const base = (n - 1 - i) * gap; // the newest step in front, lowest
+    const base = offset ? n - 1 - i : 0;
+    const scale = offset ? PEAK_ROWS / peak : 1;
     return {
       type: "line", name: `step ${row.step}`, showSymbol: false, smooth: false,
       z: i, lineStyle: { width: 1.2, color: blend([255, 152, 0], [33, 82, 160], n > 1 ? i / (n - 1) : 1) },
-      data: centers.map((x, j) => [x, base + row.counts[j]]),
-      step: row.step,
-      base,
+      data: centers.map((x, j) => [x, base + row.counts[j] * scale, row.counts[j]]),
+      areaStyle: offset ? { color: "#fff", opacity: 1, origin: base } : undefined,
     };
   });
+  const every = offset ? Math.max(1, Math.ceil(STEP_LABEL_PX / (plotHeight / top))) : undefined;
+  const stepLabel = (v) => {
+    const i = n - 1 - v;
+    return Number.isInteger(i) && i >= 0 && i < n ? String(rows[i].step) : "";
+  };
+  const edge = { show: true, onZero: false };
   return {
     animation: false,
-    grid: { left: 60, right: 70, top: 20, bottom: 40 },
+    grid: { left: offset ? 30 : 70, right: offset ? 70 : 30, top: 20, bottom: 40 },
     tooltip: {
       trigger: "item",
-      formatter: (p) => `${escapeHtml(p.seriesName)}<br>x ${fmt(p.value[0])}: ` +
-        `${fmt(p.value[1] - series[p.seriesIndex].base)}`,
+      formatter: (p) => `${escapeHtml(p.seriesName)}<br>x ${fmt(p.value[0])}: ${fmt(p.value[2])}`,
     },
-    xAxis: { type: "value", scale: true, name: "value", nameLocation: "middle", nameGap: 26 },
-    yAxis: mode === "offset"
-      ? { type: "value", axisLabel: { show: false }, splitLine: { show: false } }
-      : { type: "value", name: "count" },
-    series: series.map(({ step, base, ...s }) => s),
+    xAxis: { type: "value", scale: true, name: "value", nameLocation: "middle", nameGap: 26,
+      axisLine: edge, axisLabel: { formatter: fmt } },
+    yAxis: offset
+      ? { type: "value", position: "right", min: 0, max: top, interval: every, name: "step",
+          nameLocation: "middle", nameGap: 50, nameRotate: -90, axisLine: edge,
+          axisTick: { show: true }, splitLine: { show: false }, axisLabel: { formatter: stepLabel } }
+      : { type: "value", position: "left", name: "count", nameLocation: "middle", nameGap: 50,
+          axisLine: edge, axisLabel: { formatter: fmt } },
+    series,
   };
+}
+
+// A weight tensor first (docs/web-ui.md, "Histograms"): the first tag naming a weight
+// ("fc.weight", MindSpore's "fc.weight/auto") rather than a bias or an input.
+function defaultTag(tags) {
+  return (tags.find((t) => /weight/i.test(t.tag)) || tags[0]).tag;
 }
 
 async function drawHistogram(section) {
@@ -97,11 +122,13 @@ async function drawHistogram(section) {
     histChart = echarts.init($(".hist-chart", section), null, { renderer: "svg" });
     window.addEventListener("resize", () => histChart.resize());
   }
-  histChart.setOption(histogramOption(data, mode), { notMerge: true });
   histChart.resize();
+  const option = histogramOption(data, mode, histChart.getHeight() - 60); // less grid top + bottom
+  histChart.setOption(option, { notMerge: true });
   $(".hist-info", section).textContent =
     `${data.histograms.length} of ${data.total} steps, ${data.histograms[0].step}–${data.histograms.at(-1).step}`;
   section.dataset.drawn = tag;
+  section.dataset.mode = mode;
 }
 
 async function loadHistograms(section) {
@@ -112,9 +139,15 @@ async function loadHistograms(section) {
     controls.hidden = !tags.length;
     $(".hist-chart", section).hidden = !tags.length;
     $(".hist-empty", section).hidden = !!tags.length;
-    $("select", section).replaceChildren(...tags.map((t) =>
+    const select = $("select", section);
+    const shown = section.dataset.run === runId ? select.value : undefined;
+    section.dataset.run = runId;
+    select.replaceChildren(...tags.map((t) =>
       h("option", { value: t.tag, text: `${t.tag} (${t.count})` })));
-    if (tags.length) await drawHistogram(section);
+    if (tags.length) {  // a reload of the same run keeps the tag chosen
+      select.value = tags.some((t) => t.tag === shown) ? shown : defaultTag(tags);
+      await drawHistogram(section);
+    }
   } catch (error) { failed(body, error); }
   done(section);
 }

@@ -32,6 +32,24 @@ export function fmt(value) {
   return String(value);
 }
 
+// The round step (1, 2, 2.5 or 5 times a power of ten) that cuts `span` into about `count`
+// parts, and the multiples of it within [lo, hi]: contour levels and ticks a person reads as
+// "0.25, 0.5" rather than "0.24373, 0.49433". Values are rounded so 0.1 * 3 prints as 0.3.
+export function niceStep(span, count) {
+  const raw = span / count;
+  if (!(raw > 0) || !Number.isFinite(raw)) return 1;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  return [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw * (1 - 1e-9));
+}
+
+export function niceTicks(lo, hi, count) {
+  const step = niceStep(hi - lo, count);
+  const first = Math.ceil(lo / step - 1e-9);
+  const out = [];
+  for (let k = first; k * step <= hi + step * 1e-9; k += 1) out.push(Number((k * step).toPrecision(12)));
+  return out;
+}
+
 export function fmtBytes(n) {
   if (n === null || n === undefined) return "—";
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
