@@ -115,19 +115,23 @@ print(json.dumps(out))
 """
 
 
-def generate(base: Path, n: int, seed: int = 0) -> None:
-    """Write ``n`` run directories with one lineage file each (distinct mtimes)."""
-    rng = random.Random(seed)
-    base.mkdir(parents=True, exist_ok=True)
-    # name the files as trainledger's writer does, after a writer process that has exited
-    # (finished runs), so the scan can treat them as final
+def exited_pid() -> int:
+    """The pid of a process that has exited: lineage files named after it are those of
+    finished runs, which the scan treats as final (as trainledger's writer names them)."""
     child = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
         capture_output=True,
         text=True,
         check=True,
     )
-    dead_pid = int(child.stdout)
+    return int(child.stdout)
+
+
+def generate(base: Path, n: int, seed: int = 0) -> None:
+    """Write ``n`` run directories with one lineage file each (distinct mtimes)."""
+    rng = random.Random(seed)
+    base.mkdir(parents=True, exist_ok=True)
+    dead_pid = exited_pid()
     t0 = 1_700_000_000
     graphs: list[dict[str, Any]] = [
         {

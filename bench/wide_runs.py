@@ -42,6 +42,9 @@ from trainledger.lineage.records import (
 )
 from trainledger.query.index import LineageIndex
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from query import exited_pid  # noqa: E402 (the sibling bench module)
+
 try:
     from trainledger.storage import frame, lineage_file_name
 except ImportError:  # the code before the storage/ refactor (A/B runs against it)
@@ -68,21 +71,10 @@ def values(i: int, seed: int = 0) -> tuple[dict[str, float], dict[str, float]]:
     return metrics, params
 
 
-def _dead_pid() -> int:
-    """A pid that has exited: files named after it are final to the scan (finished runs)."""
-    child = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return int(child.stdout)
-
-
 def generate(base: Path, n: int) -> None:
     """Write ``n`` wide run directories (one lineage file each, distinct mtimes)."""
     base.mkdir(parents=True, exist_ok=True)
-    pid, t0 = _dead_pid(), 1_700_000_000
+    pid, t0 = exited_pid(), 1_700_000_000
     for i in range(n):
         metrics, params = values(i)
         run = base / f"run{i:06d}"
