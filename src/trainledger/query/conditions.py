@@ -42,7 +42,7 @@ from trainledger.query.fields import (
     LINEAGE_TYPES,
     LOGIC_KEYS,
     OPERATORS,
-    PREFIXES,
+    PARAMETER_PREFIXES,
     RUN_FIELDS,
     STR_FIELDS,
     is_field,
@@ -207,7 +207,7 @@ def _validate_fields(cond: dict[str, Any]) -> None:
             raise _field_error(field, str(exc)) from None
     for attr, ops in cond.items():
         # user_defined/ and trainledger's optimizer/ and scheduler/: any plain scalar
-        if attr.startswith(PREFIXES) and not attr.startswith("metric/"):
+        if attr.startswith(PARAMETER_PREFIXES):
             try:
                 _check_typed(ops, "any")
             except _Invalid as exc:

@@ -98,6 +98,8 @@ GROUPS: dict[str, str] = {
     "scheduler/": "scheduler_settings",
 }
 PREFIXES: tuple[str, ...] = tuple(GROUPS)
+#: the grouped fields that are settings of a run, not results: every group but ``metric/``
+PARAMETER_PREFIXES: tuple[str, ...] = tuple(p for p in GROUPS if p != "metric/")
 #: a group's prefix by its record key (``optimizer_settings`` -> ``optimizer/``)
 GROUP_PREFIXES: dict[str, str] = {group: prefix for prefix, group in GROUPS.items()}
 #: the groups trainledger added (a run's answer has their key only when it has values)

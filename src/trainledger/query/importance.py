@@ -29,12 +29,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainledger.lazy import missing_extra
-from trainledger.query.fields import HYPERPARAMETERS
+from trainledger.query.fields import HYPERPARAMETERS, PARAMETER_PREFIXES
 from trainledger.query.table import flatten_object
-
-#: the grouped fields that are parameters of a run (not results): the user's and the
-#: optimizer's and scheduler's settings
-SETTING_PREFIXES = ("user_defined/", "optimizer/", "scheduler/")
 
 __all__ = ["EXPLAINS_R2", "MIN_RUNS", "hyperparameter_importance"]
 
@@ -70,7 +66,7 @@ def _id_like(name: str, values: list[Any]) -> bool:
 
 def _columns(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
     """(name, "numeric" | "categorical") of every parameter that varies across ``rows``."""
-    user = sorted({k for r in rows for k in r if k.startswith(SETTING_PREFIXES)})
+    user = sorted({k for r in rows for k in r if k.startswith(PARAMETER_PREFIXES)})
     names = [*HYPERPARAMETERS, *user]
     out = []
     for name in names:

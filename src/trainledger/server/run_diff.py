@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from trainledger.query import flatten_object
+from trainledger.query import flatten_object, parse_series_field
 
 __all__ = [
     "GROUPS",
@@ -104,7 +104,7 @@ def field_group(name: str) -> str:
     for prefix, group in _PREFIXES.items():
         if name.startswith(prefix):
             return group
-    if name.endswith(")") and "(" in name:  # a series statistic, ``max(eval/accuracy)``
+    if parse_series_field(name) is not None:  # a series statistic, ``max(eval/accuracy)``
         return "Metrics"
     return "Other"
 
