@@ -27,7 +27,7 @@ from trainledger import (
 from trainledger.errors import CallbackError
 from trainledger.run import Callback, LossReadout, Model, RunContext
 from trainledger.run.loss_readout import LAG
-from trainledger.summary.reader import read_scalars
+from trainledger.summary.reader import read_histograms, read_scalars
 
 STEPS = 20  # a epoch's steps
 RECORD_EVERY = 10
@@ -130,6 +130,15 @@ def test_default_callbacks_read_no_device_value_between_records(tmp_path, capsys
     for tag in theirs:
         np.testing.assert_array_equal(ours[tag][0], theirs[tag][0])
         np.testing.assert_allclose(ours[tag][1], theirs[tag][1], rtol=1e-6)
+    # the parameters' histograms, counted on the device, are the CPU run's
+    ours_h = read_histograms(tmp_path / "device" / "summary")
+    theirs_h = read_histograms(tmp_path / "cpu" / "summary")
+    assert sorted(ours_h) == sorted(theirs_h) and len(theirs_h) == 4
+    for tag, events in theirs_h.items():
+        assert [e.step for e in ours_h[tag]] == [e.step for e in events] == [1, 10, 20, 30, 40]
+        for mine, cpu in zip(ours_h[tag], events, strict=True):
+            np.testing.assert_array_equal(mine.counts, cpu.counts)
+            np.testing.assert_allclose([mine.min, mine.max, mine.sum], [cpu.min, cpu.max, cpu.sum])
 
 
 def test_the_guard_sees_a_callback_that_reads_every_step(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import torch
 
+from trainledger.callbacks.tensor_buckets import DeviceBuckets, cpu_buckets
 from trainledger.checkpoint import unwrap_network
 from trainledger.run import device_memory, device_of, to_host
 from trainledger.summary import SummaryRecord
@@ -44,9 +45,14 @@ class StagedValues:
 
     def __init__(self) -> None:
         self.values: list[tuple[str, str, Any]] = []
+        self._packed: list[tuple[list[str], torch.Tensor, DeviceBuckets]] = []
 
     def add_value(self, plugin: str, name: str, value: Any) -> None:
         self.values.append((plugin, name, value))
+
+    def add_buckets(self, names: list[str], packed: torch.Tensor, maker: DeviceBuckets) -> None:
+        """Histograms ``names`` counted on the device (``DeviceBuckets.count``)."""
+        self._packed.append((names, packed, maker))
 
     def on_host(self) -> list[tuple[str, str, Any]]:
         """The staged ``(plugin, name, value)``, device tensors replaced by host copies."""
@@ -56,8 +62,12 @@ class StagedValues:
             if isinstance(v, torch.Tensor) and not v.is_cpu
         ]
         values = list(self.values)
-        for i, host in zip(on_device, to_host([values[i][2] for i in on_device]), strict=True):
+        tensors = [values[i][2] for i in on_device] + [packed for _, packed, _ in self._packed]
+        copies = to_host(tensors)
+        for i, host in zip(on_device, copies, strict=False):
             values[i] = (values[i][0], values[i][1], host)
+        for (names, _, maker), host in zip(self._packed, copies[len(on_device) :], strict=True):
+            values += [("histogram", n, b) for n, b in zip(names, maker.unpack(host), strict=True)]
         return values
 
 
@@ -116,19 +126,28 @@ _HISTOGRAM_DEFAULT_COUNT = 5
 _MAX_INPUT_IMAGES = 16
 
 
-def add_histograms(params: Any, record: ValueSink, regular: str | None) -> None:
+def add_histograms(
+    params: Any, record: StagedValues, regular: str | None, maker: DeviceBuckets
+) -> None:
     """Stage ``<param>/auto`` histograms of the network's parameters (see
-    ``select_parameters``). FSDP's sharded parameters are skipped: rank 0 holds only a shard,
-    and gathering them would need every rank."""
+    ``select_parameters``), bucketed where they live (``tensor_buckets``): those of a device
+    in one go, without a host read. FSDP's sharded parameters are skipped: rank 0 holds only a
+    shard, and gathering them would need every rank."""
     network = unwrap_network(params.get("network") or params.get("train_network"))
     named = getattr(network, "named_parameters", None)
     if named is None:
         return
+    devices: dict[torch.device, list[tuple[str, torch.Tensor]]] = {}
     for name, param in select_parameters(named(), regular, _HISTOGRAM_DEFAULT_COUNT):
         if type(param).__name__ == "DTensor":
             warn_once("SummaryCollector: no histograms of FSDP's sharded parameters")
-            continue
-        record.add_value("histogram", f"{name}/auto", param)
+        elif param.is_cpu:
+            record.add_value("histogram", f"{name}/auto", cpu_buckets(param, maker.bins))
+        else:
+            devices.setdefault(param.device, []).append((name, param))
+    for members in devices.values():
+        packed = maker.count([param for _, param in members])
+        record.add_buckets([f"{name}/auto" for name, _ in members], packed, maker)
 
 
 @functools.cache

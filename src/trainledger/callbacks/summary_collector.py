@@ -46,6 +46,7 @@ from trainledger.callbacks.summary_options import (
     tensor_range,
 )
 from trainledger.callbacks.summary_rows import ScalarRows
+from trainledger.callbacks.tensor_buckets import DeviceBuckets
 from trainledger.run import Callback, CallbackParams, RunContext, loss_of, loss_value
 from trainledger.summary import SummaryRecord, process_export_options
 from trainledger.values import check_positive_int
@@ -185,6 +186,7 @@ class SummaryCollector(Callback):
         self._rows = ScalarRows()  # the fast path's buffered rows (callbacks/summary_rows.py)
         self._tensor_type: Any = None  # type of the first step's scalar loss (torch.Tensor)
         self._read_now = False  # that loss was a CPU float: read with .item() at each step
+        self._buckets: DeviceBuckets | None = None  # histograms counted on the device
 
     # --- hooks ----------------------------------------------------------------------------
     def on_train_begin(self, run_context: RunContext) -> None:
@@ -268,7 +270,8 @@ class SummaryCollector(Callback):
             )
             self._collect(params, record, step, plugin_filter=None)
             self._tensor_count += 1
-            record.flush(fsync=False)  # visible at once; durability comes at epoch/train end
+            # visible within moments, without waiting for the writer; durable at train end
+            record.flush(fsync=False, wait=False)
             specified = self._specified
             self._fast_eligible = (
                 not self._sink
@@ -321,7 +324,7 @@ class SummaryCollector(Callback):
                 record.add_scalar(f"eval/{name}", value, step)
             except (TypeError, ValueError):
                 continue  # a non-scalar metric (e.g. a confusion matrix) has no curve
-        record.flush(fsync=False)  # readers see the epoch; fsynced at the end of training
+        record.flush(fsync=False, wait=False)  # readers see the epoch; fsynced at train end
         self._forward("on_train_epoch_end", run_context)
         if self._landscape is not None:
             self._landscape.epoch_end(run_context)
@@ -384,7 +387,9 @@ class SummaryCollector(Callback):
         if specified.get("collect_device_stats"):
             specified["collect_device_stats"] = add_device_stats(params, staged)
         if "histogram_regular" in specified:
-            add_histograms(params, staged, specified.get("histogram_regular"))
+            if self._buckets is None:
+                self._buckets = DeviceBuckets(record.histogram_bins)
+            add_histograms(params, staged, specified.get("histogram_regular"), self._buckets)
         if not record_staged(staged, record) or not images:
             specified["collect_input_data"] = False
         record.record(step, plugin_filter=plugin_filter)
@@ -394,7 +399,9 @@ class SummaryCollector(Callback):
         if self._metric_ok:
             loss: Any = loss_of(params.get("net_outputs"))
             if isinstance(loss, torch.Tensor) and not loss.is_cpu:
-                loss = loss.detach().float().mean()  # read with the record's other values
+                # read with the record's other values: float64, the dtype of the histograms'
+                # buckets (run.to_host copies one tensor per dtype)
+                loss = loss.detach().float().mean().double()
             else:
                 loss = loss_value(params.get("net_outputs"))
             if loss is None:

@@ -43,7 +43,7 @@ class BackgroundWorker:
             done = threading.Event()
             self._queue.put(done.set)
             done.wait()
-        self._raise_pending()
+        self.raise_pending()
 
     def close(self) -> None:
         """Drain the queue, stop the thread, raise the first pending error. Idempotent."""
@@ -51,14 +51,15 @@ class BackgroundWorker:
             self._closed = True
             self._queue.put(_STOP)
             self._thread.join()
-        self._raise_pending()
+        self.raise_pending()
 
     def pending_error(self) -> BaseException | None:
         """The error kept for the next flush/close, without clearing it."""
         with self._lock:
             return self._error
 
-    def _raise_pending(self) -> None:
+    def raise_pending(self) -> None:
+        """Raise (and clear) the error kept from a task, if any, without waiting."""
         with self._lock:
             error, self._error = self._error, None
         if error is not None:

@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     "read_graph": "trainledger.summary.graph_read",
     "LANDSCAPE_PLUGIN": "trainledger.summary.landscape",
     "read_landscapes": "trainledger.summary.landscape",
+    "BucketCounts": "trainledger.summary.encoders",
     "HistogramEvent": "trainledger.summary.media",
     "ImageEvent": "trainledger.summary.media",
     "TensorEvent": "trainledger.summary.media",
@@ -50,6 +51,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "BucketCounts",
     "convert_mindspore_run",
     "ConvertCounts",
     "find_mindspore_runs",
@@ -90,6 +92,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from trainledger.summary.encoders import BucketCounts
     from trainledger.summary.graph_def import (
         GraphNode,
         graph_def_bytes,

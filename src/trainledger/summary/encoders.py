@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import struct
 import zlib
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ __all__ = [
     "session_start_event",
     "to_numpy",
     "scalar",
+    "BucketCounts",
     "histogram",
     "make_histogram",
     "image",
@@ -89,21 +91,51 @@ def scalar(tag: str, value: Any) -> pb.Summary.Value:
     return pb.Summary.Value(tag=tag, simple_value=float(arr.reshape(()).item()))
 
 
+@dataclass(frozen=True)
+class BucketCounts:
+    """A histogram already bucketed where its values live (``callbacks/tensor_buckets.py``
+    counts a CUDA tensor on its device, so only these numbers reach the host).
+
+    ``limits`` are the buckets' upper edges and ``counts`` their counts, as in
+    ``HistogramProto``; ``num`` counts the finite values only.
+    """
+
+    min: float
+    max: float
+    num: float
+    sum: float
+    sum_squares: float
+    limits: tuple[float, ...]
+    counts: tuple[float, ...]
+
+
 def make_histogram(values: Any, bins: int = DEFAULT_BINS) -> pb.HistogramProto:
     """A ``HistogramProto`` with ``bins`` equal-width buckets between the finite min and max.
 
     TensorBoard re-buckets for display, so a few dozen even buckets keep files small and the
-    shape faithful. Bucket ``i`` counts values in ``(limit[i-1], limit[i]]``; NaN and +-inf are
-    left out (they have no place on an axis) and are not counted in ``num``.
+    shape faithful. Buckets are numpy's: ``[limit[i-1], limit[i])``, the last one closed; NaN
+    and +-inf are left out (they have no place on an axis) and are not counted in ``num``.
+    A constant input gets numpy's range, its value +-0.5. ``BucketCounts`` are written as
+    they are (``bins`` was applied when they were counted).
     """
+    if isinstance(values, BucketCounts):
+        if values.num == 0:
+            return _empty_histogram()
+        return pb.HistogramProto(
+            min=values.min,
+            max=values.max,
+            num=values.num,
+            sum=values.sum,
+            sum_squares=values.sum_squares,
+            bucket_limit=values.limits,
+            bucket=values.counts,
+        )
     if not isinstance(bins, int) or isinstance(bins, bool) or bins <= 0:
         raise ValueError(f"histogram bins expected a positive int, received: {bins!r}")
     arr = to_numpy(values).astype(np.float64, copy=False).ravel()
     arr = arr[np.isfinite(arr)]
     if arr.size == 0:
-        return pb.HistogramProto(
-            min=0.0, max=0.0, num=0.0, sum=0.0, sum_squares=0.0, bucket_limit=[0.0], bucket=[0.0]
-        )
+        return _empty_histogram()
     counts, edges = np.histogram(arr, bins=bins)
     return pb.HistogramProto(
         min=float(arr.min()),
@@ -113,6 +145,13 @@ def make_histogram(values: Any, bins: int = DEFAULT_BINS) -> pb.HistogramProto:
         sum_squares=float(np.dot(arr, arr)),
         bucket_limit=edges[1:].tolist(),
         bucket=counts.astype(np.float64).tolist(),
+    )
+
+
+def _empty_histogram() -> pb.HistogramProto:
+    """No finite value: one empty bucket at 0 (TensorBoard needs at least one)."""
+    return pb.HistogramProto(
+        min=0.0, max=0.0, num=0.0, sum=0.0, sum_squares=0.0, bucket_limit=[0.0], bucket=[0.0]
     )
 
 

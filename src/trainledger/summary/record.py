@@ -179,6 +179,11 @@ class SummaryRecord:
         return self._mode
 
     @property
+    def histogram_bins(self) -> int:
+        """Buckets per histogram (for values bucketed before they are added)."""
+        return self._bins
+
+    @property
     def closed(self) -> bool:
         return self._closed
 
@@ -229,6 +234,8 @@ class SummaryRecord:
             return encoders.scalar(name, value).simple_value
         if plugin == "image":
             return encoders.to_hwc_uint8(value)
+        if plugin == "histogram" and isinstance(value, encoders.BucketCounts):
+            return value  # bucketed where the values live (callbacks/tensor_buckets.py)
         if plugin in ("histogram", "tensor"):
             arr = encoders.to_numpy(value)
             if plugin == "histogram" and arr.dtype.kind not in "biuf":
@@ -322,16 +329,19 @@ class SummaryRecord:
         self._submit_batch()  # keep file order: earlier events first
         self._writer.submit_framed(lambda: scalar_rows_records(tags, rows))
 
-    def flush(self, fsync: bool = True) -> None:
+    def flush(self, fsync: bool = True, wait: bool = True) -> None:
         """Return when everything recorded so far is written and fsynced.
 
         ``fsync=False`` waits only until the bytes are handed to the OS: readers (TensorBoard,
         a live view) see them, but they would not survive a power loss. That costs
         microseconds instead of an fsync's milliseconds, for callers that flush often.
+        ``wait=False`` returns at once: the writer thread writes (and fsyncs) what was
+        recorded before this call as soon as it gets to it, and a failure is raised by the
+        next ``flush`` or ``close``. For a training loop, which must not wait for the disk.
         """
         self._check_open()
         self._submit_batch()
-        self._writer.flush(fsync)
+        self._writer.flush(fsync, wait)
 
     def close(self) -> None:
         """Write what is left, fsync, close the file and stop the thread. Idempotent.

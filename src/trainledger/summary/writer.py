@@ -255,13 +255,17 @@ class AsyncEventWriter:
     def pending_error(self) -> BaseException | None:
         return self._worker.pending_error()
 
-    def flush(self, fsync: bool = True) -> None:
+    def flush(self, fsync: bool = True, wait: bool = True) -> None:
         """Return once everything submitted is written (and fsynced, unless ``fsync=False``);
-        raise a pending error."""
+        raise a pending error. ``wait=False`` only queues the flush (and still raises an
+        error kept from an earlier task)."""
         if not self._closed:
             writer = self.file_writer
             self._worker.submit(self._guarded(lambda: writer.flush(fsync)))
-        self._worker.flush()
+        if wait:
+            self._worker.flush()
+        else:
+            self._worker.raise_pending()
 
     def close(self) -> None:
         """Write everything, fsync, close the file and stop the thread. Idempotent."""
