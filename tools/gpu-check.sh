@@ -6,12 +6,14 @@
 #   tools/gpu-check.sh tests   # tests/gpu (the cuda marker): at most 3 minutes
 #   tools/gpu-check.sh bench   # bench/gpu.py --quick: at most 3 minutes
 #   tools/gpu-check.sh         # both
+#   tools/gpu-check.sh bench --skip landscape   # arguments after the part go to bench/gpu.py
 # Logs go to $OUT (the device tool's result folder) or /tmp/gpu-check.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gpu-check}
 mkdir -p "$out"
 what=${1:-all}
+shift || true
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || exit 1
@@ -25,10 +27,10 @@ python3 -c 'import sys, torch, google.protobuf as pb; print(sys.version.split()[
 nvidia-smi -L 2>/dev/null | tee -a "$out/env.txt"
 status=0
 if [ "$what" = all ] || [ "$what" = tests ]; then
-  timeout 200 python3 -m pytest tests/gpu -q -p no:cacheprovider -rs --timeout 170 \
+  timeout -k 10 200 python3 -m pytest tests/gpu -q -p no:cacheprovider -rs --timeout 170 \
     2>&1 | tee "$out/gpu-tests.log" || status=1
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
-  timeout 240 python3 bench/gpu.py --quick 2>&1 | tee "$out/gpu-bench.log" || status=1
+  timeout -k 10 240 python3 bench/gpu.py --quick "$@" 2>&1 | tee "$out/gpu-bench.log" || status=1
 fi
 exit $status

@@ -29,6 +29,7 @@ from trainledger import (
     load_checkpoint,
     save_checkpoint,
 )
+from trainledger.callbacks.tensor_buckets import DeviceBuckets, cpu_buckets
 from trainledger.checkpoint import wait_async_save
 from trainledger.query import get_summary_lineage
 from trainledger.summary import read_landscapes, read_scalars
@@ -242,7 +243,33 @@ def test_device_stats_are_collected_on_cuda(tmp_path: Path) -> None:
     model.train(1, data, callbacks=[SummaryCollector(tmp_path, collect_freq=2,
                                                      collect_specified_data=spec)])  # fmt: skip
     scalars = read_scalars(tmp_path)
-    allocated = scalars["device/memory_allocated_mib"][2]
+    steps, _, allocated = scalars["device/memory_allocated_mib"]
     peak = scalars["device/max_memory_allocated_mib"][2]
-    assert len(allocated) == 3 and (allocated > 0).all() and (peak >= allocated).all()
+    assert steps.tolist() == [1, 2, 4, 6]  # the first step, then every collect_freq-th
+    assert (allocated > 0).all() and (peak >= allocated).all()
     assert (scalars["device/memory_reserved_mib"][2] >= allocated).all()
+
+
+def test_histograms_are_counted_on_cuda_as_on_the_cpu_without_a_sync() -> None:
+    g = torch.Generator().manual_seed(0)
+    tensors = [
+        torch.randn(256, 512, generator=g),
+        torch.tensor([1.0, float("nan"), 2.0, float("inf")]),
+        torch.full((7,), 3.0),
+        torch.arange(-5, 17).float(),
+    ]
+    maker = DeviceBuckets(30)
+    on_gpu = [t.cuda() for t in tensors]
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        packed = maker.count(on_gpu)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    for t, ours in zip(tensors, maker.unpack(packed.cpu()), strict=True):
+        theirs = cpu_buckets(t, 30)
+        assert ours.counts == theirs.counts and ours.limits == theirs.limits
+        assert (ours.min, ours.max, ours.num) == (theirs.min, theirs.max, theirs.num)
+        assert ours.sum == pytest.approx(theirs.sum) and ours.sum_squares == pytest.approx(
+            theirs.sum_squares
+        )
