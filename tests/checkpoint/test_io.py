@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -233,3 +234,36 @@ def test_a_file_where_the_directory_should_be_is_named(tmp_path: Path) -> None:
     with pytest.raises(CheckpointWriteError, match=r"expected '.*file' to be a directory"):
         save_checkpoint(torch.nn.Linear(2, 2), str(tmp_path / "file" / "sub" / "w.ckpt"))
     assert (tmp_path / "file").read_bytes() == b"not a directory"
+
+
+def test_load_checkpoint_onto_a_device_reads_into_pinned_memory_only_for_cuda(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``device=`` on a CUDA device reads the file straight into page-locked memory (no second
+    host copy before the bus); any other device reads as before. On a CPU machine the CUDA
+    side is checked by what is asked of the reader (tests/gpu loads onto a real GPU)."""
+    import trainledger.checkpoint.io as io_mod
+
+    state = {"w": torch.arange(6.0).reshape(2, 3), "b": torch.ones(2, dtype=torch.float16)}
+    path = tmp_path / "m.ckpt"
+    save_checkpoint(state, str(path))
+    asked: list[bool] = []
+    real = io_mod.read_checkpoint
+
+    def spy(*args: Any, pinned: bool = False, **kwargs: Any) -> Any:
+        asked.append(pinned)
+        return real(*args, pinned=False, **kwargs)  # no CUDA here to pin with
+
+    monkeypatch.setattr(io_mod, "read_checkpoint", spy)
+    loaded = load_checkpoint(path, device="cpu")
+    assert asked == [False]
+    moved: list[Any] = []
+    monkeypatch.setattr(io_mod, "_to_device", lambda params, device: moved.append(device) or params)
+    load_checkpoint(path, device="cuda:0")
+    assert asked == [False, True] and moved == ["cuda:0"]
+    for name, value in state.items():
+        assert loaded[name].device.type == "cpu"
+        torch.testing.assert_close(loaded[name], value)
+    cuda = ("cuda", "cuda:1", torch.device("cuda", 0))
+    assert [io_mod._is_cuda(d) for d in cuda] == [True] * 3
+    assert [io_mod._is_cuda(d) for d in (None, "cpu", torch.device("cpu"), "meta")] == [False] * 4

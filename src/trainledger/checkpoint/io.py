@@ -161,9 +161,15 @@ def read_checkpoint(
     dec_key: bytes | None = None,
     dec_mode: str = "AES-GCM",
     crc_check: bool | None = None,
+    *,
+    pinned: bool = False,
 ) -> Checkpoint:
     """Read every part of a checkpoint (no network needed); damage is a
     ``CheckpointFormatError`` (see ``load_checkpoint`` for ``crc_check``).
+
+    ``pinned=True`` reads the tensor bytes straight into page-locked memory, from which a
+    copy to a GPU is asynchronous and at the bus's speed (``load_checkpoint(device=)``): no
+    second host copy to pin them afterwards.
 
     A MindSpore protobuf ``.ckpt`` is recognised by its first bytes and read by
     ``mindspore_ckpt`` (tensors only; its string values become ``append_info``).
@@ -181,7 +187,7 @@ def read_checkpoint(
         return Checkpoint(tensors, None, {"format": "mindspore", "append_info": plain})
 
     def allocate(n: int) -> Any:  # uninitialised memory: no zero-fill pass before the read
-        return torch.empty(n, dtype=torch.uint8).numpy()
+        return torch.empty(n, dtype=torch.uint8, pin_memory=pinned).numpy()
 
     container = read_container(ckpt_file_name, dec_key, dec_mode, crc_check is not False, allocate)
     all_tensors = container_tensors(container)
@@ -255,7 +261,7 @@ def load_checkpoint(
     prefixes = _check_filter_prefix(filter_prefix)
     if choice_func is not None and not callable(choice_func):
         raise TypeError(f"choice_func expected a callable, received: {type(choice_func).__name__}")
-    ckpt = read_checkpoint(ckpt_file_name, dec_key, dec_mode, crc_check)
+    ckpt = read_checkpoint(ckpt_file_name, dec_key, dec_mode, crc_check, pinned=_is_cuda(device))
 
     def keep(name: str) -> bool:
         if prefixes and name.startswith(prefixes):
@@ -275,9 +281,17 @@ def load_checkpoint(
     return params
 
 
+def _is_cuda(device: Any) -> bool:
+    """Whether ``device`` names a CUDA device (``"cuda"``, ``"cuda:1"``, a torch.device)."""
+    import torch  # only where a device was asked for (checkpoint/ loads torch lazily)
+
+    return device is not None and torch.device(device).type == "cuda"
+
+
 def _to_device(params: dict[str, Any], device: Any) -> dict[str, Any]:
-    """Tensors on ``device``: host tensors are pinned and copied without blocking, all at
-    once, then the device is waited for (a pageable copy is several times slower)."""
+    """Tensors on ``device``: host tensors are pinned (unless read into pinned memory, see
+    ``read_checkpoint``) and copied without blocking, all at once, then the device is waited
+    for (a pageable copy is several times slower)."""
     import torch
 
     target = torch.device(device)
