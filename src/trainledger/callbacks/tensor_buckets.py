@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -78,33 +79,42 @@ class DeviceBuckets:
 
     def __init__(self, bins: int) -> None:
         self.bins = bins
-        self._segments: dict[tuple[torch.device, tuple[int, ...]], torch.Tensor] = {}
+        self._segments: dict[Any, tuple[torch.Tensor, torch.Tensor]] = {}
 
-    def _segment_of(self, parts: Sequence[torch.Tensor]) -> torch.Tensor:
-        """Each element's tensor index (built once per device and set of sizes)."""
+    def _segments_of(self, parts: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each element's tensor index, and each tensor's length, on the device (built once
+        per device and set of sizes)."""
         key = (parts[0].device, tuple(p.numel() for p in parts))
-        seg = self._segments.get(key)
-        if seg is None:
+        found = self._segments.get(key)
+        if found is None:
             ids = [p.new_full((p.numel(),), i, dtype=torch.long) for i, p in enumerate(parts)]
-            seg = self._segments[key] = torch.cat(ids)
-        return seg
+            lengths = [p.new_full((1,), p.numel(), dtype=torch.long) for p in parts]
+            found = self._segments[key] = (torch.cat(ids), torch.cat(lengths))
+        return found
 
     def count(self, tensors: Sequence[torch.Tensor]) -> torch.Tensor:
-        """The packed buckets of ``tensors`` (all on one device), still on that device."""
+        """The packed buckets of ``tensors`` (all on one device), still on that device.
+
+        Per-tensor statistics are segmented reductions and the buckets one ``histc`` over
+        ``tensor index * bins + bucket``, not scatters into a few shared addresses: those
+        serialise on a GPU (an earlier version built on them waited about 4 ms a record on
+        an H200, BENCHMARKS.md)."""
         parts = [_flat_real(t) for t in tensors]
         n, bins = len(parts), self.bins
         flat = torch.cat(parts).to(torch.float64)
-        seg = self._segment_of(parts)
-        finite = torch.isfinite(flat)
-        bad = ~finite  # masked_fill, not where(): a Python number stays off the device
-        weight = finite.to(torch.float64)
+        seg, lengths = self._segments_of(parts)
+        bad = ~torch.isfinite(flat)  # masked_fill, not where(): a Python number stays put
         values = flat.masked_fill(bad, 0.0)
         inf = math.inf
-        lo = flat.new_full((n,), inf).scatter_reduce_(0, seg, flat.masked_fill(bad, inf), "amin")
-        hi = flat.new_full((n,), -inf).scatter_reduce_(0, seg, flat.masked_fill(bad, -inf), "amax")
-        num = flat.new_zeros(n).index_add_(0, seg, weight)
-        total = flat.new_zeros(n).index_add_(0, seg, values)
-        squares = flat.new_zeros(n).index_add_(0, seg, values * values)
+
+        def per_tensor(data: torch.Tensor, how: str, initial: float) -> torch.Tensor:
+            return torch.segment_reduce(data, how, lengths=lengths, unsafe=True, initial=initial)
+
+        lo = per_tensor(flat.masked_fill(bad, inf), "min", inf)
+        hi = per_tensor(flat.masked_fill(bad, -inf), "max", -inf)
+        num = per_tensor((~bad).to(torch.float64), "sum", 0.0)
+        total = per_tensor(values, "sum", 0.0)
+        squares = per_tensor(values * values, "sum", 0.0)
         pad = (lo == hi).to(torch.float64) * 0.5  # numpy's range for a constant tensor
         first, last = lo - pad, hi + pad
         # numpy's arithmetic: (x - first) / width * bins, then corrected against the edges
@@ -117,8 +127,9 @@ class DeviceBuckets:
         index -= (values < index * step + start).to(torch.float64)
         upper = (index + 1) * step + start
         index += ((values >= upper) & (index < bins - 1)).to(torch.float64)
-        index = index.clamp_(0, bins - 1).long() + seg * bins  # non-finite ones: weight 0
-        counts = flat.new_zeros(n * bins).index_add_(0, index, weight)
+        index = index.clamp_(0, bins - 1) + seg * bins
+        index.masked_fill_(bad, -1.0)  # outside histc's range: not counted
+        counts = torch.histc(index, bins=n * bins, min=0, max=n * bins)
         head = torch.stack([lo, hi, num, total, squares, first, last], dim=1)
         return torch.cat([head, counts.view(n, bins)], dim=1)
 

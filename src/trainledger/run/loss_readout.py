@@ -28,6 +28,9 @@ __all__ = ["LAG", "LossReadout"]
 
 LAG = 2  # steps between a loss's computation and its read on the host
 _SLOTS = LAG + 2  # host slots in flight at most: LAG queued plus the one being pushed
+# The current stream's raw handle, one C call: ``torch.cuda.current_stream()`` builds a Python
+# Stream object each time, tens of microseconds a step on a launch-bound loop (an H200 profile).
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
 class LossReadout:
@@ -37,8 +40,11 @@ class LossReadout:
         "_events",
         "_host",
         "_host_values",
+        "_index",
         "_next_slot",
         "_pending",
+        "_slots",
+        "_stream",
         "first_nonfinite",
         "latest",
     )
@@ -47,9 +53,16 @@ class LossReadout:
         cuda = device.type == "cuda"
         # pinned memory makes the copy truly asynchronous on CUDA (pageable copies block)
         self._host = torch.zeros(_SLOTS, dtype=torch.float32, pin_memory=cuda)
+        self._slots = [self._host[i : i + 1] for i in range(_SLOTS)]  # views made once
         self._host_values = self._host.numpy()  # read through numpy: a host load, not an op
         # an event per slot says when its copy is done; other devices copy at once
         self._events = [torch.cuda.Event() for _ in range(_SLOTS)] if cuda else None
+        index = device.index
+        if cuda and index is None:
+            index = torch.cuda.current_device()
+        self._index = index or 0
+        # the stream the copies run on (the current one), looked up again when it changes
+        self._stream = torch.cuda.current_stream(self._index) if cuda else None
         self._pending: deque[tuple[int, int]] = deque()  # (step, slot) copied, not yet read
         self._next_slot = 0
         self.latest: tuple[int, float] | None = None  # the newest (step, loss) read
@@ -71,9 +84,12 @@ class LossReadout:
             loss = loss.float().mean()  # a non-scalar loss is averaged, on the device
         slot = self._next_slot
         self._next_slot = (slot + 1) % _SLOTS
-        self._host[slot : slot + 1].copy_(loss.reshape(1), non_blocking=True)
+        self._slots[slot].copy_(loss.reshape(1), non_blocking=True)
         if self._events is not None:
-            self._events[slot].record()
+            stream = self._stream
+            if _raw_stream is None or _raw_stream(self._index) != stream.cuda_stream:  # type: ignore[union-attr]
+                stream = self._stream = torch.cuda.current_stream(self._index)
+            self._events[slot].record(stream)  # after the copy, on the stream it runs on
         self._pending.append((step, slot))
         while len(self._pending) > LAG:
             self._read_oldest()
