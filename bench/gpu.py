@@ -14,6 +14,8 @@ blocks; loads onto the device) and a 40 x 40 train + result landscape of the CNN
 
     python bench/gpu.py --quick          # about 3 minutes on an H100/H200
     python bench/gpu.py --device cpu --quick --steps-scale 0.05   # a smoke run without a GPU
+    python bench/gpu.py --skip mlp,cnn,syncs,ckpt,landscape --breakdown 5 --profile p.txt
+        # each callback alone against the bare loop, and a cProfile of the full stack
 """
 
 from __future__ import annotations
@@ -132,19 +134,90 @@ VARIANTS: dict[str, Callable[[str, str, Batches, str], float]] = {
 }
 
 
+def _collector(**spec: Any) -> Callable[[str], list[Any]]:
+    return lambda d: [
+        SummaryCollector(
+            d, collect_freq=10, collect_specified_data={"collect_landscape": None, **spec}
+        )
+    ]
+
+
+BREAKDOWN: dict[str, Callable[[str], list[Any]]] = {
+    "Model.train bare": lambda d: [],
+    "LossMonitor(100)": lambda d: [LossMonitor(100)],
+    "SummaryCollector": _collector(),
+    "  without histograms": _collector(histogram_regular="^$"),
+    "  without graph": _collector(collect_graph=False),
+    "TrainLineage": lambda d: [TrainLineage(d)],
+    "ModelCheckpoint(async)": lambda d: [
+        ModelCheckpoint("m", d, CheckpointConfig(save_checkpoint_steps=10**9, async_save=True))
+    ],
+    "full default stack": full_stack,
+}
+
+
+def breakdown(kind: str, device: str, steps: int, rounds: int, tmp: str) -> None:
+    """Each callback alone against the bare loop, paired: our extra time a run, which
+    splits into a fixed cost (begin and end) and a per-step one (compare the workloads)."""
+    fns = {name: ours(make) for name, make in BREAKDOWN.items()}
+    times = paired_rounds(fns, kind, device, steps, rounds, tmp)
+    base = times["Model.train bare"]
+    print(f"\nbreakdown, {kind.upper()} on {device}: {steps} steps, {rounds} paired rounds")
+    print(f"  {'callbacks':24} {'extra ms a run (IQR)':>28} {'µs/step':>9}")
+    for name, values in times.items():
+        low, mid, high = quartiles([(t - b) * 1e3 for t, b in zip(values, base, strict=True)])
+        print(f"  {name:24} {mid:10.1f} ({low:7.1f}..{high:7.1f}) {mid * 1e3 / steps:9.1f}")
+
+
+def profile(device: str, steps: int, tmp: str, out: str) -> None:
+    """cProfile of the full stack on the MLP (three runs), written to ``out``."""
+    import cProfile
+    import io
+    import pstats
+
+    data = batches("mlp", device, steps)
+    run = ours(full_stack)
+    run("mlp", device, data, tmp)
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(3):
+        run("mlp", device, data, tmp)
+    prof.disable()
+    text = io.StringIO()
+    stats = pstats.Stats(prof, stream=text)
+    stats.sort_stats("cumulative").print_stats(60)
+    stats.sort_stats("tottime").print_stats(40)
+    Path(out).write_text(text.getvalue())
+    print(f"\nprofile of the full stack (MLP, 3 runs of {steps} steps): {out}")
+
+
 def quartiles(values: list[float]) -> tuple[float, float, float]:
     q = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else values * 3
     return q[0], statistics.median(values), q[2]
 
 
-def overhead(kind: str, device: str, steps: int, rounds: int, tmp: str) -> None:
+def paired_rounds(
+    fns: dict[str, Callable[[str, str, Batches, str], float]],
+    kind: str,
+    device: str,
+    steps: int,
+    rounds: int,
+    tmp: str,
+) -> dict[str, list[float]]:
+    """Seconds of each variant in ``rounds`` alternating rounds, after one short warm-up run
+    of each (kernels, allocator, imports)."""
     data = batches(kind, device, steps)
-    for fn in VARIANTS.values():  # warm-up: kernels, allocator, imports
+    for fn in fns.values():
         fn(kind, device, data[: max(steps // 5, 2)], tmp)
-    times: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
-        for name, fn in VARIANTS.items():
+        for name, fn in fns.items():
             times[name].append(fn(kind, device, data, tmp))
+    return times
+
+
+def overhead(kind: str, device: str, steps: int, rounds: int, tmp: str) -> None:
+    times = paired_rounds(VARIANTS, kind, device, steps, rounds, tmp)
     base = times["hand loop"]
     print(f"\n{kind.upper()} on {device}: {steps} steps a run, {rounds} paired rounds")
     print(f"  {'variant':22} {'median ms':>10} {'hand/ours (IQR)':>24} {'cost µs/step':>13}")
@@ -267,6 +340,10 @@ def main() -> None:
     parser.add_argument("--landscape-size", type=int, default=40)
     parser.add_argument("--landscape-samples", type=int, default=512)
     parser.add_argument("--skip", default="", help="comma list of: mlp,cnn,syncs,ckpt,landscape")
+    parser.add_argument(
+        "--breakdown", type=int, default=0, help="rounds of each callback alone (0: none)"
+    )
+    parser.add_argument("--profile", default="", help="write a cProfile of the full stack here")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     logging.getLogger("trainledger").setLevel(logging.ERROR)  # the MLP's "no image" note
@@ -284,6 +361,11 @@ def main() -> None:
             syncs_per_step("mlp", args.device, 50, tmp)
         if "ckpt" not in skip:
             checkpoints(args.device, args.gib, 3 if not args.quick else 2, tmp)
+        if args.profile:
+            profile(args.device, max(int(300 * scale), 5), tmp, args.profile)
+        if args.breakdown:
+            breakdown("mlp", args.device, max(int(300 * scale), 5), args.breakdown, tmp)
+            breakdown("cnn", args.device, max(int(40 * scale), 5), args.breakdown, tmp)
         if "landscape" not in skip:
             landscape(args.device, args.landscape_size, args.landscape_samples, tmp)
 

@@ -7,6 +7,7 @@
 #   tools/gpu-check.sh bench   # bench/gpu.py --quick: at most 3 minutes
 #   tools/gpu-check.sh         # both
 #   tools/gpu-check.sh bench --skip landscape   # arguments after the part go to bench/gpu.py
+# GPU_BENCH_TIMEOUT (seconds, default 240) bounds the bench part.
 # Logs go to $OUT (the device tool's result folder) or /tmp/gpu-check.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +32,6 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
     2>&1 | tee "$out/gpu-tests.log" || status=1
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
-  timeout -k 10 240 python3 bench/gpu.py --quick "$@" 2>&1 | tee "$out/gpu-bench.log" || status=1
+  timeout -k 10 "${GPU_BENCH_TIMEOUT:-240}" python3 bench/gpu.py --quick "$@" 2>&1 | tee "$out/gpu-bench.log" || status=1
 fi
 exit $status
