@@ -39,7 +39,9 @@ NamedTensors = Sequence[tuple[str, Any]]  # (name, torch.Tensor)
 
 
 class SyncSaver:
-    """Writes in the caller's thread; ``wait`` has nothing to wait for."""
+    """Writes in the caller's thread; ``wait`` has nothing to wait for. GPU tensors reach the
+    file through a small pinned ring (``torch_adapter.StagingRing``), each chunk copied while
+    the one before it is written, instead of a whole pageable copy of the state first."""
 
     mode = "sync"
 
@@ -51,10 +53,19 @@ class SyncSaver:
         enc_key: bytes | None = None,
         enc_mode: str = "AES-GCM",
     ) -> None:
-        from trainledger.checkpoint.format import save_container
-        from trainledger.checkpoint.torch_adapter import tensor_to_raw
+        from trainledger.checkpoint.format import RawTensor, save_container
+        from trainledger.checkpoint.torch_adapter import StagingRing, staged_raw, tensor_to_raw
 
-        save_container(path, [(n, tensor_to_raw(n, t)) for n, t in named], info, enc_key, enc_mode)
+        rings: dict[Any, StagingRing] = {}
+        raws: list[tuple[str, RawTensor]] = []
+        for name, tensor in named:
+            device = tensor.device
+            if device.type == "cuda":
+                ring = rings.get(device) or rings.setdefault(device, StagingRing(device))
+                raws.append((name, staged_raw(name, tensor, ring)))
+            else:
+                raws.append((name, tensor_to_raw(name, tensor)))
+        save_container(path, raws, info, enc_key, enc_mode)
 
     def wait(self) -> Path | None:
         return None

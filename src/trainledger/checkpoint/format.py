@@ -22,10 +22,10 @@ from __future__ import annotations
 import io
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 import crc32c as _crc32c
 
@@ -77,13 +77,24 @@ _NUMPY_TO_DTYPE = {
 _DTYPE_TO_NUMPY = {v: k for k, v in _NUMPY_TO_DTYPE.items()}
 
 
+class StreamedBytes(Protocol):
+    """Bytes that reach the host piece by piece while they are written (a GPU tensor staged
+    through a small pinned ring, ``torch_adapter.DeviceBytes``): ``chunks()`` yields them in
+    order, each valid until the next one is asked for."""
+
+    @property
+    def nbytes(self) -> int: ...
+
+    def chunks(self) -> Iterator[memoryview]: ...
+
+
 @dataclass(frozen=True)
 class RawTensor:
     """A tensor at the byte level: safetensors dtype name, shape, C-order bytes."""
 
     dtype: str
     shape: tuple[int, ...]
-    data: memoryview  # 1-D, format "B", exactly numel * itemsize bytes
+    data: memoryview | StreamedBytes  # 1-D, format "B", exactly numel * itemsize bytes
 
 
 @dataclass
@@ -154,7 +165,39 @@ def _check_raw(name: str, raw: RawTensor) -> None:
 def _crc_of(items: Sequence[tuple[str, RawTensor]], order: Sequence[int]) -> int:
     crc = 0
     for i in order:
-        crc = _crc32c.crc32c(items[i][1].data, crc)  # releases the GIL for large buffers
+        for piece in _pieces(items[i][1].data):
+            crc = _crc32c.crc32c(piece, crc)  # releases the GIL for large buffers
+    return crc
+
+
+def _pieces(data: memoryview | StreamedBytes) -> Iterator[memoryview]:
+    if isinstance(data, memoryview):
+        yield data
+    else:
+        yield from data.chunks()
+
+
+def _materialized(items: list[tuple[str, RawTensor]]) -> list[tuple[str, RawTensor]]:
+    """Streamed bytes gathered into host memory: for a writer that needs the checksum before
+    the bytes (the encrypting one, which cannot seek back)."""
+    out = []
+    for name, raw in items:
+        if not isinstance(raw.data, memoryview):
+            # each piece copied while it is valid (the next one reuses its buffer)
+            data = b"".join([bytes(piece) for piece in raw.data.chunks()])
+            raw = RawTensor(raw.dtype, raw.shape, memoryview(data))
+        out.append((name, raw))
+    return out
+
+
+def _write_streamed(fh: BinaryIO, items: list[tuple[str, RawTensor]], order: list[int]) -> int:
+    """Write the tensor bytes piece by piece, the checksum taken from each piece while it is
+    at hand (a streamed piece is gone once the next is asked for); returns their crc32c."""
+    crc = 0
+    for i in order:
+        for piece in _pieces(items[i][1].data):
+            crc = _crc32c.crc32c(piece, crc)
+            fh.write(piece)
     return crc
 
 
@@ -188,12 +231,24 @@ def write_container(
     entries, order = _layout(items)
     total = sum(raw.data.nbytes for _, raw in items)
     head = encode_header(entries, {**(info or {}), "tensor_bytes": total}, extra_metadata)
+    streamed = any(not isinstance(raw.data, memoryview) for _, raw in items)
+    if streamed and _seekable(fh):
+        start = fh.tell()
+        fh.write(head)
+        crc = _write_streamed(fh, items, order)
+        end = fh.tell()
+        fh.seek(start)
+        fh.write(seal_header(head, crc))  # same length: only the placeholders change
+        fh.seek(end)
+        return len(head) + total
+    if streamed:
+        items = _materialized(items)
     if not _seekable(fh):
         head = seal_header(head, _crc_of(items, order))
         fh.write(head)
         for i in order:
-            if items[i][1].data.nbytes:
-                fh.write(items[i][1].data)
+            for piece in _pieces(items[i][1].data):
+                fh.write(piece)
         return len(head) + total
     result: list[int] = []
     worker = threading.Thread(
@@ -204,8 +259,8 @@ def write_container(
     try:
         fh.write(head)
         for i in order:
-            if items[i][1].data.nbytes:
-                fh.write(items[i][1].data)
+            for piece in _pieces(items[i][1].data):
+                fh.write(piece)
     finally:
         worker.join()
     if not result:

@@ -10,7 +10,7 @@ step counts) becomes a tagged JSON tree whose tensor leaves are stored as tensor
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,9 @@ __all__ = [
     "encode_tree",
     "optimizer_payload",
     "tensor_to_raw",
+    "staged_raw",
+    "DeviceBytes",
+    "StagingRing",
 ]
 
 OPTIM_PREFIX = "__optimizer__/"
@@ -57,14 +60,79 @@ for _name, _st in (
 _FROM_ST = {v: k for k, v in _TO_ST.items()}
 
 
-def tensor_to_raw(name: str, tensor: torch.Tensor) -> RawTensor:
-    """Byte view of a tensor; copies only when it is not a contiguous CPU tensor."""
+def _stored_dtype(name: str, tensor: torch.Tensor) -> str:
+    """The safetensors dtype a tensor is stored as, or a TypeError naming what is allowed."""
     dtype = _TO_ST.get(tensor.dtype)
     if dtype is None or tensor.layout != torch.strided or tensor.is_quantized:
         raise TypeError(
             f"tensor {name!r}: {tensor.dtype} ({tensor.layout}) cannot be stored; "
             f"expected a dense tensor of {', '.join(str(d) for d in _TO_ST)}"
         )
+    return dtype
+
+
+class StagingRing:
+    """Two host buffers (pinned for CUDA) through which device tensors reach the file: one
+    is copied into (a non-blocking copy, an event after it) while the other is written.
+
+    Why: a synchronous save from a GPU used to copy the whole state to pageable memory (about
+    1.4 s for 2 GiB on an H200) and only then write it. Bounded: ``2 * chunk`` bytes, freed
+    with the ring (torch's host allocator keeps the blocks for the next save)."""
+
+    def __init__(self, device: torch.device, chunk: int = 64 << 20) -> None:
+        pinned = device.type == "cuda"
+        self.chunk = chunk
+        self._bufs = [torch.empty(chunk, dtype=torch.uint8, pin_memory=pinned) for _ in "ab"]
+        self._events = [torch.cuda.Event() for _ in "ab"] if pinned else None
+        self._next = 0
+
+    def start(self, src: torch.Tensor) -> tuple[int, int]:
+        """Begin copying ``src`` (uint8, at most ``chunk`` bytes) into the next buffer."""
+        slot, n = self._next, src.numel()
+        self._next ^= 1
+        self._bufs[slot][:n].copy_(src, non_blocking=self._events is not None)
+        if self._events is not None:
+            self._events[slot].record()
+        return slot, n
+
+    def wait(self, handle: tuple[int, int]) -> memoryview:
+        """The bytes of a started copy, once they are on the host."""
+        slot, n = handle
+        if self._events is not None:
+            self._events[slot].synchronize()
+        flat: Any = self._bufs[slot][:n].numpy()
+        return memoryview(flat)
+
+
+class DeviceBytes:
+    """A device tensor's bytes for ``write_container``, staged chunk by chunk through a
+    ``StagingRing``: the next chunk is copied while the caller writes this one."""
+
+    def __init__(self, tensor: torch.Tensor, ring: StagingRing) -> None:
+        self._flat = tensor.detach().contiguous().reshape(-1).view(torch.uint8)
+        self._ring = ring
+        self.nbytes = self._flat.numel()
+
+    def chunks(self) -> Iterator[memoryview]:
+        flat, ring, size = self._flat, self._ring, self._ring.chunk
+        if not self.nbytes:
+            return
+        pending = ring.start(flat[:size])
+        for begin in range(0, self.nbytes, size):
+            current = pending
+            if begin + size < self.nbytes:  # queued before this chunk is handed out
+                pending = ring.start(flat[begin + size : begin + 2 * size])
+            yield ring.wait(current)
+
+
+def staged_raw(name: str, tensor: torch.Tensor, ring: StagingRing) -> RawTensor:
+    """A device tensor as a ``RawTensor`` whose bytes are staged while they are written."""
+    return RawTensor(_stored_dtype(name, tensor), tuple(tensor.shape), DeviceBytes(tensor, ring))
+
+
+def tensor_to_raw(name: str, tensor: torch.Tensor) -> RawTensor:
+    """Byte view of a tensor; copies only when it is not a contiguous CPU tensor."""
+    dtype = _stored_dtype(name, tensor)
     t = tensor.detach()
     if t.device.type != "cpu":
         t = t.cpu()
