@@ -247,3 +247,46 @@ def test_the_readout_reads_each_loss_lag_steps_late():
     assert readout.value_at(7) is None
     assert READS.reads == []
     assert LossReadout.for_device(torch.device("cpu")) is None
+
+
+@pytest.mark.parametrize("average", ["macro", "micro", None])
+def test_precision_recall_f1_count_on_the_device_and_read_once(average: str | None) -> None:
+    """(N, C) device batches are counted per class on the device: no read per batch, one in
+    eval(), the same values as the CPU's; a label that is not a class is named, not
+    miscounted."""
+    from trainledger.run.metrics import F1, Precision, Recall
+
+    gen = torch.Generator().manual_seed(0)
+    batches = [
+        (torch.randn(7, 4, generator=gen), torch.randint(0, 4, (7,), generator=gen))
+        for _ in range(5)
+    ]
+    for cls in (Precision, Recall, F1):
+        cpu, device = cls(average), cls(average)
+        for x, y in batches:
+            cpu.update(x, y)
+        READS.reads.clear()
+        for batch in batches:
+            device.update(*on_device(batch))
+        assert READS.reads == []
+        ours, theirs = device.eval(), cpu.eval()
+        assert len(READS.reads) == 1
+        np.testing.assert_array_equal(ours, theirs)
+    outside = Precision()
+    outside.update(*on_device((torch.randn(3, 4), torch.tensor([0, 5, 2]))))
+    with pytest.raises(ValueError, match=r"labels in \[0, 4\).*1 outside it, the largest 5"):
+        outside.eval()
+
+
+def test_a_batch_with_other_classes_or_1d_scores_is_counted_on_the_host() -> None:
+    from trainledger.run.metrics import Recall
+
+    gen = torch.Generator().manual_seed(1)
+    wide = (torch.randn(6, 3, generator=gen), torch.randint(0, 3, (6,), generator=gen))
+    wider = (torch.randn(6, 5, generator=gen), torch.randint(0, 5, (6,), generator=gen))
+    binary = (torch.rand(6, generator=gen), torch.randint(0, 2, (6,), generator=gen))
+    cpu, device = Recall(None), Recall(None)
+    for batch in (wide, wider, binary):
+        cpu.update(*batch)
+        device.update(*on_device(batch))
+    np.testing.assert_array_equal(device.eval(), cpu.eval())

@@ -2,7 +2,8 @@
 
 numpy only: torch tensors are converted on ``update`` (duck-typed, so this module imports
 without torch), except that ``Accuracy``, ``Loss``, ``MAE`` and ``MSE`` sum device batches on
-the device and read the sums once, in ``eval()`` (``run/device_sums.py``). ``Model`` calls
+the device, and ``Precision``/``Recall``/``F1`` count (N, C) device batches per class there, and
+read them once, in ``eval()`` (``run/device_sums.py``). ``Model`` calls
 ``update(y_pred, y)`` on every metric, except those with ``needs_loss = True`` (``Loss``)
 which get ``update(loss)``.
 
@@ -19,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from trainledger.run.device_sums import DeviceSum, device_labels, on_device
+from trainledger.run.device_sums import DeviceCounts, DeviceSum, device_labels, on_device
 from trainledger.run.metric_base import Metric, _class_labels, _summed, to_numpy
 from trainledger.run.roc_auc import roc_auc
 
@@ -138,20 +139,39 @@ class _Confusion(Metric):
         self._tp = np.zeros(0, dtype=np.int64)
         self._pred = np.zeros(0, dtype=np.int64)
         self._true = np.zeros(0, dtype=np.int64)
+        self._device = DeviceCounts()  # (N, C) device batches, read once by _fold
 
     def update(self, *inputs: Any) -> None:
+        if len(inputs) == 2 and on_device(*inputs) and self._device.add(*inputs):
+            return
         pred, true, n = _class_labels(*self._pair(inputs, self._name))
+        self._add(n, true[pred == true], pred, true)
+
+    def _add(self, n: int, hits: np.ndarray, pred: np.ndarray, true: np.ndarray) -> None:
+        """Count per class: ``hits`` are the true classes of correct predictions."""
         if n > self._tp.size:
             grow = n - self._tp.size
             self._tp, self._pred, self._true = (
                 np.pad(a, (0, grow)) for a in (self._tp, self._pred, self._true)
             )
         size = self._tp.size
-        self._tp += np.bincount(true[pred == true], minlength=size)
+        self._tp += np.bincount(hits, minlength=size)
         self._pred += np.bincount(pred, minlength=size)
         self._true += np.bincount(true, minlength=size)
 
+    def _fold(self) -> None:
+        """Add the device counts (one host read) to the host ones."""
+        taken = self._device.take(self._name)
+        if taken is not None:
+            tp, pred, true = taken
+            empty = np.zeros(0, np.int64)
+            self._add(tp.size, empty, empty, empty)
+            self._tp[: tp.size] += tp
+            self._pred[: tp.size] += pred
+            self._true[: tp.size] += true
+
     def state(self) -> dict[str, np.ndarray]:
+        self._fold()
         return {"tp": self._tp, "pred": self._pred, "true": self._true}
 
     def merge(self, states: list[dict[str, np.ndarray]]) -> None:
@@ -176,6 +196,7 @@ class Precision(_Confusion):
     _name = "Precision"
 
     def eval(self) -> Any:
+        self._fold()
         return self._reduce(self._tp, self._pred)
 
 
@@ -185,6 +206,7 @@ class Recall(_Confusion):
     _name = "Recall"
 
     def eval(self) -> Any:
+        self._fold()
         return self._reduce(self._tp, self._true)
 
 
@@ -194,6 +216,7 @@ class F1(_Confusion):
     _name = "F1"
 
     def eval(self) -> Any:
+        self._fold()
         return self._reduce(2 * self._tp, self._pred + self._true)
 
 
