@@ -290,3 +290,23 @@ def test_a_batch_with_other_classes_or_1d_scores_is_counted_on_the_host() -> Non
         cpu.update(*batch)
         device.update(*on_device(batch))
     np.testing.assert_array_equal(device.eval(), cpu.eval())
+
+
+def test_rocauc_keeps_device_batches_there_and_reads_them_at_eval() -> None:
+    from trainledger.run.metrics import ROCAUC
+
+    gen = torch.Generator().manual_seed(2)
+    multi = [
+        (torch.randn(8, 3, generator=gen), torch.randint(0, 3, (8,), generator=gen))
+        for _ in range(4)
+    ]
+    binary = [(torch.rand(8, generator=gen), torch.randint(0, 2, (8,), generator=gen))] * 3
+    for batches in (multi, binary):
+        cpu, device = ROCAUC(), ROCAUC()
+        READS.reads.clear()
+        for batch in batches:
+            cpu.update(*batch)
+            device.update(*on_device(batch))
+        assert READS.reads == []
+        assert device.eval() == pytest.approx(cpu.eval(), rel=1e-12)
+        assert len(READS.reads) == 2  # the scores and the labels, once each

@@ -2,10 +2,10 @@
 
 numpy only: torch tensors are converted on ``update`` (duck-typed, so this module imports
 without torch), except that ``Accuracy``, ``Loss``, ``MAE`` and ``MSE`` sum device batches on
-the device, and ``Precision``/``Recall``/``F1`` count (N, C) device batches per class there, and
-read them once, in ``eval()`` (``run/device_sums.py``). ``Model`` calls
-``update(y_pred, y)`` on every metric, except those with ``needs_loss = True`` (``Loss``)
-which get ``update(loss)``.
+the device, ``Precision``/``Recall``/``F1`` count (N, C) device batches per class there and
+``ROCAUC`` keeps their scores there, and read them once, in ``eval()``
+(``run/device_sums.py``). ``Model`` calls ``update(y_pred, y)`` on every metric, except those
+with ``needs_loss = True`` (``Loss``) which get ``update(loss)``.
 
 Differences from MindSpore, on purpose: ``Precision``/``Recall``/``F1`` return one float (macro
 average) by default instead of a per-class array, so results can be stored and queried as
@@ -287,13 +287,30 @@ class ROCAUC(Metric):
     def clear(self) -> None:
         self._scores: list[np.ndarray] = []
         self._labels: list[np.ndarray] = []
+        self._device: list[tuple[Any, Any]] = []  # device batches, read together by _fold
 
     def update(self, *inputs: Any) -> None:
+        if len(inputs) == 2 and on_device(*inputs):  # kept there: no host read per batch
+            y_pred, y = inputs
+            self._device.append((y_pred.detach().clone(), y.detach().clone()))
+            return
         y_pred, y = self._pair(inputs, "ROCAUC")
         self._scores.append(y_pred.astype(np.float64))
         self._labels.append(y)
 
+    def _fold(self) -> None:
+        """The device batches' scores and labels, each copied to the host once."""
+        if self._device:
+            import torch  # only for device tensors: this module imports without torch
+
+            scores = torch.cat([s for s, _ in self._device]).double().cpu().numpy()
+            labels = torch.cat([y for _, y in self._device]).cpu().numpy()
+            self._device = []
+            self._scores.append(scores)
+            self._labels.append(labels)
+
     def state(self) -> dict[str, np.ndarray]:
+        self._fold()
         if not self._scores:
             return {}
         return {"scores": np.concatenate(self._scores), "labels": np.concatenate(self._labels)}
@@ -303,6 +320,7 @@ class ROCAUC(Metric):
         self._labels = [st["labels"] for st in states if "labels" in st]
 
     def eval(self) -> float:
+        self._fold()
         if not self._scores:
             raise self._empty("ROCAUC")
         scores = np.concatenate(self._scores)
