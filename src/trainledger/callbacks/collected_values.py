@@ -64,9 +64,10 @@ class StagedValues:
         values = list(self.values)
         tensors = [values[i][2] for i in on_device] + [packed for _, packed, _ in self._packed]
         copies = to_host(tensors)
-        for i, host in zip(on_device, copies, strict=False):
+        singles, packed = copies[: len(on_device)], copies[len(on_device) :]
+        for i, host in zip(on_device, singles, strict=True):
             values[i] = (values[i][0], values[i][1], host)
-        for (names, _, maker), host in zip(self._packed, copies[len(on_device) :], strict=True):
+        for (names, _, maker), host in zip(self._packed, packed, strict=True):
             values += [("histogram", n, b) for n, b in zip(names, maker.unpack(host), strict=True)]
         return values
 

@@ -28,6 +28,7 @@ from trainledger.summary import BucketCounts
 __all__ = ["cpu_buckets", "DeviceBuckets"]
 
 _HEAD = 7  # min, max, num, sum, sum of squares, first edge, last edge
+_NO_VALUES = BucketCounts(0.0, 0.0, 0.0, 0.0, 0.0, (0.0,), (0.0,))  # no finite value
 
 
 def _flat_real(tensor: torch.Tensor) -> torch.Tensor:
@@ -59,7 +60,7 @@ def cpu_buckets(tensor: torch.Tensor, bins: int) -> BucketCounts:
             if x.numel():
                 lo, hi = (float(v) for v in torch.aminmax(x))
     if not x.numel():
-        return BucketCounts(0.0, 0.0, 0.0, 0.0, 0.0, (0.0,), (0.0,))
+        return _NO_VALUES
     first, last = _padded(lo, hi)
     counts, _ = torch.histogram(x, bins, range=(first, last))
     total, squares = float(x.sum()), float(x.dot(x))
@@ -139,7 +140,7 @@ class DeviceBuckets:
         for row in host.tolist():
             lo, hi, num, total, squares, first, last = row[:_HEAD]
             if not num:
-                out.append(BucketCounts(0.0, 0.0, 0.0, 0.0, 0.0, (0.0,), (0.0,)))
+                out.append(_NO_VALUES)
                 continue
             limits = _limits(first, last, self.bins)
             out.append(BucketCounts(lo, hi, num, total, squares, limits, tuple(row[_HEAD:])))

@@ -38,6 +38,10 @@ __all__ = ["ProcessSaver", "SnapshotMemory", "SyncSaver", "ThreadSaver", "make_s
 NamedTensors = Sequence[tuple[str, Any]]  # (name, torch.Tensor)
 
 
+#: the most each of a synchronous GPU save's two pinned staging buffers holds
+_STAGING_CHUNK = 64 << 20
+
+
 class SyncSaver:
     """Writes in the caller's thread; ``wait`` has nothing to wait for. GPU tensors reach the
     file through a small pinned ring (``torch_adapter.StagingRing``), each chunk copied while
@@ -56,15 +60,18 @@ class SyncSaver:
         from trainledger.checkpoint.format import RawTensor, save_container
         from trainledger.checkpoint.torch_adapter import StagingRing, staged_raw, tensor_to_raw
 
-        rings: dict[Any, StagingRing] = {}
-        raws: list[tuple[str, RawTensor]] = []
-        for name, tensor in named:
-            device = tensor.device
-            if device.type == "cuda":
-                ring = rings.get(device) or rings.setdefault(device, StagingRing(device))
-                raws.append((name, staged_raw(name, tensor, ring)))
-            else:
-                raws.append((name, tensor_to_raw(name, tensor)))
+        largest: dict[Any, int] = {}  # a ring per GPU, no larger than its largest tensor
+        for _, tensor in named:
+            if tensor.device.type == "cuda":
+                size = tensor.numel() * tensor.element_size()
+                largest[tensor.device] = max(largest.get(tensor.device, 0), size)
+        rings = {dev: StagingRing(dev, min(size, _STAGING_CHUNK)) for dev, size in largest.items()}
+        raws: list[tuple[str, RawTensor]] = [
+            (name, staged_raw(name, t, rings[t.device]))
+            if t.device in rings
+            else (name, tensor_to_raw(name, t))
+            for name, t in named
+        ]
         save_container(path, raws, info, enc_key, enc_mode)
 
     def wait(self) -> Path | None:

@@ -81,9 +81,11 @@ class StagingRing:
 
     def __init__(self, device: torch.device, chunk: int = 64 << 20) -> None:
         pinned = device.type == "cuda"
-        self.chunk = chunk
-        self._bufs = [torch.empty(chunk, dtype=torch.uint8, pin_memory=pinned) for _ in "ab"]
-        self._events = [torch.cuda.Event() for _ in "ab"] if pinned else None
+        self.chunk = max(chunk, 1)
+        self._bufs = [
+            torch.empty(self.chunk, dtype=torch.uint8, pin_memory=pinned) for _ in range(2)
+        ]
+        self._events = [torch.cuda.Event() for _ in range(2)] if pinned else None
         self._next = 0
 
     def start(self, src: torch.Tensor) -> tuple[int, int]:

@@ -147,13 +147,17 @@ class _Confusion(Metric):
         pred, true, n = _class_labels(*self._pair(inputs, self._name))
         self._add(n, true[pred == true], pred, true)
 
-    def _add(self, n: int, hits: np.ndarray, pred: np.ndarray, true: np.ndarray) -> None:
-        """Count per class: ``hits`` are the true classes of correct predictions."""
+    def _grow(self, n: int) -> None:
+        """Room for ``n`` classes."""
         if n > self._tp.size:
             grow = n - self._tp.size
             self._tp, self._pred, self._true = (
                 np.pad(a, (0, grow)) for a in (self._tp, self._pred, self._true)
             )
+
+    def _add(self, n: int, hits: np.ndarray, pred: np.ndarray, true: np.ndarray) -> None:
+        """Count per class: ``hits`` are the true classes of correct predictions."""
+        self._grow(n)
         size = self._tp.size
         self._tp += np.bincount(hits, minlength=size)
         self._pred += np.bincount(pred, minlength=size)
@@ -164,8 +168,7 @@ class _Confusion(Metric):
         taken = self._device.take(self._name)
         if taken is not None:
             tp, pred, true = taken
-            empty = np.zeros(0, np.int64)
-            self._add(tp.size, empty, empty, empty)
+            self._grow(tp.size)
             self._tp[: tp.size] += tp
             self._pred[: tp.size] += pred
             self._true[: tp.size] += true
