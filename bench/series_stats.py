@@ -6,8 +6,10 @@ what a live run's append costs a query, and a warm query that filters on a stati
   MindSpore's ``Event`` schema, framed as MindSpore frames them), each read from scratch by
   the indexer (``read_series_state``). The peer for the event file is TensorBoard's own
   ``EventAccumulator`` (every point kept), timed in alternating, paired rounds; the figure
-  is points a second and the per-round ratio (peer time / our time). (MindInsight's ``_MS``
-  reader needs its own venv: ``bench/mindspore_read.py``.)
+  is points a second and the per-round ratio (peer time / our time), the files read without
+  a sidecar (as TensorBoard's, MindSpore's and older ours are); the event file's first index
+  with the series sidecar its writer left (``summary/series_sidecar.py``) is timed apart.
+  (MindInsight's ``_MS`` reader needs its own venv: ``bench/mindspore_read.py``.)
 - ``append``: a base of ``--runs`` runs (a lineage file and a 20-point event file each),
   indexed; then one live run gets ``--append`` new points and ``LineageIndex.refresh()`` is
   timed (the index reads only the appended records), ``--rounds`` times.
@@ -86,30 +88,39 @@ def bench_read(work: Path, points: int, rounds: int) -> None:
     tb, mindspore = work / "tb", work / "ms"
     write_tensorboard(tb, points)
     write_mindspore(mindspore, points)
-    assert read_series_state(str(tb)).tags["loss"].count == points
-    assert read_series_state(str(mindspore)).tags["loss"].count == points
+
+    def full(run: Path) -> None:  # (a file without a sidecar: TensorBoard's, older ours)
+        assert read_series_state(str(run), sidecars=False).tags["loss"].count == points
+
+    full(tb)
+    full(mindspore)
+    with_sidecar = read_series_state(str(tb))
+    assert with_sidecar.tags == read_series_state(str(tb), sidecars=False).tags
 
     def peer() -> None:
         acc = ea.EventAccumulator(str(tb), size_guidance={ea.SCALARS: 0})
         acc.Reload()
         assert len(acc.Scalars("loss")) == points
 
-    ours_tb, ours_ms, ratios = [], [], []
+    ours_tb, ours_ms, ratios, sidecar = [], [], [], []
     for i in range(rounds):
         if i % 2:
             theirs = _timed(peer)
-            mine = _timed(lambda: read_series_state(str(tb)))
+            mine = _timed(lambda: full(tb))
         else:
-            mine = _timed(lambda: read_series_state(str(tb)))
+            mine = _timed(lambda: full(tb))
             theirs = _timed(peer)
         ours_tb.append(points / mine)
         ratios.append(theirs / mine)
-        ours_ms.append(points / _timed(lambda: read_series_state(str(mindspore))))
+        ours_ms.append(points / _timed(lambda: full(mindspore)))
+        sidecar.append(_timed(lambda: read_series_state(str(tb))) * 1000)
     print(f"read, {points:,} points, {rounds} rounds")
     print(f"  event file, ours: {_spread(ours_tb)} points/s")
     print(f"  event file, EventAccumulator time / ours: median {statistics.median(ratios):.1f}x "
           f"(range {min(ratios):.1f}-{max(ratios):.1f})")  # fmt: skip
     print(f"  _MS file, ours: {_spread(ours_ms)} points/s")
+    print(f"  event file with trainledger's sidecar (first index, nothing read): "
+          f"{_spread(sidecar, 2)} ms")  # fmt: skip
 
 
 def bench_append(work: Path, runs: int, append: int, rounds: int) -> None:

@@ -135,6 +135,41 @@ def test_a_growing_file_is_read_from_where_the_last_read_stopped(
         assert index.refresh().series == 0  # nothing new: nothing read
 
 
+def test_a_first_index_takes_the_writers_sidecar_and_reads_only_what_came_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainledger.summary import RunReader, SummaryRecord
+
+    run = write_run(tmp_path, "ours", run=RunValues(status="running"))
+    decoded: list[int] = []
+    original = RunReader.read_scalar_sessions
+
+    def spy(self: Any) -> Any:
+        out = original(self)
+        decoded.append(sum(len(series[0]) for series in out.values()))
+        return out
+
+    monkeypatch.setattr(RunReader, "read_scalar_sessions", spy)
+    record = SummaryRecord(run)
+    for step in range(1, 301):
+        record.add_scalar("loss", float("inf") if step == 7 else 10.0 / step, step)
+        record.add_scalar("eval/acc", step / 300, step)
+    record.flush()  # (the sidecar is written at each flush)
+    with LineageIndex(tmp_path) as index:
+        first = indexed(index, "./ours", ["loss", "eval/acc"])
+        assert decoded == [0]  # the sidecar stood for the read
+        assert first == served(run)
+        for step in range(301, 311):
+            record.add_scalar("loss", 0.001, step)
+        record.close()
+        decoded.clear()
+        assert index.refresh().series == 1
+        assert decoded == [10]  # the appended points only
+        after = indexed(index, "./ours", ["loss", "eval/acc"])
+        assert after == served(run)
+        assert after["loss"]["nonfinite_step"] == 7 and after["loss"]["count"] == 310
+
+
 def _cuts(source: Path, rng: random.Random) -> list[tuple[str, int]]:
     """(file, length) steps that grow ``source``'s summary files in random byte chunks, file
     by file (mid-record cuts included: a damaged tail must wait)."""

@@ -51,8 +51,10 @@ from trainledger.lineage import (
 from trainledger.storage import (
     MLFLOW_MARKER,
     atomic_write_bytes,
+    is_series_sidecar_name,
     list_lineage_files,
     remove_written,
+    run_files,
 )
 from trainledger.summary import SummaryRecord, list_event_files
 
@@ -205,7 +207,7 @@ def _import_run(
     histories = {key: client.get_metric_history(run_id, key) for key in run.data.metrics}
     lineage_file = _write_lineage(run, names, artifacts, run_dir)
     _write_scalars(histories, run_dir)
-    files = [os.path.basename(lineage_file)] + [p.name for p in list_event_files(run_dir)]
+    files = [os.path.basename(lineage_file), *_summary_files(run_dir)]
     marker = {"run_id": run_id, "fingerprint": fingerprint, "files": files}
     atomic_write_bytes(os.path.join(run_dir, MARKER), json.dumps(marker, indent=1).encode())
     return ("updated" if previous is not None else "imported"), run_dir
@@ -218,14 +220,19 @@ def _remove_previous(run_dir: str, previous: dict[str, Any] | None) -> None:
     if previous is not None:
         names = [os.path.basename(str(n)) for n in previous.get("files", [])]
     elif os.path.isdir(run_dir):
-        names = [f.name for f in list_lineage_files(run_dir)]
-        names += [p.name for p in list_event_files(run_dir)]
+        names = [f.name for f in list_lineage_files(run_dir)] + _summary_files(run_dir)
     else:
         return
     for name in names:
         path = os.path.join(run_dir, name)
         if os.path.isfile(path):
             remove_written(path)
+
+
+def _summary_files(run_dir: str) -> list[str]:
+    """The names of the event files and series sidecars (``SummaryRecord``'s) in ``run_dir``."""
+    names = [p.name for p in list_event_files(run_dir)]
+    return names + sorted(e.name for e in run_files(run_dir, is_series_sidecar_name))
 
 
 def _read_marker(run_dir: str) -> dict[str, Any] | None:

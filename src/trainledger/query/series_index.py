@@ -14,99 +14,26 @@ point's step beyond the tag's largest step so far (MindInsight's rule drops or r
 points at or after a repeated or restarted step). Otherwise, and when a file shrank or
 vanished, the run is read again from the start. A damaged tail is left unread until it is
 complete, as the reader does everywhere.
+
+Why a first read may read nothing: trainledger's ``SummaryRecord`` keeps each tag's
+statistics as it writes and leaves them in a series sidecar (``summary/series_sidecar.py``);
+where a folder's sidecars qualify they are the state of a read up to the sizes they name,
+and only what was written after is read.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from trainledger.storage import is_summary_file_name
+from trainledger.summary import TagStats
 
 if TYPE_CHECKING:  # pragma: no cover - the annotations' types
-    import numpy as np
-
     from trainledger.summary import RunReader
 
-__all__ = ["SeriesState", "TagStats", "read_series_state", "tag_stats"]
-
-
-@dataclass(frozen=True)
-class TagStats:
-    """The statistics of one tag's series (``series_fields.STATS``) and its largest step."""
-
-    last: float | None
-    last_step: int
-    min: float | None
-    min_step: int | None
-    max: float | None
-    max_step: int | None
-    count: int
-    nonfinite_step: int | None
-    top_step: int
-
-    def as_dict(self) -> dict[str, Any]:
-        """The statistics by their query names (``top_step`` is the index's own)."""
-        return {
-            "last": self.last,
-            "min": self.min,
-            "max": self.max,
-            "count": self.count,
-            "last_step": self.last_step,
-            "min_step": self.min_step,
-            "max_step": self.max_step,
-            "nonfinite_step": self.nonfinite_step,
-        }
-
-    def then(self, later: TagStats) -> TagStats:
-        """These statistics followed by those of points written after them (none dropped)."""
-        low = self.min is None or (later.min is not None and later.min < self.min)
-        high = self.max is None or (later.max is not None and later.max > self.max)
-        return TagStats(
-            later.last,
-            later.last_step,
-            later.min if low else self.min,
-            later.min_step if low else self.min_step,
-            later.max if high else self.max,
-            later.max_step if high else self.max_step,
-            self.count + later.count,
-            self.nonfinite_step if self.nonfinite_step is not None else later.nonfinite_step,
-            max(self.top_step, later.top_step),
-        )
-
-
-def tag_stats(steps: np.ndarray, values: np.ndarray) -> TagStats:
-    """Statistics of a non-empty series (its points in writing order, after the rule)."""
-    import numpy as np  # (heavy: only reading summaries needs it, not a query of the index)
-
-    finite = np.isfinite(values)
-    last = float(values[-1])
-    low = high = low_step = high_step = None
-    if finite.all():
-        low_at, high_at = int(np.argmin(values)), int(np.argmax(values))
-    elif finite.any():
-        where = np.flatnonzero(finite)
-        low_at = int(where[np.argmin(values[where])])
-        high_at = int(where[np.argmax(values[where])])
-    else:
-        low_at = high_at = -1
-    if low_at >= 0:
-        low, low_step = float(values[low_at]), int(steps[low_at])
-        high, high_step = float(values[high_at]), int(steps[high_at])
-    bad = np.flatnonzero(~finite)
-    return TagStats(
-        last if math.isfinite(last) else None,
-        int(steps[-1]),
-        low,
-        low_step,
-        high,
-        high_step,
-        len(values),
-        int(steps[bad[0]]) if len(bad) else None,
-        int(steps.max()),
-    )
+__all__ = ["SeriesState", "TagStats", "read_series_state"]
 
 
 @dataclass
@@ -119,7 +46,10 @@ class SeriesState:
 
 
 def read_series_state(
-    run_dir: str, previous: SeriesState | None = None, parts: tuple[str, ...] = ()
+    run_dir: str,
+    previous: SeriesState | None = None,
+    parts: tuple[str, ...] = (),
+    sidecars: bool = True,
 ) -> SeriesState:
     """The series statistics of ``run_dir``, going on from ``previous`` when the rule allows
     (see the module's docstring), else read from the start. ``parts``: sub-folders whose
@@ -127,13 +57,16 @@ def read_series_state(
     ``validation``: ``tb_runs.py``); a tag two folders share has their points in folder
     order. Saved positions naming anything but a summary file of ``run_dir`` itself or of
     one of ``parts`` (a tampered shared index) start the read over: no file outside the run
-    is opened."""
+    is opened. With no ``previous``, the writers' series sidecars stand for it where they
+    qualify (``summary/series_sidecar.py``; ``sidecars=False``: never)."""
     # (heavy: only reading summaries needs the readers, not a query of the index)
-    from trainledger.summary import RunReader, resolve_series
+    from trainledger.summary import RunReader, resolve_series, tag_stats
 
     folders = [("", run_dir)] + [(f"{p}/", os.path.join(run_dir, p)) for p in parts]
     if previous is not None and not all(_own_file(n, parts) for n in previous.positions):
         previous = None
+    if previous is None and sidecars:
+        previous = _from_sidecars(folders)
     if previous is not None and previous.positions and _unshrunk(run_dir, previous.positions):
         state = _extend(folders, previous)
         if state is not None:
@@ -149,6 +82,22 @@ def read_series_state(
             if len(steps):
                 _add(out.tags, prefix + tag, tag_stats(steps, values))
         _add_positions(out, prefix, reader)
+    return out
+
+
+def _from_sidecars(folders: list[tuple[str, str]]) -> SeriesState | None:
+    """The state the folders' sidecars give (None unless every folder's qualify)."""
+    from trainledger.summary import sidecar_state
+
+    out = SeriesState()
+    for prefix, folder in folders:
+        found = sidecar_state(folder)
+        if found is None:
+            return None
+        tags, positions = found
+        for tag, stats in tags.items():
+            _add(out.tags, prefix + tag, stats)
+        out.positions.update((prefix + name, size) for name, size in positions.items())
     return out
 
 
@@ -184,7 +133,7 @@ def _extend(folders: list[tuple[str, str]], previous: SeriesState) -> SeriesStat
     """``previous`` plus what was appended, or None when the rule may reach back."""
     import numpy as np  # (heavy: only reading summaries needs them, not a query of the index)
 
-    from trainledger.summary import MINDSPORE, RunReader, resolve_series
+    from trainledger.summary import MINDSPORE, RunReader, resolve_series, tag_stats
 
     out = SeriesState(dict(previous.tags))
     for prefix, folder in folders:

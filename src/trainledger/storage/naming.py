@@ -145,6 +145,18 @@ def is_event_file_name(name: str) -> bool:
     return "tfevents" in name and not is_temp_name(name)
 
 
+def series_sidecar_name(event_name: str) -> str:
+    """The series sidecar (``summary/series_sidecar.py``) of the writer whose first event file
+    is ``event_name``: ``tlseries`` for ``tfevents``, so TensorBoard's readers (which take any
+    name holding ``tfevents``) never read it, and ``.json``."""
+    return event_name.replace("tfevents", "tlseries", 1) + ".json"
+
+
+def is_series_sidecar_name(name: str) -> bool:
+    """Whether ``name`` is a series sidecar (and not a temp file)."""
+    return ".tlseries." in name and name.endswith(".json") and not is_temp_name(name)
+
+
 def event_writer(name: str) -> tuple[str, int] | None:
     """``(host, pid)`` of the process that created event file ``name`` (ours, torch's and
     TensorFlow's writers name files ``...tfevents.<ts>.<host>.<pid>.<n>``); None otherwise."""

@@ -45,6 +45,9 @@ _EXPORTS: dict[str, str] = {
     "MINDSPORE": "trainledger.summary.series",
     "read_tensors": "trainledger.summary.reader",
     "SummaryRecord": "trainledger.summary.record",
+    "sidecar_state": "trainledger.summary.series_sidecar",
+    "TagStats": "trainledger.summary.series_stats",
+    "tag_stats": "trainledger.summary.series_stats",
     "ConvertCounts": "trainledger.summary.tb_export",
     "convert_mindspore_run": "trainledger.summary.tb_export",
     "find_mindspore_runs": "trainledger.summary.tb_export",
@@ -84,7 +87,10 @@ __all__ = [
     "SessionSeries",
     "session_end_event",
     "session_start_event",
+    "sidecar_state",
     "SummaryRecord",
+    "TagStats",
+    "tag_stats",
     "TensorEvent",
     "write_hparams_events",
 ]
@@ -124,6 +130,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from trainledger.summary.record import SummaryRecord
     from trainledger.summary.series import MINDSPORE, resolve_series
+    from trainledger.summary.series_sidecar import sidecar_state
+    from trainledger.summary.series_stats import TagStats, tag_stats
     from trainledger.summary.tb_export import (
         ConvertCounts,
         convert_mindspore_run,

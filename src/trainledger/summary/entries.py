@@ -51,7 +51,10 @@ def submit_entries(
         return
     entries = batch[:]
     batch.clear()
-    writer.submit(lambda: encode_entries(entries, bins, export_dir))
+    writer.submit(
+        lambda: encode_entries(entries, bins, export_dir),
+        lambda tally: tally.add_entries(entries),
+    )
 
 
 def close_forgotten(

@@ -130,7 +130,7 @@ class SummaryRecord:
         self._bins = histogram_bins
         self._raise = raise_exception
         file_writer = EventFileWriter(
-            self._log_dir, file_prefix, file_suffix, max_file_size, min_free_bytes
+            self._log_dir, file_prefix, file_suffix, max_file_size, min_free_bytes, True
         )
         self._writer = AsyncEventWriter(
             file_writer,
@@ -327,7 +327,9 @@ class SummaryRecord:
         if self._closed or self._raise:
             self._check_open()
         self._submit_batch()  # keep file order: earlier events first
-        self._writer.submit_framed(lambda: scalar_rows_records(tags, rows))
+        self._writer.submit_framed(
+            lambda: scalar_rows_records(tags, rows), lambda tally: tally.add_rows(tags, rows)
+        )
 
     def flush(self, fsync: bool = True, wait: bool = True) -> None:
         """Return when everything recorded so far is written and fsynced.

@@ -29,6 +29,7 @@ from trainledger.storage import (
 )
 from trainledger.summary.encoders import file_version_event, session_start_event
 from trainledger.summary.proto import summary_pb2 as pb
+from trainledger.summary.series_sidecar import SeriesTally, remove_sidecar
 
 __all__ = [
     "DEFAULT_MIN_FREE_BYTES",
@@ -67,8 +68,16 @@ def _first_summary_step(chunks: Sequence[tuple[bytes, int]]) -> int | None:
     return None
 
 
+#: what adds a batch's scalars to a writer's tally (``SeriesTally.add_points``/``add_rows``)
+Tallying = Callable[[SeriesTally], None]
+
+
 class EventFileWriter:
     """Appends framed payloads to the current event file, rolling over by size.
+
+    ``series_sidecar``: keep the statistics of the scalars written (``count``) and write them
+    next to the files at each flush and at close (``summary/series_sidecar.py``); only for a
+    caller that tells it every scalar it writes (``SummaryRecord``).
 
     Not thread-safe: after construction only one thread (the background worker) uses it.
     """
@@ -80,6 +89,7 @@ class EventFileWriter:
         file_suffix: str = "",
         max_file_size: int | None = None,
         min_free_bytes: int = DEFAULT_MIN_FREE_BYTES,
+        series_sidecar: bool = False,
     ) -> None:
         self.log_dir = Path(log_dir)
         self.file_prefix = file_prefix
@@ -91,6 +101,9 @@ class EventFileWriter:
         self._size = 0
         self._header_size = 0
         self._unchecked = 0
+        self._sizes: dict[str, int] = {}  # each file's name -> its bytes (the open one's: _size)
+        self.tally: SeriesTally | None = SeriesTally() if series_sidecar else None
+        self._unsaved = False  # bytes written since the sidecar was last written
         #: write ``SessionLog.START`` before the first values (``SummaryRecord.mark_resumed``)
         self.resumes = False
         try:
@@ -128,6 +141,7 @@ class EventFileWriter:
         order files by name) read a new writer's file after the files before it."""
         if self._fh is not None:
             self._sync_and_close()
+            self._sizes[self.path.name] = self._size
         now = time.time()
         stamp = max(now, _last_stamp(self.log_dir) + 1) if after_existing else now
         header = frame(file_version_event(now).SerializeToString())
@@ -155,15 +169,25 @@ class EventFileWriter:
         equal-size records (``scalar_rows_records`` makes them); rolls over between records."""
         if self._fh is None:
             raise SummaryWriteError(f"event file writer for {self.log_dir} is closed")
+        try:
+            self._write_framed(chunks)
+        except BaseException:
+            self._stop_tally()  # some bytes may be in the file that it does not know of
+            raise
+
+    def _write_framed(self, chunks: Sequence[tuple[bytes, int]]) -> None:
+        fh = self._fh
+        assert fh is not None  # (checked by write_framed)
         if self.resumes:
             step = _first_summary_step(chunks)
             if step is not None:  # before the resumed session's first values
                 self.resumes = False
+                if self.tally is not None:
+                    self.tally.start_step = step
                 record = frame(session_start_event(step, time.time()).SerializeToString())
                 chunks = [(record, len(record)), *chunks]
         self._check_space(sum(len(blob) for blob, _ in chunks))
         limit = self.max_file_size
-        fh = self._fh
         for blob, size in chunks:
             if limit is None or self._size + len(blob) <= limit:
                 fh.write(blob)
@@ -178,13 +202,41 @@ class EventFileWriter:
                 self._size += size
         # Hand the bytes to the OS (no fsync) so live readers see whole records promptly.
         fh.flush()
+        self._unsaved = True
+
+    def count(self, tallying: Tallying | None) -> None:
+        """Add what was just written to the tally (a failure stops it: see ``_stop_tally``)."""
+        if tallying is not None and self.tally is not None:
+            try:
+                tallying(self.tally)
+            except (OverflowError, TypeError, ValueError):  # (a step beyond int64)
+                self._stop_tally()
+
+    def _stop_tally(self) -> None:
+        """Keep no statistics from now on, and remove the sidecar: an index reads the files."""
+        if self.tally is not None:
+            self.tally = None
+            remove_sidecar(self.log_dir, self.paths[0].name)
+
+    def _write_sidecar(self) -> None:
+        if self.tally is None or not self._unsaved:
+            return
+        self._unsaved = False
+        files = [*self._sizes.items()]
+        if self._fh is not None:
+            files.append((self.path.name, self._size))
+        try:
+            self.tally.write(self.log_dir, files)
+        except OSError as exc:  # an older sidecar, or none, costs an index a read, not data
+            logger.debug("series sidecar in %s not written: %s", self.log_dir, exc)
 
     def flush(self, fsync: bool = True) -> None:
-        """Push buffered bytes to the OS and (by default) fsync them."""
+        """Push buffered bytes to the OS and (by default) fsync them; then the sidecar."""
         if self._fh is not None:
             self._fh.flush()
             if fsync:
                 os.fsync(self._fh.fileno())
+        self._write_sidecar()
 
     def _sync_and_close(self) -> None:
         fh, self._fh = self._fh, None
@@ -196,8 +248,11 @@ class EventFileWriter:
                 fh.close()
 
     def close(self) -> None:
-        """Flush, fsync and close the current file. Idempotent."""
-        self._sync_and_close()
+        """Flush, fsync and close the current file, then write the sidecar. Idempotent."""
+        if self._fh is not None:
+            self._sync_and_close()
+            self._sizes[self.path.name] = self._size
+            self._write_sidecar()
 
 
 class AsyncEventWriter:
@@ -242,15 +297,31 @@ class AsyncEventWriter:
             raise exc
         logger.error("%s", exc)
 
-    def submit(self, produce: Callable[[], Sequence[bytes]]) -> None:
-        """Queue ``produce``; its payloads are framed and written on the worker thread."""
+    def submit(
+        self, produce: Callable[[], Sequence[bytes]], tallying: Tallying | None = None
+    ) -> None:
+        """Queue ``produce``; its payloads are framed and written on the worker thread, then
+        ``tallying`` adds their scalars to the series statistics (``EventFileWriter.count``)."""
         writer = self.file_writer
-        self._worker.submit(self._guarded(lambda: writer.write(produce())))
 
-    def submit_framed(self, produce: Callable[[], Sequence[tuple[bytes, int]]]) -> None:
-        """Queue ``produce``; it returns framed chunks (see ``EventFileWriter.write_framed``)."""
+        def task() -> None:
+            writer.write(produce())
+            writer.count(tallying)
+
+        self._worker.submit(self._guarded(task))
+
+    def submit_framed(
+        self, produce: Callable[[], Sequence[tuple[bytes, int]]], tallying: Tallying | None = None
+    ) -> None:
+        """Queue ``produce``; it returns framed chunks (see ``EventFileWriter.write_framed``);
+        ``tallying`` as for ``submit``."""
         writer = self.file_writer
-        self._worker.submit(self._guarded(lambda: writer.write_framed(produce())))
+
+        def task() -> None:
+            writer.write_framed(produce())
+            writer.count(tallying)
+
+        self._worker.submit(self._guarded(task))
 
     def pending_error(self) -> BaseException | None:
         return self._worker.pending_error()
