@@ -234,5 +234,5 @@ def test_a_schema_8_index_gains_the_table_and_stays_readable_by_version_8(
         meta = fresh.db.read(
             lambda c: [schema.read_meta(c, k) for k in ("schema_version", "compatible_from")]
         )
-    assert meta == [9, 8] and reads.paths == []
-    assert schema.usable(9, 8, known=8)  # code of version 8 keeps using it
+    assert meta == [schema.SCHEMA_VERSION, 8] and reads.paths == []
+    assert schema.usable(schema.SCHEMA_VERSION, 8, known=8)  # code of version 8 keeps using it

@@ -323,6 +323,21 @@ def _v9(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
         conn.execute(statement)
 
 
+_V10 = """
+CREATE INDEX IF NOT EXISTS series_stats_last ON series_stats (tag, last_value);
+CREATE INDEX IF NOT EXISTS series_stats_min ON series_stats (tag, min_value);
+CREATE INDEX IF NOT EXISTS series_stats_max ON series_stats (tag, max_value)
+"""
+
+
+def _v10(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
+    """An index per value statistic (last, min, max) by tag: a page sorted by ``min(loss)``
+    is read along one (``sql.compile_segments``), and a selective statistics filter may
+    start from one. Code of version 9 can still use the index."""
+    for statement in dialect.ddl(_V10):
+        conn.execute(statement)
+
+
 # version -> (migration to it, whether code of the previous version can still use the result)
 MIGRATIONS: dict[int, tuple[Callable[[Connection, Dialect, Sequence[str]], None], bool]] = {
     5: (_v5, False),
@@ -330,6 +345,7 @@ MIGRATIONS: dict[int, tuple[Callable[[Connection, Dialect, Sequence[str]], None]
     7: (_v7, False),
     8: (_v8, False),
     9: (_v9, True),
+    10: (_v10, True),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 _FIRST_MIGRATABLE = 4  # versions before this (or none, with tables present) start again
