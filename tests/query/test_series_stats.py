@@ -217,6 +217,41 @@ def test_byte_by_byte_growth_agrees_with_a_read_from_scratch(tmp_path: Path, kin
         assert indexed(index, "./run", sorted(served(source))) == served(source)
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_every_page_of_a_statistic_sort_is_the_reference_order(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    """A sort on ``min(loss)`` reads its page along the statistic's index, segment by
+    segment (runs with a value, runs without: no tag, or only NaN points); every page, in
+    both directions and across the boundary, is the plain-Python order."""
+    from trainledger.query.conditions import validate_condition
+    from trainledger.query.semantics import evaluate
+
+    url = None if backend == "sqlite" else str(request.getfixturevalue("pg_url"))
+    records = []
+    for i in range(23):
+        stats = {"min": None if i % 5 == 0 else float(i % 7), "count": 3, "last_step": 2}
+        records.append(
+            {
+                "summary_dir": f"./r{i:02d}",
+                "update_time": float(i % 4),
+                "series": {} if i % 6 == 0 else {"loss": stats},
+            }
+        )
+    with LineageIndex(tmp_path, index=url) as index:
+        index.add_records(records)
+        series = {r["summary_dir"]: r["series"] for r in records}
+        stored = [{**r, "series": series[r["summary_dir"]]} for r in index.records()]
+        for direction in ("ascending", "descending"):
+            for offset in range(0, 24, 3):
+                for limit in (1, 4, 10):
+                    raw = {"sorted_name": "min(loss)", "sorted_type": direction}
+                    raw |= {"offset": offset, "limit": limit, "max(loss)": {"in": [None]}}
+                    for cond in (raw, {k: v for k, v in raw.items() if k != "max(loss)"}):
+                        expected = evaluate(stored, validate_condition(cond))
+                        assert index.query(cond, refresh=False) == expected, cond
+
+
 def test_conditions_and_the_cli_grammar(tmp_path: Path) -> None:
     tensorboard_run(tmp_path, "a", [1.0, 0.5, 0.25, 0.2, 0.1])
     tensorboard_run(tmp_path, "b", [1.0, 0.9, 0.8, 0.7, 0.6])

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from trainledger.query import index_tables, schema, semantics, series_tables
+from trainledger.query import index_tables, page_read, schema, semantics, series_tables
 from trainledger.query.annotations import UNSET, check_remark, check_run_id, check_tag
 from trainledger.query.conditions import lineage_types, page_bounds, validate_condition
 from trainledger.query.database import index_dir
@@ -234,7 +234,7 @@ class LineageIndex:
         cond = self._resolve_all(validate_condition(search_condition))
         start, stop = page_bounds(cond)
         fetch = functools.partial(
-            index_tables.fetch,
+            page_read.fetch,
             where=compile_where(cond, self.db.dialect),
             matches=compile_matches(cond, self.db.dialect),
             order=compile_order(cond),

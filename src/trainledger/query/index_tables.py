@@ -11,7 +11,6 @@ import json
 import logging
 import math
 import sqlite3
-from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,7 +20,7 @@ from trainledger.query.discovery import RunFiles
 from trainledger.query.fields import RUN_FIELDS, group_values
 from trainledger.query.flat_record import graph_hash
 from trainledger.query.numbers import sql_number
-from trainledger.query.record_cache import RecordCache, in_chunks
+from trainledger.query.page_read import added_info
 from trainledger.query.schema import BIG, SQLITE, VALUE_FIELDS, Connection, Dialect
 
 log = logging.getLogger(__name__)
@@ -252,7 +251,7 @@ def insert_record(
 def _record(row: tuple[Any, ...]) -> semantics.Record:
     """A stored record with its annotation and the run fields its columns hold."""
     record: semantics.Record = json.loads(row[0])
-    record["added_info"] = _added(row[1], row[2])
+    record["added_info"] = added_info(row[1], row[2])
     record["status"] = row[3]
     record["duration"] = row[4]
     record["sessions"] = None if row[5] is None else int(row[5])
@@ -265,133 +264,6 @@ _RECORD_SELECT = (
     "JOIN records AS r ON r.run_id = runs.id "
     "LEFT JOIN annotations AS a ON a.run_id = runs.summary_dir"
 )
-
-
-def _page_ids(
-    conn: Connection,
-    where: tuple[str, list[Any]],
-    segments: tuple[str, list[tuple[int, str, str, str]]],
-    sizes: dict[int, int],
-    limit: int,
-    offset: int,
-) -> list[int]:
-    """The page's run ids, read segment by segment (``sql.compile_segments``): only the
-    segments the page overlaps, each in the order an index on its values gives."""
-    wsql, wparams = where
-    name, parts = segments
-    ids: list[int] = []
-    first = 0
-    for kind, join, test, osql in parts:
-        size = sizes.get(kind, 0)
-        lo = max(offset, first)
-        hi = min(offset + limit, first + size)
-        if lo < hi:
-            ids += [
-                row[0]
-                for row in conn.execute(
-                    f"SELECT runs.id FROM runs {join} {wsql} AND {test} "
-                    f"ORDER BY {osql} LIMIT ? OFFSET ?",
-                    [name, *wparams, hi - lo, lo - first],
-                )
-            ]
-        first += size
-    return ids
-
-
-def _tally(
-    conn: Connection, counted: Iterable[tuple[int, int]], label: str | None
-) -> tuple[int, dict[str, set[str]], dict[int, int] | None]:
-    """(count, custom label -> type names, sort segment -> size) from (type set, runs)
-    pairs; the sizes are those of the sort on custom field ``label`` (None: no sizes, and
-    None when a type set is of an index converted from version 4, which does not say)."""
-    counted = list(counted)
-    combos = _type_sets(conn, [type_id for type_id, _ in counted])
-    count = 0
-    types: dict[str, set[str]] = {}
-    sizes: dict[int, int] = {}
-    for type_id, n in counted:
-        count += n
-        kind = 0
-        for entry_label, vtype, *rest in json.loads(combos[type_id]):
-            types.setdefault(entry_label, set()).add(vtype)
-            if entry_label == label:
-                kind = rest[0] if rest else -1
-        sizes[kind] = sizes.get(kind, 0) + n
-    return count, types, (None if label is None or -1 in sizes else sizes)
-
-
-_ANNOTATED = "LEFT JOIN annotations AS a ON a.run_id = runs.summary_dir"
-Page = list[tuple[semantics.Record, dict[str, Any]]]
-
-
-def fetch(
-    conn: Connection,
-    where: tuple[str, list[Any]],
-    matches: tuple[str, list[Any]],
-    order: tuple[str, str, list[Any]],
-    limit: int | None,
-    offset: int,
-    segments: tuple[str, list[tuple[int, str, str, str]]] | None = None,
-    cache: RecordCache | None = None,
-) -> tuple[int, Page, dict[str, set[str]]]:
-    """(count before paging, the page's (record, added_info) pairs in order, custom label ->
-    type names). The records are shared with ``cache`` (read-only) and lack the run fields
-    (status, duration, sessions): they are what an answer shows.
-
-    ``where`` is ``sql.compile_where``'s (for a page), ``matches`` ``sql.compile_matches``'
-    (for every match), both what follows ``FROM runs`` (joins, then WHERE) and its
-    parameters; ``order`` ``sql.compile_order``'s (join, ORDER BY, join parameters);
-    ``segments`` ``sql.compile_segments``' (used when every run's type set tells its
-    segment); ``limit`` None: every run from ``offset``.
-    """
-    join, osql, oparams = order
-    if limit is None:
-        # every match is on the page: one read in the join form (``compile_matches``: a
-        # range scan of a custom value's index, not a probe of every run) gives the page in
-        # order, the count and the types
-        rows = conn.execute(
-            f"SELECT runs.id, runs.type_set, a.tag, a.remark FROM runs {join} {_ANNOTATED} "
-            f"{matches[0]} ORDER BY {osql}",
-            oparams + matches[1],
-        ).fetchall()
-        count, types, _ = _tally(conn, Counter(row[1] for row in rows).items(), None)
-        page = [(run_id, tag, remark) for run_id, _, tag, remark in rows[offset:]]
-    else:
-        counted = conn.execute(
-            f"SELECT runs.type_set, count(*) FROM runs {matches[0]} GROUP BY 1", matches[1]
-        ).fetchall()
-        count, types, sizes = _tally(conn, counted, segments and segments[0])
-        if segments is not None and sizes is not None:
-            ids = _page_ids(conn, where, segments, sizes, limit, offset)
-        else:
-            wsql, wparams = where
-            ids = [
-                row[0]
-                for row in conn.execute(
-                    f"SELECT runs.id FROM runs {join} {wsql} ORDER BY {osql} LIMIT ? OFFSET ?",
-                    oparams + wparams + [limit, offset],
-                )
-            ]
-        sql = f"SELECT runs.id, a.tag, a.remark FROM runs {_ANNOTATED} WHERE runs.id IN"
-        added = {row[0]: row for row in in_chunks(conn, sql, ids)}
-        page = [added[run_id] for run_id in ids]
-    records = (RecordCache(0) if cache is None else cache).records(conn, [row[0] for row in page])
-    return count, [(records[run_id], _added(tag, remark)) for run_id, tag, remark in page], types
-
-
-def _added(tag: Any, remark: Any) -> dict[str, Any]:
-    """A run's ``added_info`` from its annotation's columns."""
-    added = {}
-    if tag is not None:
-        added["tag"] = tag
-    if remark is not None:
-        added["remark"] = remark
-    return added
-
-
-def _type_sets(conn: Connection, ids: list[int]) -> dict[int, str]:
-    """{type set number: its custom_types string} for ``ids``."""
-    return dict(in_chunks(conn, "SELECT id, types FROM type_sets WHERE id IN", ids))
 
 
 def all_records(conn: Connection) -> list[semantics.Record]:

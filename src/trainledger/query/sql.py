@@ -244,25 +244,51 @@ def compile_order(cond: dict[str, Any]) -> tuple[str, str, list[Any]]:
     return join, ", ".join(f"{k} {d}" for k in keys) + f", {DEFAULT_ORDER}", params
 
 
-def compile_segments(cond: dict[str, Any]) -> tuple[str, list[tuple[int, str, str, str]]] | None:
-    """For a sort on a ``metric/`` or ``user_defined/`` field: (its label, the segments in
-    page order as (kind, join, test, ORDER BY)); None for any other sort.
+#: ``compile_segments``' answer: (the bound name of its joins, the segments in page order as
+#: (kind, join, test, ORDER BY), and for a series sort the SQL of "has a value", counted per
+#: run to size the segments (None: a custom field's type sets size them))
+Segments = tuple[str, list[tuple[int, str, str, str]], str | None]
+#: the statistics with an index by tag (schema version 10): a sort on them reads that index
+_INDEXED_STATS = ("last", "min", "max")
+
+
+def compile_segments(cond: dict[str, Any]) -> Segments | None:
+    """For a sort on a ``metric/`` or ``user_defined/`` field, or on an indexed series
+    statistic (``min(loss)``): its label or tag, the segments in page order as (kind, join,
+    test, ORDER BY), and how to size them; None for any other sort.
 
     Why: ``compile_order``'s single LEFT JOIN makes the engine join every matching run's
     value before it can sort (seconds at a million runs). Split by kind (0 None, 1 number,
     2 text, the rank of ``compile_order``), each segment is in the order of the index on
-    ``custom (name, num, ...)``, so a page reads about as many rows as it shows. The segment
-    sizes come from the count query (``index_tables.fetch``).
+    ``custom (name, num, ...)`` or ``series_stats (tag, <statistic>)``, so a page reads
+    about as many rows as it shows. A custom field's segment sizes come from the count
+    query's type sets (``page_read.fetch``); a statistic's from one more probe a run in
+    that count (a statistic is a number or None: two segments).
     """
     name = cond.get("sorted_name")
-    if name is None or name in _COLUMNS or name == "tag" or parse_series_field(name):
+    if name is None or name in _COLUMNS or name == "tag":
         return None
     d = "DESC" if cond.get("sorted_type") == "descending" else "ASC"
+    kinds = (2, 1, 0) if d == "DESC" else (0, 1, 2)
+    parsed = parse_series_field(name)
+    if parsed is not None:
+        if parsed[0] not in _INDEXED_STATS:
+            return None
+        col = "s." + COLUMNS[parsed[0]]
+        join = "JOIN series_stats AS s ON s.summary_dir = runs.summary_dir AND s.tag = ?"
+        series = {
+            0: (f"LEFT {join}", f"{col} IS NULL", DEFAULT_ORDER),
+            1: (join, f"{col} IS NOT NULL", f"{col} {d}, {DEFAULT_ORDER}"),
+        }
+        has = (
+            "EXISTS (SELECT 1 FROM series_stats AS z WHERE z.summary_dir = runs.summary_dir "
+            f"AND z.tag = ? AND z.{COLUMNS[parsed[0]]} IS NOT NULL)"
+        )
+        return parsed[1], [(k, *series[k]) for k in kinds if k in series], has
     join = "JOIN custom AS s ON s.run_id = runs.id AND s.name = ?"
     parts = {
         0: (f"LEFT {join}", "s.num IS NULL AND s.txt IS NULL", DEFAULT_ORDER),
         1: (join, "s.num IS NOT NULL", f"s.num {d}, s.big {d}, {DEFAULT_ORDER}"),
         2: (join, "s.txt IS NOT NULL", f"s.txt {d}, {DEFAULT_ORDER}"),
     }
-    kinds = (2, 1, 0) if d == "DESC" else (0, 1, 2)
-    return name, [(k, *parts[k]) for k in kinds]
+    return name, [(k, *parts[k]) for k in kinds], None

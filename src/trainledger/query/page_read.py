@@ -1,0 +1,201 @@
+"""Reading a page of the runs a condition matches: the count, the types of the custom
+values, the sort segments' sizes, the page's run ids in order, and their records.
+
+Why apart from ``index_tables.py`` (which writes and reads rows): this is the query's hot
+path, tuned to SQLite's plans (``sql.py`` says which): a page reads about as many rows as it
+shows, and what costs a probe a run (a series sort's segment sizes) is counted only when the
+page needs it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from trainledger.query import semantics
+from trainledger.query.record_cache import RecordCache, in_chunks
+from trainledger.query.schema import Connection
+from trainledger.query.sql import Segments
+
+__all__ = ["Page", "added_info", "fetch"]
+
+
+_ANNOTATED = "LEFT JOIN annotations AS a ON a.run_id = runs.summary_dir"
+Page = list[tuple[semantics.Record, dict[str, Any]]]
+
+
+def fetch(
+    conn: Connection,
+    where: tuple[str, list[Any]],
+    matches: tuple[str, list[Any]],
+    order: tuple[str, str, list[Any]],
+    limit: int | None,
+    offset: int,
+    segments: Segments | None = None,
+    cache: RecordCache | None = None,
+) -> tuple[int, Page, dict[str, set[str]]]:
+    """(count before paging, the page's (record, added_info) pairs in order, custom label ->
+    type names). The records are shared with ``cache`` (read-only) and lack the run fields
+    (status, duration, sessions): they are what an answer shows.
+
+    ``where`` is ``sql.compile_where``'s (for a page), ``matches`` ``sql.compile_matches``'
+    (for every match), both what follows ``FROM runs`` (joins, then WHERE) and its
+    parameters; ``order`` ``sql.compile_order``'s (join, ORDER BY, join parameters);
+    ``segments`` ``sql.compile_segments``' (used when every run's type set tells its
+    segment); ``limit`` None: every run from ``offset``.
+    """
+    join, osql, oparams = order
+    if limit is None:
+        # every match is on the page: one read in the join form (``compile_matches``: a
+        # range scan of a custom value's index, not a probe of every run) gives the page in
+        # order, the count and the types
+        rows = conn.execute(
+            f"SELECT runs.id, runs.type_set, a.tag, a.remark FROM runs {join} {_ANNOTATED} "
+            f"{matches[0]} ORDER BY {osql}",
+            oparams + matches[1],
+        ).fetchall()
+        count, types, _ = _tally(conn, Counter(row[1] for row in rows).items(), None)
+        page = [(run_id, tag, remark) for run_id, _, tag, remark in rows[offset:]]
+    else:
+        # a series sort's sizes cost a probe a run: counted first only when the page starts
+        # in the segment of the runs without the statistic (ascending), else when needed
+        lazy = segments is not None and segments[2] is not None and segments[1][0][0] != 0
+        count, types, sizes = _count(conn, matches, None if lazy else segments)
+        if lazy and segments is not None:
+            recount = functools.partial(_series_sizes, conn, matches, segments)
+            ids = _page_ids(conn, where, segments, recount, limit, offset)
+        elif segments is not None and sizes is not None:
+            ids = _page_ids(conn, where, segments, sizes, limit, offset)
+        else:
+            wsql, wparams = where
+            ids = [
+                row[0]
+                for row in conn.execute(
+                    f"SELECT runs.id FROM runs {join} {wsql} ORDER BY {osql} LIMIT ? OFFSET ?",
+                    oparams + wparams + [limit, offset],
+                )
+            ]
+        sql = f"SELECT runs.id, a.tag, a.remark FROM runs {_ANNOTATED} WHERE runs.id IN"
+        added = {row[0]: row for row in in_chunks(conn, sql, ids)}
+        page = [added[run_id] for run_id in ids]
+    records = (RecordCache(0) if cache is None else cache).records(conn, [row[0] for row in page])
+    answers = [(records[run_id], added_info(tag, remark)) for run_id, tag, remark in page]
+    return count, answers, types
+
+
+def _count(
+    conn: Connection, matches: tuple[str, list[Any]], segments: Segments | None
+) -> tuple[int, dict[str, set[str]], dict[int, int] | None]:
+    """``_tally`` of every match; a series sort's segment sizes counted with it (whether a
+    run has the statistic: one probe a run, ``sql.compile_segments``)."""
+    if segments is None or segments[2] is None:
+        counted = conn.execute(
+            f"SELECT runs.type_set, count(*) FROM runs {matches[0]} GROUP BY 1", matches[1]
+        ).fetchall()
+        return _tally(conn, counted, segments and segments[0])
+    by_set: Counter[int] = Counter()
+    sizes = _series_sizes(conn, matches, segments, by_set)
+    count, types, _ = _tally(conn, by_set.items(), None)
+    return count, types, sizes
+
+
+def _series_sizes(
+    conn: Connection,
+    matches: tuple[str, list[Any]],
+    segments: Segments,
+    by_set: Counter[int] | None = None,
+) -> dict[int, int]:
+    """{segment: matches in it} of a series sort (0: without the statistic, 1: with it);
+    ``by_set`` gets the matches per type set."""
+    rows = conn.execute(
+        f"SELECT runs.type_set, {segments[2]}, count(*) FROM runs {matches[0]} GROUP BY 1, 2",
+        [segments[0], *matches[1]],
+    ).fetchall()
+    sizes = {0: 0, 1: 0}
+    for type_set, has, n in rows:
+        if by_set is not None:
+            by_set[type_set] += n
+        sizes[1 if has else 0] += n
+    return sizes
+
+
+def _page_ids(
+    conn: Connection,
+    where: tuple[str, list[Any]],
+    segments: Segments,
+    sizes: dict[int, int] | Callable[[], dict[int, int]],
+    limit: int,
+    offset: int,
+) -> list[int]:
+    """The page's run ids, read segment by segment (``sql.compile_segments``): only the
+    segments the page overlaps, each in the order an index on its values gives. ``sizes``:
+    the segments' sizes, or how to count them, called only when a segment the page starts
+    in shows nothing of it and the page goes on (a segment read from its start, or showing
+    some rows, tells its size itself)."""
+    wsql, wparams = where
+    name, parts, _ = segments
+    ids: list[int] = []
+    first = 0
+    for kind, join, test, osql in parts:
+        size = sizes.get(kind, 0) if isinstance(sizes, dict) else None
+        lo = max(offset, first)
+        hi = offset + limit if size is None else min(offset + limit, first + size)
+        if lo < hi:
+            got = [
+                row[0]
+                for row in conn.execute(
+                    f"SELECT runs.id FROM runs {join} {wsql} AND {test} "
+                    f"ORDER BY {osql} LIMIT ? OFFSET ?",
+                    [name, *wparams, hi - lo, lo - first],
+                )
+            ]
+            ids += got
+            if size is None and len(got) == hi - lo:
+                return ids
+            if size is None and (got or lo == first):
+                size = lo - first + len(got)
+        if size is None:
+            sizes = sizes() if callable(sizes) else sizes
+            size = sizes.get(kind, 0)
+        first += size
+    return ids
+
+
+def _tally(
+    conn: Connection, counted: Iterable[tuple[int, int]], label: str | None
+) -> tuple[int, dict[str, set[str]], dict[int, int] | None]:
+    """(count, custom label -> type names, sort segment -> size) from (type set, runs)
+    pairs; the sizes are those of the sort on custom field ``label`` (None: no sizes, and
+    None when a type set is of an index converted from version 4, which does not say)."""
+    counted = list(counted)
+    combos = _type_sets(conn, [type_id for type_id, _ in counted])
+    count = 0
+    types: dict[str, set[str]] = {}
+    sizes: dict[int, int] = {}
+    for type_id, n in counted:
+        count += n
+        kind = 0
+        for entry_label, vtype, *rest in json.loads(combos[type_id]):
+            types.setdefault(entry_label, set()).add(vtype)
+            if entry_label == label:
+                kind = rest[0] if rest else -1
+        sizes[kind] = sizes.get(kind, 0) + n
+    return count, types, (None if label is None or -1 in sizes else sizes)
+
+
+def _type_sets(conn: Connection, ids: list[int]) -> dict[int, str]:
+    """{type set number: its custom_types string} for ``ids``."""
+    return dict(in_chunks(conn, "SELECT id, types FROM type_sets WHERE id IN", ids))
+
+
+def added_info(tag: Any, remark: Any) -> dict[str, Any]:
+    """A run's ``added_info`` from its annotation's columns."""
+    added = {}
+    if tag is not None:
+        added["tag"] = tag
+    if remark is not None:
+        added["remark"] = remark
+    return added
