@@ -170,6 +170,49 @@ def test_a_first_index_takes_the_writers_sidecar_and_reads_only_what_came_after(
         assert after["loss"]["nonfinite_step"] == 7 and after["loss"]["count"] == 310
 
 
+def test_a_live_runs_refresh_reads_no_table_of_every_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refresh after a live run's append reads that run's new points and writes its
+    statistics, and re-reads neither the index's signatures of every run nor those of every
+    run's series (its own write left them true); another process still answers right."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from trainledger.query import series_tables
+
+    for i in range(3):
+        write_run(tmp_path, f"done{i}", run=RunValues(status="finished"))
+    run = write_run(tmp_path, "live", run=RunValues(status="running"))
+    calls: list[str] = []
+    real = series_tables.series_signatures
+
+    def spy(conn: Any) -> dict[str, str]:
+        calls.append("series")
+        return real(conn)
+
+    monkeypatch.setattr(series_tables, "series_signatures", spy)
+    with SummaryWriter(str(run)) as writer, LineageIndex(tmp_path, watch=False) as index:
+        writer.add_scalar("loss", 1.0, 0)
+        writer.flush()
+        index.refresh()  # (the runs' first store: the caches are read again once after it)
+        writer.add_scalar("loss", 0.5, 5)
+        writer.flush()
+        index.refresh()
+        known_reads = index._refresher._known_generation
+        for round_ in range(1, 4):
+            for step in range(round_ * 10, round_ * 10 + 10):
+                writer.add_scalar("loss", 1.0 / step, step)
+            writer.flush()
+            calls.clear()
+            assert index.refresh().series == 1
+            assert calls == []  # its own write kept the cache true
+            assert index._refresher._known_generation == known_reads + round_
+            assert indexed(index, "./live", ["loss"]) == served(run)
+    with LineageIndex(tmp_path, watch=False) as other:  # a new process: it scans
+        assert indexed(other, "./live", ["loss"]) == served(run)
+        assert indexed(other, "./live", ["loss"])["loss"]["count"] == 32
+
+
 def _cuts(source: Path, rng: random.Random) -> list[tuple[str, int]]:
     """(file, length) steps that grow ``source``'s summary files in random byte chunks, file
     by file (mid-record cuts included: a damaged tail must wait)."""

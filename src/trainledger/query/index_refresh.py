@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +38,9 @@ from trainledger.query.tb_runs import series_parts, tensorboard_lineage
 __all__ = ["IndexRefresh", "ScanStats"]
 log = logging.getLogger("trainledger.query.index")  # the logger of its warnings before the split
 _CHUNK = 500
+#: how often at most a refresh whose only change was a live run's series saves the scan
+#: state (``_save_state``)
+STATE_SAVE_SECONDS = 2.0
 
 
 @dataclass
@@ -76,6 +81,8 @@ class IndexRefresh:
         self._state_tried = False  # the saved scan state was checked (a new process's start)
         self._state_attempted: int | None = None  # the generation it was last saved for
         self._dirs_tag: int | None = None  # the directory part it saved, while still current
+        self._state_saved_at = -math.inf  # (time.monotonic) when the state was last saved
+        self._scan_generation: int | None = None  # the generation this refresh compared at
 
     def forget(self) -> None:
         """Drop what was cached about the index (it may have changed without a generation
@@ -111,8 +118,8 @@ class IndexRefresh:
             return result
 
         stats = self._sync(read, counted, dialect)
-        if self._known_generation is not None:
-            self._save_state(write, self._known_generation + bumps)
+        if self._scan_generation is not None:
+            self._save_state(write, self._scan_generation + bumps)
         return stats
 
     def _sync(self, read: Read, write: Write, dialect: Any) -> ScanStats:
@@ -123,6 +130,7 @@ class IndexRefresh:
         # what the index held before the scan: a run missing from the scan is then really
         # gone, not one that another process wrote and indexed while this scan ran
         seen = read(self._known_signatures)
+        self._scan_generation = self._known_generation
         on_disk = self._scanner.scan()
         if self._scanner.changed:
             self._dirs_tag = None  # the saved directory part no longer matches
@@ -194,10 +202,17 @@ class IndexRefresh:
         """Save what the scan saw as what the index holds at ``generation`` (the generation
         the scan was compared at, plus this refresh's own writes: a write of another process
         meanwhile makes the save a no-op). Tried again only when the generation or a listing
-        changed: building the state visits every directory's listing."""
+        changed: building the state visits every directory's listing. When only the
+        generation changed (a live run's series grew), at most every ``STATE_SAVE_SECONDS``:
+        until then the saved state is of an older generation, which a new process does not
+        trust (it scans), so a live base does not pay a visit of every directory a refresh."""
         if not self._scanner.changed and self._state_attempted == generation:
             return
+        now = time.monotonic()
+        if not self._scanner.changed and now - self._state_saved_at < STATE_SAVE_SECONDS:
+            return
         self._state_attempted = generation
+        self._state_saved_at = now
         state = self._scanner.state()
         if state is None:
             return
@@ -254,9 +269,25 @@ class IndexRefresh:
             ) -> None:
                 for run, state in zip(batch, states, strict=True):
                     series_tables.store_series(conn, run.summary_dir, run.series_signature, state)
+                self._own_series_write(conn, batch)
 
             write(store, True)
         return len(stale)
+
+    def _own_series_write(self, conn: Connection, batch: list[RunFiles]) -> None:
+        """Keep the caches that this write (which bumps the generation by one, and changes no
+        run's record) leaves true, when no other write came since they were read: a live
+        run's refresh then re-reads no table of every run (``_known_signatures``, ``known``)."""
+        generation = schema.read_meta(conn, "generation")
+        if generation is None:
+            return
+        if generation == self._series_generation:
+            self._series_known.update((r.summary_dir, r.series_signature) for r in batch)
+            self._series_generation = generation + 1
+        if generation == self._known_generation:
+            self._known_generation = generation + 1
+            if self._synced_generation == generation:
+                self._synced_generation = generation + 1
 
     def _known_signatures(self, conn: Connection) -> dict[str, str]:
         """What the index holds per run, re-read only when another write happened."""
