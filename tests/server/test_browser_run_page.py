@@ -197,6 +197,23 @@ def test_runs_grouped_by_a_field_draw_each_groups_mean_and_band(
     # the band is on screen: a filled area per group
     areas = page.locator('[data-chart-tag="loss"] svg path[fill-opacity="0.18"]')
     assert areas.count() == 3
+    # the run list's swatches are the groups' colours: a run's is its group's mean line's
+    swatches = page.evaluate(
+        r"""() => {
+          const rgb = (c) => { const e = document.createElement('i'); e.style.color = c;
+            document.body.append(e); const v = getComputedStyle(e).color; e.remove(); return v; };
+          const host = document.querySelector('[data-chart-tag="loss"] .chart-scalar');
+          const lines = {};
+          for (const s of echarts.getInstanceByDom(host).getOption().series) {
+            if (!/\((low|band)\)$/.test(s.name)) lines[s.name.split(' ')[2]] = rgb(s.color);
+          }
+          return [...document.querySelectorAll('#scalar-runs .swatch[data-group]')].map((e) =>
+            [e.dataset.group, getComputedStyle(e).backgroundColor, lines[e.dataset.group]]);
+        }"""
+    )
+    assert len(swatches) == 6 and {g for g, _, _ in swatches} == set(OPTIMIZERS)
+    assert all(swatch == line for _, swatch, line in swatches)
+    assert len({swatch for _, swatch, _ in swatches}) == 3
     shot(page, "scalars-grouped")
 
 

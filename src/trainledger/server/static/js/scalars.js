@@ -1,7 +1,7 @@
 // Compare scalars: one chart per tag, one line per run; x = step, relative or wall time;
 // TensorBoard-style debiased EMA smoothing; log scale.
 import { api } from "./api.js";
-import { groupLines } from "./scalar_groups.js";
+import { groupKey, groupKeys, groupLines } from "./scalar_groups.js";
 import { $, colorFor, escapeHtml, fmt, fmtDuration, fmtTime, h } from "./util.js";
 
 const MAX_LISTED = 300;
@@ -54,12 +54,17 @@ function renderRunList() {
   const chosen = new Set(state.selected);
   const matches = state.runs.filter((id) => !chosen.has(id) && id.toLowerCase().includes(term));
   const shown = [...state.selected, ...matches.slice(0, MAX_LISTED)];
+  const grouped = state.group ? groupOrder() : null;
   box.replaceChildren(...shown.map((id) => {
     const index = state.selected.indexOf(id);
-    return h("label", { title: id },
+    // grouped, a run's swatch is its group's colour (the charts draw groups, not runs)
+    const key = grouped && index >= 0 ? groupKey(state.groupValues[id]) : null;
+    const color = key !== null ? colorFor(grouped.indexOf(key)) : index >= 0 ? colorFor(index) : "";
+    return h("label", { title: key !== null ? `${id}: ${state.group} = ${key}` : id },
       h("input", { type: "checkbox", checked: index >= 0, dataset: { run: id },
                    onchange: (event) => toggleRun(id, event.target.checked) }),
-      h("span", { class: "swatch", style: index >= 0 ? `background:${colorFor(index)}` : "" }),
+      h("span", { class: "swatch", style: color ? `background:${color}` : "",
+                  dataset: key !== null ? { group: key } : {} }),
       id);
   }));
   if (!state.runs.length) box.append(h("div", { class: "muted", text: "No runs yet." }));
@@ -82,6 +87,7 @@ async function toggleRun(id, on) {
   renderRunList();
   await loadTags();
   await loadGroupValues();
+  renderRunList();  // (grouped: the new run's swatch takes its group's colour)
   await loadSeries();
 }
 
@@ -283,12 +289,17 @@ function drawCharts(tags) {
 
 // One mean line per group (smoothed as a run's line is) and its min-max band: the low edge
 // an invisible line, the band the spread stacked on it.
+function groupOrder() {
+  return groupKeys(state.selected, (id) => state.groupValues[id]);
+}
+
 function drawGroups(chart, tag, lines, zoomed) {
   const groups = groupLines(lines, (id) => state.groupValues[id]);
+  const order = groupOrder();
   const name = (g) => `${state.group} = ${g.key} (${g.runs.length} run${g.runs.length > 1 ? "s" : ""})`;
   const series = [];
   groups.forEach((g, i) => {
-    const color = colorFor(i);
+    const color = colorFor(order.indexOf(g.key));
     const mean = seriesData(g.points.map(([s, w, m]) => [s, w, m]), state.smoothing);
     const low = seriesData(g.points.map(([s, w, , lo]) => [s, w, lo]), 0);
     const spread = seriesData(g.points.map(([s, w, , lo, hi]) => [s, w, hi - lo]), 0);
@@ -396,6 +407,7 @@ function wire() {
   $("#group-by").addEventListener("change", async (event) => {
     state.group = event.target.value;
     await loadGroupValues();
+    renderRunList();
     drawCharts(state.tags.filter((t) => state.chosenTags && state.chosenTags.has(t)));
     syncUrl();
   });
@@ -423,6 +435,7 @@ export async function showScalars(query = "") {
   await renderGroupChoices();
   await loadTags();
   await loadGroupValues();
+  renderRunList();
   await loadSeries();
 }
 
