@@ -278,18 +278,48 @@ def test_precision_recall_f1_count_on_the_device_and_read_once(average: str | No
         outside.eval()
 
 
-def test_a_batch_with_other_classes_or_1d_scores_is_counted_on_the_host() -> None:
+def test_a_batch_with_other_classes_or_predicted_labels_is_counted_on_the_host() -> None:
     from trainledger.run.metrics import Recall
 
     gen = torch.Generator().manual_seed(1)
     wide = (torch.randn(6, 3, generator=gen), torch.randint(0, 3, (6,), generator=gen))
     wider = (torch.randn(6, 5, generator=gen), torch.randint(0, 5, (6,), generator=gen))
     binary = (torch.rand(6, generator=gen), torch.randint(0, 2, (6,), generator=gen))
+    labels = (torch.randint(0, 4, (6,), generator=gen), torch.randint(0, 4, (6,), generator=gen))
     cpu, device = Recall(None), Recall(None)
-    for batch in (wide, wider, binary):
+    for batch in (wide, wider, binary, labels):
         cpu.update(*batch)
         device.update(*on_device(batch))
     np.testing.assert_array_equal(device.eval(), cpu.eval())
+
+
+@pytest.mark.parametrize("shape", [(9,), (9, 1)])
+def test_binary_scores_count_on_the_device_and_read_once(shape: tuple[int, ...]) -> None:
+    """A binary classifier's float scores ((N,) or (N, 1), thresholded at 0.5) are two
+    classes counted on the device: no read per batch, one in eval(), the CPU's values; a
+    label that is not 0 or 1 is named, not counted as a third class."""
+    from trainledger.run.metrics import F1, Precision, Recall
+
+    gen = torch.Generator().manual_seed(3)
+    batches = [
+        (torch.rand(shape, generator=gen), torch.randint(0, 2, (9,), generator=gen))
+        for _ in range(4)
+    ]
+    for cls, average in ((Precision, "binary"), (Recall, None), (F1, "macro")):
+        cpu, device = cls(average), cls(average)
+        for x, y in batches:
+            cpu.update(x, y)
+        READS.reads.clear()
+        for batch in batches:
+            device.update(*on_device(batch))
+        assert READS.reads == []
+        ours, theirs = device.eval(), cpu.eval()
+        assert len(READS.reads) == 1
+        np.testing.assert_array_equal(ours, theirs)
+    third = Recall()
+    third.update(*on_device((torch.rand(shape), torch.tensor([0, 1, 2, 0, 1, 1, 0, 0, 1]))))
+    with pytest.raises(ValueError, match=r"labels in \[0, 2\).*1 outside it, the largest 2"):
+        third.eval()
 
 
 def test_rocauc_keeps_device_batches_there_and_reads_them_at_eval() -> None:

@@ -56,9 +56,11 @@ class DeviceCounts:
     """Per-class true positives, predictions and labels of (N, C) score batches, counted on
     the device (``index_add_``: no host read) and read once by ``take``.
 
-    A label outside ``[0, C)`` cannot be counted without knowing the largest label (a host
-    read), so it is counted apart and ``take`` raises a ``ValueError`` naming it; 1-D
-    predictions (binary scores or labels) are left to the host path (``add`` returns False).
+    Binary float scores ((N,) or (N, 1), thresholded at 0.5) are two classes. A label outside
+    ``[0, C)`` cannot be counted without knowing the largest label (a host read), so it is
+    counted apart and ``take`` raises a ``ValueError`` naming it; predicted labels (integer
+    ``y_pred``) are left to the host path (``add`` returns False): their classes are known
+    only from their values.
     """
 
     __slots__ = ("counts", "outside")
@@ -70,10 +72,8 @@ class DeviceCounts:
     def add(self, y_pred: Any, y: Any) -> bool:
         """Count a batch on the device; False (nothing counted) when it has no (N, C) scores
         or its C differs from the batches counted so far."""
-        if y_pred.ndim != 2 or y_pred.shape[1] < 2:
-            return False
-        classes = y_pred.shape[1]
-        if self.counts is not None and self.counts.shape[1] != classes:
+        classes = _classes(y_pred)
+        if classes is None or (self.counts is not None and self.counts.shape[1] != classes):
             return False
         pred, true = device_labels(y_pred, y)
         outside = (true < 0) | (true >= classes)
@@ -106,6 +106,14 @@ class DeviceCounts:
             )
         tp, pred, true = host[0]
         return tp, pred, true
+
+
+def _classes(y_pred: Any) -> int | None:
+    """C of (N, C) scores, 2 of binary float scores ((N,) or (N, 1)), None otherwise."""
+    if y_pred.ndim == 2 and y_pred.shape[1] >= 2:
+        return int(y_pred.shape[1])
+    binary = y_pred.ndim == 1 or (y_pred.ndim == 2 and y_pred.shape[1] == 1)
+    return 2 if binary and y_pred.is_floating_point() else None
 
 
 def _to_host_rows(counts: Any, outside: Any) -> tuple[Any, Any]:
