@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,3 +34,21 @@ def _no_base_watchers() -> Iterator[None]:
 @pytest.fixture
 def golden_dir() -> Path:
     return GOLDEN
+
+
+@pytest.fixture
+def decoded_points(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many scalar points each ``RunReader.read_scalar_sessions`` call decodes from now
+    on (a read the series sidecar stood for decodes none)."""
+    from trainledger.summary import RunReader
+
+    counts: list[int] = []
+    real = RunReader.read_scalar_sessions
+
+    def spy(self: RunReader) -> Any:
+        out = real(self)
+        counts.append(sum(len(series[0]) for series in out.values()))
+        return out
+
+    monkeypatch.setattr(RunReader, "read_scalar_sessions", spy)
+    return counts

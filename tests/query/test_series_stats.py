@@ -136,20 +136,12 @@ def test_a_growing_file_is_read_from_where_the_last_read_stopped(
 
 
 def test_a_first_index_takes_the_writers_sidecar_and_reads_only_what_came_after(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, decoded_points: list[int]
 ) -> None:
-    from trainledger.summary import RunReader, SummaryRecord
+    from trainledger.summary import SummaryRecord
 
     run = write_run(tmp_path, "ours", run=RunValues(status="running"))
-    decoded: list[int] = []
-    original = RunReader.read_scalar_sessions
-
-    def spy(self: Any) -> Any:
-        out = original(self)
-        decoded.append(sum(len(series[0]) for series in out.values()))
-        return out
-
-    monkeypatch.setattr(RunReader, "read_scalar_sessions", spy)
+    decoded = decoded_points
     record = SummaryRecord(run)
     for step in range(1, 301):
         record.add_scalar("loss", float("inf") if step == 7 else 10.0 / step, step)

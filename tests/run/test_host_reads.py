@@ -249,6 +249,20 @@ def test_the_readout_reads_each_loss_lag_steps_late():
     assert LossReadout.for_device(torch.device("cpu")) is None
 
 
+def _read_once_as_on_the_cpu(cpu: Any, device: Any, batches: list[Any]) -> None:
+    """``device`` given the batches on a device reads nothing until eval(), then once, and
+    gives what ``cpu`` gives them on the CPU."""
+    for x, y in batches:
+        cpu.update(x, y)
+    READS.reads.clear()
+    for batch in batches:
+        device.update(*on_device(batch))
+    assert READS.reads == []
+    ours, theirs = device.eval(), cpu.eval()
+    assert len(READS.reads) == 1
+    np.testing.assert_array_equal(ours, theirs)
+
+
 @pytest.mark.parametrize("average", ["macro", "micro", None])
 def test_precision_recall_f1_count_on_the_device_and_read_once(average: str | None) -> None:
     """(N, C) device batches are counted per class on the device: no read per batch, one in
@@ -262,16 +276,7 @@ def test_precision_recall_f1_count_on_the_device_and_read_once(average: str | No
         for _ in range(5)
     ]
     for cls in (Precision, Recall, F1):
-        cpu, device = cls(average), cls(average)
-        for x, y in batches:
-            cpu.update(x, y)
-        READS.reads.clear()
-        for batch in batches:
-            device.update(*on_device(batch))
-        assert READS.reads == []
-        ours, theirs = device.eval(), cpu.eval()
-        assert len(READS.reads) == 1
-        np.testing.assert_array_equal(ours, theirs)
+        _read_once_as_on_the_cpu(cls(average), cls(average), batches)
     outside = Precision()
     outside.update(*on_device((torch.randn(3, 4), torch.tensor([0, 5, 2]))))
     with pytest.raises(ValueError, match=r"labels in \[0, 4\).*1 outside it, the largest 5"):
@@ -306,16 +311,7 @@ def test_binary_scores_count_on_the_device_and_read_once(shape: tuple[int, ...])
         for _ in range(4)
     ]
     for cls, average in ((Precision, "binary"), (Recall, None), (F1, "macro")):
-        cpu, device = cls(average), cls(average)
-        for x, y in batches:
-            cpu.update(x, y)
-        READS.reads.clear()
-        for batch in batches:
-            device.update(*on_device(batch))
-        assert READS.reads == []
-        ours, theirs = device.eval(), cpu.eval()
-        assert len(READS.reads) == 1
-        np.testing.assert_array_equal(ours, theirs)
+        _read_once_as_on_the_cpu(cls(average), cls(average), batches)
     third = Recall()
     third.update(*on_device((torch.rand(shape), torch.tensor([0, 1, 2, 0, 1, 1, 0, 0, 1]))))
     with pytest.raises(ValueError, match=r"labels in \[0, 2\).*1 outside it, the largest 2"):

@@ -97,7 +97,8 @@ DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "img"
 # Counts, in a PNG, the opaque pixels that are not the white background ("inked"), those that
 # are coloured (not white, grey or black) and those that are the path's red; run in the page,
 # so no image library is needed here.
-COUNT_PIXELS = """async ([url, skipTop]) => {
+#: (JS, to start a page function with) ``decode(url)``: a PNG's RGBA bytes and its width
+DECODE_PNG = """const decode = async (url) => {
   const img = new Image();
   img.src = url;
   await img.decode();
@@ -106,7 +107,16 @@ COUNT_PIXELS = """async ([url, skipTop]) => {
   canvas.height = img.height;
   const g = canvas.getContext("2d");
   g.drawImage(img, 0, 0);
-  const d = g.getImageData(0, skipTop, canvas.width, canvas.height - skipTop).data;
+  return [g.getImageData(0, 0, img.width, img.height).data, img.width];
+};
+"""
+COUNT_PIXELS = (
+    """async ([url, skipTop]) => {
+  """
+    + DECODE_PNG
+    + """
+  const [all, width] = await decode(url);
+  const d = all.subarray(skipTop * width * 4);
   let inked = 0, coloured = 0, red = 0;
   for (let i = 0; i < d.length; i += 4) {
     if (d[i + 3] < 200) continue;
@@ -116,6 +126,7 @@ COUNT_PIXELS = """async ([url, skipTop]) => {
   }
   return { inked, coloured, red, total: d.length / 4 };
 }"""
+)
 
 
 def pixels(page: Any, element: Any, skip_top: int = 0) -> dict[str, int]:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.runs import OPTIMIZERS, write_run
-from tests.server.browser_support import LiveServer, shot
+from tests.server.browser_support import DECODE_PNG, LiveServer, shot
 
 RUNS = 2000
 
@@ -36,19 +36,12 @@ HIDE_LINES = """() => new Promise((done) => {
 # How much of each box changes between the two screenshots (a channel moved by more than 40):
 # a label drawn above the lines with its halo changes little; the same box just right of it
 # (or a little above or below: where the lines of that category leave the axis) changes a lot.
-DIFFS = """async ([a, b, boxes]) => {
-  const pixels = async (url) => {
-    const img = new Image();
-    img.src = url;
-    await img.decode();
-    const canvas = document.createElement('canvas');
-    canvas.width = img.width;
-    canvas.height = img.height;
-    const g = canvas.getContext('2d');
-    g.drawImage(img, 0, 0);
-    return [g.getImageData(0, 0, img.width, img.height).data, img.width];
-  };
-  const [[one, width], [two]] = [await pixels(a), await pixels(b)];
+DIFFS = (
+    """async ([a, b, boxes]) => {
+  """
+    + DECODE_PNG
+    + """
+  const [[one, width], [two]] = [await decode(a), await decode(b)];
   const changed = (x, y, w, h) => {
     let n = 0, total = 0;
     for (let j = Math.floor(y); j < y + h; j++) {
@@ -66,6 +59,7 @@ DIFFS = """async ([a, b, boxes]) => {
     { text, label: changed(x, y, w, h),
       lines: Math.max(...[-2, -1, 0, 1, 2].map((k) => changed(x + w + 4, y + k * h, w, h))) }));
 }"""
+)
 
 
 @pytest.fixture(scope="module")

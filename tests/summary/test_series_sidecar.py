@@ -20,7 +20,7 @@ from tests.conftest import GOLDEN
 from trainledger.errors import DiskSpaceError
 from trainledger.query.series_index import read_series_state
 from trainledger.storage import frame, is_series_sidecar_name
-from trainledger.summary import RunReader, SummaryRecord, sidecar_state
+from trainledger.summary import SummaryRecord, sidecar_state
 from trainledger.summary.proto import summary_pb2 as pb
 
 MINDSPORE_RUN = GOLDEN / "mindspore-runs" / "adam_lr001"
@@ -55,22 +55,8 @@ def full_read(run: Path) -> Any:
     return read_series_state(str(run), sidecars=False)
 
 
-def points_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many scalar points each ``read_scalar_sessions`` call decoded."""
-    counts: list[int] = []
-    real = RunReader.read_scalar_sessions
-
-    def spy(self: RunReader) -> Any:
-        out = real(self)
-        counts.append(sum(len(series[0]) for series in out.values()))
-        return out
-
-    monkeypatch.setattr(RunReader, "read_scalar_sessions", spy)
-    return counts
-
-
 def test_the_sidecar_gives_what_a_full_read_gives_and_no_point_is_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, decoded_points: list[int]
 ) -> None:
     write_everything(tmp_path)
     assert len(sidecars(tmp_path)) == 1
@@ -80,7 +66,8 @@ def test_the_sidecar_gives_what_a_full_read_gives_and_no_point_is_read(
     assert expected.tags["loss"].nonfinite_step == 40
     assert expected.tags["rows/b"].max is None or expected.tags["rows/b"].max <= 0
     assert expected.tags["inf"].min is None and expected.tags["inf"].last is None
-    counts = points_read(monkeypatch)
+    counts = decoded_points
+    counts.clear()
     got = read_series_state(str(tmp_path))
     assert got.tags == expected.tags
     assert got.positions == expected.positions
@@ -88,7 +75,7 @@ def test_the_sidecar_gives_what_a_full_read_gives_and_no_point_is_read(
 
 
 def test_points_written_after_the_sidecar_are_read_from_its_sizes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, decoded_points: list[int]
 ) -> None:
     record = SummaryRecord(tmp_path)
     for step in range(50):
@@ -101,14 +88,15 @@ def test_points_written_after_the_sidecar_are_read_from_its_sizes(
     record.close()
     sidecar.write_bytes(older)  # as if the writer died before its next flush
     expected = full_read(tmp_path)
-    counts = points_read(monkeypatch)
+    counts = decoded_points
+    counts.clear()
     assert read_series_state(str(tmp_path)).tags == expected.tags
     assert sum(counts) == 30
     assert expected.tags["loss"].min == -79.0 and expected.tags["loss"].count == 80
 
 
 def test_a_resumed_writer_whose_restart_drops_points_is_read_in_full(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, decoded_points: list[int]
 ) -> None:
     with SummaryRecord(tmp_path) as first:
         for step in range(30):
@@ -128,7 +116,8 @@ def test_a_resumed_writer_whose_restart_drops_points_is_read_in_full(
         second.mark_resumed()
         second.add_scalar("loss", 2.0, 5)  # after every earlier step: nothing dropped
     expected = full_read(third)
-    counts = points_read(monkeypatch)
+    counts = decoded_points
+    counts.clear()
     assert read_series_state(str(third)).tags == expected.tags
     assert sum(counts) == 0
 
@@ -162,7 +151,7 @@ def test_a_failed_write_removes_the_sidecar(tmp_path: Path) -> None:
     ],
 )
 def test_a_sidecar_that_cannot_be_trusted_is_ignored(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
+    tmp_path: Path, decoded_points: list[int], damage: str
 ) -> None:
     with SummaryRecord(tmp_path) as record:
         for step in range(20):
@@ -195,7 +184,8 @@ def test_a_sidecar_that_cannot_be_trusted_is_ignored(
         shutil.copy(next(MINDSPORE_RUN.glob("*_MS")), tmp_path)
     assert sidecar_state(str(tmp_path)) is None
     expected = full_read(tmp_path)
-    counts = points_read(monkeypatch)
+    counts = decoded_points
+    counts.clear()
     assert read_series_state(str(tmp_path)).tags == expected.tags
     assert sum(counts) >= sum(s.count for s in expected.tags.values())  # a full read
 
