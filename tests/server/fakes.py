@@ -141,6 +141,9 @@ class FakeStore:
         self._get(run_id)
         return ["loss", "accuracy"]
 
+    def scalar_overview(self, run_id: str, tag: str) -> None:
+        return None  # (no index: every series is read as points)
+
     def scalar_series(self, run_id: str, tag: str, view: str = "merged") -> SessionSeries:
         index = int(self._get(run_id)["summary_dir"][5:])
         steps = np.arange(self.points, dtype=np.int64)

@@ -8,7 +8,8 @@ data versions and a result cache, for long-lived readers such as the web UI);
 ``redact_url`` (where the index lives: SQLite or PostgreSQL); ``parse_where``
 (the ``FIELD OP VALUE`` compiler); ``FIELDS`` (MindInsight's), ``RUN_FIELDS`` (trainledger's:
 ``status``, ``duration``, ``sessions``), ``STATS`` and ``parse_series_field`` (series
-statistics as fields: ``max(eval/accuracy)``), ``CONTROL_KEYS`` and ``lineage_types`` of
+statistics as fields: ``max(eval/accuracy)``), ``overview_fresh`` (whether a long series'
+overview in the index still matches its run's files), ``CONTROL_KEYS`` and ``lineage_types`` of
 search conditions. Nothing here imports torch.
 """
 
@@ -48,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "run_id_of": "trainledger.query.table",
     "parse_where": "trainledger.query.where",
     "STATS": "trainledger.query.series_fields",
+    "overview_fresh": "trainledger.query.series_overviews",
     "series_parts_of": "trainledger.query.tb_runs",
     "parse_series_field": "trainledger.query.series_fields",
 }
@@ -71,6 +73,7 @@ __all__ = [
     "lineage_types",
     "LineageIndex",
     "MIN_RUNS",
+    "overview_fresh",
     "parse_where",
     "PREFIXES",
     "parse_series_field",
@@ -105,6 +108,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.query.lineage_api import filter_summary_lineage, get_summary_lineage
     from trainledger.query.run_admin import archive_run, archived_runs, delete_run, restore_run
     from trainledger.query.series_fields import STATS, parse_series_field
+    from trainledger.query.series_overviews import overview_fresh
     from trainledger.query.service import QueryService
     from trainledger.query.table import flatten_object, flatten_result, lineage_table, run_id_of
     from trainledger.query.tb_runs import series_parts_of

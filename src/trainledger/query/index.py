@@ -281,6 +281,13 @@ class LineageIndex:
         with self._lock:
             return self._recovering(lambda: self._read(series_tables.series_tags))  # type: ignore[no-any-return]
 
+    def series_overview(self, summary_dir: str, tag: str) -> tuple[str, bytes] | None:
+        """(signature of the files it was read from, bytes) of a long series' overview
+        (``series_overviews.py``), as the index holds it now (no refresh); None: none."""
+        read = functools.partial(series_tables.read_overview, summary_dir=summary_dir, tag=tag)
+        with self._lock:
+            return self._recovering(lambda: self._read(read))  # type: ignore[no-any-return]
+
     def records(self, *, refresh: bool = False) -> list[semantics.Record]:
         """Every indexed run as a flat record (with dataset_mark and added_info)."""
 

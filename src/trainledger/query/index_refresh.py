@@ -256,7 +256,7 @@ class IndexRefresh:
             batch = stale[start : start + _CHUNK]
 
             def load(conn: Connection, batch: list[RunFiles] = batch) -> list[SeriesState | None]:
-                return [series_tables.load_series(conn, r.summary_dir) for r in batch]
+                return [series_tables.load_series(conn, r.summary_dir, True) for r in batch]
 
             olds = read(load)
             states = [

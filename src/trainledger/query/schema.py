@@ -29,6 +29,7 @@ index on the custom values when that is cheaper.
 Why series statistics are keyed by ``summary_dir`` (version 8), not by the run's number: a
 run whose lineage changed is stored again under a new number, but its summaries did not
 change, so their statistics (read incrementally, ``series_index.py``) stay where they are.
+Version 11's overviews of long series are in ``series_overviews.py``, with their migration.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from trainledger.query.fields import FIELDS, RUN_FIELDS
+from trainledger.query.series_overviews import MIN_POINTS, V11
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -72,6 +74,7 @@ class Dialect:
     real: str
     int: str
     without_rowid: str
+    blob: str = "BLOB"  # bytes (PostgreSQL: BYTEA)
     #: whether ``runs`` also holds each run's custom values as JSON (``custom_values``)
     custom_json: bool = False
 
@@ -83,6 +86,7 @@ class Dialect:
             real=self.real,
             int=self.int,
             without_rowid=self.without_rowid,
+            blob=self.blob,
             custom_values="custom_values JSONB," if self.custom_json else "",
         )
         return [s.strip() for s in filled.split(";") if s.strip()]
@@ -97,6 +101,7 @@ POSTGRES = Dialect(
     "DOUBLE PRECISION",
     "BIGINT",
     "",
+    "BYTEA",
     custom_json=True,
 )
 
@@ -338,6 +343,19 @@ def _v10(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
         conn.execute(statement)
 
 
+def _v11(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
+    """Overviews of long series (``series_overviews.py``, which says why code of version 10
+    can still use the index). The runs holding a long series are read once more to build
+    theirs (their saved signature voided), the others not at all."""
+    for statement in dialect.ddl(V11):
+        conn.execute(statement)
+    conn.execute(
+        "UPDATE series_files SET signature = '' WHERE summary_dir IN "
+        "(SELECT summary_dir FROM series_stats WHERE point_count >= ?)",
+        (MIN_POINTS,),
+    )
+
+
 # version -> (migration to it, whether code of the previous version can still use the result)
 MIGRATIONS: dict[int, tuple[Callable[[Connection, Dialect, Sequence[str]], None], bool]] = {
     5: (_v5, False),
@@ -346,6 +364,7 @@ MIGRATIONS: dict[int, tuple[Callable[[Connection, Dialect, Sequence[str]], None]
     8: (_v8, False),
     9: (_v9, True),
     10: (_v10, True),
+    11: (_v11, True),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 _FIRST_MIGRATABLE = 4  # versions before this (or none, with tables present) start again

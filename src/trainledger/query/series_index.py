@@ -15,23 +15,35 @@ points at or after a repeated or restarted step). Otherwise, and when a file shr
 vanished, the run is read again from the start. A damaged tail is left unread until it is
 complete, as the reader does everywhere.
 
+Why long series also get an overview (``SeriesOverview``, ``series_overviews.py``): the UI's
+first chart of a long run then reads it from the index, not every point. An overview is
+extended by the same appended points as the statistics, and built again by a read from the
+start; a series that reaches ``MIN_POINTS`` without one (it grew past it, or the overview was
+stale) is read from the start once.
+
 Why a first read may read nothing: trainledger's ``SummaryRecord`` keeps each tag's
 statistics as it writes and leaves them in a series sidecar (``summary/series_sidecar.py``);
 where a folder's sidecars qualify they are the state of a read up to the sizes they name,
-and only what was written after is read.
+and only what was written after is read. Unless a series there is long: a sidecar holds no
+overview, so that run's files are read once, at its first index (a chart's first request
+must not read a million points; ``bench/series_overview.py`` measures both costs).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from trainledger.query import series_overviews
 from trainledger.storage import is_summary_file_name
 from trainledger.summary import TagStats
 
 if TYPE_CHECKING:  # pragma: no cover - the annotations' types
-    from trainledger.summary import RunReader
+    import numpy as np
+
+    from trainledger.summary import RunReader, SeriesOverview
 
 __all__ = ["SeriesState", "TagStats", "read_series_state"]
 
@@ -43,6 +55,8 @@ class SeriesState:
     tags: dict[str, TagStats] = field(default_factory=dict)
     positions: dict[str, int] = field(default_factory=dict)  # file name -> bytes read
     scalar_tags: list[str] = field(default_factory=list)  # (``RunReader.scalar_tags``)
+    #: tag -> overview, for each tag of at least ``series_overviews.MIN_POINTS`` points
+    overviews: dict[str, SeriesOverview] = field(default_factory=dict)
 
 
 def read_series_state(
@@ -67,22 +81,45 @@ def read_series_state(
         previous = None
     if previous is None and sidecars:
         previous = _from_sidecars(folders)
-    if previous is not None and previous.positions and _unshrunk(run_dir, previous.positions):
+    if (
+        previous is not None
+        and previous.positions
+        and not _lacks_overview(previous)
+        and _unshrunk(run_dir, previous.positions)
+    ):
         state = _extend(folders, previous)
         if state is not None:
             return state
     out = SeriesState()
+    pieces: dict[str, list[tuple[np.ndarray, ...]]] = {}
     for prefix, folder in folders:
         reader = RunReader(folder)
         raw = reader.read_scalar_sessions()
         for tag, points in raw.items():
-            steps, _, values, _ = resolve_series(
-                *points, reader.session_formats, reader.session_starts
-            )
-            if len(steps):
-                _add(out.tags, prefix + tag, tag_stats(steps, values))
+            series = resolve_series(*points, reader.session_formats, reader.session_starts)
+            if len(series[0]):
+                _add(out.tags, prefix + tag, tag_stats(series[0], series[2]))
+                pieces.setdefault(prefix + tag, []).append(series)
         _add_positions(out, prefix, reader)
+    _build_overviews(out, pieces)
     return out
+
+
+def _build_overviews(state: SeriesState, pieces: dict[str, list[tuple[np.ndarray, ...]]]) -> None:
+    """The overview of each long series of a read from the start (its folders' pieces)."""
+    from trainledger.summary import SeriesOverview
+
+    for tag, parts in pieces.items():
+        if state.tags[tag].count >= series_overviews.MIN_POINTS:
+            found = state.overviews[tag] = SeriesOverview.empty()
+            for piece in parts:
+                found.append(*piece)
+
+
+def _lacks_overview(state: SeriesState) -> bool:
+    """Whether a long series has no overview to extend (a read from the start builds it)."""
+    least = series_overviews.MIN_POINTS
+    return any(s.count >= least and t not in state.overviews for t, s in state.tags.items())
 
 
 def _from_sidecars(folders: list[tuple[str, str]]) -> SeriesState | None:
@@ -136,6 +173,7 @@ def _extend(folders: list[tuple[str, str]], previous: SeriesState) -> SeriesStat
     from trainledger.summary import MINDSPORE, RunReader, resolve_series, tag_stats
 
     out = SeriesState(dict(previous.tags))
+    out.overviews = {t: dataclasses.replace(o) for t, o in previous.overviews.items()}
     for prefix, folder in folders:
         reader = RunReader(folder)
         mine = {n[len(prefix) :]: o for n, o in previous.positions.items() if _in(n, prefix)}
@@ -152,11 +190,13 @@ def _extend(folders: list[tuple[str, str]], previous: SeriesState) -> SeriesStat
                 ms_steps = steps[np.isin(sessions, ms)]
                 if len(ms_steps) and int(ms_steps.min()) <= old.top_step:
                     return None  # a repeated or restarted MindSpore step
-            steps, _, values, _ = resolve_series(*points, reader.session_formats)
-            if len(steps):
-                _add(out.tags, prefix + tag, tag_stats(steps, values))
+            series = resolve_series(*points, reader.session_formats)
+            if len(series[0]):
+                _add(out.tags, prefix + tag, tag_stats(series[0], series[2]))
+                if prefix + tag in out.overviews:
+                    out.overviews[prefix + tag].append(*series)
         _add_positions(out, prefix, reader)
-    return out
+    return None if _lacks_overview(out) else out
 
 
 def _in(name: str, prefix: str) -> bool:

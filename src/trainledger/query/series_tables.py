@@ -1,4 +1,5 @@
-"""The index's rows of series statistics (``series_stats``, ``series_files``: schema 8).
+"""The index's rows of series statistics (``series_stats``, ``series_files``: schema 8) and,
+with them, the overviews of long series (``series_overviews.py``: schema 11).
 
 Why apart from ``index_tables.py``: these rows follow a run's summary files, not its
 lineage files, and are keyed by the run's directory (``schema.py`` says why); the SQL that
@@ -11,20 +12,27 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import astuple
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainledger.query.schema import Connection
 from trainledger.query.series_fields import parse_series_field
 from trainledger.query.series_index import SeriesState, TagStats
 
+if TYPE_CHECKING:  # pragma: no cover - the annotations' types
+    from trainledger.summary import SeriesOverview
+
 __all__ = [
     "COLUMNS",
+    "delete_overviews",
     "delete_series",
+    "load_overviews",
     "load_series",
+    "read_overview",
     "series_signatures",
     "series_tags",
     "series_values",
     "stats_from_dict",
+    "store_overviews",
     "store_series",
     "store_stats",
 ]
@@ -62,10 +70,11 @@ def series_signatures(conn: Connection) -> dict[str, str]:
     return dict(conn.execute("SELECT summary_dir, signature FROM series_files").fetchall())
 
 
-def load_series(conn: Connection, summary_dir: str) -> SeriesState | None:
-    """What the index holds of a run's series (None: nothing yet)."""
+def load_series(conn: Connection, summary_dir: str, overviews: bool = False) -> SeriesState | None:
+    """What the index holds of a run's series (None: nothing yet); ``overviews``: with the
+    overviews read from the same files (for a read that extends them)."""
     row = conn.execute(
-        "SELECT state FROM series_files WHERE summary_dir = ?", (summary_dir,)
+        "SELECT state, signature FROM series_files WHERE summary_dir = ?", (summary_dir,)
     ).fetchone()
     if row is None:
         return None
@@ -73,14 +82,18 @@ def load_series(conn: Connection, summary_dir: str) -> SeriesState | None:
     rows = conn.execute(
         f"SELECT tag, {_STAT_COLUMNS} FROM series_stats WHERE summary_dir = ?", (summary_dir,)
     )
-    tags = {row[0]: TagStats(*row[1:]) for row in rows}  # (columns in TagStats' field order)
-    return SeriesState(tags, dict(saved["positions"]), list(saved["scalar_tags"]))
+    tags = {r[0]: TagStats(*r[1:]) for r in rows}  # (columns in TagStats' field order)
+    state = SeriesState(tags, dict(saved["positions"]), list(saved["scalar_tags"]))
+    if overviews and row[1]:
+        state.overviews = load_overviews(conn, summary_dir, row[1])
+    return state
 
 
 def store_series(conn: Connection, summary_dir: str, signature: str, state: SeriesState) -> None:
-    """Replace a run's statistics and where its files were read up to."""
+    """Replace a run's statistics, overviews and where its files were read up to."""
     delete_series(conn, [summary_dir])
     store_stats(conn, summary_dir, state.tags)
+    store_overviews(conn, summary_dir, signature, state.overviews)
     saved = {"positions": state.positions, "scalar_tags": state.scalar_tags}
     conn.execute(
         "INSERT INTO series_files (summary_dir, signature, state) VALUES (?, ?, ?)",
@@ -98,6 +111,7 @@ def delete_series(conn: Connection, summary_dirs: Iterable[str]) -> None:
     dirs = [(d,) for d in summary_dirs]
     conn.executemany("DELETE FROM series_stats WHERE summary_dir = ?", dirs)
     conn.executemany("DELETE FROM series_files WHERE summary_dir = ?", dirs)
+    delete_overviews(conn, summary_dirs=[d for (d,) in dirs])
 
 
 def series_values(
@@ -139,4 +153,45 @@ def stats_from_dict(stats: dict[str, Any]) -> TagStats:
         stats.get("count") or 0,
         stats.get("nonfinite_step"),
         max((s for s in steps if s is not None), default=0),
+    )
+
+
+def store_overviews(
+    conn: Connection, summary_dir: str, signature: str, overviews: Mapping[str, SeriesOverview]
+) -> None:
+    """Insert a run's overviews (the caller removed the old ones)."""
+    conn.executemany(
+        "INSERT INTO series_overviews (summary_dir, tag, signature, overview) VALUES (?, ?, ?, ?)",
+        [(summary_dir, tag, signature, o.to_bytes()) for tag, o in overviews.items()],
+    )
+
+
+def load_overviews(conn: Connection, summary_dir: str, signature: str) -> dict[str, SeriesOverview]:
+    """The run's overviews read from the files ``signature`` names (others are stale)."""
+    # (heavy: numpy, for the indexer's reads of long runs only, not a query of the index)
+    from trainledger.summary import SeriesOverview
+
+    out = {}
+    for tag, data in conn.execute(
+        "SELECT tag, overview FROM series_overviews WHERE summary_dir = ? AND signature = ?",
+        (summary_dir, signature),
+    ):
+        found = SeriesOverview.from_bytes(bytes(data))
+        if found is not None:
+            out[tag] = found
+    return out
+
+
+def read_overview(conn: Connection, summary_dir: str, tag: str) -> tuple[str, bytes] | None:
+    """(signature, bytes) of one overview, or None."""
+    row = conn.execute(
+        "SELECT signature, overview FROM series_overviews WHERE summary_dir = ? AND tag = ?",
+        (summary_dir, tag),
+    ).fetchone()
+    return None if row is None else (str(row[0]), bytes(row[1]))
+
+
+def delete_overviews(conn: Connection, summary_dirs: Iterable[str]) -> None:
+    conn.executemany(
+        "DELETE FROM series_overviews WHERE summary_dir = ?", [(d,) for d in summary_dirs]
     )

@@ -181,6 +181,11 @@ class QueryService:
         self.ensure_fresh()
         return self._reader.series_tags()
 
+    def series_overview(self, summary_dir: str, tag: str) -> tuple[str, bytes] | None:
+        """``LineageIndex.series_overview`` of the current data."""
+        self.ensure_fresh()
+        return self._reader.series_overview(summary_dir, tag)
+
     def is_known(self, summary_dir: str) -> bool:
         """Whether the index holds a run with this ``./<id>`` summary_dir (a SQL lookup,
         cached per version; the filesystem is never asked)."""

@@ -26,6 +26,7 @@ from trainledger.query import (
     delete_run,
     get_summary_lineage,
     lineage_types,
+    overview_fresh,
     parse_where,
     read_audit,
     restore_run,
@@ -42,7 +43,7 @@ from trainledger.server.structure_store import (
     read_run_graph,
     read_run_landscapes,
 )
-from trainledger.summary import SessionSeries
+from trainledger.summary import SeriesOverview, SessionSeries
 
 # ``run`` extension fields attached to each object of a page (shown as run/<name> columns)
 RUN_COLUMNS = tuple(name.split("/", 1)[1] for name in RUN_FIELDS)
@@ -110,6 +111,10 @@ class RunStore(Protocol):
     def scalar_series(self, run_id: str, tag: str, view: str = "merged") -> SessionSeries:
         """``(steps, wall_times, values, sessions)`` arrays of one tag, read incrementally:
         ``view`` "merged" (the series rule) or "sessions" (every point, sessions apart)."""
+
+    def scalar_overview(self, run_id: str, tag: str) -> SeriesOverview | None:
+        """The overview the index holds of a long series (``view`` "merged"), only while it
+        covers the run's summary files as they are now; None: read the points."""
 
     def media(self, run_id: str, kind: Kind) -> dict[str, list[Any]]:
         """``{tag: [event]}`` of the run's images, histograms or tensors (``ImageEvent``,
@@ -346,6 +351,13 @@ class IndexedRunStore:
 
     def scalar_series(self, run_id: str, tag: str, view: str = "merged") -> SessionSeries:
         return self._run_scalars(run_id).series(tag, view)
+
+    def scalar_overview(self, run_id: str, tag: str) -> SeriesOverview | None:
+        path = self._path(run_id)
+        found = self.service.series_overview(f"./{check_run_id(run_id)}", tag)
+        if found is None or not overview_fresh(str(path), found[0], series_parts_of(path)):
+            return None
+        return SeriesOverview.from_bytes(found[1])
 
     def media(self, run_id: str, kind: Kind) -> dict[str, list[Any]]:
         return self._media.get(check_run_id(run_id), self._path(run_id), kind)

@@ -46,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "read_tensors": "trainledger.summary.reader",
     "SummaryRecord": "trainledger.summary.record",
     "sidecar_state": "trainledger.summary.series_sidecar",
+    "SeriesOverview": "trainledger.summary.series_overview",
     "TagStats": "trainledger.summary.series_stats",
     "tag_stats": "trainledger.summary.series_stats",
     "ConvertCounts": "trainledger.summary.tb_export",
@@ -85,6 +86,7 @@ __all__ = [
     "RunReader",
     "ScalarSeries",
     "SessionSeries",
+    "SeriesOverview",
     "session_end_event",
     "session_start_event",
     "sidecar_state",
@@ -130,6 +132,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from trainledger.summary.record import SummaryRecord
     from trainledger.summary.series import MINDSPORE, resolve_series
+    from trainledger.summary.series_overview import SeriesOverview
     from trainledger.summary.series_sidecar import sidecar_state
     from trainledger.summary.series_stats import TagStats, tag_stats
     from trainledger.summary.tb_export import (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import numpy as np
 from fastapi import APIRouter, Depends, Query
 
 from trainledger.server import schemas
@@ -34,42 +35,89 @@ def scalar_tags(
 def scalar_series(store: StoreDep, request: schemas.SeriesRequest) -> dict[str, Any]:
     """Runs without a tag are left out of the answer rather than failing the request. With
     ``step_min``/``step_max`` (a zoomed chart) only that range is downsampled, from the full
-    data: a spike or a plateau inside it shows at its real resolution."""
+    data: a spike or a plateau inside it shows at its real resolution. A long merged series
+    is answered from its overview in the index when one is fresh and spans the range with
+    enough buckets (``SeriesOverview.select``), without reading its points."""
     out: list[dict[str, Any]] = []
     for run_id in dict.fromkeys(request.runs):
-        available = set(store.scalar_tags(run_id))
+        available: set[str] | None = None  # (read only when a series is read raw)
         for tag in dict.fromkeys(request.tags):
-            if tag not in available:
-                continue
-            steps, walls, values, sessions = store.scalar_series(run_id, tag, request.view)
-            total = len(values)
-            if request.step_min is not None or request.step_max is not None:
-                low = request.step_min if request.step_min is not None else -(2**63)
-                high = request.step_max if request.step_max is not None else 2**63 - 1
-                inside = (steps >= low) & (steps <= high)
-                steps, walls, values, sessions = (
-                    steps[inside],
-                    walls[inside],
-                    values[inside],
-                    sessions[inside],
-                )
-            kept = keep_indices(values, request.max_points)
-            out.append(
-                {
-                    "run_id": run_id,
-                    "tag": tag,
-                    "total": total,
-                    "in_range": len(values),
-                    "points": [
-                        (int(s), float(w), json_number(float(v)))
-                        for s, w, v in zip(
-                            steps[kept].tolist(),
-                            walls[kept].tolist(),
-                            values[kept].tolist(),
-                            strict=True,
-                        )
-                    ],
-                    "sessions": sessions[kept].tolist(),
-                }
-            )
+            found = _from_overview(store, run_id, tag, request)
+            if found is None:
+                if available is None:
+                    available = set(store.scalar_tags(run_id))
+                if tag not in available:
+                    continue
+                found = _from_points(store, run_id, tag, request)
+            out.append(found)
     return {"series": out}
+
+
+def _from_overview(
+    store: RunStore, run_id: str, tag: str, request: schemas.SeriesRequest
+) -> dict[str, Any] | None:
+    """The answer from the series' overview, or None (sessions apart, no fresh overview, or
+    too few of its buckets in the range: the points are read)."""
+    if request.view != "merged":
+        return None
+    overview = store.scalar_overview(run_id, tag)
+    if overview is None:
+        return None
+    found = overview.select(request.max_points, request.step_min, request.step_max)
+    if found is None:
+        return None
+    kept, in_range = found
+    return _answer(
+        run_id,
+        tag,
+        overview.count,
+        in_range,
+        kept["step"],
+        kept["wall"],
+        kept["value"],
+        kept["session"],
+    )
+
+
+def _from_points(
+    store: RunStore, run_id: str, tag: str, request: schemas.SeriesRequest
+) -> dict[str, Any]:
+    steps, walls, values, sessions = store.scalar_series(run_id, tag, request.view)
+    total = len(values)
+    if request.step_min is not None or request.step_max is not None:
+        low = request.step_min if request.step_min is not None else -(2**63)
+        high = request.step_max if request.step_max is not None else 2**63 - 1
+        inside = (steps >= low) & (steps <= high)
+        steps, walls, values, sessions = (
+            steps[inside],
+            walls[inside],
+            values[inside],
+            sessions[inside],
+        )
+    kept = keep_indices(values, request.max_points)
+    return _answer(
+        run_id, tag, total, len(values), steps[kept], walls[kept], values[kept], sessions[kept]
+    )
+
+
+def _answer(
+    run_id: str,
+    tag: str,
+    total: int,
+    in_range: int,
+    steps: np.ndarray,
+    walls: np.ndarray,
+    values: np.ndarray,
+    sessions: np.ndarray,
+) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "tag": tag,
+        "total": total,
+        "in_range": in_range,
+        "points": [
+            (int(s), float(w), json_number(float(v)))
+            for s, w, v in zip(steps.tolist(), walls.tolist(), values.tolist(), strict=True)
+        ],
+        "sessions": sessions.tolist(),
+    }
