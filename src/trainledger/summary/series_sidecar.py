@@ -144,14 +144,16 @@ def sidecar_state(folder: str) -> tuple[dict[str, TagStats], dict[str, int]] | N
     None when they do not qualify: every event file up to the last one a sidecar names must
     be named by one, each writer's files in one block of the folder's file order, no
     ``_MS`` file, and no writer's ``SessionLog.START`` may drop an earlier writer's point."""
-    summaries = [e.name for e in run_files(folder, is_summary_file_name)]
+    found = run_files(folder, lambda n: is_summary_file_name(n) or is_series_sidecar_name(n))
+    if not any(is_series_sidecar_name(e.name) for e in found):
+        return None  # (most runs of other writers: one listing, no more)
+    summaries = [e.name for e in found if is_summary_file_name(e.name)]
     if not all(is_event_file_name(n) for n in summaries):
         return None  # a MindSpore file: MindInsight's rule needs the steps themselves
     order = sorted(summaries, key=event_file_order)
     sidecars = []
-    for entry in run_files(folder, is_series_sidecar_name):
-        loaded = _load(entry.path)
-        if loaded is not None:
+    for entry in found:
+        if is_series_sidecar_name(entry.name) and (loaded := _load(entry.path)) is not None:
             sidecars.append(loaded)
     owner = {name: i for i, (files, _, _) in enumerate(sidecars) for name, _ in files}
     covered = [owner.get(name) for name in order]
