@@ -25,6 +25,10 @@ most 999 run directories, so over 1k runs it sees 999.
 time a run, peak memory, warm query, page of 100, and MLflow's ``search_runs`` on the same
 runs with ``--mlflow-cache DIR``).
 
+``--series N`` adds the series statistics (``bench/series_stats.py``: the indexer reading
+``--series-points`` points from event and ``_MS`` files against TensorBoard's reader, then a
+base of N runs: a live run's append and the warm statistics queries).
+
 ``--postgres URL`` adds the shared-index case: ``--pg-sizes`` runs (default 1,000,000) are
 generated in memory with the same distributions and loaded straight into the index's tables
 with COPY (no run files: queries use ``refresh=False``, what the web UI pays between its
@@ -414,6 +418,14 @@ def main() -> None:
         "--wide", type=int, metavar="N", help="also N runs of 1,500 metrics (bench/wide_runs.py)"
     )
     parser.add_argument("--mlflow-cache", help="with --wide: the cached MLflow store's directory")
+    parser.add_argument(
+        "--series",
+        type=int,
+        metavar="N",
+        help="also the series statistics over N runs (bench/series_stats.py: the indexer's "
+        "reading speed, a live run's append, the warm statistics queries)",
+    )
+    parser.add_argument("--series-points", type=int, default=2_000_000)
     args = parser.parse_args()
     work = Path(args.dir or tempfile.mkdtemp(prefix="tl-bench-query-"))
     results: dict[int, dict[str, Any]] = {}
@@ -492,6 +504,12 @@ def main() -> None:
             import wide_runs
 
             wide_runs.run(args.wide, args.reps, work, args.mlflow_cache)
+        if args.series:
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            import series_stats
+
+            series_stats.bench_read(work / "series-read", args.series_points, args.reps)
+            series_stats.bench_append(work / "series-append", args.series, 1000, args.reps)
     finally:
         if not args.dir:
             shutil.rmtree(work, ignore_errors=True)
