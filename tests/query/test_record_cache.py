@@ -81,6 +81,26 @@ def test_the_cache_holds_at_most_its_limit(tmp_path: Path) -> None:
             assert len(index._records) == 2
 
 
+def test_the_cache_holds_at_most_its_byte_limit(tmp_path: Path) -> None:
+    """Bounded by the size of what it holds too (a wide run's record is 100 kB decoded):
+    the newest records that fit stay, and the answers are whole."""
+    for i in range(6):
+        write_run(tmp_path, f"r{i}", metrics={f"m{k}": k / 7 for k in range(50 * (i + 1))})
+    with LineageIndex(tmp_path) as index:
+        index.query(_EVERY)
+        everything = index._records.json_bytes
+        assert len(index._records) == 6
+        index._records.forget()
+        index._records.byte_limit = everything // 2
+        for _ in range(2):
+            answer = index.query(_EVERY)
+            assert [len(o["model_lineage"]["metric"]) for o in answer["object"]] == [
+                50 * (i + 1) for i in range(6)
+            ]
+            assert 0 < index._records.json_bytes <= everything // 2
+            assert 0 < len(index._records) < 6
+
+
 def test_forget_drops_every_entry(tmp_path: Path) -> None:
     write_run(tmp_path, "a")
     with LineageIndex(tmp_path) as index:
@@ -92,5 +112,5 @@ def test_forget_drops_every_entry(tmp_path: Path) -> None:
     assert [r["summary_dir"] for r in cache.records(conn, [1]).values()] == ["./a"]
     assert len(cache) == 1
     cache.forget()
-    assert len(cache) == 0
+    assert len(cache) == 0 and cache.json_bytes == 0
     conn.close()

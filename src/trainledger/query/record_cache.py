@@ -13,9 +13,11 @@ again are decoded afresh. ``forget`` drops everything (a new index file,
 ``LineageIndex._fresh``). The records handed out are shared with the cache and must not be
 changed: ``semantics.build_object`` copies what it puts into an answer.
 
-Memory: at most ``limit`` records (the oldest go first); a record of ``bench/query.py``'s
-base takes about 2.2 kB decoded (measured with tracemalloc: 22 MB for 10,000; keys are shared
-within a decoded chunk).
+Memory: at most ``limit`` records, and at most ``byte_limit`` bytes of their stored JSON (the
+oldest go first). A record of ``bench/query.py``'s base takes about 2.2 kB decoded (measured
+with tracemalloc: 22 MB for 10,000; keys are shared within a decoded chunk), about four times
+its JSON; a wide run's (1,500 metrics) about 100 kB, so a count alone would let a query over
+10,000 wide runs keep a gigabyte.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ __all__ = ["RecordCache", "in_chunks"]
 #: the number of records kept by default: every match of a query that returns up to a tenth
 #: of a 200,000-run base (about 45 MB at ``bench/query.py``'s records)
 DEFAULT_LIMIT = 20_000
+#: the stored JSON kept decoded by default (about four times as much memory): 20,000 of
+#: ``bench/query.py``'s records, or about 500 wide runs
+DEFAULT_BYTE_LIMIT = 24 * 2**20
 _CHUNK = 500
 
 
@@ -47,18 +52,27 @@ def in_chunks(conn: Connection, sql: str, ids: list[int]) -> list[Any]:
 
 class RecordCache:
     """Run number -> (its signature, the index generation it was checked at, its decoded
-    record), at most ``limit`` of them."""
+    record, the length of its stored JSON), at most ``limit`` of them and ``byte_limit``
+    bytes of JSON."""
 
-    def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(self, limit: int = DEFAULT_LIMIT, byte_limit: int = DEFAULT_BYTE_LIMIT) -> None:
         self.limit = limit
-        self._entries: dict[int, tuple[str, Any, Record]] = {}
+        self.byte_limit = byte_limit
+        self._entries: dict[int, tuple[str, Any, Record, int]] = {}
+        self._bytes = 0
 
     def __len__(self) -> int:
         return len(self._entries)
 
+    @property
+    def json_bytes(self) -> int:
+        """The stored JSON of the records kept (their memory is about four times it)."""
+        return self._bytes
+
     def forget(self) -> None:
         """Drop every entry (the index may have changed without a generation bump)."""
         self._entries = {}
+        self._bytes = 0
 
     def records(self, conn: Connection, ids: list[int]) -> dict[int, Record]:
         """The stored records of the runs ``ids`` (inside the caller's read transaction),
@@ -79,9 +93,9 @@ class RecordCache:
         if unchecked:
             sql = "SELECT run_id, signature FROM records WHERE run_id IN"
             for run_id, signature in in_chunks(conn, sql, unchecked):
-                signature_then, _, record = entries[run_id]
+                signature_then, _, record, size = entries[run_id]
                 if signature == signature_then:
-                    entries[run_id] = (signature, generation, record)
+                    entries[run_id] = (signature, generation, record, size)
                     found[run_id] = record
             missing += [i for i in unchecked if i not in found]
         if missing:
@@ -91,16 +105,20 @@ class RecordCache:
                 part = rows[start : start + _CHUNK]
                 # one decode a chunk: faster than one a row, and the keys are shared
                 decoded = json.loads("[" + ",".join(row[2] for row in part) + "]")
-                for (run_id, signature, _), record in zip(part, decoded, strict=True):
-                    entries.pop(run_id, None)  # (re-inserted last: the newest to stay)
-                    entries[run_id] = (signature, generation, record)
+                for (run_id, signature, text), record in zip(part, decoded, strict=True):
+                    old = entries.pop(run_id, None)  # (re-inserted last: the newest to stay)
+                    self._bytes += len(text) - (old[3] if old else 0)
+                    entries[run_id] = (signature, generation, record, len(text))
                     found[run_id] = record
             self._trim()
         return found
 
     def _trim(self) -> None:
-        """Keep at most ``limit`` entries, dropping the oldest."""
-        excess = len(self._entries) - self.limit
-        if excess > 0:
-            for run_id in list(self._entries)[:excess]:
-                del self._entries[run_id]
+        """Keep at most ``limit`` entries and ``byte_limit`` bytes, dropping the oldest."""
+        entries = self._entries
+        if len(entries) <= self.limit and self._bytes <= self.byte_limit:
+            return
+        for run_id in list(entries):
+            if len(entries) <= self.limit and self._bytes <= self.byte_limit:
+                break
+            self._bytes -= entries.pop(run_id)[3]
