@@ -56,6 +56,36 @@ def test_torch_add_hparams_run_is_one_run_with_its_hparams(torch_base: Path) -> 
     assert result["customized"]["metric/hparam/acc"]["type"] == "float"
 
 
+def test_a_bool_hparam_is_an_int_as_every_user_defined_bool(tmp_path: Path) -> None:
+    """TensorBoard's HParams hold bools (``bool_value``); under ``user_defined/`` a bool is an
+    int, as ``track()`` and MindInsight store one, so a condition can test it."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.plugins.hparams import plugin_data_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    for name, amp in (("a", True), ("b", False)):  # as TensorFlow's hparams API writes them
+        session = plugin_data_pb2.SessionStartInfo()
+        session.hparams["amp"].bool_value = amp
+        session.hparams["lr"].number_value = 0.1
+        data = plugin_data_pb2.HParamsPluginData(session_start_info=session)
+        plugin = summary_pb2.SummaryMetadata.PluginData(
+            plugin_name="hparams", content=data.SerializeToString()
+        )
+        value = summary_pb2.Summary.Value(
+            tag="_hparams_/session_start_info",
+            metadata=summary_pb2.SummaryMetadata(plugin_data=plugin),
+        )
+        writer = EventFileWriter(str(tmp_path / name))
+        writer.add_event(
+            event_pb2.Event(wall_time=time.time(), summary=summary_pb2.Summary(value=[value]))
+        )
+        writer.close()
+    result = filter_summary_lineage(str(tmp_path), {"user_defined/amp": {"eq": 1}})
+    assert _dirs(result) == ["./a"]
+    assert _lineage(result, "./a")["user_defined"]["amp"] == 1
+    assert result["customized"]["user_defined/amp"]["type"] == "int"
+
+
 def test_torch_runs_filter_and_sort_on_hparams_and_series(torch_base: Path) -> None:
     big = filter_summary_lineage(str(torch_base), {"user_defined/lr": {"gt": 0.01}})
     assert _dirs(big) == ["./fast"]

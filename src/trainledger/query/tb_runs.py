@@ -109,7 +109,9 @@ def tensorboard_lineage(
     for part, folder in folders:
         stamped = part not in ("", *SERIES_PARTS)
         found = read_hparams(folder, scalars=stamped)
-        user.update(found.hparams)
+        # a bool is an int, as in every user_defined/ field (lineage.validate_user_defined_info):
+        # a condition compares numbers and text, never bools
+        user.update((k, int(v) if isinstance(v, bool) else v) for k, v in found.hparams.items())
         status = found.status or status
         for group, tag in found.metrics:
             name = f"{group}/{tag}" if group else tag
