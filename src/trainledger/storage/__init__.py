@@ -36,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "RecordReader": "trainledger.storage.framing",
     "frame": "trainledger.storage.framing",
     "frame_equal_length": "trainledger.storage.framing",
+    "masked_row_crcs": "trainledger.storage.framing",
     "masked_crc32c": "trainledger.storage.framing",
     "read_records": "trainledger.storage.framing",
     "read_varint": "trainledger.storage.framing",
@@ -163,6 +164,7 @@ __all__ = [
     "frame",
     "read_varint",
     "frame_equal_length",
+    "masked_row_crcs",
     "fsync_dir",
     "helper_threads",
     "is_event_file_name",
@@ -210,6 +212,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         frame,
         frame_equal_length,
         masked_crc32c,
+        masked_row_crcs,
         read_records,
         read_varint,
     )

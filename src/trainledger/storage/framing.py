@@ -24,6 +24,7 @@ __all__ = [
     "masked_crc32c",
     "frame",
     "frame_equal_length",
+    "masked_row_crcs",
     "RecordReader",
     "read_records",
     "read_varint",
@@ -74,10 +75,16 @@ def frame_equal_length(payloads: np.ndarray) -> bytes:
     out[:, :8] = np.frombuffer(header, np.uint8)
     out[:, 8:HEADER_SIZE] = np.frombuffer(_U32.pack(masked_crc32c(header)), np.uint8)
     out[:, HEADER_SIZE : HEADER_SIZE + length] = payloads
-    crcs = _row_crcs(payloads)
-    masked = ((crcs >> np.uint32(15)) | (crcs << np.uint32(17))) + np.uint32(_MASK_DELTA)
+    masked = masked_row_crcs(payloads)
     out[:, HEADER_SIZE + length :] = masked.astype("<u4").view(np.uint8).reshape(n, 4)
     return out.tobytes()
+
+
+def masked_row_crcs(payloads: np.ndarray) -> np.ndarray:
+    """The masked crc32c of each row of an ``(n, L)`` uint8 array (uint32): the footer each
+    row's record has, so a reader checks a run of records without framing them again."""
+    crcs = _row_crcs(payloads)
+    return ((crcs >> np.uint32(15)) | (crcs << np.uint32(17))) + np.uint32(_MASK_DELTA)
 
 
 def _row_crcs(payloads: np.ndarray) -> np.ndarray:

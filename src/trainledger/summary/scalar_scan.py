@@ -4,8 +4,7 @@ Writers (ours: ``scalar_bytes.scalar_rows_records``; TensorBoard's, tensorboardX
 event per step with the same few tags, so consecutive records usually have the same length
 and the same bytes except for wall time, step and values. Such a run of records is checked
 and decoded as one ``(n, record_size)`` numpy array: headers compared at once, payload CRCs
-recomputed in bulk by re-framing the payloads with ``frame_equal_length`` and comparing the
-footers, and the events of one layout (``wall_time``, ``step``, a summary of ``tag`` /
+recomputed in bulk (``storage.masked_row_crcs``) and compared with the footers, and the events of one layout (``wall_time``, ``step``, a summary of ``tag`` /
 ``simple_value`` pairs) decoded with strided views.
 
 Everything else takes the protobuf path, record by record, with the same result: short runs,
@@ -30,8 +29,8 @@ from trainledger.storage import (
     HEADER_SIZE,
     MAX_RECORD_BYTES,
     RecordReader,
-    frame_equal_length,
     masked_crc32c,
+    masked_row_crcs,
 )
 from trainledger.summary.media import TB_NUMPY_DTYPES
 from trainledger.summary.proto import mindspore_summary_pb2 as ms
@@ -286,8 +285,8 @@ def _bulk(
 ) -> tuple[int, int]:
     """Check and decode ``n`` records of one size and header; returns (corrupt, undecodable)."""
     payloads = np.ascontiguousarray(rows[:, HEADER_SIZE:-FOOTER_SIZE])
-    framed = np.frombuffer(frame_equal_length(payloads), np.uint8).reshape(rows.shape)
-    intact = (framed[:, -FOOTER_SIZE:] == rows[:, -FOOTER_SIZE:]).all(axis=1)
+    footers = np.ascontiguousarray(rows[:, -FOOTER_SIZE:]).view("<u4").reshape(-1)
+    intact = masked_row_crcs(payloads) == footers
     corrupt = len(rows) - int(np.count_nonzero(intact))
     index = np.flatnonzero(intact) if corrupt else np.arange(len(rows))
     if corrupt:
