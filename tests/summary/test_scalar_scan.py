@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trainledger.storage import RecordReader, frame
+from trainledger.summary import scalar_scan
 from trainledger.summary.encoders import event, file_version_event, image, scalar, tensor
 from trainledger.summary.proto import summary_pb2 as pb
 from trainledger.summary.reader import RunReader
@@ -150,6 +151,28 @@ def test_long_runs_are_read_in_bulk_with_exact_values(tmp_path):
     np.testing.assert_array_equal(walls, [r[1] for r in rows])
     np.testing.assert_array_equal(values, np.float32([r[3] for r in rows]))
     assert steps.dtype == np.int64 and walls.dtype == values.dtype == np.float64
+
+
+def test_a_run_longer_than_a_bulk_piece_reads_whole_with_its_damage_skipped(tmp_path):
+    """Runs are checked and decoded in pieces of ``_MAX_RUN`` records: every record of a
+    longer run is read once, in order, and a damaged record on either side of a piece's
+    boundary is skipped and counted."""
+    n = 2 * scalar_scan._MAX_RUN + 123
+    first = 2**14  # steps of one varint length: records of one size
+    rows = [(first + s, 10.0 + s, float(s)) for s in range(n)]
+    data = bytearray(b"".join(chunk for chunk, _ in scalar_rows_records(("loss",), rows)))
+    size = len(data) // n
+    hurt = [scalar_scan._MAX_RUN - 1, scalar_scan._MAX_RUN, n - 1]
+    for record in hurt:
+        data[record * size + 20] ^= 0x01
+    (tmp_path / NAME).write_bytes(bytes(data))
+    reader = RunReader(tmp_path)
+    steps, walls, values = reader.read_scalars()["loss"]
+    assert reader.corrupt == len(hurt)
+    kept = [s for s in range(n) if s not in hurt]
+    assert steps.tolist() == [first + s for s in kept]
+    assert values.tolist() == [float(s) for s in kept]
+    np.testing.assert_array_equal(walls, [10.0 + s for s in kept])
 
 
 def test_corrupt_payload_in_a_run_is_skipped_and_counted(tmp_path):
