@@ -3,9 +3,10 @@
 Writers (ours: ``scalar_bytes.scalar_rows_records``; TensorBoard's, tensorboardX's) write one
 event per step with the same few tags, so consecutive records usually have the same length
 and the same bytes except for wall time, step and values. Such a run of records is checked
-and decoded as one ``(n, record_size)`` numpy array: headers compared at once, payload CRCs
-recomputed in bulk (``storage.masked_row_crcs``) and compared with the footers, and the events of one layout (``wall_time``, ``step``, a summary of ``tag`` /
-``simple_value`` pairs) decoded with strided views.
+and decoded as ``(n, record_size)`` numpy arrays (pieces of at most ``_MAX_RUN`` records):
+headers compared at once, payload CRCs recomputed in bulk (``storage.masked_row_crcs``) and
+compared with the footers, and the events of one layout (``wall_time``, ``step``, a summary
+of ``tag`` / ``simple_value`` pairs) decoded with strided views.
 
 Everything else takes the protobuf path, record by record, with the same result: short runs,
 records of other layouts (images, tensors, ``file_version``, scalar tensors), and damage. A
