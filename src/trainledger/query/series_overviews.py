@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from trainledger.storage import is_event_file_name, is_summary_file_name
+from trainledger.storage import is_event_file_name, is_summary_file_name, run_files
 
 __all__ = ["MIN_POINTS", "V11", "overview_fresh"]
 
@@ -57,12 +57,10 @@ def _summary_files(run_dir: str, parts: tuple[str, ...]) -> dict[str, tuple[int,
     out = {}
     folders = [("", is_summary_file_name), *((f"{p}/", is_event_file_name) for p in parts)]
     for prefix, is_name in folders:
-        try:
-            with os.scandir(os.path.join(run_dir, prefix)) as it:
-                for entry in it:
-                    if is_name(entry.name) and entry.is_file(follow_symlinks=False):
-                        st = entry.stat(follow_symlinks=False)
-                        out[prefix + entry.name] = (st.st_size, st.st_mtime_ns)
-        except OSError:
-            continue
+        for entry in run_files(os.path.join(run_dir, prefix), is_name):
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:  # vanished since the listing: not fresh
+                return {}
+            out[prefix + entry.name] = (st.st_size, st.st_mtime_ns)
     return out

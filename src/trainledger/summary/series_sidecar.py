@@ -22,9 +22,7 @@ what came after it.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import zlib
 from collections.abc import Sequence
 from dataclasses import astuple
@@ -36,6 +34,7 @@ from trainledger.storage import (
     is_event_file_name,
     is_series_sidecar_name,
     is_summary_file_name,
+    remove_written,
     run_files,
     series_sidecar_name,
 )
@@ -115,8 +114,7 @@ class SeriesTally:
 
 def remove_sidecar(directory: Path, first_file: str) -> None:
     """Remove a writer's sidecar (its tally stopped: it would claim points not written)."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(directory / series_sidecar_name(first_file))
+    remove_written(directory / series_sidecar_name(first_file))  # (its object too, if staged)
 
 
 def _load(path: str) -> tuple[list[tuple[str, int]], int | None, dict[str, TagStats]] | None:
