@@ -28,6 +28,7 @@ from trainledger.query.annotations import UNSET, check_remark, check_run_id, che
 from trainledger.query.conditions import lineage_types, page_bounds, validate_condition
 from trainledger.query.database import index_dir
 from trainledger.query.discovery import Scanner
+from trainledger.query.gc_pause import gc_paused
 from trainledger.query.index_refresh import IndexRefresh, ScanStats
 from trainledger.query.index_urls import index_url
 from trainledger.query.open_index import open_db
@@ -249,7 +250,8 @@ class LineageIndex:
                 self._refresh()
             else:
                 self._sync_annotations()
-            return self._read(fetch)
+            with gc_paused():
+                return self._read(fetch)
 
         asked = [*cond.get("series", []), *check_series(series)]
         fields = list(dict.fromkeys([*named_series_fields(cond), *asked]))
@@ -265,12 +267,14 @@ class LineageIndex:
                 answer_with_series if fields else lambda: (*answer(), None)
             )
         parts = lineage_types(cond)
-        return {
-            "customized": semantics.finish_customized(types),
-            "object": [
+        with gc_paused():
+            objects = [
                 semantics.build_object(r, parts, values and values[r["summary_dir"]], added)
                 for r, added in records
-            ],
+            ]
+        return {
+            "customized": semantics.finish_customized(types),
+            "object": objects,
             "count": count,
         }
 
@@ -296,7 +300,8 @@ class LineageIndex:
                 self._refresh()
             else:
                 self._sync_annotations()
-            return self._read(index_tables.all_records)
+            with gc_paused():
+                return self._read(index_tables.all_records)
 
         with self._lock:
             return self._recovering(load)  # type: ignore[no-any-return]
