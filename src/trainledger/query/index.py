@@ -26,6 +26,7 @@ from typing import Any
 from trainledger.query import index_tables, page_read, schema, semantics, series_tables
 from trainledger.query.annotations import UNSET, check_remark, check_run_id, check_tag
 from trainledger.query.conditions import lineage_types, page_bounds, validate_condition
+from trainledger.query.count_cache import CountCache
 from trainledger.query.database import index_dir
 from trainledger.query.discovery import Scanner
 from trainledger.query.gc_pause import gc_paused
@@ -84,6 +85,7 @@ class LineageIndex:
         self._scanner = Scanner(self.base, max_depth, watch=watch)
         self._refresher = IndexRefresh(self._scanner, reader or _default_reader)
         self._records = RecordCache()  # decoded records between queries (record_cache.py)
+        self._counts = CountCache()  # a condition's count between its pages (count_cache.py)
 
     # -- connection -----------------------------------------------------------------------
 
@@ -99,6 +101,7 @@ class LineageIndex:
             self._epoch = self.db.epoch
             self._refresher.forget()
             self._records.forget()
+            self._counts.forget()
         return conn
 
     def _write(self, fn: Callable[[Connection], Any], bump: bool = True) -> Any:
@@ -243,6 +246,7 @@ class LineageIndex:
             offset=start,
             segments=compile_segments(cond),
             cache=self._records,
+            counts=self._counts,
         )
 
         def answer() -> Any:

@@ -16,9 +16,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from trainledger.query import semantics
+from trainledger.query.count_cache import CountCache
 from trainledger.query.record_cache import RecordCache, in_chunks
 from trainledger.query.schema import Connection
-from trainledger.query.sql import Segments
+from trainledger.query.sql import Segments, reads_annotations
 
 __all__ = ["Page", "added_info", "fetch"]
 
@@ -36,6 +37,7 @@ def fetch(
     offset: int,
     segments: Segments | None = None,
     cache: RecordCache | None = None,
+    counts: CountCache | None = None,
 ) -> tuple[int, Page, dict[str, set[str]]]:
     """(count before paging, the page's (record, added_info) pairs in order, custom label ->
     type names). The records are shared with ``cache`` (read-only) and lack the run fields
@@ -45,7 +47,8 @@ def fetch(
     (for every match), both what follows ``FROM runs`` (joins, then WHERE) and its
     parameters; ``order`` ``sql.compile_order``'s (join, ORDER BY, join parameters);
     ``segments`` ``sql.compile_segments``' (used when every run's type set tells its
-    segment); ``limit`` None: every run from ``offset``.
+    segment); ``limit`` None: every run from ``offset``. A page's count (with the types and
+    segment sizes) comes from ``counts`` when it holds it for this generation.
     """
     join, osql, oparams = order
     if limit is None:
@@ -63,7 +66,7 @@ def fetch(
         # a series sort's sizes cost a probe a run: counted first only when the page starts
         # in the segment of the runs without the statistic (ascending), else when needed
         lazy = segments is not None and segments[2] is not None and segments[1][0][0] != 0
-        count, types, sizes = _count(conn, matches, None if lazy else segments)
+        count, types, sizes = _count(conn, matches, None if lazy else segments, counts)
         if lazy and segments is not None:
             recount = functools.partial(_series_sizes, conn, matches, segments)
             ids = _page_ids(conn, where, segments, recount, limit, offset)
@@ -87,19 +90,38 @@ def fetch(
 
 
 def _count(
-    conn: Connection, matches: tuple[str, list[Any]], segments: Segments | None
+    conn: Connection,
+    matches: tuple[str, list[Any]],
+    segments: Segments | None,
+    counts: CountCache | None = None,
 ) -> tuple[int, dict[str, set[str]], dict[int, int] | None]:
     """``_tally`` of every match; a series sort's segment sizes counted with it (whether a
-    run has the statistic: one probe a run, ``sql.compile_segments``)."""
-    if segments is None or segments[2] is None:
-        counted = conn.execute(
-            f"SELECT runs.type_set, count(*) FROM runs {matches[0]} GROUP BY 1", matches[1]
-        ).fetchall()
+    run has the statistic: one probe a run, ``sql.compile_segments``). What was read is
+    kept in ``counts`` (not for a condition on tags, which the generation does not track)."""
+
+    def kept(key: tuple[Any, ...], read: Callable[[], Any]) -> Any:
+        if counts is None or reads_annotations(matches[0]):
+            return read()
+        return counts.get(conn, (matches[0], tuple(matches[1]), *key), read)
+
+    if segments is None or segments[2] is None:  # (a sort on a custom field: its type sets)
+        counted = kept((), functools.partial(_by_type_set, conn, matches))
         return _tally(conn, counted, segments and segments[0])
-    by_set: Counter[int] = Counter()
-    sizes = _series_sizes(conn, matches, segments, by_set)
-    count, types, _ = _tally(conn, by_set.items(), None)
-    return count, types, sizes
+
+    def series() -> tuple[int, dict[str, set[str]], dict[int, int] | None]:
+        by_set: Counter[int] = Counter()
+        sizes = _series_sizes(conn, matches, segments, by_set)
+        count, types, _ = _tally(conn, by_set.items(), None)
+        return count, types, sizes
+
+    return kept((segments[0], segments[2]), series)  # type: ignore[no-any-return]
+
+
+def _by_type_set(conn: Connection, matches: tuple[str, list[Any]]) -> list[tuple[int, int]]:
+    """(type set, matches of it) pairs of every match."""
+    return conn.execute(
+        f"SELECT runs.type_set, count(*) FROM runs {matches[0]} GROUP BY 1", matches[1]
+    ).fetchall()
 
 
 def _series_sizes(

@@ -36,6 +36,12 @@ _CUSTOM = ("custom", "{a}.run_id = runs.id AND {a}.name = ?", "{a}.num", "{a}.bi
 _TAG = ("annotations", "{a}.run_id = runs.summary_dir", "{a}.tag", "NULL", "NULL")
 
 
+def reads_annotations(sql: str) -> bool:
+    """Whether compiled SQL reads the annotations (a condition on a run's tag): setting a tag
+    does not bump the index generation, so what such SQL counted cannot be kept by it."""
+    return f" {_TAG[0]} AS " in sql
+
+
 def _is_num(value: Any) -> bool:
     return isinstance(value, (int, float))
 
