@@ -214,7 +214,7 @@ def _new_filter(k: int) -> dict[str, Any]:
     return {**QUERIES["filter"], "learning_rate": {"gt": 0.05 + (k + 1) * 1e-9}}  # type: ignore[dict-item]
 
 
-def _wait_for_watcher(index: LineageIndex, limit: float = 60.0) -> bool:
+def wait_for_watcher(index: LineageIndex, limit: float = 60.0) -> bool:
     """Query until the base watcher (query.watch) is trusted, as in a long-lived reader."""
     watch = getattr(getattr(index, "_scanner", None), "_watch", None)
     if watch is None or not watch.enabled:  # code without watchers (A/B runs) or turned off
@@ -236,7 +236,7 @@ def bench_ours(base: Path, reps: int) -> dict[str, Any]:
     out["cold"] = cold
     records = index.records()
     index.query(QUERIES["filter"])  # warm-up (the first scan after the build settles listings)
-    out["watched"] = _wait_for_watcher(index)
+    out["watched"] = wait_for_watcher(index)
     for name in QUERIES:
         times, result = _checked_times(index, name, reps, records)
         out[name] = {

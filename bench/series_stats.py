@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from query import _wait_for_watcher, generate  # noqa: E402 - bench/query.py's base
+from query import generate, wait_for_watcher  # noqa: E402 - bench/query.py's base
 
 from trainledger.query import LineageIndex, series_overviews  # noqa: E402
 from trainledger.query.series_index import read_series_state  # noqa: E402
@@ -149,7 +149,7 @@ def bench_append(work: Path, runs: int, append: int, rounds: int) -> None:
         print(f"append, a base of {runs:,} runs: first index {time.perf_counter() - start:.1f} s")
         time.sleep(2.5)  # a base written a while ago: its listings are trusted (discovery.py)
         index.refresh()
-        _wait_for_watcher(index)  # a long-lived reader (the UI), as bench/query.py
+        wait_for_watcher(index)  # a long-lived reader (the UI), as bench/query.py
         step = 1
         times = []
         for _ in range(rounds):
