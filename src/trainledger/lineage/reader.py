@@ -78,6 +78,7 @@ from trainledger.lineage.messages import (
 from trainledger.lineage.proto import lineage_pb2 as pb
 from trainledger.lineage.records import organize_graph
 from trainledger.storage import LineageFile, list_lineage_files, read_records
+from trainledger.values import fresh_copy
 
 __all__ = [
     "read_lineage",
@@ -169,7 +170,7 @@ class LineageRecord:
         out: dict[str, Any] = {"summary_dir": self.summary_dir}
         for key in wanted:
             if key not in SETTINGS_KEYS:
-                out[key] = _copy(getattr(self, key))
+                out[key] = fresh_copy(getattr(self, key))
         for key in SETTINGS_KEYS:
             if getattr(self, key) and (keys is None or key in keys):
                 out[key] = dict(getattr(self, key))
@@ -315,12 +316,3 @@ def merge_file_lineages(
         record.corrupt_records = corrupt
         record.warnings = warnings
     return record
-
-
-def _copy(value: Any) -> Any:
-    """A deep copy of JSON-like data (dicts, lists, scalars), cheaper than copy.deepcopy."""
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value

@@ -31,6 +31,7 @@ from trainledger.query.conditions import filter_items, lineage_types, page_bound
 from trainledger.query.fields import FIELDS, SETTINGS_GROUPS, group_field, group_values
 from trainledger.query.numbers import sql_number
 from trainledger.query.series_fields import named_series_fields, series_value
+from trainledger.values import fresh_copy
 
 Record = dict[str, Any]
 
@@ -165,27 +166,6 @@ def finish_customized(types: dict[str, set[str]]) -> dict[str, dict[str, Any]]:
 
 #: the fixed fields ``model_lineage`` shows, in MindInsight's order
 _SHOWN = tuple(f for f in FIELDS if f != "summary_dir")
-
-
-def fresh_copy(value: Any) -> Any:
-    """A copy of a JSON-like value that shares no dict or list with it (scalars are
-    immutable): an answer must not share anything with the records it was built from (the
-    index's cached records, a caller's). (Loops, not comprehensions: this is per answer
-    object, and the C copies leave only the nested containers to visit.)"""
-    kind = type(value)
-    if kind is dict:
-        out = value.copy()
-        for key, item in out.items():
-            if type(item) is dict or type(item) is list:
-                out[key] = fresh_copy(item)
-        return out
-    if kind is list:
-        out = value.copy()
-        for i, item in enumerate(out):
-            if type(item) is dict or type(item) is list:
-                out[i] = fresh_copy(item)
-        return out
-    return value
 
 
 def model_lineage(record: Record) -> dict[str, Any]:
