@@ -116,3 +116,25 @@ def test_a_statistic_sorts_segment_sizes_are_kept_and_renewed(
         pages = [_dirs(index.query({**cond, "offset": k}, refresh=False)) for k in range(2)]
         assert pages == [["./r0", "./r2"], ["./r3", "./r1"]]
         assert len(counted) == 2
+
+
+def test_a_live_runs_growing_series_is_counted_afresh(tmp_path: Path) -> None:
+    """A live run's new points change its statistics (a write of series that bumps the
+    index generation, ``index_refresh``): a kept count on them is not used again."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from tests.runs import RunValues
+
+    live = write_run(tmp_path, "live", run=RunValues(status="running"))
+    write_run(tmp_path, "done", metrics={"acc": 0.5})
+    cond = {"max(loss)": {"gt": 4.0}, "limit": 1, "offset": 0}
+    with SummaryWriter(str(live)) as writer, LineageIndex(tmp_path, watch=False) as index:
+        for step in range(1, 6):
+            writer.add_scalar("loss", 1.0 / step, step)
+        writer.flush()
+        assert index.query(cond)["count"] == 0
+        assert index.query(cond)["count"] == 0  # (kept)
+        writer.add_scalar("loss", 5.0, 6)
+        writer.flush()
+        grown = index.query(cond)
+        assert (grown["count"], _dirs(grown)) == (1, ["./live"])
