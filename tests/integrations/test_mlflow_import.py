@@ -119,3 +119,96 @@ def test_a_thousand_runs_answer_filters_as_mlflow_does(monkeypatch: pytest.Monke
         expected = set(df[(lr > 0.05) & (df["tags.team"] == "a")]["run_id"])
         got = ours({"learning_rate": {"gt": 0.05}, "user_defined/tag.team": {"eq": "a"}})
         assert got == expected and len(got) > 100
+
+
+def test_autologged_optimizer_settings_match_the_callbacks_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One Lightning fit with ``mlflow.pytorch.autolog`` (MLflow's own params: the optimizer's
+    name and defaults, as strings) and trainledger's callback: the imported run's
+    ``optimizer/`` fields are the callback's, and queryable."""
+    import torch
+
+    from tests.integrations._common import HPARAMS, loaders
+    from tests.integrations.test_lightning import LitMLP, _trainer
+    from trainledger.integrations.lightning import TrainledgerCallback
+
+    class Momentum(LitMLP):
+        def configure_optimizers(self) -> torch.optim.Optimizer:
+            return torch.optim.SGD(
+                self.parameters(), lr=self.hparams.lr, momentum=0.9, nesterov=True, foreach=False
+            )
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    client = mlflow.tracking.MlflowClient(uri)
+    exp = client.create_experiment("autolog", artifact_location=str(tmp_path / "artifacts"))
+    mlflow.pytorch.autolog(log_models=False, silent=True)
+    try:
+        with mlflow.start_run(experiment_id=exp):
+            train, valid = loaders()
+            callback = TrainledgerCallback(tmp_path / "ours")
+            _trainer(callbacks=[callback], max_epochs=1).fit(Momentum(**HPARAMS), train, valid)
+    finally:
+        mlflow.pytorch.autolog(disable=True)
+    (run,) = client.search_runs([exp])
+    assert run.data.params["optimizer_name"] == "SGD" and run.data.params["nesterov"] == "True"
+    import_mlflow(uri, tmp_path / "runs")
+    imported = get_summary_lineage(str(tmp_path / "runs" / f"mlflow-{run.info.run_id}"))
+    ours = get_summary_lineage(str(tmp_path / "ours"))["optimizer_settings"]
+    settings = imported["optimizer_settings"]
+    assert settings == {k: v for k, v in ours.items() if k != "param_groups"}
+    assert settings["momentum"] == 0.9 and settings["nesterov"] == "true"
+    assert "foreach" not in settings and "differentiable" not in settings
+    found = filter_summary_lineage(
+        summary_base_dir=str(tmp_path / "runs"),
+        search_condition={"optimizer/momentum": {"eq": 0.9}, "optimizer/nesterov": {"eq": "true"}},
+    )
+    assert found["count"] == 1
+
+
+def test_optimizer_settings_from_other_loggers_params() -> None:
+    """Transformers' MLflowCallback logs its TrainingArguments: an ``adamw_*`` optim's Adam
+    arguments are the AdamW's settings; params logged by hand are no optimizer settings."""
+    from trainledger.integrations.mlflow_mapping import optimizer_settings_of
+
+    hf = {
+        "optim": "adamw_torch_fused",
+        "learning_rate": "5e-05",
+        "adam_beta1": "0.9",
+        "adam_beta2": "0.999",
+        "adam_epsilon": "1e-08",
+        "weight_decay": "0.0",
+        "warmup_steps": "10",
+    }
+    assert optimizer_settings_of(hf) == {
+        "lr": 5e-05,
+        "betas.0": 0.9,
+        "betas.1": 0.999,
+        "eps": 1e-08,
+        "weight_decay": 0.0,
+    }
+    assert optimizer_settings_of({**hf, "optim": "sgd"}) == {}
+    assert optimizer_settings_of({"lr": "0.1", "momentum": "0.9"}) == {}  # no optimizer_name
+    autolog = {"optimizer_name": "Adam", "betas": "(0.9, 0.999)", "eps": "None", "lr": "0.001"}
+    assert optimizer_settings_of({**autolog, "fused": "None", "amsgrad": "False"}) == {
+        "amsgrad": "false",
+        "betas.0": 0.9,
+        "betas.1": 0.999,
+        "lr": 0.001,
+    }
+    assert optimizer_settings_of({"optimizer_name": "X", "betas": "(a, b)"}) == {}
+
+
+def test_a_new_mapping_version_writes_every_run_again_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainledger.integrations import mlflow as importer
+
+    uri, _ = make_store(tmp_path, 2)
+    base = tmp_path / "runs"
+    import_mlflow(uri, base)
+    monkeypatch.setattr(importer, "MAPPING_VERSION", importer.MAPPING_VERSION + 1)
+    again = import_mlflow(uri, base)
+    assert (again.updated, again.unchanged) == (2, 0)
+    assert import_mlflow(uri, base).unchanged == 2

@@ -9,10 +9,11 @@ whole history, and ``mlflow_run.json`` (the run id, a fingerprint of what was im
 files written).
 
 Re-running is idempotent: a run whose fingerprint (status, end time, params, tags, last
-metrics, artifact listing) is unchanged is skipped; a changed run (a run that was still going,
-a new tag) has the files of its previous import replaced, and so has a run whose import was
-interrupted before its marker was written. ``mlflow-<run_id>`` directories belong to the
-importer; artifacts are referenced where MLflow keeps them, never copied.
+metrics, artifact listing, and the mapping's version) is unchanged is skipped; a changed run
+(a run that was still going, a new tag) has the files of its previous import replaced, and so
+has a run whose import was interrupted before its marker was written. ``mlflow-<run_id>``
+directories belong to the importer; artifacts are referenced where MLflow keeps them, never
+copied.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from mlflow.tracking import MlflowClient
 from trainledger.integrations.mlflow_mapping import (
     CHECKPOINT_SUFFIXES,
     checkpoint_choice,
+    optimizer_settings_of,
     parse_number,
     run_status_of,
     tag_fields,
@@ -177,9 +179,15 @@ def _artifact_location(artifact_uri: str, rel: str) -> str:
     return f"{artifact_uri.rstrip('/')}/{rel}"
 
 
+#: bumped when the mapping (``mlflow_mapping``) gives a run other fields: the next import
+#: then writes every run again once (2: ``optimizer/`` settings from autolog's params)
+MAPPING_VERSION = 2
+
+
 def _fingerprint(run: Any, artifacts: list[tuple[str, int | None]]) -> str:
     info, data = run.info, run.data
     facts = [
+        MAPPING_VERSION,
         info.status,
         info.end_time,
         sorted(data.params.items()),
@@ -260,6 +268,7 @@ def _write_lineage(
     train = TrainValues(
         model_path=json.dumps({"ckpt": chosen}) if chosen else None,
         model_size=sizes.get(chosen) if chosen else None,
+        optimizer_settings=optimizer_settings_of(data.params),
         **{k: v for k, v in fields.items() if not k.startswith("valid_")},
     )
     evaluation = EvalValues(

@@ -21,6 +21,14 @@ param ``train_dataset_path``/          ``train_dataset.train_dataset_path``; ``*
                                        ``valid_dataset_size`` likewise
 every metric's last value              ``metric/<key>`` (its whole history: TensorBoard
                                        scalars ``<key>`` at MLflow's steps and times)
+params of ``mlflow.pytorch.autolog``  ``optimizer/<name>`` (``optimizer_settings``, the rules of
+(``optimizer_name`` and the torch      ``lineage.analyzers.settings``): ``betas`` "(0.9,
+optimizer's ``defaults``)              0.999)" -> ``betas.0``/``betas.1``, flags "True" ->
+                                       "true", "None" and ``foreach``/``fused``/... left out
+params ``adam_beta1``/``adam_beta2``/  ``optimizer/betas.0``/``betas.1``/``eps``/
+``adam_epsilon``/``weight_decay``      ``weight_decay`` and ``optimizer/lr`` from
+(Transformers' ``MLflowCallback``,     ``learning_rate`` (Transformers' AdamW)
+an ``optim`` of ``adamw_*``)
 metric ``loss``/``train_loss``         also ``algorithm.loss`` (last value)
 tag ``mlflow.runName``                 ``user_defined/mlflow.run_name``
 tag ``mlflow.user``                    ``user_defined/mlflow.user``
@@ -49,6 +57,7 @@ __all__ = [
     "CHECKPOINT_SUFFIXES",
     "PARAM_FIELDS",
     "checkpoint_choice",
+    "optimizer_settings_of",
     "parse_number",
     "run_status_of",
     "tag_fields",
@@ -118,6 +127,59 @@ def train_fields(params: Mapping[str, str], last_metrics: Mapping[str, float]) -
         if name in last_metrics and math.isfinite(last_metrics[name]):
             out["loss"] = float(last_metrics[name])
             break
+    return out
+
+
+#: the constructor arguments of torch.optim's optimizers (what ``optimizer.defaults`` holds),
+#: which ``mlflow.pytorch.autolog`` logs as params beside ``optimizer_name``
+TORCH_OPTIMIZER_ARGS = frozenset(
+    {"lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize", "betas", "eps",
+     "amsgrad", "alpha", "centered", "lr_decay", "initial_accumulator_value", "rho", "lambd",
+     "t0", "etas", "step_sizes", "momentum_decay", "decoupled_weight_decay", "max_iter",
+     "max_eval", "tolerance_grad", "tolerance_change", "history_size", "line_search_fn"}
+)  # fmt: skip
+#: Transformers' TrainingArguments -> the settings of the AdamW it builds from them
+_TRANSFORMERS_ADAMW = {
+    "learning_rate": "lr",
+    "adam_beta1": "betas.0",
+    "adam_beta2": "betas.1",
+    "adam_epsilon": "eps",
+    "weight_decay": "weight_decay",
+}
+_TUPLE = re.compile(r"^\((.*)\)$|^\[(.*)\]$")
+
+
+def _setting(text: str) -> list[tuple[str, int | float | str]] | None:
+    """A param's text as settings (``lineage.analyzers.settings``' rules): ("", value), or
+    (".<i>", value) per element of a tuple; None for "None" or what no rule reads."""
+    stripped = text.strip()
+    if stripped in ("True", "False"):
+        return [("", stripped.lower())]
+    if stripped in ("None", ""):
+        return None
+    found = _TUPLE.match(stripped)
+    if found:
+        items = [parse_number(item) for item in (found.group(1) or found.group(2)).split(",")]
+        if not items or any(isinstance(item, str) for item in items):
+            return None
+        return [(f".{i}", item) for i, item in enumerate(items)]
+    return [("", parse_number(stripped))]
+
+
+def optimizer_settings_of(params: Mapping[str, str]) -> dict[str, int | float | str]:
+    """``optimizer/<name>`` settings from an MLflow run's params: those that
+    ``mlflow.pytorch.autolog`` (``optimizer_name`` with the optimizer's defaults) or
+    Transformers' ``MLflowCallback`` (``optim`` ``adamw_*`` with its ``adam_*`` arguments)
+    logged; ``{}`` for a run logged any other way (its params stay ``user_defined/``)."""
+    names: dict[str, str] = {}
+    if "optimizer_name" in params:
+        names = {name: name for name in params if name in TORCH_OPTIMIZER_ARGS}
+    elif str(params.get("optim", "")).startswith("adamw"):
+        names = {param: name for param, name in _TRANSFORMERS_ADAMW.items() if param in params}
+    out: dict[str, int | float | str] = {}
+    for param, name in sorted(names.items()):
+        for suffix, value in _setting(params[param]) or ():
+            out[name + suffix] = value
     return out
 
 
