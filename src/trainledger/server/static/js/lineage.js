@@ -2,6 +2,7 @@
 // the table is sorted and paged by the server; tags, remarks, selection, CSV, --where filter.
 import { api } from "./api.js";
 import { diffHash } from "./diff.js";
+import { LineLayer, extentSeries, gradientColor } from "./parcoords_lines.js";
 import { selectRuns } from "./scalars.js";
 import { $, colorFor, debounce, escapeHtml, fmt, fmtTime, h, tagChip, toast } from "./util.js";
 
@@ -168,10 +169,26 @@ function axisOrder(columns) {
 }
 
 // SVG keeps every line inspectable (and testable); past a few thousand lines the DOM gets
-// heavy, so large results are drawn on a canvas instead.
+// heavy, and ECharts' own canvas takes about a second for 5,000 lines, so large results are
+// drawn by a canvas layer of our own under ECharts' axes (parcoords_lines.js).
 const SVG_MAX_LINES = 1500;
 const MAX_LINES = 5000;
 let resizeWired = false;
+let layer = null;
+
+function lineLayer() {
+  layer ??= new LineLayer($("#parcoords"), {
+    tip: (i) => lineTip({ seriesType: "parallel", name: layer.rows[i].runId, value: layer.rows[i] }),
+    open: (i) => { location.hash = `#/run/${encodeURIComponent(layer.rows[i].runId)}`; },
+  });
+  return layer;
+}
+
+function resizeChart() {
+  if (!state.chart) return;
+  state.chart.resize();
+  if (layer) layer.redraw();
+}
 
 function chartFor(lines) {
   const renderer = lines > SVG_MAX_LINES ? "canvas" : "svg";
@@ -179,13 +196,17 @@ function chartFor(lines) {
   if (state.chart) state.chart.dispose();
   state.chart = echarts.init($("#parcoords"), null, { renderer });
   state.chartRenderer = renderer;
-  state.chart.on("axisareaselected", debounce(onBrush, 120));
+  const filterTable = debounce(onBrush, 120);
+  state.chart.on("axisareaselected", () => {
+    if (layer) layer.redraw(); // the lines outside the brush dim at once; the table follows
+    filterTable();
+  });
   // a line is a run: clicking it opens the run
   state.chart.on("click", (params) => {
     if (params.seriesType === "parallel" && params.name) location.hash = `#/run/${encodeURIComponent(params.name)}`;
   });
   if (!resizeWired) {
-    window.addEventListener("resize", () => state.chart && state.chart.resize());
+    window.addEventListener("resize", resizeChart);
     resizeWired = true;
   }
   return state.chart;
@@ -291,8 +312,32 @@ async function loadChart() {
       textStyle: { color: "#9aa3b5", fontWeight: "normal", fontSize: 14 },
     };
   }
+  const big = rows.length > SVG_MAX_LINES && axes.length > 0;
+  const drawn = { axes: option.parallelAxis.map((a, i) => ({ numeric: axes[i].numeric, data: a.data })),
+    rows, colors: null, opacity: option.series[0].lineStyle.opacity };
+  if (big) {
+    option.tooltip = { show: false }; // the layer names the line under the mouse
+    option.series = [extentSeries(drawn.axes, rows)];
+    drawn.colors = lineColors(rows, colorIndex, option.visualMap);
+  }
   state.chart.setOption(option, { notMerge: true });
+  if (big) {
+    lineLayer().show(state.chart, drawn);
+  } else if (layer) {
+    layer.hide();
+  }
   el.dataset.lines = String(rows.length);
+}
+
+// each run's colour as the visualMap would give it (one colour without a metric)
+function lineColors(rows, colorIndex, visualMap) {
+  if (colorIndex < 0) return rows.map(() => colorFor(0));
+  const { min, max } = visualMap;
+  return rows.map((row) => {
+    const v = row[colorIndex];
+    if (typeof v !== "number") return gradientColor(NaN);
+    return gradientColor(max > min ? (v - min) / (max - min) : 0.5);
+  });
 }
 
 function lineTip(params) {
@@ -584,8 +629,8 @@ export async function showLineage() {
     await loadColumns();
     await reload();
     state.loaded = true;
-  } else if (state.chart) {
-    state.chart.resize();
+  } else {
+    resizeChart();
   }
 }
 

@@ -1,0 +1,272 @@
+// The runs of a large result (more than lineage.js's SVG_MAX_LINES) as lines on a canvas of
+// our own. ECharts' parallel series costs about 1.1 s of the main thread for 5,000 lines on
+// two cores (its display list, then layout and software rasterisation of every element);
+// here they are one pass of canvas strokes. ECharts still draws everything else, on its own
+// canvas above this one: the axes, their names and white-haloed labels (so they stay
+// readable over the lines), the brush and the colour bar. Every point comes from its
+// parallel coordinate system (`dataToPoint`), so the lines meet the axes exactly, log and
+// category axes included; hover, click and the brush's dimming are done here, as ECharts
+// did them for its own lines.
+
+const GRADIENT = [[0x35, 0x63, 0xe9], [0x8e, 0x4e, 0xc6], [0xf7, 0x6b, 0x15]]; // the visualMap's
+const OFF_SCALE = "rgb(204,204,204)"; // the visualMap's colour for a value it cannot place
+const WIDTH = 1.5;
+const FOCUS_WIDTH = 3;     // the hovered line, as ECharts' emphasis drew it
+const ACTIVE = 0.9;        // inside every brushed interval (ECharts' activeOpacity)
+const INACTIVE = 0.06;     // outside one (inactiveOpacity)
+const HIT_PX = 5;          // a line this close to the mouse is the one under it
+const DRAG_PX = 4;         // a mouse moved further between down and up dragged (a brush), as zrender
+
+// A value's colour on the visualMap's gradient, `t` in [0, 1]: linear in RGB between the
+// stops, as zrender's colour lerp.
+export function gradientColor(t) {
+  if (!Number.isFinite(t)) return OFF_SCALE;
+  const at = Math.min(1, Math.max(0, t)) * (GRADIENT.length - 1);
+  const lo = Math.floor(at);
+  const hi = Math.min(GRADIENT.length - 1, lo + 1);
+  const f = at - lo;
+  const c = GRADIENT[lo].map((v, k) => Math.round(v + (GRADIENT[hi][k] - v) * f));
+  return `rgb(${c[0]},${c[1]},${c[2]})`;
+}
+
+// The series ECharts gets instead of the runs: two invisible lines holding each axis's
+// lowest and highest value, so its axes' extents and ticks are the ones the runs would give.
+export function extentSeries(axes, rows) {
+  const ends = [0, 1].map((end) => axes.map((a, j) => {
+    if (!a.numeric) return a.data[0];
+    const present = rows.map((r) => r[j]).filter((v) => typeof v === "number");
+    return end ? Math.max(...present) : Math.min(...present);
+  }));
+  return {
+    type: "parallel", name: "extent", silent: true, progressive: 0,
+    lineStyle: { width: 0, opacity: 0 }, activeOpacity: 0, inactiveOpacity: 0,
+    emphasis: { disabled: true }, data: ends,
+  };
+}
+
+function layerCanvas(cls) {
+  const canvas = document.createElement("canvas");
+  canvas.className = cls;
+  canvas.style.cssText = "position:absolute;left:0;top:0;pointer-events:none";
+  return canvas;
+}
+
+export class LineLayer {
+  // host: the chart's element; tip(i): the HTML naming line i (escaped); open(i): its click
+  constructor(host, { tip, open }) {
+    this.host = host;
+    this.tip = tip;
+    this.open = open;
+    this.lines = layerCanvas("parcoords-lines");
+    this.focus = layerCanvas("parcoords-focus");
+    this.tipBox = document.createElement("div");
+    this.tipBox.className = "parcoords-tip";
+    this.tipBox.hidden = true;
+    this.on = false;
+    this.hovered = -1;
+    this.down = null;
+    this.frame = 0;
+    host.addEventListener("mousemove", (e) => this.onMove(e));
+    host.addEventListener("mouseleave", () => this.setHovered(-1));
+    host.addEventListener("mousedown", (e) => { this.down = [e.clientX, e.clientY]; });
+    host.addEventListener("click", (e) => this.onClick(e));
+  }
+
+  // chart: the ECharts instance drawing the axes; axes: [{numeric, data}] in the chart's
+  // axis order (dim i); rows: each run's values on them; colors: each run's stroke;
+  // opacity: a line's when nothing is brushed.
+  show(chart, { axes, rows, colors, opacity }) {
+    Object.assign(this, { chart, axes, rows, colors, opacity, on: true, hovered: -1 });
+    this.attach();
+    this.layout();
+    this.draw();
+  }
+
+  hide() {
+    this.on = false;
+    this.rows = [];
+    for (const el of [this.lines, this.focus, this.tipBox]) el.remove();
+  }
+
+  // ECharts' dispose empties the host: put the layer back, under ECharts' own element
+  attach() {
+    if (this.lines.parentNode !== this.host) this.host.prepend(this.lines, this.focus);
+    if (this.tipBox.parentNode !== this.host) this.host.append(this.tipBox);
+  }
+
+  // after a resize or a brush: the axes' layout and the lines' states are ECharts' again
+  redraw() {
+    if (!this.on) return;
+    this.layout();
+    this.draw();
+  }
+
+  // every run's point on every axis, in CSS pixels of the chart (NaN: no value, skipped,
+  // the line joining its neighbours, as ECharts' parallel view does)
+  layout() {
+    const sys = this.chart.getModel().getComponent("parallel").coordinateSystem;
+    const m = this.axes.length;
+    const points = new Float64Array(this.rows.length * m * 2);
+    this.axes.forEach((axis, j) => {
+      const ordinal = axis.numeric ? null : new Map(axis.data.map((c, k) => [c, k]));
+      const dim = `dim${j}`;
+      this.rows.forEach((row, i) => {
+        const v = ordinal ? ordinal.get(row[j]) : row[j];
+        const k = (i * m + j) * 2;
+        const empty = v === null || v === undefined || Number.isNaN(v);
+        const [x, y] = empty ? [NaN, NaN] : sys.dataToPoint(v, dim);
+        points[k] = x;
+        points[k + 1] = y;
+      });
+    });
+    this.points = points;
+    this.states = this.activeStates();
+  }
+
+  // null when no axis is brushed; else whether each run is inside every brushed interval,
+  // asked of the axis models themselves (a category's value is its index, as in ECharts' data)
+  activeStates() {
+    const model = this.chart.getModel();
+    const axisModels = this.axes.map((_, j) => model.getComponent("parallelAxis", j));
+    if (!axisModels.some((am) => am && am.activeIntervals && am.activeIntervals.length)) return null;
+    const ordinals = this.axes.map((a) => (a.numeric ? null : new Map(a.data.map((c, k) => [c, k]))));
+    return this.rows.map((row) => axisModels.every((am, j) => {
+      const v = ordinals[j] ? ordinals[j].get(row[j]) : row[j];
+      return am.getActiveState(v) !== "inactive";
+    }));
+  }
+
+  alpha(i) {
+    if (!this.states) return this.opacity;
+    return this.states[i] ? ACTIVE : INACTIVE;
+  }
+
+  // a canvas the chart's size in device pixels, drawn on in CSS pixels
+  context(canvas) {
+    const dpr = window.devicePixelRatio || 1;
+    const [w, h] = [this.chart.getWidth(), this.chart.getHeight()];
+    if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
+      canvas.width = Math.round(w * dpr);
+      canvas.height = Math.round(h * dpr);
+      canvas.style.width = `${w}px`;
+      canvas.style.height = `${h}px`;
+    }
+    const g = canvas.getContext("2d");
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.clearRect(0, 0, w, h);
+    return g;
+  }
+
+  trace(g, i) {
+    const m = this.axes.length;
+    const p = this.points;
+    let started = false;
+    g.beginPath();
+    for (let j = 0; j < m; j++) {
+      const k = (i * m + j) * 2;
+      if (Number.isNaN(p[k])) continue;
+      if (started) g.lineTo(p[k], p[k + 1]);
+      else g.moveTo(p[k], p[k + 1]);
+      started = true;
+    }
+  }
+
+  // in the data's order, later runs on top, as ECharts drew them
+  draw() {
+    const g = this.context(this.lines);
+    g.lineWidth = WIDTH;
+    for (let i = 0; i < this.rows.length; i++) {
+      g.globalAlpha = this.alpha(i);
+      g.strokeStyle = this.colors[i];
+      this.trace(g, i);
+      g.stroke();
+    }
+    this.drawFocus();
+  }
+
+  drawFocus() {
+    const g = this.context(this.focus);
+    if (this.hovered < 0) return;
+    g.lineWidth = FOCUS_WIDTH;
+    g.strokeStyle = this.colors[this.hovered];
+    this.trace(g, this.hovered);
+    g.stroke();
+  }
+
+  // the line nearest (x, y) within HIT_PX, by its distance to each segment the x falls in;
+  // on a tie the later one, drawn on top
+  hit(x, y) {
+    const m = this.axes.length;
+    const p = this.points;
+    let best = -1;
+    let bestD = HIT_PX * HIT_PX;
+    for (let i = 0; i < this.rows.length; i++) {
+      let px = NaN;
+      let py = NaN;
+      for (let j = 0; j < m; j++) {
+        const k = (i * m + j) * 2;
+        const [qx, qy] = [p[k], p[k + 1]];
+        if (Number.isNaN(qx)) continue;
+        if (!Number.isNaN(px) && x >= Math.min(px, qx) - HIT_PX && x <= Math.max(px, qx) + HIT_PX) {
+          const d = segmentDistance2(x, y, px, py, qx, qy);
+          if (d <= bestD) { best = i; bestD = d; }
+        }
+        [px, py] = [qx, qy];
+      }
+    }
+    return best;
+  }
+
+  local(event) {
+    const box = this.host.getBoundingClientRect();
+    return [event.clientX - box.left, event.clientY - box.top];
+  }
+
+  onMove(event) {
+    if (!this.on) return;
+    const [x, y] = this.local(event);
+    cancelAnimationFrame(this.frame);
+    this.frame = requestAnimationFrame(() => {
+      if (!this.on) return;
+      this.setHovered(this.hit(x, y), x, y);
+    });
+  }
+
+  setHovered(i, x, y) {
+    if (!this.on) return;
+    if (i !== this.hovered) {
+      this.hovered = i;
+      this.drawFocus();
+      if (i >= 0) this.tipBox.innerHTML = this.tip(i);
+    }
+    this.tipBox.hidden = i < 0;
+    if (i >= 0) this.placeTip(x, y);
+  }
+
+  // beside the mouse, kept inside the chart (ECharts' tooltip with `confine`)
+  placeTip(x, y) {
+    const [w, h] = [this.tipBox.offsetWidth, this.tipBox.offsetHeight];
+    const [cw, ch] = [this.host.clientWidth, this.host.clientHeight];
+    const left = x + 20 + w > cw ? Math.max(0, x - 20 - w) : x + 20;
+    const top = Math.max(0, Math.min(ch - h, y + 20 + h > ch ? y - 20 - h : y + 20));
+    this.tipBox.style.left = `${left}px`;
+    this.tipBox.style.top = `${top}px`;
+  }
+
+  onClick(event) {
+    if (!this.on) return;
+    const moved = this.down && Math.hypot(event.clientX - this.down[0], event.clientY - this.down[1]);
+    this.down = null;
+    if (moved > DRAG_PX) return;
+    const i = this.hit(...this.local(event));
+    if (i >= 0) this.open(i);
+  }
+}
+
+function segmentDistance2(x, y, x0, y0, x1, y1) {
+  const [dx, dy] = [x1 - x0, y1 - y0];
+  const len2 = dx * dx + dy * dy;
+  const t = len2 ? Math.max(0, Math.min(1, ((x - x0) * dx + (y - y0) * dy) / len2)) : 0;
+  const [ex, ey] = [x0 + t * dx - x, y0 + t * dy - y];
+  return ex * ex + ey * ey;
+}
