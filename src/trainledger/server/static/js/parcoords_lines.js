@@ -10,7 +10,9 @@
 
 const GRADIENT = [[0x35, 0x63, 0xe9], [0x8e, 0x4e, 0xc6], [0xf7, 0x6b, 0x15]]; // the visualMap's
 const OFF_SCALE = "rgb(204,204,204)"; // the visualMap's colour for a value it cannot place
-const WIDTH = 1.5;
+// 1 CSS pixel, not ECharts' 1.5: at one device pixel Skia strokes a hairline, which a
+// CPU rasterises 4-5x faster (5,000 lines: 70-120 ms against 350-370 ms on two cores)
+const WIDTH = 1;
 const FOCUS_WIDTH = 3;     // the hovered line, as ECharts' emphasis drew it
 const ACTIVE = 0.9;        // inside every brushed interval (ECharts' activeOpacity)
 const INACTIVE = 0.06;     // outside one (inactiveOpacity)
