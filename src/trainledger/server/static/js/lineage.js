@@ -2,9 +2,9 @@
 // the table is sorted and paged by the server; tags, remarks, selection, CSV, --where filter.
 import { api } from "./api.js";
 import { diffHash } from "./diff.js";
-import { LineLayer, extentSeries, gradientColor } from "./parcoords_lines.js";
+import { LineLayer, extentSeries, lineColors } from "./parcoords_lines.js";
 import { selectRuns } from "./scalars.js";
-import { $, colorFor, debounce, escapeHtml, fmt, fmtTime, h, tagChip, toast } from "./util.js";
+import { $, colorFor, debounce, escapeHtml, fmt, fmtTime, h, loadCharts, tagChip, toast } from "./util.js";
 
 const STORE_KEY = "trainledger.columns";
 const GROUP_ORDER = ["Metrics", "Series", "User defined", "Optimizer and scheduler", "Hyperparameters",
@@ -120,7 +120,11 @@ async function loadColumns() {
 // the metrics stay (a result is worth seeing even when equal).
 async function variedDefaults(groups) {
   const picks = defaultColumns(groups);
-  const data = await api.points({}, [], picks, MAX_LINES);
+  const asked = api.points({}, [], picks, MAX_LINES);
+  loadCharts(); // runs while the server answers
+  const data = await asked;
+  // the first chart draws these same runs' values: kept for it (loadChart), not asked again
+  state.firstPoints = { columns: picks, data };
   if (data.run_ids.length < 2) return picks;
   const kept = picks.filter((c) => c === "run/status" || c === "loss" || c.startsWith("metric/")
     || !isConstant(data.columns[c] || []));
@@ -212,10 +216,26 @@ function chartFor(lines) {
   return state.chart;
 }
 
-async function loadChart() {
+// the constant check's values (variedDefaults), once, if they are what the chart would ask
+function firstPoints(columns) {
+  const first = state.firstPoints;
+  state.firstPoints = null;
+  const unfiltered = !state.where.length && !state.only && !state.hidden.size;
+  return first && unfiltered && columns.every((c) => first.columns.includes(c)) ? first.data : null;
+}
+
+async function pointsAndCharts(columns) {
+  const asked = api.points(selectionCondition(), state.where, columns, MAX_LINES);
+  loadCharts();
+  return asked;
+}
+
+// after: what to wait for before drawing (the table, so its rows come first)
+async function loadChart(after = null) {
   const el = $("#parcoords");
   const columns = axisOrder(state.columns.filter((c) => !c.startsWith("run/")));
-  const data = await api.points(selectionCondition(), state.where, columns, MAX_LINES);
+  const data = firstPoints(columns) || await pointsAndCharts(columns);
+  await Promise.all([loadCharts(), after]);
   chartFor(data.run_ids.length);
   $("#chart-note").hidden = data.count <= data.run_ids.length;
   $("#chart-note").textContent = `drawing the newest ${data.run_ids.length} of ${data.count} runs`;
@@ -318,7 +338,7 @@ async function loadChart() {
   if (big) {
     option.tooltip = { show: false }; // the layer names the line under the mouse
     option.series = [extentSeries(drawn.axes, rows)];
-    drawn.colors = lineColors(rows, colorIndex, option.visualMap);
+    drawn.colors = lineColors(rows, colorIndex, option.visualMap, colorFor(0));
   }
   state.chart.setOption(option, { notMerge: true });
   if (big) {
@@ -327,17 +347,6 @@ async function loadChart() {
     layer.hide();
   }
   el.dataset.lines = String(rows.length);
-}
-
-// each run's colour as the visualMap would give it (one colour without a metric)
-function lineColors(rows, colorIndex, visualMap) {
-  if (colorIndex < 0) return rows.map(() => colorFor(0));
-  const { min, max } = visualMap;
-  return rows.map((row) => {
-    const v = row[colorIndex];
-    if (typeof v !== "number") return gradientColor(NaN);
-    return gradientColor(max > min ? (v - min) / (max - min) : 0.5);
-  });
 }
 
 function lineTip(params) {
@@ -426,7 +435,9 @@ function renderTable(objects) {
       },
     })),
     sortHeader("summary_dir", "Run"),
-    ...state.columns.map((c) => sortHeader(c, label(c))),
+    // right-aligned over numbers, as their cells (the page's own values: the table may be
+    // drawn before the chart knows its axes)
+    ...state.columns.map((c) => sortHeader(c, label(c), objects.some((o) => typeof cellValue(o, c) === "number"))),
     h("th", { text: "Tag" }),
     h("th", { text: "Remark" }));
   thead.replaceChildren(head);
@@ -462,11 +473,8 @@ function renderTable(objects) {
       h("td", {}, remarkInput(id, info.remark || "")));
     return row;
   }));
-  const empty = $("#table-empty");
-  empty.hidden = objects.length > 0;
-  // no run at all is not "nothing matched": say where the page looked
-  empty.textContent = $("#run-count").textContent === "0"
-    ? `No runs under ${$("#base-name").textContent}.` : "No runs match.";
+  $("#table-empty").hidden = objects.length > 0;
+  sayEmpty();
   const start = state.count ? state.page * state.size + 1 : 0;
   const end = Math.min(state.count, (state.page + 1) * state.size);
   $("#page-info").textContent = `${start}–${end} of ${state.count}`;
@@ -475,6 +483,13 @@ function renderTable(objects) {
   $("#page-next").disabled = end >= state.count;
   $("#show-all").hidden = !(state.only || state.hidden.size);
   updateSelectionInfo();
+}
+
+// no run at all is not "nothing matched": say where the page looked (again when the status,
+// which may answer after the table, says how many runs the base holds)
+export function sayEmpty() {
+  $("#table-empty").textContent = $("#run-count").textContent === "0"
+    ? `No runs under ${$("#base-name").textContent}.` : "No runs match.";
 }
 
 function updateSelectionInfo() {
@@ -486,13 +501,12 @@ function updateSelectionInfo() {
   $("#only-selected").disabled = !n;
 }
 
-function sortHeader(column, text) {
+function sortHeader(column, text, numeric = false) {
   const sortable = column === "summary_dir" || state.sortable.has(column);
   const on = state.sort.name === column;
   const arrow = on ? (state.sort.type === "descending" ? "▼" : "▲") : "";
-  const numericHint = state.axes.find((a) => a.column === column && a.numeric);
   return h("th", {
-    class: `${sortable ? "sortable" : ""} ${numericHint ? "num" : ""} ${on ? "sorted" : ""}`,
+    class: `${sortable ? "sortable" : ""} ${numeric ? "num" : ""} ${on ? "sorted" : ""}`,
     dataset: { column }, title: sortable ? `Sort by ${column}` : column,
     onclick: sortable ? () => cycleSort(column) : undefined,
   }, text, arrow ? h("span", { class: "arrow", text: arrow }) : null);
@@ -536,10 +550,12 @@ async function saveAnnotation(id, patch) {
 async function reload() {
   showError(null);
   // the table does not wait for the chart: both requests go out at once (a redrawn chart
-  // has no brush, so the table's condition drops it before either starts)
+  // has no brush, so the table's condition drops it before either starts), and the chart's
+  // drawing, a long task, waits for the table's rows to be on screen
   state.brush = {};
   updateBrushInfo();
-  await Promise.all([loadChart(), loadTable()]);
+  const table = loadTable();
+  await Promise.all([loadChart(table.catch(() => null)), table]);
 }
 
 async function downloadCsv() {

@@ -21,7 +21,7 @@ const DRAG_PX = 4;         // a mouse moved further between down and up dragged 
 
 // A value's colour on the visualMap's gradient, `t` in [0, 1]: linear in RGB between the
 // stops, as zrender's colour lerp.
-export function gradientColor(t) {
+function gradientColor(t) {
   if (!Number.isFinite(t)) return OFF_SCALE;
   const at = Math.min(1, Math.max(0, t)) * (GRADIENT.length - 1);
   const lo = Math.floor(at);
@@ -29,6 +29,18 @@ export function gradientColor(t) {
   const f = at - lo;
   const c = GRADIENT[lo].map((v, k) => Math.round(v + (GRADIENT[hi][k] - v) * f));
   return `rgb(${c[0]},${c[1]},${c[2]})`;
+}
+
+// each run's colour as the visualMap colours its value at `colorIndex` (`plain` for all
+// when there is no metric to colour by)
+export function lineColors(rows, colorIndex, visualMap, plain) {
+  if (colorIndex < 0) return rows.map(() => plain);
+  const { min, max } = visualMap;
+  return rows.map((row) => {
+    const v = row[colorIndex];
+    if (typeof v !== "number") return gradientColor(NaN);
+    return gradientColor(max > min ? (v - min) / (max - min) : 0.5);
+  });
 }
 
 // The series ECharts gets instead of the runs: two invisible lines holding each axis's
