@@ -199,6 +199,15 @@ def test_large_results_draw_their_lines_where_the_axes_say_on_a_sharp_canvas(
         found = page.evaluate(SAMPLE, ["parcoords-lines", points])
         assert all(p[3] > 100 for p in found[:3]), found  # ~667 lines each
         assert all(p[3] == 0 for p in found[3:]), found
+        # a narrower window: the chart and its lines are laid out again, still on the axes
+        page.set_viewport_size({"width": 1000, "height": 1000})
+        page.wait_for_function(
+            "document.querySelector('#parcoords canvas.parcoords-lines').width < 2 * 1300"
+        )
+        opt = page.evaluate(AXES_DRAWN)["optimizer"]
+        ys = sorted(opt["labels"][name] for name in OPTIMIZERS)
+        found = page.evaluate(SAMPLE, ["parcoords-lines", [[opt["x"], y] for y in ys]])
+        assert all(p[3] > 100 for p in found), found
     finally:
         context.close()
 
