@@ -216,6 +216,11 @@ function chartFor(lines) {
   return state.chart;
 }
 
+function painted() {
+  const frame = new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0)));
+  return Promise.race([frame, new Promise((done) => setTimeout(done, 50))]);
+}
+
 // the constant check's values (variedDefaults), once, if they are what the chart would ask
 function firstPoints(columns) {
   const first = state.firstPoints;
@@ -230,12 +235,14 @@ async function pointsAndCharts(columns) {
   return asked;
 }
 
-// after: what to wait for before drawing (the table, so its rows come first)
+// after: what to wait for before drawing (the table: its rows are painted first, since the
+// drawing is one long task; a frame at most, and no wait in a hidden tab)
 async function loadChart(after = null) {
   const el = $("#parcoords");
   const columns = axisOrder(state.columns.filter((c) => !c.startsWith("run/")));
   const data = firstPoints(columns) || await pointsAndCharts(columns);
   await Promise.all([loadCharts(), after]);
+  if (after) await painted();
   chartFor(data.run_ids.length);
   $("#chart-note").hidden = data.count <= data.run_ids.length;
   $("#chart-note").textContent = `drawing the newest ${data.run_ids.length} of ${data.count} runs`;
