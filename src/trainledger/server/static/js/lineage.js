@@ -340,7 +340,7 @@ async function loadChart(after = null) {
     };
   }
   const big = rows.length > SVG_MAX_LINES && axes.length > 0;
-  const drawn = { axes: option.parallelAxis.map((a, i) => ({ numeric: axes[i].numeric, data: a.data })),
+  const drawn = { axes: option.parallelAxis.map((a, i) => ({ numeric: axes[i].numeric, log: a.type === "log", data: a.data })),
     rows, colors: null, opacity: option.series[0].lineStyle.opacity };
   if (big) {
     option.tooltip = { show: false }; // the layer names the line under the mouse

@@ -86,7 +86,7 @@ export class LineLayer {
     host.addEventListener("click", (e) => this.onClick(e));
   }
 
-  // chart: the ECharts instance drawing the axes; axes: [{numeric, data}] in the chart's
+  // chart: the ECharts instance drawing the axes; axes: [{numeric, log, data}] in the chart's
   // axis order (dim i); rows: each run's values on them; colors: each run's stroke;
   // opacity: a line's when nothing is brushed.
   show(chart, { axes, rows, colors, opacity }) {
@@ -122,13 +122,10 @@ export class LineLayer {
     const m = this.axes.length;
     const points = new Float64Array(this.rows.length * m * 2);
     this.axes.forEach((axis, j) => {
-      const ordinal = axis.numeric ? null : new Map(axis.data.map((c, k) => [c, k]));
-      const dim = `dim${j}`;
+      const at = placer(sys, axis, j, this.rows);
       this.rows.forEach((row, i) => {
-        const v = ordinal ? ordinal.get(row[j]) : row[j];
+        const [x, y] = at(row[j]);
         const k = (i * m + j) * 2;
-        const empty = v === null || v === undefined || Number.isNaN(v);
-        const [x, y] = empty ? [NaN, NaN] : sys.dataToPoint(v, dim);
         points[k] = x;
         points[k + 1] = y;
       });
@@ -275,6 +272,30 @@ export class LineLayer {
     const i = this.hit(...this.local(event));
     if (i >= 0) this.open(i);
   }
+}
+
+// A value's point on axis j ([NaN, NaN]: none). ECharts maps a value axis linearly (a log
+// axis linearly in log10) and then places the axis by an affine transform, so two of its
+// points give every other one exactly: 2 calls of `dataToPoint` an axis instead of one a run
+// (a category's point is asked once per category).
+function placer(sys, axis, j, rows) {
+  const dim = `dim${j}`;
+  const none = [NaN, NaN];
+  if (!axis.numeric) {
+    const at = new Map(axis.data.map((c, k) => [c, sys.dataToPoint(k, dim)]));
+    return (v) => at.get(v) || none;
+  }
+  const g = axis.log ? Math.log10 : (v) => v;
+  const present = rows.map((r) => r[j]).filter((v) => typeof v === "number" && !Number.isNaN(v));
+  const [v0, v1] = [Math.min(...present), Math.max(...present)];
+  const [p0, p1] = [sys.dataToPoint(v0, dim), sys.dataToPoint(v1, dim)];
+  const span = g(v1) - g(v0);
+  return (v) => {
+    if (typeof v !== "number" || Number.isNaN(v)) return none;
+    if (!span) return sys.dataToPoint(v, dim);
+    const t = (g(v) - g(v0)) / span;
+    return [p0[0] + t * (p1[0] - p0[0]), p0[1] + t * (p1[1] - p0[1])];
+  };
 }
 
 function segmentDistance2(x, y, x0, y0, x1, y1) {
