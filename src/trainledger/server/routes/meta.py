@@ -23,7 +23,7 @@ def status(
     """Cheap: a re-scan of the base (directory listing + stats) when one is due, no lineage
     parsing unless something changed. The page polls it and reloads its data when the stamp
     moves. ``scan=false``: the runs as last scanned, no re-scan (the page's first call: at
-    10,000 runs a re-scan is 0.3-0.8 s of the server's interpreter, which its first requests
+    10,000 runs a re-scan is 0.3-1 s of the server's interpreter, which its first requests
     would share; the next poll scans)."""
     stamp = store.stamp(scan=scan)
     return {

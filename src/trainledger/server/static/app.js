@@ -85,7 +85,7 @@ async function poll(scan = true) {
 window.trainledger = { lineage: lineageState, scalars: scalarState, graph: graphState };
 window.addEventListener("hashchange", render);
 // The first view does not wait for the first poll, and that poll does not re-scan the base
-// (at 10,000 runs 0.3-0.8 s of the server's interpreter, which the view's own requests would
+// (at 10,000 runs 0.3-1 s of the server's interpreter, which the view's own requests would
 // share): it takes the runs as last scanned, and the next poll scans.
 const firstPoll = poll(false);
 render();
