@@ -31,26 +31,38 @@ function gradientColor(t) {
   return `rgb(${c[0]},${c[1]},${c[2]})`;
 }
 
+// The gradient in 256 steps (a value's colour within 1 of its own in each channel): runs share
+// 256 colour strings instead of building and parsing one each (about 20 ms on two cores).
+const STEPS = 255;
+let palette = null;
+
 // each run's colour as the visualMap colours its value at `colorIndex` (`plain` for all
 // when there is no metric to colour by)
 export function lineColors(rows, colorIndex, visualMap, plain) {
   if (colorIndex < 0) return rows.map(() => plain);
+  palette ??= Array.from({ length: STEPS + 1 }, (_, k) => gradientColor(k / STEPS));
   const { min, max } = visualMap;
   return rows.map((row) => {
     const v = row[colorIndex];
-    if (typeof v !== "number") return gradientColor(NaN);
-    return gradientColor(max > min ? (v - min) / (max - min) : 0.5);
+    if (typeof v !== "number" || Number.isNaN(v)) return OFF_SCALE;
+    return palette[max > min ? Math.round(((v - min) / (max - min)) * STEPS) : Math.round(STEPS / 2)];
   });
 }
 
 // The series ECharts gets instead of the runs: two invisible lines holding each axis's
 // lowest and highest value, so its axes' extents and ticks are the ones the runs would give.
 export function extentSeries(axes, rows) {
-  const ends = [0, 1].map((end) => axes.map((a, j) => {
-    if (!a.numeric) return a.data[0];
-    const present = rows.map((r) => r[j]).filter((v) => typeof v === "number");
-    return end ? Math.max(...present) : Math.min(...present);
-  }));
+  const ends = [[], []];
+  axes.forEach((a, j) => {
+    let [lo, hi] = [Infinity, -Infinity];
+    for (const row of rows) {
+      const v = row[j];
+      if (typeof v === "number" && v < lo) lo = v;
+      if (typeof v === "number" && v > hi) hi = v;
+    }
+    ends[0].push(a.numeric ? lo : a.data[0]);
+    ends[1].push(a.numeric ? hi : a.data[0]);
+  });
   return {
     type: "parallel", name: "extent", silent: true, progressive: 0,
     lineStyle: { width: 0, opacity: 0 }, activeOpacity: 0, inactiveOpacity: 0,
@@ -286,8 +298,12 @@ function placer(sys, axis, j, rows) {
     return (v) => at.get(v) || none;
   }
   const g = axis.log ? Math.log10 : (v) => v;
-  const present = rows.map((r) => r[j]).filter((v) => typeof v === "number" && !Number.isNaN(v));
-  const [v0, v1] = [Math.min(...present), Math.max(...present)];
+  let [v0, v1] = [Infinity, -Infinity];
+  for (const row of rows) {
+    const v = row[j];
+    if (typeof v === "number" && v < v0) v0 = v;
+    if (typeof v === "number" && v > v1) v1 = v;
+  }
   const [p0, p1] = [sys.dataToPoint(v0, dim), sys.dataToPoint(v1, dim)];
   const span = g(v1) - g(v0);
   return (v) => {
