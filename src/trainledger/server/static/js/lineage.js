@@ -2,7 +2,8 @@
 // the table is sorted and paged by the server; tags, remarks, selection, CSV, --where filter.
 import { api } from "./api.js";
 import { diffHash } from "./diff.js";
-import { LineLayer, extentSeries, lineColors } from "./parcoords_lines.js";
+import { LineLayer, lineColors } from "./parcoords_lines.js";
+import { lineOpacity, parcoordsOption } from "./parcoords_option.js";
 import { selectRuns } from "./scalars.js";
 import { $, colorFor, debounce, escapeHtml, fmt, fmtTime, h, loadCharts, tagChip, toast } from "./util.js";
 
@@ -61,13 +62,13 @@ function sortField(column) {
   return column.startsWith("run/") ? column.slice(4) : column;
 }
 
-function tableCondition() {
+function tableCondition(columns = state.columns) {
   const cond = mergeInto(mergeInto({}, selectionCondition()), state.brush);
   if (state.sort.name) {
     cond.sorted_name = sortField(state.sort.name);
     cond.sorted_type = state.sort.type;
   }
-  const series = state.columns.filter((c) => SERIES_FIELD.test(c));
+  const series = columns.filter((c) => SERIES_FIELD.test(c));
   if (series.length) cond.series = series; // their values come with each run
   cond.offset = state.page;
   cond.limit = state.size;
@@ -104,15 +105,27 @@ function label(column) {
 
 // ---- column chooser ----------------------------------------------------------------------
 
+function savedColumns() {
+  const saved = JSON.parse(localStorage.getItem(STORE_KEY) || "null");
+  return Array.isArray(saved) && saved.length ? saved : null;
+}
+
 async function loadColumns() {
   const result = await api.columns({}, []);
   state.groups = result.groups;
   state.sortable = new Set(result.sortable);
-  if (!state.columns) {
-    const saved = JSON.parse(localStorage.getItem(STORE_KEY) || "null");
-    state.columns = Array.isArray(saved) && saved.length ? saved : await variedDefaults(result.groups);
-  }
+  state.columns ??= savedColumns() || await variedDefaults(result.groups);
   renderColumnPanel();
+}
+
+// The first page of the table, asked at once beside the columns: its condition holds a
+// column only if it is a series statistic, and the default columns hold none. loadTable
+// takes it if its own condition turns out the same.
+function askFirstPage() {
+  const cond = tableCondition(savedColumns() || []);
+  const result = api.search(cond, state.where);
+  result.catch(() => {}); // loadTable reports its error, or asks again
+  return { key: JSON.stringify([cond, state.where]), result };
 }
 
 // A column whose value is the same in every run tells runs apart no better than none (the
@@ -281,72 +294,12 @@ async function loadChart(after = null) {
     row.runId = id;
     return row;
   });
-  const colorAxis = [...axes].reverse().find((a) => a.numeric && (a.column.startsWith("metric/") || a.column === "loss"));
-  const colorIndex = colorAxis ? axes.indexOf(colorAxis) : -1;
-  const option = {
-    animation: false,
-    // hovering a line names its run and its value on every axis
-    tooltip: { show: true, trigger: "item", confine: true, formatter: lineTip },
-    parallel: {
-      left: 70, right: colorIndex >= 0 ? 175 : 70, top: 48, bottom: 28,
-      parallelAxisDefault: {
-        z: 10, nameLocation: "end", nameGap: 18, realtime: false,
-        nameTextStyle: { color: "#1d2433", fontSize: 12, fontWeight: 600 },
-        axisLine: { lineStyle: { color: "#9aa3b5" } },
-        axisLabel: { color: "#6b7489", fontSize: 11 },
-        areaSelectStyle: { width: 18, color: "rgba(53,99,233,0.25)", borderColor: "#3563e9", opacity: 1 },
-      },
-    },
-    parallelAxis: axes.map((a, i) => ({
-      id: `ax-${i}`, dim: i, name: label(a.column),
-      type: a.log ? "log" : a.numeric ? "value" : "category",
-      data: a.numeric ? undefined : [...a.categories, ...(a.values.some((v) => v === null || v === undefined) ? ["—"] : [])],
-      scale: a.numeric,
-      // labels with a white halo, above the lines, stay readable over thousands of them
-      axisLabel: {
-        ...(a.numeric ? { formatter: (v) => fmt(v) } : { width: 80, overflow: "truncate" }),
-        textBorderColor: "#fff", textBorderWidth: 3,
-      },
-    })),
-    series: [{
-      type: "parallel",
-      name: "runs",
-      smooth: false,
-      inactiveOpacity: 0.06,
-      activeOpacity: 0.9,
-      progressive: 0,
-      lineStyle: { width: 1.5, opacity: rows.length > 300 ? 0.2 : 0.75, color: colorFor(0) },
-      emphasis: { lineStyle: { width: 3, opacity: 1 } },
-      data: rows.map((row) => ({ name: row.runId, value: row })),
-    }],
-  };
-  if (colorIndex >= 0) {
-    const vals = colorAxis.values.filter((v) => typeof v === "number");
-    option.visualMap = {
-      type: "continuous", dimension: colorIndex, min: Math.min(...vals), max: Math.max(...vals),
-      right: 8, top: "middle", itemHeight: 160, calculable: false, precision: 3,
-      // the colour bar says what it shows, and its ends' values
-      text: [`${label(colorAxis.column)}: ${fmt(Math.max(...vals))}`, fmt(Math.min(...vals))],
-      textGap: 8,
-      textStyle: { color: "#6b7489", fontSize: 11 },
-      inRange: { color: ["#3563e9", "#8e4ec6", "#f76b15"] },
-    };
-  }
-  if (!rows.length || !axes.length) {
-    option.title = {
-      text: data.count ? "Choose numeric or text columns to draw" : "No runs to draw",
-      left: "center", top: "middle",
-      textStyle: { color: "#9aa3b5", fontWeight: "normal", fontSize: 14 },
-    };
-  }
   const big = rows.length > SVG_MAX_LINES && axes.length > 0;
+  const { option, colorIndex } = parcoordsOption(axes, rows, {
+    label, tip: lineTip, big, empty: data.count ? "Choose numeric or text columns to draw" : "No runs to draw",
+  });
   const drawn = { axes: option.parallelAxis.map((a, i) => ({ numeric: axes[i].numeric, log: a.type === "log", data: a.data })),
-    rows, colors: null, opacity: option.series[0].lineStyle.opacity };
-  if (big) {
-    option.tooltip = { show: false }; // the layer names the line under the mouse
-    option.series = [extentSeries(drawn.axes, rows)];
-    drawn.colors = lineColors(rows, colorIndex, option.visualMap, colorFor(0));
-  }
+    rows, colors: big ? lineColors(rows, colorIndex, option.visualMap, colorFor(0)) : null, opacity: lineOpacity(rows.length) };
   state.chart.setOption(option, { notMerge: true });
   if (big) {
     lineLayer().show(state.chart, drawn);
@@ -397,7 +350,11 @@ function updateBrushInfo() {
 // ---- table -------------------------------------------------------------------------------
 
 async function loadTable() {
-  const result = await api.search(tableCondition(), state.where);
+  const cond = tableCondition();
+  const early = state.firstPage;
+  state.firstPage = null;
+  const same = early && early.key === JSON.stringify([cond, state.where]);
+  const result = await (same ? early.result : api.search(cond, state.where));
   state.count = result.count;
   const pages = Math.max(1, Math.ceil(result.count / state.size));
   if (state.page >= pages && result.count) {
@@ -649,6 +606,7 @@ let wired = false;
 export async function showLineage() {
   if (!wired) { wire(); wired = true; }
   if (!state.loaded) {
+    state.firstPage = askFirstPage();
     await loadColumns();
     await reload();
     state.loaded = true;
