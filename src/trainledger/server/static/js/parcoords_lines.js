@@ -103,6 +103,7 @@ export class LineLayer {
   // opacity: a line's when nothing is brushed.
   show(chart, { axes, rows, colors, opacity }) {
     Object.assign(this, { chart, axes, rows, colors, opacity, on: true, hovered: -1 });
+    this.tipBox.hidden = true; // it named a line of the last drawing
     this.attach();
     this.layout();
     this.draw();
