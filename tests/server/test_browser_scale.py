@@ -2,7 +2,8 @@
 (on the page's own canvas layer under ECharts' axes, js/parcoords_lines.js), and the
 category labels stay readable over the lines (issue 32: "at 2,000 runs the category labels
 vanish under the lines"); the layer's lines meet the axes (log and category ones included),
-name their run on hover, open it on click, and dim outside a brush."""
+name their run on hover, open it on click, and dim outside a brush; a missing category value
+is drawn at its axis's "—"."""
 
 from __future__ import annotations
 
@@ -263,3 +264,31 @@ def test_brushing_a_log_axis_dims_the_large_results_lines_outside_it_and_filters
     assert outside[3] < 25, outside  # r0000 dimmed to 0.06
     assert inside[3] > 200, inside  # r0098 (loss 0.01) inside: 0.9
     shot(page, "runs-2000-brushed")
+
+
+def test_a_missing_category_is_drawn_at_the_axis_dash(page: Any, tmp_path: Path) -> None:
+    """Every fourth of 1,600 runs has no team: their lines go to the team axis's "—"."""
+    base = tmp_path / "runs"
+    for i in range(1600):
+        write_run(
+            base,
+            f"t{i:04d}",
+            optimizer=OPTIMIZERS[i % 3],
+            loss=1.0 / (i + 2),
+            user={"team": ("red", "blue")[i % 2]} if i % 4 else None,
+        )
+    server = LiveServer(base).start()
+    try:
+        page.goto(f"{server.url}#/lineage")
+        page.wait_for_function("document.querySelector('#parcoords')?.dataset.lines === '1600'")
+        team = page.evaluate(AXES_DRAWN)["user_defined/team"]
+        assert sorted(team["labels"]) == ["blue", "red", "—"]
+        ys = sorted(team["labels"].values())
+        points = [[team["x"], y] for y in ys] + [
+            [team["x"], (a + b) / 2] for a, b in zip(ys, ys[1:], strict=False)
+        ]
+        found = page.evaluate(SAMPLE, ["parcoords-lines", points])
+        assert all(p[3] > 100 for p in found[:3]), found  # 400 runs at "—", 600 at each team
+        assert all(p[3] == 0 for p in found[3:]), found
+    finally:
+        server.stop()
