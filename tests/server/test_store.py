@@ -61,6 +61,21 @@ def test_without_background_every_request_sees_new_runs(tmp_path: Path) -> None:
         store.close()
 
 
+def test_the_pages_first_status_takes_the_runs_as_last_scanned(tmp_path: Path) -> None:
+    """``GET /status?scan=false`` (the page's first call) waits for no re-scan; a poll does."""
+    from fastapi.testclient import TestClient
+
+    from trainledger.server.app import create_app
+
+    base = make_base(tmp_path / "runs", n=2, scalars=0)
+    store = IndexedRunStore(base, rescan_interval=0.0, stale_after=3600.0)
+    with TestClient(create_app(base, store=store)) as client:
+        assert client.get("/api/v1/status").json()["count"] == 2
+        sample_run(base, "new", 3)
+        assert client.get("/api/v1/status", params={"scan": "false"}).json()["count"] == 2
+        assert client.get("/api/v1/status").json()["count"] == 3
+
+
 def test_search_results_are_cached_per_version(tmp_path: Path) -> None:
     base = make_base(tmp_path / "runs", n=2, scalars=0)
     store = IndexedRunStore(base, rescan_interval=3600)

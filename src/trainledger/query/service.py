@@ -140,11 +140,12 @@ class QueryService:
     def _count_now(self) -> int:
         return int(self._reader.query({"offset": 0, "limit": 1}, refresh=False)["count"])
 
-    def stamp(self) -> tuple[int, int]:
+    def stamp(self, scan: bool = True) -> tuple[int, int]:
         """``(version, number of runs)``, re-scanned in the caller's thread when due: a poll
-        may wait for a scan, the other calls never do."""
+        may wait for a scan, the other calls never do. ``scan=False``: the index as it is
+        (a page's first look, whose own requests should not share the process with a scan)."""
         self.ensure_fresh()
-        if time.monotonic() - self._checked_at >= self.rescan_interval:
+        if scan and time.monotonic() - self._checked_at >= self.rescan_interval:
             self.rescan(wait=True)
         version = self._version
         with self._lock:

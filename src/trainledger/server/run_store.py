@@ -63,9 +63,10 @@ class RunStore(Protocol):
 
         The result may be shared between requests (cached): callers must not modify it."""
 
-    def stamp(self) -> dict[str, Any]:
+    def stamp(self, scan: bool = True) -> dict[str, Any]:
         """``{"stamp": str, "count": int}``; the stamp changes whenever the set of runs or
-        any run's lineage changes (a cheap re-scan), so the page polls it."""
+        any run's lineage changes (a cheap re-scan, not done with ``scan=False``), so the
+        page polls it."""
 
     def series_tags(self) -> list[str]:
         """The scalar tags whose statistics (``max(<tag>)``...) the runs can be shown by."""
@@ -193,9 +194,9 @@ class IndexedRunStore:
         self._media = MediaCache(interval=scalar_interval, max_runs=max(1, max_cached_runs // 4))
         self._structure = StructureCache(max_runs=max(1, max_cached_runs // 4))
 
-    def stamp(self) -> dict[str, Any]:
+    def stamp(self, scan: bool = True) -> dict[str, Any]:
         """Re-scans in the caller's thread: the page's poll may wait; its table requests not."""
-        version, count = self.service.stamp()
+        version, count = self.service.stamp(scan)
         return {"stamp": f"{version}-{count}", "count": count}
 
     # -- lineage ----------------------------------------------------------------------------

@@ -17,10 +17,15 @@ router = APIRouter(prefix="/api/v1", tags=["meta"])
 
 
 @router.get("/status", response_model=schemas.Status, summary="Run count and change stamp")
-def status(request: Request, store: Annotated[RunStore, Depends(get_store)]) -> dict[str, Any]:
-    """Cheap: a re-scan of the base (directory listing + stats), no lineage parsing unless
-    something changed. The page polls it and reloads its data when the stamp moves."""
-    stamp = store.stamp()
+def status(
+    request: Request, store: Annotated[RunStore, Depends(get_store)], scan: bool = True
+) -> dict[str, Any]:
+    """Cheap: a re-scan of the base (directory listing + stats) when one is due, no lineage
+    parsing unless something changed. The page polls it and reloads its data when the stamp
+    moves. ``scan=false``: the runs as last scanned, no re-scan (the page's first call: at
+    10,000 runs a re-scan is 0.3-1 s of the server's interpreter, which its first requests
+    would share; the next poll scans)."""
+    stamp = store.stamp(scan=scan)
     return {
         "version": __version__,
         "base": store.base.name or str(store.base),

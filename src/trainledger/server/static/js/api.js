@@ -38,7 +38,7 @@ async function request(method, path, { body, query } = {}) {
 const enc = (id) => id.split("/").map(encodeURIComponent).join("/");
 
 export const api = {
-  status: () => request("GET", "/status"),
+  status: (scan = true) => request("GET", scan ? "/status" : "/status?scan=false"),
   search: (condition, where) => request("POST", "/runs", { body: condition, query: { where } }),
   points: (condition, where, columns, maxRuns = 5000) =>
     request("POST", "/runs/points", { body: { condition, where, columns, max_runs: maxRuns } }),

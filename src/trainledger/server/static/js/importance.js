@@ -2,7 +2,7 @@
 // the runs the lineage filter selects (GET /api/v1/importance), with a scatter per parameter.
 import { api } from "./api.js";
 import { lineageState } from "./lineage.js";
-import { $, fmt, h } from "./util.js";
+import { $, fmt, h, loadCharts } from "./util.js";
 
 // two significant digits: 0.095 ± 0.047, not 0.094586 ± 0.046969
 const round2 = (v) => (Number.isFinite(v) ? Number(v.toPrecision(2)).toString() : String(v));
@@ -73,7 +73,9 @@ async function compute() {
   note.textContent = "Computing…";
   let answer;
   try {
-    answer = await api.importance(metric, lineageState.where, $("#importance-ids").checked);
+    // the runs page may not have started ECharts yet (util.js loadCharts)
+    [answer] = await Promise.all([
+      api.importance(metric, lineageState.where, $("#importance-ids").checked), loadCharts()]);
   } catch (error) {
     note.textContent = error.message;
     return;

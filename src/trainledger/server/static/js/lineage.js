@@ -2,8 +2,10 @@
 // the table is sorted and paged by the server; tags, remarks, selection, CSV, --where filter.
 import { api } from "./api.js";
 import { diffHash } from "./diff.js";
+import { LineLayer, lineColors } from "./parcoords_lines.js";
+import { lineOpacity, parcoordsOption } from "./parcoords_option.js";
 import { selectRuns } from "./scalars.js";
-import { $, colorFor, debounce, escapeHtml, fmt, fmtTime, h, tagChip, toast } from "./util.js";
+import { $, colorFor, debounce, escapeHtml, fmt, fmtTime, h, loadCharts, tagChip, toast } from "./util.js";
 
 const STORE_KEY = "trainledger.columns";
 const GROUP_ORDER = ["Metrics", "Series", "User defined", "Optimizer and scheduler", "Hyperparameters",
@@ -60,13 +62,13 @@ function sortField(column) {
   return column.startsWith("run/") ? column.slice(4) : column;
 }
 
-function tableCondition() {
+function tableCondition(columns = state.columns) {
   const cond = mergeInto(mergeInto({}, selectionCondition()), state.brush);
   if (state.sort.name) {
     cond.sorted_name = sortField(state.sort.name);
     cond.sorted_type = state.sort.type;
   }
-  const series = state.columns.filter((c) => SERIES_FIELD.test(c));
+  const series = columns.filter((c) => SERIES_FIELD.test(c));
   if (series.length) cond.series = series; // their values come with each run
   cond.offset = state.page;
   cond.limit = state.size;
@@ -103,15 +105,27 @@ function label(column) {
 
 // ---- column chooser ----------------------------------------------------------------------
 
+function savedColumns() {
+  const saved = JSON.parse(localStorage.getItem(STORE_KEY) || "null");
+  return Array.isArray(saved) && saved.length ? saved : null;
+}
+
 async function loadColumns() {
   const result = await api.columns({}, []);
   state.groups = result.groups;
   state.sortable = new Set(result.sortable);
-  if (!state.columns) {
-    const saved = JSON.parse(localStorage.getItem(STORE_KEY) || "null");
-    state.columns = Array.isArray(saved) && saved.length ? saved : await variedDefaults(result.groups);
-  }
+  state.columns ??= savedColumns() || await variedDefaults(result.groups);
   renderColumnPanel();
+}
+
+// The first page of the table, asked at once beside the columns: its condition holds a
+// column only if it is a series statistic, and the default columns hold none. loadTable
+// takes it if its own condition turns out the same.
+function askFirstPage() {
+  const cond = tableCondition(savedColumns() || []);
+  const result = api.search(cond, state.where);
+  result.catch(() => {}); // loadTable reports its error, or asks again
+  return { key: JSON.stringify([cond, state.where]), result };
 }
 
 // A column whose value is the same in every run tells runs apart no better than none (the
@@ -119,7 +133,11 @@ async function loadColumns() {
 // the metrics stay (a result is worth seeing even when equal).
 async function variedDefaults(groups) {
   const picks = defaultColumns(groups);
-  const data = await api.points({}, [], picks, MAX_LINES);
+  const asked = api.points({}, [], picks, MAX_LINES);
+  loadCharts(); // runs while the server answers
+  const data = await asked;
+  // the first chart draws these same runs' values: kept for it (loadChart), not asked again
+  state.firstPoints = { columns: picks, data };
   if (data.run_ids.length < 2) return picks;
   const kept = picks.filter((c) => c === "run/status" || c === "loss" || c.startsWith("metric/")
     || !isConstant(data.columns[c] || []));
@@ -168,10 +186,26 @@ function axisOrder(columns) {
 }
 
 // SVG keeps every line inspectable (and testable); past a few thousand lines the DOM gets
-// heavy, so large results are drawn on a canvas instead.
+// heavy, and ECharts' own canvas takes about a second for 5,000 lines, so large results are
+// drawn by a canvas layer of our own under ECharts' axes (parcoords_lines.js).
 const SVG_MAX_LINES = 1500;
 const MAX_LINES = 5000;
 let resizeWired = false;
+let layer = null;
+
+function lineLayer() {
+  layer ??= new LineLayer($("#parcoords"), {
+    tip: (i) => lineTip({ seriesType: "parallel", name: layer.rows[i].runId, value: layer.rows[i] }),
+    open: (i) => { location.hash = `#/run/${encodeURIComponent(layer.rows[i].runId)}`; },
+  });
+  return layer;
+}
+
+function resizeChart() {
+  if (!state.chart) return;
+  state.chart.resize();
+  if (layer) layer.redraw();
+}
 
 function chartFor(lines) {
   const renderer = lines > SVG_MAX_LINES ? "canvas" : "svg";
@@ -179,22 +213,49 @@ function chartFor(lines) {
   if (state.chart) state.chart.dispose();
   state.chart = echarts.init($("#parcoords"), null, { renderer });
   state.chartRenderer = renderer;
-  state.chart.on("axisareaselected", debounce(onBrush, 120));
+  const filterTable = debounce(onBrush, 120);
+  state.chart.on("axisareaselected", () => {
+    if (layer) layer.redraw(); // the lines outside the brush dim at once; the table follows
+    filterTable();
+  });
   // a line is a run: clicking it opens the run
   state.chart.on("click", (params) => {
     if (params.seriesType === "parallel" && params.name) location.hash = `#/run/${encodeURIComponent(params.name)}`;
   });
   if (!resizeWired) {
-    window.addEventListener("resize", () => state.chart && state.chart.resize());
+    window.addEventListener("resize", resizeChart);
     resizeWired = true;
   }
   return state.chart;
 }
 
-async function loadChart() {
+function painted() {
+  const frame = new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0)));
+  return Promise.race([frame, new Promise((done) => setTimeout(done, 50))]);
+}
+
+// the constant check's values (variedDefaults), once, if they are what the chart would ask
+function firstPoints(columns) {
+  const first = state.firstPoints;
+  state.firstPoints = null;
+  const unfiltered = !state.where.length && !state.only && !state.hidden.size;
+  return first && unfiltered && columns.every((c) => first.columns.includes(c)) ? first.data : null;
+}
+
+async function pointsAndCharts(columns) {
+  const asked = api.points(selectionCondition(), state.where, columns, MAX_LINES);
+  loadCharts();
+  return asked;
+}
+
+// after: what to wait for before drawing (the table: its rows are painted first, since the
+// drawing is one long task; a frame at most, and no wait in a hidden tab)
+async function loadChart(after = null) {
   const el = $("#parcoords");
   const columns = axisOrder(state.columns.filter((c) => !c.startsWith("run/")));
-  const data = await api.points(selectionCondition(), state.where, columns, MAX_LINES);
+  const data = firstPoints(columns) || await pointsAndCharts(columns);
+  await Promise.all([loadCharts(), after]);
+  if (after) await painted();
   chartFor(data.run_ids.length);
   $("#chart-note").hidden = data.count <= data.run_ids.length;
   $("#chart-note").textContent = `drawing the newest ${data.run_ids.length} of ${data.count} runs`;
@@ -233,65 +294,18 @@ async function loadChart() {
     row.runId = id;
     return row;
   });
-  const colorAxis = [...axes].reverse().find((a) => a.numeric && (a.column.startsWith("metric/") || a.column === "loss"));
-  const colorIndex = colorAxis ? axes.indexOf(colorAxis) : -1;
-  const option = {
-    animation: false,
-    // hovering a line names its run and its value on every axis
-    tooltip: { show: true, trigger: "item", confine: true, formatter: lineTip },
-    parallel: {
-      left: 70, right: colorIndex >= 0 ? 175 : 70, top: 48, bottom: 28,
-      parallelAxisDefault: {
-        z: 10, nameLocation: "end", nameGap: 18, realtime: false,
-        nameTextStyle: { color: "#1d2433", fontSize: 12, fontWeight: 600 },
-        axisLine: { lineStyle: { color: "#9aa3b5" } },
-        axisLabel: { color: "#6b7489", fontSize: 11 },
-        areaSelectStyle: { width: 18, color: "rgba(53,99,233,0.25)", borderColor: "#3563e9", opacity: 1 },
-      },
-    },
-    parallelAxis: axes.map((a, i) => ({
-      id: `ax-${i}`, dim: i, name: label(a.column),
-      type: a.log ? "log" : a.numeric ? "value" : "category",
-      data: a.numeric ? undefined : [...a.categories, ...(a.values.some((v) => v === null || v === undefined) ? ["—"] : [])],
-      scale: a.numeric,
-      // labels with a white halo, above the lines, stay readable over thousands of them
-      axisLabel: {
-        ...(a.numeric ? { formatter: (v) => fmt(v) } : { width: 80, overflow: "truncate" }),
-        textBorderColor: "#fff", textBorderWidth: 3,
-      },
-    })),
-    series: [{
-      type: "parallel",
-      name: "runs",
-      smooth: false,
-      inactiveOpacity: 0.06,
-      activeOpacity: 0.9,
-      progressive: 0,
-      lineStyle: { width: 1.5, opacity: rows.length > 300 ? 0.2 : 0.75, color: colorFor(0) },
-      emphasis: { lineStyle: { width: 3, opacity: 1 } },
-      data: rows.map((row) => ({ name: row.runId, value: row })),
-    }],
-  };
-  if (colorIndex >= 0) {
-    const vals = colorAxis.values.filter((v) => typeof v === "number");
-    option.visualMap = {
-      type: "continuous", dimension: colorIndex, min: Math.min(...vals), max: Math.max(...vals),
-      right: 8, top: "middle", itemHeight: 160, calculable: false, precision: 3,
-      // the colour bar says what it shows, and its ends' values
-      text: [`${label(colorAxis.column)}: ${fmt(Math.max(...vals))}`, fmt(Math.min(...vals))],
-      textGap: 8,
-      textStyle: { color: "#6b7489", fontSize: 11 },
-      inRange: { color: ["#3563e9", "#8e4ec6", "#f76b15"] },
-    };
-  }
-  if (!rows.length || !axes.length) {
-    option.title = {
-      text: data.count ? "Choose numeric or text columns to draw" : "No runs to draw",
-      left: "center", top: "middle",
-      textStyle: { color: "#9aa3b5", fontWeight: "normal", fontSize: 14 },
-    };
-  }
+  const big = rows.length > SVG_MAX_LINES && axes.length > 0;
+  const { option, colorIndex } = parcoordsOption(axes, rows, {
+    label, tip: lineTip, big, empty: data.count ? "Choose numeric or text columns to draw" : "No runs to draw",
+  });
+  const drawn = { axes: option.parallelAxis.map((a, i) => ({ numeric: axes[i].numeric, log: a.type === "log", data: a.data })),
+    rows, colors: big ? lineColors(rows, colorIndex, option.visualMap, colorFor(0)) : null, opacity: lineOpacity(rows.length) };
   state.chart.setOption(option, { notMerge: true });
+  if (big) {
+    lineLayer().show(state.chart, drawn);
+  } else if (layer) {
+    layer.hide();
+  }
   el.dataset.lines = String(rows.length);
 }
 
@@ -336,7 +350,11 @@ function updateBrushInfo() {
 // ---- table -------------------------------------------------------------------------------
 
 async function loadTable() {
-  const result = await api.search(tableCondition(), state.where);
+  const cond = tableCondition();
+  const early = state.firstPage;
+  state.firstPage = null;
+  const same = early && early.key === JSON.stringify([cond, state.where]);
+  const result = await (same ? early.result : api.search(cond, state.where));
   state.count = result.count;
   const pages = Math.max(1, Math.ceil(result.count / state.size));
   if (state.page >= pages && result.count) {
@@ -381,7 +399,9 @@ function renderTable(objects) {
       },
     })),
     sortHeader("summary_dir", "Run"),
-    ...state.columns.map((c) => sortHeader(c, label(c))),
+    // right-aligned over numbers, as their cells (the page's own values: the table may be
+    // drawn before the chart knows its axes)
+    ...state.columns.map((c) => sortHeader(c, label(c), objects.some((o) => typeof cellValue(o, c) === "number"))),
     h("th", { text: "Tag" }),
     h("th", { text: "Remark" }));
   thead.replaceChildren(head);
@@ -417,11 +437,8 @@ function renderTable(objects) {
       h("td", {}, remarkInput(id, info.remark || "")));
     return row;
   }));
-  const empty = $("#table-empty");
-  empty.hidden = objects.length > 0;
-  // no run at all is not "nothing matched": say where the page looked
-  empty.textContent = $("#run-count").textContent === "0"
-    ? `No runs under ${$("#base-name").textContent}.` : "No runs match.";
+  $("#table-empty").hidden = objects.length > 0;
+  sayEmpty();
   const start = state.count ? state.page * state.size + 1 : 0;
   const end = Math.min(state.count, (state.page + 1) * state.size);
   $("#page-info").textContent = `${start}–${end} of ${state.count}`;
@@ -430,6 +447,13 @@ function renderTable(objects) {
   $("#page-next").disabled = end >= state.count;
   $("#show-all").hidden = !(state.only || state.hidden.size);
   updateSelectionInfo();
+}
+
+// no run at all is not "nothing matched": say where the page looked (again when the status,
+// which may answer after the table, says how many runs the base holds)
+export function sayEmpty() {
+  $("#table-empty").textContent = $("#run-count").textContent === "0"
+    ? `No runs under ${$("#base-name").textContent}.` : "No runs match.";
 }
 
 function updateSelectionInfo() {
@@ -441,13 +465,12 @@ function updateSelectionInfo() {
   $("#only-selected").disabled = !n;
 }
 
-function sortHeader(column, text) {
+function sortHeader(column, text, numeric = false) {
   const sortable = column === "summary_dir" || state.sortable.has(column);
   const on = state.sort.name === column;
   const arrow = on ? (state.sort.type === "descending" ? "▼" : "▲") : "";
-  const numericHint = state.axes.find((a) => a.column === column && a.numeric);
   return h("th", {
-    class: `${sortable ? "sortable" : ""} ${numericHint ? "num" : ""} ${on ? "sorted" : ""}`,
+    class: `${sortable ? "sortable" : ""} ${numeric ? "num" : ""} ${on ? "sorted" : ""}`,
     dataset: { column }, title: sortable ? `Sort by ${column}` : column,
     onclick: sortable ? () => cycleSort(column) : undefined,
   }, text, arrow ? h("span", { class: "arrow", text: arrow }) : null);
@@ -491,10 +514,12 @@ async function saveAnnotation(id, patch) {
 async function reload() {
   showError(null);
   // the table does not wait for the chart: both requests go out at once (a redrawn chart
-  // has no brush, so the table's condition drops it before either starts)
+  // has no brush, so the table's condition drops it before either starts), and the chart's
+  // drawing, a long task, waits for the table's rows to be on screen
   state.brush = {};
   updateBrushInfo();
-  await Promise.all([loadChart(), loadTable()]);
+  const table = loadTable();
+  await Promise.all([loadChart(table.catch(() => null)), table]);
 }
 
 async function downloadCsv() {
@@ -581,11 +606,12 @@ let wired = false;
 export async function showLineage() {
   if (!wired) { wire(); wired = true; }
   if (!state.loaded) {
+    state.firstPage = askFirstPage();
     await loadColumns();
     await reload();
     state.loaded = true;
-  } else if (state.chart) {
-    state.chart.resize();
+  } else {
+    resizeChart();
   }
 }
 
