@@ -55,9 +55,8 @@ def test_the_parameters_that_move_the_metric_rank_first(tmp_path: Path) -> None:
     assert "user_defined/seed" in [p["name"] for p in kept["parameters"]]
 
 
-def test_a_noise_metric_is_not_explained_and_a_run_counter_is_left_out(tmp_path: Path) -> None:
-    """The issue's case, smaller: the metric is pure noise and a counter grows with the runs'
-    time. Scored on its own runs the forest ranked the counter first; held out, it says no."""
+def noise_base(tmp_path: Path) -> Path:
+    """120 runs whose accuracy is pure noise, with a counter that grows with the runs' time."""
     rng = random.Random(1)
     base = tmp_path / "runs"
     for i in range(120):
@@ -70,6 +69,13 @@ def test_a_noise_metric_is_not_explained_and_a_run_counter_is_left_out(tmp_path:
             user={"copy": i},
             mtime=1_000 + i,
         )
+    return base
+
+
+def test_a_noise_metric_is_not_explained_and_a_run_counter_is_left_out(tmp_path: Path) -> None:
+    """The issue's case, smaller: the metric is pure noise and a counter grows with the runs'
+    time. Scored on its own runs the forest ranked the counter first; held out, it says no."""
+    base = noise_base(tmp_path)
     answer = hyperparameter_importance(filter_summary_lineage(str(base)), "accuracy")
     assert answer["left_out"] == ["user_defined/copy"]  # an integer that grows with time
     assert "learning_rate" in [p["name"] for p in answer["parameters"]]

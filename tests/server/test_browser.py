@@ -623,6 +623,30 @@ def test_importance_panel_ranks_parameters_and_draws_scatters(page: Any, tmp_pat
         server.stop()
 
 
+def test_importance_panel_says_a_noise_metric_is_not_explained(page: Any, tmp_path: Path) -> None:
+    """On screen: the verdict that the parameters do not explain a noise metric, and the
+    id-like counter named as left out, in the note above the bars."""
+    from tests.query.test_importance import noise_base
+
+    server = LiveServer(noise_base(tmp_path)).start()
+    try:
+        open_view(page, server.url, "lineage")
+        wait_rows(page, 20)
+        page.click("#importance-card summary")
+        page.select_option("#importance-metric", "metric/accuracy")
+        page.click("#importance-run")
+        page.wait_for_selector("#importance-card[data-ready='1']")
+        assert page.locator("#importance-card").get_attribute("data-explains") == "false"
+        note = page.locator("#importance-note")
+        text = note.inner_text()
+        assert "these parameters do not explain metric/accuracy" in text, text
+        assert "left out as id-like: user_defined/copy" in text, text
+        box = note.bounding_box()
+        assert box is not None and box["width"] > 100 and box["height"] > 5  # shown, not hidden
+    finally:
+        server.stop()
+
+
 # --- the run page's loss landscape and computational graph ----------------------------------
 
 
