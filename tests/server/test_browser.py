@@ -293,25 +293,36 @@ def test_sessions_apart_draws_each_session_as_its_own_segment(page: Any, tmp_pat
 def test_zooming_a_chart_reads_the_visible_steps_at_full_fidelity(
     page: Any, tmp_path: Path
 ) -> None:
-    """20,000 points with a four-step plateau: the whole chart (1,000 points at most) cannot
-    show it step by step; zoomed in, the chart asks the server for those steps alone and
-    draws every one of them; zoomed out fully, the whole series is back."""
+    """20,000 points with a four-step plateau and a one-step spike: the whole chart (1,000
+    points at most) cannot show the plateau step by step, but keeps the spike; zoomed in, the
+    chart asks the server for those steps alone and draws every one of them, and a zoom still
+    wider than 1,000 steps keeps the spike too; zoomed out fully, the whole series is back."""
     from trainledger.summary import SummaryRecord
 
     run = sample_run(tmp_path, "long", 0, scalars=0)
     with SummaryRecord(run) as record:
         for step in range(20_000):
             value = 5.0 if 12_000 <= step < 12_004 else 1.0 + step * 1e-5
+            value = 9.0 if step == 5_003 else value
             record.add_scalar("loss", value, step, wall_time=1_700_000_000.0 + step)
     server = LiveServer(tmp_path).start()
     chart = "echarts.getInstanceByDom(document.querySelector('.chart-scalar'))"
     data = f"""() => {chart}.getOption().series
         .filter((s) => !s.name.endsWith(' (raw)'))[0].data.map((p) => p[2])"""
+    raw = f"""() => {chart}.getOption().series
+        .filter((s) => s.name.endsWith(' (raw)'))[0].data.map((p) => [p[2], p[1]])"""
     try:
         open_view(page, server.url, "scalars")
         page.wait_for_function("document.querySelector('.chart-scalar')?.dataset.lines === '1'")
         whole = page.evaluate(data)
         assert len(whole) <= 1000 and whole[0] == 0 and whole[-1] == 19_999
+        assert [5_003, 9.0] in page.evaluate(raw)  # the one-step spike, drawn at full height
+        wide = "{ type: 'dataZoom', startValue: 2000, endValue: 9999 }"
+        page.evaluate(f"() => {chart}.dispatchAction({wide})")
+        page.wait_for_function(
+            "document.querySelector('.chart-scalar').dataset.zoom === '2000-9999'"
+        )
+        assert len(page.evaluate(data)) <= 1000 and [5_003, 9.0] in page.evaluate(raw)
         zoom_in = "{ type: 'dataZoom', startValue: 11990, endValue: 12039 }"
         page.evaluate(f"() => {chart}.dispatchAction({zoom_in})")
         page.wait_for_function(
