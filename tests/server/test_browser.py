@@ -611,17 +611,22 @@ def test_the_table_fits_1400px_with_a_sticky_run_and_labelled_axes(
     assert float(bottom) == pytest.approx(option["visualMap"][0]["min"], rel=1e-4)
 
 
+def _run_importance(page: Any, url: str) -> None:
+    """Open the runs page, then the importance panel on metric/accuracy, until it answered."""
+    open_view(page, url, "lineage")
+    wait_rows(page, 20)
+    page.click("#importance-card summary")
+    page.select_option("#importance-metric", "metric/accuracy")
+    page.click("#importance-run")
+    page.wait_for_selector("#importance-card[data-ready='1']")
+
+
 def test_importance_panel_ranks_parameters_and_draws_scatters(page: Any, tmp_path: Path) -> None:
     from tests.query.test_importance import _base as importance_base
 
     server = LiveServer(importance_base(tmp_path)).start()
     try:
-        open_view(page, server.url, "lineage")
-        wait_rows(page, 20)
-        page.click("#importance-card summary")
-        page.select_option("#importance-metric", "metric/accuracy")
-        page.click("#importance-run")
-        page.wait_for_selector("#importance-card[data-ready='1']")
+        _run_importance(page, server.url)
         option = page.evaluate(
             "echarts.getInstanceByDom(document.querySelector('#importance-bars')).getOption()"
         )
@@ -641,12 +646,7 @@ def test_importance_panel_says_a_noise_metric_is_not_explained(page: Any, tmp_pa
 
     server = LiveServer(noise_base(tmp_path)).start()
     try:
-        open_view(page, server.url, "lineage")
-        wait_rows(page, 20)
-        page.click("#importance-card summary")
-        page.select_option("#importance-metric", "metric/accuracy")
-        page.click("#importance-run")
-        page.wait_for_selector("#importance-card[data-ready='1']")
+        _run_importance(page, server.url)
         assert page.locator("#importance-card").get_attribute("data-explains") == "false"
         note = page.locator("#importance-note")
         text = note.inner_text()
