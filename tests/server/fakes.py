@@ -68,7 +68,7 @@ class FakeStore:
             obj["run_id"] = obj["summary_dir"][2:]
         return result
 
-    def stamp(self) -> dict[str, Any]:
+    def stamp(self, scan: bool = True) -> dict[str, Any]:
         return {"stamp": str(len(self.records)), "count": len(self.records)}
 
     def run_ids(self) -> frozenset[str]:
