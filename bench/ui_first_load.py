@@ -29,9 +29,11 @@ ROW = "document.querySelectorAll('#runs-table tbody tr[data-run]').length > 0"
 CHART = "Number((document.querySelector('#parcoords') || {dataset: {}}).dataset.lines || 0) > 0"
 
 
-def load_once(browser: object, url: str) -> dict[str, float]:
+def load_once(browser: object, url: str, dpr: float = 1.0) -> dict[str, float]:
     """One load in a fresh context: seconds from navigation to the row, the chart, both."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
+    context = browser.new_context(  # type: ignore[attr-defined]
+        viewport={"width": 1400, "height": 900}, device_scale_factor=dpr
+    )
     page = context.new_page()
     page.set_default_timeout(60_000)
     start = time.perf_counter()
@@ -55,6 +57,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--loads", type=int, default=5)
     parser.add_argument("--dir", help="work directory (default: a temp dir)")
+    parser.add_argument("--dpr", type=float, default=1.0, help="the screen's pixel density")
     args = parser.parse_args()
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="ui-load-"))
     base = work / f"runs{args.runs}"
@@ -76,8 +79,8 @@ def main() -> None:
                     "--disable-background-networking",
                 ],
             )
-            load_once(browser, url)  # warm-up: the server's caches, the browser's start
-            loads = [load_once(browser, url) for _ in range(args.loads)]
+            load_once(browser, url, args.dpr)  # warm-up: the server's caches, the browser's start
+            loads = [load_once(browser, url, args.dpr) for _ in range(args.loads)]
             browser.close()
     finally:
         server.stop()

@@ -176,6 +176,10 @@ def test_large_results_draw_their_lines_where_the_axes_say_on_a_sharp_canvas(
             " return [c.width, c.getBoundingClientRect().width]; })()"
         )
         assert size[0] == 2 * size[1]
+        width = page.evaluate(
+            "document.querySelector('#parcoords canvas.parcoords-lines').getContext('2d').lineWidth"
+        )
+        assert width == 0.5  # one device pixel: a hairline, the fast stroke on a CPU
         axes = page.evaluate(AXES_DRAWN)
         loss, opt = axes["train loss"], axes["optimizer"]
         x = loss["x"]
