@@ -41,8 +41,10 @@ def drop_bytes(value: Any, where: str, warn: list[str]) -> Any:
         for k, v in value.items():
             if isinstance(v, bytes):
                 warn.append(f"{where}.{k}: not UTF-8, left out")
-            else:
+            elif isinstance(v, (dict, list)):  # (a scalar is kept as it is: no path to build)
                 out[k] = drop_bytes(v, f"{where}.{k}", warn)
+            else:
+                out[k] = v
         return out
     if isinstance(value, list):
         kept = [drop_bytes(v, f"{where}[{i}]", warn) for i, v in enumerate(value)]
@@ -181,6 +183,9 @@ def _metric(ev: pb.EvaluationLineage, warn: list[str]) -> dict[str, Any]:
         warn.append(f"metric: expected a JSON object, received {type(metric).__name__}")
         return {}
     # (scalars, nearly every value, skip the walk: a wide run has thousands of metrics)
+    kinds = set(map(type, metric.values()))
+    if dict not in kinds and list not in kinds:
+        return metric
     deep = [
         k
         for k, v in metric.items()

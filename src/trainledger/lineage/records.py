@@ -305,21 +305,24 @@ def user_defined_event(info: Mapping[str, Any], wall_time: float | None = None) 
 
 
 def organize_user_info(message: pb.UserDefinedInfo) -> dict[str, Any]:
-    """A ``UserDefinedInfo`` as MindInsight's dict: first entry of each item's first map."""
+    """A ``UserDefinedInfo`` as MindInsight's dict: first entry of each item's first map.
+
+    (A map's first key by ``next(iter(map))``: its ``items()`` view is iterated in Python,
+    a third of reading a run of 150 params.)"""
     out: dict[str, Any] = {}
     for item in message.user_info:
         if item.map_dict:
-            key, sub = next(iter(item.map_dict.items()))
-            out[key] = organize_user_info(sub)
+            key = next(iter(item.map_dict))
+            out[key] = organize_user_info(item.map_dict[key])
         elif item.map_int32:
-            key, value = next(iter(item.map_int32.items()))
-            out[key] = int(value)
+            key = next(iter(item.map_int32))
+            out[key] = int(item.map_int32[key])
         elif item.map_str:
-            key, value = next(iter(item.map_str.items()))
-            out[key] = value
+            key = next(iter(item.map_str))
+            out[key] = item.map_str[key]
         elif item.map_double:
-            key, value = next(iter(item.map_double.items()))
-            out[key] = json_float(value)
+            key = next(iter(item.map_double))
+            out[key] = json_float(item.map_double[key])
     return out
 
 
