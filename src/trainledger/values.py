@@ -62,6 +62,10 @@ def fresh_copy(value: Any) -> Any:
     kind = type(value)
     if kind is dict:
         out = value.copy()
+        if len(out) > 16:  # (a wide run's 1,500 metrics: their types are looked at in C)
+            kinds = set(map(type, out.values()))
+            if dict not in kinds and list not in kinds:
+                return out
         for key, item in out.items():
             if type(item) is dict or type(item) is list:
                 out[key] = fresh_copy(item)

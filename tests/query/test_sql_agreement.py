@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from trainledger.errors import LineageSearchConditionParamError
 from trainledger.query.conditions import validate_condition
 from trainledger.query.fields import RUN_FIELDS
+from trainledger.query import page_read
 from trainledger.query.index import LineageIndex
 from trainledger.query.semantics import evaluate
 
@@ -359,10 +360,18 @@ def test_tags_filter_and_sort_alike_on_both_paths(index_url: str | None) -> None
         validate_condition({"tag": {"eq": "three"}})
 
 
-def test_several_custom_fields_agree_in_every_combination(index_url: str | None) -> None:
+@pytest.mark.parametrize("wide", [False, True], ids=["joins", "members"])
+def test_several_custom_fields_agree_in_every_combination(
+    index_url: str | None, wide: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Conditions on two or three custom fields (on SQLite one inner join each, in the count's
-    form, ``sql.compile_matches``): runs without a field, a text value among numbers, a range
-    on one field, limited pages and every match, both engines."""
+    form, ``sql.compile_matches``, or as membership tests after the first, the form read over
+    wide runs, ``sql.compile_members``): runs without a field, a text value among numbers, a
+    range on one field, limited pages and every match, both engines."""
+    chosen: list[bool] = []
+    real_wide = page_read._wide
+    monkeypatch.setattr(page_read, "WIDE_RUN", 1 if wide else 10**9)
+    monkeypatch.setattr(page_read, "_wide", lambda c: chosen.append(real_wide(c)) or chosen[-1])
     recs = [
         {
             "summary_dir": f"./r{i}",
@@ -393,3 +402,5 @@ def test_several_custom_fields_agree_in_every_combination(index_url: str | None)
         assert_agreement(index, conds)
         both = index.query({"metric/a": {"gt": 0.25}, "user_defined/u": {"ge": 1}}, refresh=False)
         assert 0 < both["count"] < len(recs)
+    # SQLite reads the membership form only over wide runs; PostgreSQL reads the JSONB copy
+    assert set(chosen) == (set() if index_url else {wide})

@@ -1,13 +1,13 @@
 """Building many runs at once: the custom value indexes are dropped, then made at the end.
 
 Why: every custom value (a ``metric/``, ``user_defined/``, ``optimizer/`` field) is a row of
-``custom`` and an entry of each of its value indexes (``custom_by_value (name, num, run_id)``,
-``custom_by_text (name, txt, run_id)``). A run of 1,500 metrics puts entries under 1,500
-different names, so inserting it touches 1,500 pages of each index scattered across the file,
-and each transaction writes them all again; building an index once from the finished table is
-a sort. Measured on 1,000 runs of 1,650 values each
-(SQLite, this machine): 14.5 ms a run kept up to date, 5.0 ms a run inserted plus 1.5 ms a run
-for the index made at the end (BENCHMARKS.md, issue 34 item 3).
+``custom`` and an entry of its value index (``custom_by_value (name, num, run_id)``; a text
+value also of ``custom_by_text (name, txt, run_id)``, which holds only rows with text since
+schema 12). A run of 1,500 metrics puts entries under 1,500 different names, so inserting it
+touches 1,500 pages of the index scattered across the file, and each transaction writes them
+all again; building an index once from the finished table is a sort. Measured on 1,000 runs
+of 1,650 values each (SQLite, this machine): 14.5 ms a run kept up to date, 5.0 ms a run
+inserted plus 1.5 ms a run for the index made at the end (BENCHMARKS.md, issue 34 item 3).
 
 When: a refresh that (re)indexes at least ``BULK_MIN_RUNS`` runs and at least half of the runs
 on disk, i.e. a first build or a rebuild, on SQLite. Not on PostgreSQL: dropping an index there

@@ -39,6 +39,7 @@ from trainledger.query.schema import Connection
 from trainledger.query.series_fields import check_series, named_series_fields
 from trainledger.query.sql import (
     compile_matches,
+    compile_members,
     compile_order,
     compile_segments,
     compile_where,
@@ -241,6 +242,7 @@ class LineageIndex:
             page_read.fetch,
             where=compile_where(cond, self.db.dialect),
             matches=compile_matches(cond, self.db.dialect),
+            members=compile_members(cond, self.db.dialect),
             order=compile_order(cond),
             limit=None if stop is None else stop - start,
             offset=start,

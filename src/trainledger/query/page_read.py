@@ -38,6 +38,7 @@ def fetch(
     segments: Segments | None = None,
     cache: RecordCache | None = None,
     counts: CountCache | None = None,
+    members: tuple[str, list[Any]] | None = None,
 ) -> tuple[int, Page, dict[str, set[str]]]:
     """(count before paging, the page's (record, added_info) pairs in order, custom label ->
     type names). The records are shared with ``cache`` (read-only) and lack the run fields
@@ -48,9 +49,12 @@ def fetch(
     parameters; ``order`` ``sql.compile_order``'s (join, ORDER BY, join parameters);
     ``segments`` ``sql.compile_segments``' (used when every run's type set tells its
     segment); ``limit`` None: every run from ``offset``. A page's count (with the types and
-    segment sizes) comes from ``counts`` when it holds it for this generation.
+    segment sizes) comes from ``counts`` when it holds it for this generation. ``members``:
+    ``sql.compile_members``' form of ``matches``, read instead over wide runs (``_wide``).
     """
     join, osql, oparams = order
+    if members is not None and members[0] != matches[0] and _wide(conn):
+        matches = members
     if limit is None:
         # every match is on the page: one read in the join form (``compile_matches``: a
         # range scan of a custom value's index, not a probe of every run) gives the page in
@@ -87,6 +91,24 @@ def fetch(
     records = (RecordCache(0) if cache is None else cache).records(conn, [row[0] for row in page])
     answers = [(records[run_id], added_info(tag, remark)) for run_id, tag, remark in page]
     return count, answers, types
+
+
+#: the custom values a run holds, on average, from which runs are wide (``sql._member``)
+WIDE_RUN = 256
+
+
+def _wide(conn: Connection) -> bool:
+    """Whether the runs are wide: the first and the last stored run hold ``WIDE_RUN`` custom
+    values or more on average (a look at two runs' keys: tens of microseconds, where
+    counting every row of ``custom`` would read the whole table)."""
+    total = 0
+    for way in ("ASC", "DESC"):
+        row = conn.execute(f"SELECT run_id FROM custom ORDER BY run_id {way} LIMIT 1").fetchone()
+        if row is None:
+            return False
+        sql = "SELECT count(*) FROM (SELECT 1 FROM custom WHERE run_id = ? LIMIT ?)"
+        total += conn.execute(sql, (row[0], WIDE_RUN)).fetchone()[0]
+    return total >= 2 * WIDE_RUN
 
 
 def _count(
@@ -200,12 +222,22 @@ def _tally(
     for type_id, n in counted:
         count += n
         kind = 0
-        for entry_label, vtype, *rest in json.loads(combos[type_id]):
+        for entry_label, vtype, entry_kind in _entries(combos[type_id]):
             types.setdefault(entry_label, set()).add(vtype)
             if entry_label == label:
-                kind = rest[0] if rest else -1
+                kind = entry_kind
         sizes[kind] = sizes.get(kind, 0) + n
     return count, types, (None if label is None or -1 in sizes else sizes)
+
+
+@functools.lru_cache(maxsize=256)
+def _entries(types: str) -> tuple[tuple[str, str, int], ...]:
+    """(label, type name, sort kind; -1: not said, an index converted from version 4) of a
+    ``custom_types`` string, parsed once: a wide run's string holds 1,650 entries, and a
+    string never changes meaning (``index_tables.custom_types``)."""
+    return tuple(
+        (entry[0], entry[1], entry[2] if len(entry) > 2 else -1) for entry in json.loads(types)
+    )
 
 
 def _type_sets(conn: Connection, ids: list[int]) -> dict[int, str]:

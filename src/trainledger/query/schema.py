@@ -202,8 +202,7 @@ def _v5(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
 VALUE_INDEX = "CREATE INDEX IF NOT EXISTS custom_by_value ON custom (name, num, run_id)"
 #: (partial from version 12: only the rows holding text, see ``_v12``)
 TEXT_INDEX = (
-    "CREATE INDEX IF NOT EXISTS custom_by_text ON custom (name, txt, run_id) "
-    "WHERE txt IS NOT NULL"
+    "CREATE INDEX IF NOT EXISTS custom_by_text ON custom (name, txt, run_id) WHERE txt IS NOT NULL"
 )
 
 

@@ -150,17 +150,23 @@ def customized(records: Iterable[Record]) -> dict[str, dict[str, Any]]:
 
 
 def finish_customized(types: dict[str, set[str]]) -> dict[str, dict[str, Any]]:
-    """Turn label -> set of type names into MindInsight's customized entries."""
+    """Turn label -> set of type names into MindInsight's customized entries (``metric/``
+    labels first, each part by name; per query for a wide run's 1,650 labels, so no key
+    function and no call per label)."""
     out: dict[str, dict[str, Any]] = {}
-    for label in sorted(types, key=lambda s: (not s.startswith("metric/"), s)):
-        kinds = types[label]
-        if len(kinds) == 1:
-            kind = next(iter(kinds))
-        elif kinds.issubset({"int", "float"}):
-            kind = "float"
-        else:
-            kind = "mixed"
-        out[label] = {"label": label, "required": label.startswith("metric/"), "type": kind}
+    labels = sorted(types)
+    metrics = [label for label in labels if label.startswith("metric/")]
+    others = [label for label in labels if not label.startswith("metric/")]
+    for part, required in ((metrics, True), (others, False)):
+        for label in part:
+            kinds = types[label]
+            if len(kinds) == 1:
+                (kind,) = kinds
+            elif kinds.issubset({"int", "float"}):
+                kind = "float"
+            else:
+                kind = "mixed"
+            out[label] = {"label": label, "required": required, "type": kind}
     return out
 
 

@@ -1,0 +1,63 @@
+"""Over wide runs (hundreds of custom values each) a count of several custom conditions reads
+the second and later as membership tests (``sql.compile_members``, chosen by
+``page_read._wide``): the same answers as the Python semantics, and only over wide runs."""
+
+from __future__ import annotations
+
+import tempfile
+from typing import Any
+
+import pytest
+
+from trainledger.query import page_read
+from trainledger.query.conditions import validate_condition
+from trainledger.query.index import LineageIndex
+from trainledger.query.semantics import evaluate
+
+
+def _record(i: int, width: int) -> dict[str, Any]:
+    metrics: dict[str, Any] = {f"m{j:03d}": ((i * 37 + j * 11) % 100) / 100 for j in range(width)}
+    if i % 4 == 0:
+        del metrics["m001"]  # a run without the field
+    if i % 5 == 0:
+        metrics["m002"] = "n/a"  # text among numbers
+    return {
+        "summary_dir": f"./r{i:02d}",
+        "update_time": float(i % 3),
+        "metric": metrics,
+        "user_defined": {"team": "ab"[i % 2], "trial": i},
+    }
+
+
+CONDITIONS: list[dict[str, Any]] = [
+    {"metric/m000": {"gt": 0.3}, "metric/m001": {"lt": 0.7}},
+    {"metric/m000": {"ge": 0.2, "le": 0.8}, "metric/m001": {"gt": 0.1}, "metric/m002": {"lt": 0.9}},
+    {"metric/m001": {"in": [0.11, 0.48, 0.85]}, "user_defined/team": {"eq": "a"}},
+    {"metric/m000": {"gt": 0.1}, "user_defined/trial": {"not_in": [3, 4]}, "limit": 3},
+    {
+        "metric/m000": {"gt": 0.2},
+        "metric/m299": {"lt": 0.8},
+        "sorted_name": "metric/m002",
+        "sorted_type": "descending",
+        "limit": 4,
+        "offset": 2,
+    },
+    {"user_defined/team": {"eq": "b"}, "metric/m000": {"ge": 0}, "sorted_name": "metric/m002"},
+]
+
+
+@pytest.mark.parametrize("width", [300, 3])
+def test_the_membership_form_is_read_over_wide_runs_only_and_agrees(width: int) -> None:
+    records = [_record(i, width) for i in range(24)]
+    chosen: list[bool] = []
+    real = page_read._wide
+    with tempfile.TemporaryDirectory() as base, LineageIndex(base) as index:
+        index.add_records(records)
+        stored = index.records()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(page_read, "_wide", lambda c: chosen.append(real(c)) or chosen[-1])
+            for cond in CONDITIONS[: len(CONDITIONS) if width > 3 else 4]:
+                got = index.query(cond, refresh=False)
+                assert got == evaluate(stored, validate_condition(cond)), cond
+                assert got["count"] > 0, cond
+    assert chosen and set(chosen) == {width >= page_read.WIDE_RUN}
