@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trainledger.errors import LineageSearchConditionParamError
+from trainledger.query import page_read
 from trainledger.query.conditions import validate_condition
 from trainledger.query.fields import RUN_FIELDS
-from trainledger.query import page_read
 from trainledger.query.index import LineageIndex
 from trainledger.query.semantics import evaluate
 

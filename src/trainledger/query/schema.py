@@ -26,10 +26,9 @@ other columns, where joining the ``custom`` rows cost three times the scan at a 
 SQLite keeps the join (its JSON is text, parsed again on each read) and starts it from the
 index on the custom values when that is cheaper.
 
-Why series statistics are keyed by ``summary_dir`` (version 8), not by the run's number: a
-run whose lineage changed is stored again under a new number, but its summaries did not
-change, so their statistics (read incrementally, ``series_index.py``) stay where they are.
-Version 11's overviews of long series are in ``series_overviews.py``, with their migration.
+Series statistics are keyed by ``summary_dir`` (version 8), not by the run's number: a run
+stored again under a new number has the same summaries, whose statistics stay (read
+incrementally, ``series_index.py``). Version 11's overviews: ``series_overviews.py``.
 """
 
 from __future__ import annotations
@@ -200,8 +199,7 @@ def _v5(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
 #: the indexes of custom values by name and value (numbers: version 6, text: version 7 on
 #: SQLite); ``bulk_build.py`` drops them for a build of many runs and makes them at the end
 VALUE_INDEX = "CREATE INDEX IF NOT EXISTS custom_by_value ON custom (name, num, run_id)"
-#: (partial from version 12: only the rows holding text, see ``_v12``)
-TEXT_INDEX = (
+TEXT_INDEX = (  # (only the rows with text from version 12, ``_v12``)
     "CREATE INDEX IF NOT EXISTS custom_by_text ON custom (name, txt, run_id) WHERE txt IS NOT NULL"
 )
 
@@ -320,30 +318,23 @@ def _v8(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
     conn.execute("DELETE FROM listings")
 
 
-_V9 = "CREATE TABLE IF NOT EXISTS scan_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-
-
 def _v9(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
     """What the last complete scan saw (``scan_state.py``), so that a new process trusts the
     index after a cheap freshness check. Code of version 8 ignores the table and can still
     use the index: a write of its own bumps the generation, which voids the saved state."""
-    for statement in dialect.ddl(_V9):
-        conn.execute(statement)
-
-
-_V10 = """
-CREATE INDEX IF NOT EXISTS series_stats_last ON series_stats (tag, last_value);
-CREATE INDEX IF NOT EXISTS series_stats_min ON series_stats (tag, min_value);
-CREATE INDEX IF NOT EXISTS series_stats_max ON series_stats (tag, max_value)
-"""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS scan_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+    )
 
 
 def _v10(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
     """An index per value statistic (last, min, max) by tag: a page sorted by ``min(loss)``
     is read along one (``sql.compile_segments``), and a selective statistics filter may
     start from one. Code of version 9 can still use the index."""
-    for statement in dialect.ddl(_V10):
-        conn.execute(statement)
+    for stat in ("last", "min", "max"):
+        conn.execute(
+            f"CREATE INDEX IF NOT EXISTS series_stats_{stat} ON series_stats (tag, {stat}_value)"
+        )
 
 
 def _v11(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
@@ -360,11 +351,9 @@ def _v11(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
 
 
 def _v12(conn: Connection, dialect: Dialect, tables: Sequence[str]) -> None:
-    """The index of text values keeps only the rows holding text: a metric (a number) had an
-    entry of NULL text there, so a run of 1,500 metrics wrote 1,500 scattered entries it never
-    reads (a tenth of indexing it; issue 34 item 3). A text test or a sort's text segment
-    (``txt = ?``, ``txt IS NOT NULL``) implies the index's condition, so both engines still
-    use it; code of version 11 can too."""
+    """The index of text values holds only rows with text (a wide run's 1,500 numbers wrote
+    1,500 NULL entries; issue 34 item 3). ``txt = ?`` and ``txt IS NOT NULL`` imply its
+    condition, so both engines and code of version 11 still use it."""
     conn.execute("DROP INDEX IF EXISTS custom_by_text")
     conn.execute(TEXT_INDEX)
 
