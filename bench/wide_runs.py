@@ -5,7 +5,8 @@ Generates N run directories of MindInsight's lineage format (user info with 150 
 a train lineage, an evaluation with 1,500 metrics), then measures, for trainledger:
 
 - ``index``: building the index from scratch, in a child process (ms a run, and the child's
-  peak RSS: the indexing process must stay under 1 GiB at 10,000 such runs);
+  peak RSS: the indexing process must stay under 1 GiB at 10,000 such runs), then 50 runs
+  added to it one by one (ms a run: no bulk build, what a base gets as runs finish);
 - ``query``: warm ``metric/m0042 > 0.5``, ``user_defined/p007 < 0.5``, sorted by
   ``metric/m0777`` descending, page of 10, asked again (its count is kept between queries,
   ``query/count_cache.py``), and a new condition of that shape each round (``m0042`` over
@@ -121,6 +122,28 @@ def index_from_scratch(base: Path) -> dict[str, float]:
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
+def index_added(base: Path, added: int = 50) -> float:
+    """Seconds a run to store ``added`` runs into the built index one by one (fewer than a
+    bulk build takes, ``query/bulk_build.py``: what a base gets as runs finish): the last
+    ``added`` run folders are moved out, the index refreshed, and the refresh that finds
+    them back timed."""
+    aside = Path(tempfile.mkdtemp(prefix="wide-aside-"))
+    moved = sorted(p for p in base.iterdir() if p.name.startswith("run"))[-added:]
+    with LineageIndex(base) as index:
+        index.refresh()
+        for path in moved:
+            path.rename(aside / path.name)
+        index.refresh()
+        for path in moved:
+            (aside / path.name).rename(path)
+        start = time.perf_counter()
+        stats = index.refresh()
+        seconds = time.perf_counter() - start
+    aside.rmdir()
+    assert stats.parsed == len(moved), stats
+    return seconds / len(moved)
+
+
 def mlflow_store(cache: Path, n: int) -> str:
     """The MLflow tracking URI of a sqlite store holding the ``n`` runs (built once)."""
     import mlflow
@@ -190,6 +213,9 @@ def run(
         per_run = built["seconds"] / max(1, built["runs"]) * 1000
         print(f"index {runs} wide runs from scratch: {built['seconds']:.1f} s, "
               f"{per_run:.2f} ms a run, peak RSS {built['rss_mib']:.0f} MiB")  # fmt: skip
+        added = min(50, runs // 2)
+        each = index_added(base, added) * 1000
+        print(f"index {added} wide runs added one by one: {each:.2f} ms a run")
     index = LineageIndex(base)
     index.query(QUERY)
     index.query(PAGE100)
