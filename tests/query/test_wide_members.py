@@ -61,3 +61,33 @@ def test_the_membership_form_is_read_over_wide_runs_only_and_agrees(width: int) 
                 assert got == evaluate(stored, validate_condition(cond)), cond
                 assert got["count"] > 0, cond
     assert chosen and set(chosen) == {width >= page_read.WIDE_RUN}
+
+
+def test_a_type_string_kept_per_label_set_is_never_another_runs() -> None:
+    """``index_tables.custom_rows`` keeps a type string per label set and per non-float
+    type: the same labels with another value type, or in another order, get their own."""
+    import json
+
+    from trainledger.query.index_tables import custom_rows
+
+    def expected(pairs: list[tuple[str, Any]]) -> list[list[Any]]:
+        kinds = {"float": 1, "int": 1, "str": 2, "NoneType": 0, "list": 0}
+        return [[k, type(v).__name__, kinds[type(v).__name__]] for k, v in pairs]
+
+    runs: list[list[tuple[str, Any]]] = [
+        [("metric/a", 1.0), ("metric/b", 2.0)],
+        [("metric/a", 1.0), ("metric/b", "x")],
+        [("metric/a", 1.0), ("metric/b", 3)],
+        [("metric/b", 2.0), ("metric/a", 1.0)],
+        [("metric/a", 1.0), ("metric/b", None)],
+        [("metric/a", [1.0]), ("metric/b", 2.0)],
+        [("metric/a", 5.0), ("metric/b", 6.0)],  # the first run's string again
+    ]
+    for pairs in runs * 2:  # (the second time from what was kept)
+        rows = custom_rows(pairs)
+        assert json.loads(rows.types) == expected(pairs), pairs
+        plain = [(k, v) for k, v in pairs if type(v) is float]
+        assert list(zip(rows.labels, rows.floats, strict=True)) == plain
+        assert [row[0] for row in rows.others] == [
+            k for k, v in pairs if type(v) is not float and not isinstance(v, list)
+        ]
