@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import functools
 import io
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -137,7 +139,12 @@ def lineage(
                 "nonfinite_step)"
             )
         raise click.ClickException(f"{exc}{hint}") from exc
-    _check_named_columns(result, condition, columns)
+    _check_named_columns(
+        result,
+        condition,
+        columns,
+        functools.partial(_known_in_base, user_location(base), max_depth, index),
+    )
     if fmt in ("json", "csv"):  # output meant to leave the machine: TRAINLEDGER_REDACT applies
         policy = Redaction.from_env()
         result = {**result, "object": [redact_object(o, policy) for o in result["object"]]}
@@ -161,6 +168,15 @@ def lineage(
         )
 
 
+def _known_in_base(base: str, max_depth: int, index: str | None) -> tuple[list[str], list[str]]:
+    """(the custom fields of every run under ``base``, every scalar tag its runs' series
+    statistics hold), from the index the query just refreshed (nothing is scanned again)."""
+    from trainledger.query.lineage_api import open_index
+
+    found = open_index(base, max_depth=max_depth, index=index)
+    return [*found.query({"limit": 1}, refresh=False)["customized"]], found.series_tags()
+
+
 def _run_reader(base: str) -> Any:
     """summary_dir ("./r1") -> that run's ``run`` record (status, steps, checkpoints)."""
     from trainledger.lineage import read_lineage  # on use (see render_table)
@@ -179,30 +195,64 @@ def _run_reader(base: str) -> Any:
 
 
 def _check_named_columns(
-    result: dict[str, Any], condition: dict[str, Any], columns: str | None
+    result: dict[str, Any],
+    condition: dict[str, Any],
+    columns: str | None,
+    known_in_base: Callable[[], tuple[list[str], list[str]]],
 ) -> None:
-    """A ``metric/``, ``user_defined/``, ``optimizer/`` or ``scheduler/`` name no run has (a
-    typo, usually) is an error with the closest names the runs do have, for --where, --sort
-    and --columns alike."""
+    """A ``metric/``, ``user_defined/``, ``optimizer/`` or ``scheduler/`` name, or a series
+    statistic's tag, that no run of the base has (a typo, usually) is an error with the
+    closest names the runs do have, for --where (inside or/and/not too), --sort and
+    --columns alike; ``known_in_base``: (every run's custom fields, every scalar tag), asked
+    only when a name is missing from the result (a filter on a typo matches nothing)."""
     import difflib
 
     from trainledger.query import FIELDS, PREFIXES, parse_series_field
 
-    known = [*result.get("customized", {})]
-    named = [k for k in condition if k.startswith(PREFIXES)]
-    if isinstance(condition.get("sorted_name"), str):
-        named.append(condition["sorted_name"])
+    named = _named_fields(condition)
     listed = [c.strip() for c in (columns or "").split(",") if c.strip()]
-    allowed = {*FIELDS, *known, "run", "tag", "remark", "loss", *RUN_COLUMNS}
-    bad = [n for n in named if n.startswith(PREFIXES) and n not in known]
-    bad += [c for c in listed if c not in allowed and not parse_series_field(c)]
-    if bad and (result.get("count") or listed):
+    known = [*result.get("customized", {})]
+    allowed = {*FIELDS, "run", "tag", "remark", "loss", *RUN_COLUMNS}
+    series = [n for n in [*named, *listed] if parse_series_field(n)]
+    missing = [n for n in named if n.startswith(PREFIXES) and n not in known]
+    missing += [c for c in listed if c not in allowed and c not in known and c not in series]
+    if not (missing or series):
+        return
+    known, tags = known_in_base()
+    allowed |= set(known)
+    bad = [n for n in missing if n not in allowed]
+    if bad:
         name = bad[0]
         close = difflib.get_close_matches(name, sorted(allowed), n=2, cutoff=0.5)
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         raise click.ClickException(
             f"no run has the field {name!r}{hint} (fields the runs have: {', '.join(known)})"
         )
+    for name in series:
+        tag = parse_series_field(name)[1]  # type: ignore[index]
+        if tag not in tags:
+            close = difflib.get_close_matches(tag, tags, n=2, cutoff=0.5)
+            hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            have = ", ".join(tags) if tags else "none"
+            raise click.ClickException(
+                f"no run has the scalar tag {tag!r} of {name!r}{hint} (tags the runs have: {have})"
+            )
+
+
+def _named_fields(condition: dict[str, Any]) -> list[str]:
+    """The fields a condition tests or sorts by, nested ``or``/``and``/``not`` included."""
+    names: list[str] = []
+    for key, value in condition.items():
+        if key in ("or", "and"):
+            for sub in value:
+                names += _named_fields(sub)
+        elif key == "not":
+            names += _named_fields(value)
+        elif key == "sorted_name" and isinstance(value, str):
+            names.append(value)
+        elif isinstance(value, dict):
+            names.append(key)
+    return names
 
 
 def _show_value(key: str, value: Any) -> Any:
