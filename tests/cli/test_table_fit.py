@@ -64,6 +64,10 @@ def test_columns_option_chooses_and_typos_get_suggestions(tmp_path: Path) -> Non
     assert done.exit_code == 0, done.output
     header = next(x for x in done.output.splitlines() if x.startswith("run ")).split()
     assert header == ["run", "optimizer", "accuracy"]
+    done = runner.invoke(cli, ["lineage", str(base), "--columns", "lr,batch,metric/accuracy"])
+    assert done.exit_code == 0, done.output  # the short labels, as --where takes them
+    header = next(x for x in done.output.splitlines() if x.startswith("run ")).split()
+    assert header == ["run", "lr", "batch", "accuracy"]
     done = runner.invoke(cli, ["lineage", str(base), "--columns", "optimzer"])
     assert done.exit_code == 1 and "did you mean 'optimizer'" in done.output
     done = runner.invoke(cli, ["lineage", str(base), "--sort", "-metric/acc"])
@@ -80,6 +84,11 @@ def test_where_errors_name_the_field_and_the_operator() -> None:
     with pytest.raises(LineageSearchConditionParamError, match="did you mean 'learning_rate'"):
         parse_where([], sort="-lerning_rate")
     assert parse_where(["lr > 0.1"]) == parse_where(["learning_rate > 0.1"])  # the table's label
+    with pytest.raises(
+        LineageSearchConditionParamError,
+        match="did you mean 'metric/accuracy' or 'user_defined/accuracy'",
+    ):  # the table shows a metric without its prefix
+        parse_where(["accuracy > 0.9"])
 
 
 def test_a_filter_that_matches_nothing_says_so(tmp_path: Path) -> None:

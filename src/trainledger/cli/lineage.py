@@ -110,7 +110,7 @@ def lineage(
     warn_unsynced(base)  # first: a run that never reached the store is missing below
     try:
         condition = parse_where(wheres, sort=sort, limit=limit, page=page)
-        listed = [c.strip() for c in (columns or "").split(",") if c.strip()]
+        listed = _columns(columns)
         # a shell path like ../runs is the user's own: normalize it (the API rejects "..")
         result = filter_summary_lineage(
             user_location(base),
@@ -142,7 +142,7 @@ def lineage(
     _check_named_columns(
         result,
         condition,
-        columns,
+        listed,
         functools.partial(_known_in_base, user_location(base), max_depth, index),
     )
     if fmt in ("json", "csv"):  # output meant to leave the machine: TRAINLEDGER_REDACT applies
@@ -155,7 +155,7 @@ def lineage(
     else:
         from rich.console import Console  # rich on use (see render_table)
 
-        chosen = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
+        chosen = listed or None
         if not result["object"]:
             click.echo(f"no run under {base} matches ({result.get('count', 0)} of them do)")
             return
@@ -197,7 +197,7 @@ def _run_reader(base: str) -> Any:
 def _check_named_columns(
     result: dict[str, Any],
     condition: dict[str, Any],
-    columns: str | None,
+    listed: list[str],
     known_in_base: Callable[[], tuple[list[str], list[str]]],
 ) -> None:
     """A ``metric/``, ``user_defined/``, ``optimizer/`` or ``scheduler/`` name, or a series
@@ -210,7 +210,6 @@ def _check_named_columns(
     from trainledger.query import FIELDS, PREFIXES, parse_series_field
 
     named = _named_fields(condition)
-    listed = [c.strip() for c in (columns or "").split(",") if c.strip()]
     known = [*result.get("customized", {})]
     allowed = {*FIELDS, "run", "tag", "remark", "loss", *RUN_COLUMNS}
     series = [n for n in [*named, *listed] if parse_series_field(n)]
@@ -237,6 +236,13 @@ def _check_named_columns(
             raise click.ClickException(
                 f"no run has the scalar tag {tag!r} of {name!r}{hint} (tags the runs have: {have})"
             )
+
+
+def _columns(text: str | None) -> list[str]:
+    """--columns as field names: the table's short labels (``lr``, ``batch``) as in --where."""
+    from trainledger.query.where import ALIASES
+
+    return [ALIASES.get(c, c) for c in (c.strip() for c in (text or "").split(",")) if c]
 
 
 def _named_fields(condition: dict[str, Any]) -> list[str]:

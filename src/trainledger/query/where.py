@@ -50,6 +50,8 @@ def check_field(field: str, what: str = "field") -> str:
         return name
     known = [*FIELDS, *RUN_FIELDS, "tag"]
     close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+    if not close and "/" not in name and "(" not in name:  # (a metric's table label)
+        close = [f"metric/{name}", f"user_defined/{name}"]
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     raise error(
         f"unknown {what} {field!r}{hint} (known: {', '.join(known)}, metric/<name>, "
