@@ -92,8 +92,13 @@ def test_where_errors_name_the_field_and_the_operator() -> None:
 
 
 def test_a_filter_that_matches_nothing_says_so(tmp_path: Path) -> None:
-    done = CliRunner().invoke(cli, ["lineage", str(_base(tmp_path)), "-w", "epoch > 100"])
+    base = str(_base(tmp_path))
+    done = CliRunner().invoke(cli, ["lineage", base, "-w", "epoch > 100"])
     assert done.exit_code == 0 and done.output.startswith("no run under ")
+    done = CliRunner().invoke(cli, ["lineage", base, "--limit", "4", "--page", "3"])
+    assert done.exit_code == 0, done.output  # 9 runs: pages 0-2
+    assert done.output.startswith("page 3 is past the last: 9 runs under ")
+    assert "4 a page (pages 0-2)" in done.output
 
 
 def test_the_printed_command_runs_as_printed() -> None:

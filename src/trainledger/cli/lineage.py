@@ -157,7 +157,7 @@ def lineage(
 
         chosen = listed or None
         if not result["object"]:
-            click.echo(f"no run under {base} matches ({result.get('count', 0)} of them do)")
+            click.echo(_nothing_shown(base, result.get("count", 0), condition))
             return
         render_table(
             result,
@@ -166,6 +166,18 @@ def lineage(
             columns=chosen,
             run_info=_run_reader(user_location(base)),
         )
+
+
+def _nothing_shown(base: str, count: int, condition: dict[str, Any]) -> str:
+    """Why the table is empty: no run matches, or the page asked for lies past the last."""
+    if not count:
+        return f"no run under {base} matches"
+    size = int(condition.get("limit") or 10)
+    last = (count - 1) // size
+    return (
+        f"page {condition.get('offset', 0)} is past the last: {count} runs under {base} match, "
+        f"{size} a page (pages 0-{last})"
+    )
 
 
 def _known_in_base(base: str, max_depth: int, index: str | None) -> tuple[list[str], list[str]]:
