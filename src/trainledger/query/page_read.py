@@ -230,11 +230,12 @@ def _tally(
     return count, types, (None if label is None or -1 in sizes else sizes)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=32)
 def _entries(types: str) -> tuple[tuple[str, str, int], ...]:
     """(label, type name, sort kind; -1: not said, an index converted from version 4) of a
     ``custom_types`` string, parsed once: a wide run's string holds 1,650 entries, and a
-    string never changes meaning (``index_tables.custom_types``)."""
+    string never changes meaning (``index_tables.custom_types``). At most 32 are kept (a
+    wide one with its string takes about 0.3 MB)."""
     return tuple(
         (entry[0], entry[1], entry[2] if len(entry) > 2 else -1) for entry in json.loads(types)
     )
