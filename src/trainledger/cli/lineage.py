@@ -102,6 +102,7 @@ def lineage(
     from trainledger.query import (
         FIELDS,
         RUN_FIELDS,
+        base_names,
         filter_summary_lineage,
         parse_series_field,
         parse_where,
@@ -143,7 +144,7 @@ def lineage(
         result,
         condition,
         listed,
-        functools.partial(_known_in_base, user_location(base), max_depth, index),
+        functools.partial(base_names, user_location(base), max_depth, index),
     )
     if fmt in ("json", "csv"):  # output meant to leave the machine: TRAINLEDGER_REDACT applies
         policy = Redaction.from_env()
@@ -178,15 +179,6 @@ def _nothing_shown(base: str, count: int, condition: dict[str, Any]) -> str:
         f"page {condition.get('offset', 0)} is past the last: {count} runs under {base} match, "
         f"{size} a page (pages 0-{last})"
     )
-
-
-def _known_in_base(base: str, max_depth: int, index: str | None) -> tuple[list[str], list[str]]:
-    """(the custom fields of every run under ``base``, every scalar tag its runs' series
-    statistics hold), from the index the query just refreshed (nothing is scanned again)."""
-    from trainledger.query.lineage_api import open_index
-
-    found = open_index(base, max_depth=max_depth, index=index)
-    return [*found.query({"limit": 1}, refresh=False)["customized"]], found.series_tags()
 
 
 def _run_reader(base: str) -> Any:
@@ -252,9 +244,9 @@ def _check_named_columns(
 
 def _columns(text: str | None) -> list[str]:
     """--columns as field names: the table's short labels (``lr``, ``batch``) as in --where."""
-    from trainledger.query.where import ALIASES
+    from trainledger.query import FIELD_ALIASES
 
-    return [ALIASES.get(c, c) for c in (c.strip() for c in (text or "").split(",")) if c]
+    return [FIELD_ALIASES.get(c, c) for c in (c.strip() for c in (text or "").split(",")) if c]
 
 
 def _named_fields(condition: dict[str, Any]) -> list[str]:

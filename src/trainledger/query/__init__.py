@@ -48,6 +48,8 @@ _EXPORTS: dict[str, str] = {
     "lineage_table": "trainledger.query.table",
     "run_id_of": "trainledger.query.table",
     "parse_where": "trainledger.query.where",
+    "FIELD_ALIASES": "trainledger.query.where",
+    "base_names": "trainledger.query.lineage_api",
     "STATS": "trainledger.query.series_fields",
     "overview_fresh": "trainledger.query.series_overviews",
     "series_parts_of": "trainledger.query.tb_runs",
@@ -57,10 +59,12 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "append_audit",
     "archive_run",
+    "base_names",
     "archived_runs",
     "cli_actor",
     "CONTROL_KEYS",
     "delete_run",
+    "FIELD_ALIASES",
     "FIELDS",
     "filter_summary_lineage",
     "flatten_object",
@@ -105,11 +109,15 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.query.importance import MIN_RUNS, hyperparameter_importance
     from trainledger.query.index import LineageIndex
     from trainledger.query.index_urls import index_url, redact_url
-    from trainledger.query.lineage_api import filter_summary_lineage, get_summary_lineage
+    from trainledger.query.lineage_api import (
+        base_names,
+        filter_summary_lineage,
+        get_summary_lineage,
+    )
     from trainledger.query.run_admin import archive_run, archived_runs, delete_run, restore_run
     from trainledger.query.series_fields import STATS, parse_series_field
     from trainledger.query.series_overviews import overview_fresh
     from trainledger.query.service import QueryService
     from trainledger.query.table import flatten_object, flatten_result, lineage_table, run_id_of
     from trainledger.query.tb_runs import series_parts_of
-    from trainledger.query.where import parse_where
+    from trainledger.query.where import FIELD_ALIASES, parse_where

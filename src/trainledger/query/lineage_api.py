@@ -34,7 +34,13 @@ from trainledger.query.index_urls import index_url
 from trainledger.query.safe_paths import validate_base, validate_run_dir
 from trainledger.storage import is_object_url, list_lineage_files, readable_dir
 
-__all__ = ["get_summary_lineage", "filter_summary_lineage", "open_index", "LINEAGE_KEYS"]
+__all__ = [
+    "get_summary_lineage",
+    "filter_summary_lineage",
+    "open_index",
+    "base_names",
+    "LINEAGE_KEYS",
+]
 
 # get_summary_lineage's keys: MindInsight's, then trainledger's extensions (the settings
 # keys are in the default answer only for a run that has them: MindSpore's runs never do)
@@ -193,3 +199,13 @@ def filter_summary_lineage(
             f"(searched {max_depth} level(s) deep)."
         )
     return result
+
+
+def base_names(
+    summary_base_dir: str | os.PathLike[str], max_depth: int = 1, index: str | None = None
+) -> tuple[list[str], list[str]]:
+    """(every custom field some run under the base has, every scalar tag its runs' series
+    statistics hold), from its process-wide index as it stands (no scan): what a name in a
+    query that matched nothing is checked against (the CLI's "did you mean")."""
+    found = open_index(summary_base_dir, max_depth=max_depth, index=index)
+    return [*found.query({"limit": 1}, refresh=False)["customized"]], found.series_tags()

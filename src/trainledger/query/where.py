@@ -27,7 +27,14 @@ from trainledger.query.fields import FIELDS, RUN_FIELDS, is_field, normalize_fie
 from trainledger.query.series_fields import STATS
 from trainledger.query.where_parse import Comparison, Node, error, parse_tree, parse_value
 
-__all__ = ["parse_where", "parse_expression", "parse_value", "parse_sort", "check_field"]
+__all__ = [
+    "FIELD_ALIASES",
+    "parse_where",
+    "parse_expression",
+    "parse_value",
+    "parse_sort",
+    "check_field",
+]
 
 
 def parse_expression(expr: str) -> tuple[str, str, Any]:
@@ -40,12 +47,12 @@ def parse_expression(expr: str) -> tuple[str, str, Any]:
 
 
 #: the terminal table's short labels, accepted as field names
-ALIASES = {"lr": "learning_rate", "batch": "batch_size", "epochs": "epoch"}
+FIELD_ALIASES = {"lr": "learning_rate", "batch": "batch_size", "epochs": "epoch"}
 
 
 def check_field(field: str, what: str = "field") -> str:
     """``field`` normalized, or an error naming it and the closest known fields."""
-    name = ALIASES.get(field, normalize_field(field))
+    name = FIELD_ALIASES.get(field, normalize_field(field))
     if is_field(name) or name == "tag":
         return name
     known = [*FIELDS, *RUN_FIELDS, "tag"]
