@@ -171,9 +171,12 @@ def lineage(
 
 def _nothing_shown(base: str, count: int, condition: dict[str, Any]) -> str:
     """Why the table is empty: no run matches, or the page asked for lies past the last."""
+    from trainledger.query import page_bounds
+
     if not count:
         return f"no run under {base} matches"
-    size = int(condition.get("limit") or 10)
+    start, stop = page_bounds(condition)
+    size = (stop or count) - start
     last = (count - 1) // size
     return (
         f"page {condition.get('offset', 0)} is past the last: {count} runs under {base} match, "
@@ -202,15 +205,14 @@ def _check_named_columns(
     result: dict[str, Any],
     condition: dict[str, Any],
     listed: list[str],
-    known_in_base: Callable[[], tuple[list[str], list[str]]],
+    in_base: Callable[..., list[str]],
 ) -> None:
     """A ``metric/``, ``user_defined/``, ``optimizer/`` or ``scheduler/`` name, or a series
     statistic's tag, that no run of the base has (a typo, usually) is an error with the
     closest names the runs do have, for --where (inside or/and/not too), --sort and
-    --columns alike; ``known_in_base``: (every run's custom fields, every scalar tag), asked
-    only when a name is missing from the result (a filter on a typo matches nothing)."""
-    import difflib
-
+    --columns alike. ``in_base()``: every run's custom fields, asked only when a name is
+    missing from the result (a filter on a typo matches nothing); ``in_base(tags=True)``:
+    every scalar tag, asked only when a statistic is named."""
     from trainledger.query import FIELDS, PREFIXES, parse_series_field
 
     named = _named_fields(condition)
@@ -219,27 +221,31 @@ def _check_named_columns(
     series = [n for n in [*named, *listed] if parse_series_field(n)]
     missing = [n for n in named if n.startswith(PREFIXES) and n not in known]
     missing += [c for c in listed if c not in allowed and c not in known and c not in series]
-    if not (missing or series):
-        return
-    known, tags = known_in_base()
-    allowed |= set(known)
-    bad = [n for n in missing if n not in allowed]
-    if bad:
-        name = bad[0]
-        close = difflib.get_close_matches(name, sorted(allowed), n=2, cutoff=0.5)
-        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise click.ClickException(
-            f"no run has the field {name!r}{hint} (fields the runs have: {', '.join(known)})"
-        )
+    if missing:
+        known = in_base()
+        allowed |= set(known)
+        bad = [n for n in missing if n not in allowed]
+        if bad:
+            raise click.ClickException(
+                f"no run has the field {bad[0]!r}{_did_you_mean(bad[0], sorted(allowed))} "
+                f"(fields the runs have: {', '.join(known)})"
+            )
+    tags = in_base(tags=True) if series else []
     for name in series:
         tag = parse_series_field(name)[1]  # type: ignore[index]
         if tag not in tags:
-            close = difflib.get_close_matches(tag, tags, n=2, cutoff=0.5)
-            hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-            have = ", ".join(tags) if tags else "none"
             raise click.ClickException(
-                f"no run has the scalar tag {tag!r} of {name!r}{hint} (tags the runs have: {have})"
+                f"no run has the scalar tag {tag!r} of {name!r}{_did_you_mean(tag, tags)} "
+                f"(tags the runs have: {', '.join(tags) if tags else 'none'})"
             )
+
+
+def _did_you_mean(name: str, choices: list[str]) -> str:
+    """ "; did you mean 'a' or 'b'?" with the closest of ``choices``, or ""."""
+    import difflib
+
+    close = difflib.get_close_matches(name, choices, n=2, cutoff=0.5)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
 def _columns(text: str | None) -> list[str]:

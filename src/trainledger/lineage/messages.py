@@ -21,6 +21,7 @@ from trainledger.lineage.records import (
     organize_user_info,
     shortest_float32,
 )
+from trainledger.values import holds_containers
 
 __all__ = ["MAX_JSON_DEPTH", "drop_bytes", "eval_dict", "run_dict", "train_dict", "user_info"]
 
@@ -183,8 +184,7 @@ def _metric(ev: pb.EvaluationLineage, warn: list[str]) -> dict[str, Any]:
         warn.append(f"metric: expected a JSON object, received {type(metric).__name__}")
         return {}
     # (scalars, nearly every value, skip the walk: a wide run has thousands of metrics)
-    kinds = set(map(type, metric.values()))
-    if dict not in kinds and list not in kinds:
+    if not holds_containers(metric.values()):
         return metric
     deep = [
         k

@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "read_audit": "trainledger.query.audit",
     "token_fingerprint": "trainledger.query.audit",
     "lineage_types": "trainledger.query.conditions",
+    "page_bounds": "trainledger.query.conditions",
     "CONTROL_KEYS": "trainledger.query.fields",
     "FIELDS": "trainledger.query.fields",
     "HYPERPARAMETERS": "trainledger.query.fields",
@@ -78,6 +79,7 @@ __all__ = [
     "LineageIndex",
     "MIN_RUNS",
     "overview_fresh",
+    "page_bounds",
     "parse_where",
     "PREFIXES",
     "parse_series_field",
@@ -98,7 +100,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.query.annotations import UNSET
     from trainledger.query.audit import append_audit, cli_actor, read_audit, token_fingerprint
-    from trainledger.query.conditions import lineage_types
+    from trainledger.query.conditions import lineage_types, page_bounds
     from trainledger.query.fields import (
         CONTROL_KEYS,
         FIELDS,

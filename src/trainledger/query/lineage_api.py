@@ -202,10 +202,16 @@ def filter_summary_lineage(
 
 
 def base_names(
-    summary_base_dir: str | os.PathLike[str], max_depth: int = 1, index: str | None = None
-) -> tuple[list[str], list[str]]:
-    """(every custom field some run under the base has, every scalar tag its runs' series
-    statistics hold), from its process-wide index as it stands (no scan): what a name in a
-    query that matched nothing is checked against (the CLI's "did you mean")."""
+    summary_base_dir: str | os.PathLike[str],
+    max_depth: int = 1,
+    index: str | None = None,
+    *,
+    tags: bool = False,
+) -> list[str]:
+    """Every custom field some run under the base has (``tags``: every scalar tag its runs'
+    series statistics hold), from its process-wide index as it stands (no scan): what a
+    name in a query that matched nothing is checked against (the CLI's "did you mean")."""
     found = open_index(summary_base_dir, max_depth=max_depth, index=index)
-    return [*found.query({"limit": 1}, refresh=False)["customized"]], found.series_tags()
+    if tags:
+        return found.series_tags()
+    return [*found.query({"limit": 1}, refresh=False)["customized"]]
