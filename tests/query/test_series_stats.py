@@ -5,6 +5,7 @@ stopped, on SQLite and PostgreSQL, and migrated from schema 7 without re-parsing
 from __future__ import annotations
 
 import math
+import os
 import random
 import shutil
 import sqlite3
@@ -147,6 +148,8 @@ def test_a_first_index_takes_the_writers_sidecar_and_reads_only_what_came_after(
         record.add_scalar("loss", float("inf") if step == 7 else 10.0 / step, step)
         record.add_scalar("eval/acc", step / 300, step)
     record.flush()  # (the sidecar is written at each flush)
+    (sidecar,) = Path(run).glob("*tlseries*")
+    older = sidecar.read_bytes()
     with LineageIndex(tmp_path) as index:
         first = indexed(index, "./ours", ["loss", "eval/acc"])
         assert decoded == [0]  # the sidecar stood for the read
@@ -154,12 +157,49 @@ def test_a_first_index_takes_the_writers_sidecar_and_reads_only_what_came_after(
         for step in range(301, 311):
             record.add_scalar("loss", 0.001, step)
         record.close()
+        events = next(Path(run).glob("*tfevents*"))
+        sidecar.write_bytes(older)  # an older sidecar (a power loss): it covers the first read
+        os.utime(events)  # (a change the scan sees on any clock)
         decoded.clear()
         assert index.refresh().series == 1
         assert decoded == [10]  # the appended points only
         after = indexed(index, "./ours", ["loss", "eval/acc"])
         assert after == served(run)
         assert after["loss"]["nonfinite_step"] == 7 and after["loss"]["count"] == 310
+
+
+def test_a_sidecar_that_covers_every_byte_is_taken_over_an_earlier_read(
+    tmp_path: Path, decoded_points: list[int]
+) -> None:
+    """Once the writer's sidecar covers the whole file, a refresh reads nothing, even where
+    the index had read part of the file before (what lets a copy of object storage leave
+    such files in the store: ``query/object_copy.py``). The file's bytes are zeroed to prove
+    it: the statistics still equal a read of the real points."""
+    from trainledger.summary import SummaryRecord
+
+    run = write_run(tmp_path, "ours", run=RunValues(status="running"))
+    record = SummaryRecord(run)
+    for step in range(1, 51):
+        record.add_scalar("loss", 10.0 / step, step)
+    record.flush()
+    (events,) = Path(run).glob("*tfevents*")
+    (sidecar,) = Path(run).glob("*tlseries*")
+    flushed = sidecar.read_bytes()
+    with LineageIndex(tmp_path) as index:
+        sidecar.write_bytes(flushed.replace(b'"files"', b'"filez"'))  # damaged: read the file
+        assert indexed(index, "./ours", ["loss"])["loss"]["count"] == 50
+        assert decoded_points == [50]
+        for step in range(51, 81):
+            record.add_scalar("loss", 0.5 if step == 60 else 1.0 / step, step)
+        record.close()
+        want = served(run)
+        size = events.stat().st_size
+        events.write_bytes(bytes(size))  # what a stand-in holds
+        decoded_points.clear()
+        assert index.refresh().series == 1
+        assert decoded_points == [0]
+        assert indexed(index, "./ours", ["loss"]) == want
+        assert want["loss"]["count"] == 80 and want["loss"]["min_step"] == 80
 
 
 def test_a_live_runs_refresh_reads_no_table_of_every_run(

@@ -187,9 +187,9 @@ def _nothing_shown(base: str, count: int, condition: dict[str, Any]) -> str:
 def _run_reader(base: str) -> Any:
     """summary_dir ("./r1") -> that run's ``run`` record (status, steps, checkpoints)."""
     from trainledger.lineage import read_lineage  # on use (see render_table)
-    from trainledger.storage import is_object_url, readable_dir
+    from trainledger.query import index_copy
 
-    root = readable_dir(base) if is_object_url(base) else base
+    root = index_copy(base)  # (an s3:// base: the copy the query read, event files left out)
 
     def read(summary_dir: str) -> dict[str, Any]:
         try:

@@ -9,8 +9,9 @@ data versions and a result cache, for long-lived readers such as the web UI);
 (the ``FIELD OP VALUE`` compiler); ``FIELDS`` (MindInsight's), ``RUN_FIELDS`` (trainledger's:
 ``status``, ``duration``, ``sessions``), ``STATS`` and ``parse_series_field`` (series
 statistics as fields: ``max(eval/accuracy)``), ``overview_fresh`` (whether a long series'
-overview in the index still matches its run's files), ``CONTROL_KEYS`` and ``lineage_types`` of
-search conditions. Nothing here imports torch.
+overview in the index still matches its run's files), ``index_copy`` (the local copy of an
+``s3://`` base the index reads), ``CONTROL_KEYS`` and ``lineage_types`` of search conditions.
+Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ _EXPORTS: dict[str, str] = {
     "parse_where": "trainledger.query.where",
     "FIELD_ALIASES": "trainledger.query.where",
     "base_names": "trainledger.query.lineage_api",
+    "index_copy": "trainledger.query.object_copy",
     "STATS": "trainledger.query.series_fields",
     "overview_fresh": "trainledger.query.series_overviews",
     "series_parts_of": "trainledger.query.tb_runs",
@@ -61,6 +63,7 @@ __all__ = [
     "append_audit",
     "archive_run",
     "base_names",
+    "index_copy",
     "archived_runs",
     "cli_actor",
     "CONTROL_KEYS",
@@ -116,6 +119,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         filter_summary_lineage,
         get_summary_lineage,
     )
+    from trainledger.query.object_copy import index_copy
     from trainledger.query.run_admin import archive_run, archived_runs, delete_run, restore_run
     from trainledger.query.series_fields import STATS, parse_series_field
     from trainledger.query.series_overviews import overview_fresh

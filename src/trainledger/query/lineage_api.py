@@ -31,8 +31,9 @@ from trainledger.errors import (
 from trainledger.lineage import SETTINGS_KEYS, SUMMARY_KEYS, read_lineage
 from trainledger.query.index import LineageIndex
 from trainledger.query.index_urls import index_url
+from trainledger.query.object_copy import held_copy, index_copy
 from trainledger.query.safe_paths import validate_base, validate_run_dir
-from trainledger.storage import is_object_url, list_lineage_files, readable_dir
+from trainledger.storage import is_object_url, list_lineage_files
 
 __all__ = [
     "get_summary_lineage",
@@ -97,7 +98,7 @@ def get_summary_lineage(
         LineageQuerySummaryDataError: the lineage files could not be read.
     """
     wanted = _check_keys(keys)
-    real = validate_run_dir(readable_dir(summary_dir, "summary_dir"))
+    real = validate_run_dir(index_copy(summary_dir, "summary_dir"))
     if not list_lineage_files(real):
         raise LineageFileNotFoundError(f"{NO_RUN_LINEAGE} No *_lineage file in {real!r}.")
     try:
@@ -131,13 +132,27 @@ def open_index(
     """The process-wide ``LineageIndex`` of a base directory (created on first use);
     ``index`` as in ``filter_summary_lineage``."""
     url = index_url(index)
-    base = validate_base(readable_dir(summary_base_dir, "summary_base_dir"))
-    key = (base, max_depth, url)
+    with held_copy(summary_base_dir, "summary_base_dir") as local:
+        return _index_at(local, summary_base_dir, max_depth, (index, url))
+
+
+def _index_at(
+    local: Any,
+    summary_base_dir: str | os.PathLike[str],
+    max_depth: int,
+    index: tuple[str | None, str | None],
+) -> LineageIndex:
+    """``open_index`` of the base's local directory ``local`` (its copy, for a URL);
+    ``index``: as given, and its URL (checked before anything is synced)."""
+    base = validate_base(local)
+    key = (base, max_depth, index[1])
     with _indexes_lock:
         found = _indexes.get(key)
         if found is None:
             name = base_name(summary_base_dir, base)
-            found = _indexes[key] = LineageIndex(base, max_depth=max_depth, index=index, name=name)
+            found = _indexes[key] = LineageIndex(
+                base, max_depth=max_depth, index=index[0], name=name
+            )
         return found
 
 
@@ -183,15 +198,17 @@ def filter_summary_lineage(
         LineageParamValueError: ``index`` is not a URL of a supported backend.
         LineageQuerySummaryDataError: the index could not be read.
     """
-    lineage_index = open_index(summary_base_dir, max_depth, index)
-    try:
-        result = lineage_index.query(search_condition, series=series)
-        # an empty answer: tell "nothing matched" from "no runs at all" (a cached re-scan)
-        runs = lineage_index.refresh().runs if result["count"] == 0 else 1
-    except lineage_index.db.errors as exc:
-        raise LineageQuerySummaryDataError(
-            f"Query summary data error: Filter summary lineage failed. {exc}"
-        ) from exc
+    url = index_url(index)
+    with held_copy(summary_base_dir, "summary_base_dir") as local:
+        lineage_index = _index_at(local, summary_base_dir, max_depth, (index, url))
+        try:
+            result = lineage_index.query(search_condition, series=series)
+            # an empty answer: tell "nothing matched" from "no runs at all" (a cached re-scan)
+            runs = lineage_index.refresh().runs if result["count"] == 0 else 1
+        except lineage_index.db.errors as exc:
+            raise LineageQuerySummaryDataError(
+                f"Query summary data error: Filter summary lineage failed. {exc}"
+            ) from exc
     if runs == 0:
         raise LineageFileNotFoundError(
             f"{NO_BASE_LINEAGE} No *_lineage or TensorBoard event file under "

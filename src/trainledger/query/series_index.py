@@ -27,6 +27,9 @@ where a folder's sidecars qualify they are the state of a read up to the sizes t
 and only what was written after is read. Unless a series there is long: a sidecar holds no
 overview, so that run's files are read once, at its first index (a chart's first request
 must not read a million points; ``bench/series_overview.py`` measures both costs).
+Sidecars that cover every byte of the run's files are taken over an earlier read too, so
+nothing is read: the index's copy of object storage leaves such files in the store, as
+stand-ins without bytes (``object_copy.py``), and they must never be read.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from trainledger.query import series_overviews
-from trainledger.storage import is_summary_file_name
+from trainledger.storage import is_summary_file_name, run_files
 from trainledger.summary import TagStats
 
 if TYPE_CHECKING:  # pragma: no cover - the annotations' types
@@ -71,16 +74,21 @@ def read_series_state(
     ``validation``: ``tb_runs.py``); a tag two folders share has their points in folder
     order. Saved positions naming anything but a summary file of ``run_dir`` itself or of
     one of ``parts`` (a tampered shared index) start the read over: no file outside the run
-    is opened. With no ``previous``, the writers' series sidecars stand for it where they
-    qualify (``summary/series_sidecar.py``; ``sidecars=False``: never)."""
+    is opened. The writers' series sidecars stand for ``previous`` where they qualify
+    (``summary/series_sidecar.py``; ``sidecars=False``: never) and there is none, or they
+    cover every byte of the run's summary files and no series needs an overview (then
+    nothing is read: a copy of object storage leaves such files in the store,
+    ``object_copy.py``)."""
     # (heavy: only reading summaries needs the readers, not a query of the index)
     from trainledger.summary import RunReader, resolve_series, tag_stats
 
     folders = [("", run_dir)] + [(f"{p}/", os.path.join(run_dir, p)) for p in parts]
     if previous is not None and not all(_own_file(n, parts) for n in previous.positions):
         previous = None
-    if previous is None and sidecars:
-        previous = _from_sidecars(folders)
+    if sidecars:
+        fresh = _from_sidecars(folders)
+        if fresh is not None and (previous is None or _covers_all(folders, fresh)):
+            previous = fresh
     if (
         previous is not None
         and previous.positions
@@ -153,6 +161,22 @@ def _add_positions(state: SeriesState, prefix: str, reader: RunReader) -> None:
 def _own_file(name: str, parts: tuple[str, ...] = ()) -> bool:
     part, _, rest = name.rpartition("/")
     return (not part or part in parts) and bool(rest) and is_summary_file_name(rest)
+
+
+def _covers_all(folders: list[tuple[str, str]], state: SeriesState) -> bool:
+    """Whether the sidecars' ``state`` reaches the end of every summary file of the folders
+    and needs no overview: taken over any earlier read, it reads nothing."""
+    if _lacks_overview(state):
+        return False  # (an earlier read's overviews are kept by extending it)
+    positions = state.positions
+    for prefix, folder in folders:
+        for entry in run_files(folder, is_summary_file_name):
+            try:
+                if positions.get(prefix + entry.name) != entry.stat().st_size:
+                    return False
+            except OSError:
+                return False
+    return True
 
 
 def _unshrunk(run_dir: str, positions: dict[str, int]) -> bool:

@@ -43,6 +43,10 @@ _EXPORTS: dict[str, str] = {
     "run_files": "trainledger.storage.listing",
     "READ_MAX_AGE": "trainledger.storage.locations",
     "no_checkpoints": "trainledger.storage.locations",
+    "held_index_copy": "trainledger.storage.locations",
+    "StandIns": "trainledger.storage.cache",
+    "STAND_IN": "trainledger.storage.cache",
+    "ObjectInfo": "trainledger.storage.objects",
     "public_path": "trainledger.storage.locations",
     "readable_dir": "trainledger.storage.locations",
     "readable_file": "trainledger.storage.locations",
@@ -129,6 +133,10 @@ __all__ = [
     "is_object_url",
     "location_scheme",
     "no_checkpoints",
+    "held_index_copy",
+    "StandIns",
+    "STAND_IN",
+    "ObjectInfo",
     "public_path",
     "readable_dir",
     "readable_file",
@@ -203,6 +211,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         writer_alive,
     )
     from trainledger.storage.background import BackgroundWorker
+    from trainledger.storage.cache import STAND_IN, StandIns
     from trainledger.storage.changes import note_change, on_change, remove_listener
     from trainledger.storage.framing import (
         FOOTER_SIZE,
@@ -219,6 +228,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.storage.listing import run_files
     from trainledger.storage.locations import (
         READ_MAX_AGE,
+        held_index_copy,
         no_checkpoints,
         public_path,
         readable_dir,
@@ -263,6 +273,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         temp_writer_pid,
     )
     from trainledger.storage.objects import (
+        ObjectInfo,
         ObjectLocation,
         ObjectStore,
         check_location,

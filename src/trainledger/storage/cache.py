@@ -19,15 +19,24 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 from trainledger.storage.atomic import atomic_write_bytes
 from trainledger.storage.mirror import local_for, skipped, user_root
-from trainledger.storage.naming import OBJECTS_MANIFEST
+from trainledger.storage.naming import OBJECTS_MANIFEST, is_event_file_name
 from trainledger.storage.objects import ObjectInfo, ObjectLocation, ObjectStore, key_problem
 
-__all__ = ["cache_dir", "sync_down", "inside"]
+__all__ = [
+    "cache_dir",
+    "index_copy_dir",
+    "index_copy_lock",
+    "sync_down",
+    "inside",
+    "StandIns",
+    "STAND_IN",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -35,6 +44,25 @@ _log = logging.getLogger(__name__)
 def cache_dir(loc: ObjectLocation) -> str:
     """Where ``sync_down`` copies ``loc`` (``$TRAINLEDGER_CACHE_DIR`` or ~/.cache/trainledger)."""
     return local_for(user_root("TRAINLEDGER_CACHE_DIR", "objects"), loc)
+
+
+def _index_copies() -> Path:
+    # (no bucket is called so: S3's names have no underscore)
+    return user_root("TRAINLEDGER_CACHE_DIR", "objects") / "_index-copies"
+
+
+def index_copy_dir(loc: ObjectLocation) -> str:
+    """Where the query index's copy of ``loc`` is kept (``query/object_copy.py``): apart from
+    ``cache_dir``'s, because its stand-ins hold no bytes."""
+    return local_for(_index_copies(), loc)
+
+
+def index_copy_lock(loc: ObjectLocation) -> str:
+    """The lock file of the index copies of ``loc``'s bucket (a run's copy lies inside its
+    base's: one lock for the bucket), created with its folder."""
+    folder = _index_copies() / ".locks"  # (no bucket name starts with a dot)
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder / loc.bucket)
 
 
 def inside(directory: str, rel: str) -> str | None:
@@ -70,6 +98,13 @@ def _usable(listing: dict[str, ObjectInfo], url: str) -> dict[str, ObjectInfo]:
     return out
 
 
+#: which event files of a listing may stay in the store: (the local directory, with every
+#: other wanted object already copied, and the usable listing) -> their relative paths
+StandIns = Callable[[str, Mapping[str, ObjectInfo]], Collection[str]]
+#: a manifest entry's mark for a stand-in: a sparse local file of the object's size
+STAND_IN = "stand-in "
+
+
 def sync_down(
     url: str,
     want: Callable[[str], bool] = lambda rel: True,
@@ -77,13 +112,17 @@ def sync_down(
     local_dir: str | None = None,
     max_age: float = 0.0,
     store: ObjectStore | None = None,
+    stand_ins: StandIns | None = None,
 ) -> str:
     """Copy the objects under ``url`` that ``want`` (relative path -> bool) into a local
     directory, only those changed since the last copy; return the directory.
 
     Local files whose object is gone are deleted (inside the directory only). With
     ``max_age`` > 0 a cache younger than that many seconds is returned as it is, without
-    listing the store.
+    listing the store. ``stand_ins`` picks event files that are not downloaded: each becomes
+    a sparse file of the object's size (zeros, no disk blocks), for a reader that needs
+    only their names and sizes (the query index, where the writer's series sidecars say
+    what the files hold); every other event file is a real copy, a stand-in included.
     """
     loc = ObjectLocation.parse(url)
     local = local_dir or cache_dir(loc)
@@ -104,18 +143,60 @@ def sync_down(
         if path is not None and os.path.isfile(path) and not os.path.islink(path):
             Path(path).unlink(missing_ok=True)
         del have[rel]
-    for rel, info in sorted(listing.items()):
-        path = inside(local, rel)
-        if path is None:
-            _log.warning("skipped the object %r under %s: it leaves the cache", rel, loc.url)
-            continue
-        if have.get(rel) == info.etag and os.path.isfile(path):
-            continue
-        try:
-            store.get_file(loc.child(rel), path)
-        except FileNotFoundError:  # deleted since the listing: the next refresh forgets it
-            continue
-        have[rel] = info.etag
+    later = {r for r in listing if stand_ins is not None and is_event_file_name(_name(r))}
+    for rel in sorted(set(listing) - later):
+        _copy(store, loc, local, rel, listing[rel], have)
+    kept = set(stand_ins(local, listing)) & later if stand_ins is not None and later else set()
+    for rel in sorted(later):
+        if rel in kept:
+            _stand_in(loc, local, rel, listing[rel], have)
+        else:
+            _copy(store, loc, local, rel, listing[rel], have)
     body = json.dumps({"source": loc.url, "files": have}, sort_keys=True).encode()
     atomic_write_bytes(manifest_path, body)
     return local
+
+
+def _name(rel: str) -> str:
+    return rel.rsplit("/", 1)[-1]
+
+
+def _copy(
+    store: ObjectStore,
+    loc: ObjectLocation,
+    local: str,
+    rel: str,
+    info: ObjectInfo,
+    have: dict[str, str],
+) -> None:
+    """Download ``rel`` unless the local file is a copy of this version (not a stand-in)."""
+    path = inside(local, rel)
+    if path is None:
+        _log.warning("skipped the object %r under %s: it leaves the cache", rel, loc.url)
+        return
+    if have.get(rel) == info.etag and os.path.isfile(path):
+        return
+    try:
+        store.get_file(loc.child(rel), path)
+    except FileNotFoundError:  # deleted since the listing: the next refresh forgets it
+        return
+    have[rel] = info.etag
+
+
+def _stand_in(
+    loc: ObjectLocation, local: str, rel: str, info: ObjectInfo, have: dict[str, str]
+) -> None:
+    """Leave ``rel`` in the store: a sparse file of its size (a copy of this version stays)."""
+    path = inside(local, rel)
+    if path is None:
+        _log.warning("skipped the object %r under %s: it leaves the cache", rel, loc.url)
+        return
+    if have.get(rel) in (info.etag, STAND_IN + info.etag) and os.path.isfile(path):
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+
+    def sparse(fh: BinaryIO) -> None:
+        fh.truncate(info.size)  # (zeros that take no disk blocks)
+
+    atomic_write_bytes(path, sparse)
+    have[rel] = STAND_IN + info.etag

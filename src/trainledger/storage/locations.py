@@ -8,17 +8,26 @@ instead of becoming a local folder ``gs:``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from trainledger.errors import ObjectStoreError
-from trainledger.storage.cache import cache_dir, sync_down
+from trainledger.storage.atomic import exclusive_lock
+from trainledger.storage.cache import (
+    StandIns,
+    cache_dir,
+    index_copy_dir,
+    index_copy_lock,
+    sync_down,
+)
 from trainledger.storage.objects import ObjectLocation, check_location, is_object_url
 from trainledger.storage.staging import staged_location, staging_dir, staging_root
 
 __all__ = [
     "writable_dir",
     "readable_dir",
+    "held_index_copy",
     "readable_file",
     "public_path",
     "READ_MAX_AGE",
@@ -63,6 +72,28 @@ def readable_dir(
     if not is_object_url(text):
         return text
     return sync_down(text, want, max_age=READ_MAX_AGE if max_age is None else max_age)
+
+
+@contextmanager
+def held_index_copy(path: Any, what: str, stand_ins: StandIns) -> Iterator[Any]:
+    """``readable_dir`` for the query index: for an ``s3://`` URL a copy of its own, where
+    the event files ``stand_ins`` picks are sparse stand-ins of their size, locked against
+    other processes' syncs of the bucket's index copies until the block ends (a stand-in
+    being changed is never read). Local paths, and anything but a str or path, as
+    ``readable_dir`` gives them."""
+    if not isinstance(path, (str, os.PathLike)) or not is_object_url(os.fspath(path)):
+        yield readable_dir(path, what)
+        return
+    check_location(os.fspath(path), what)
+    loc = ObjectLocation.parse(path)
+    with exclusive_lock(index_copy_lock(loc)):
+        yield sync_down(
+            loc.url,
+            no_checkpoints,
+            local_dir=index_copy_dir(loc),
+            max_age=READ_MAX_AGE,
+            stand_ins=stand_ins,
+        )
 
 
 def readable_file(path: str | os.PathLike[str], what: str = "file") -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import astuple
 from pathlib import Path
 from typing import Any
@@ -137,15 +137,22 @@ def _load(path: str) -> tuple[list[tuple[str, int]], int | None, dict[str, TagSt
     return files, start, tags
 
 
-def sidecar_state(folder: str) -> tuple[dict[str, TagStats], dict[str, int]] | None:
+def sidecar_state(
+    folder: str, summaries: Collection[str] | None = None
+) -> tuple[dict[str, TagStats], dict[str, int]] | None:
     """(statistics per tag, bytes of each file they cover) from ``folder``'s sidecars, or
     None when they do not qualify: every event file up to the last one a sidecar names must
     be named by one, each writer's files in one block of the folder's file order, no
-    ``_MS`` file, and no writer's ``SessionLog.START`` may drop an earlier writer's point."""
-    found = run_files(folder, lambda n: is_summary_file_name(n) or is_series_sidecar_name(n))
+    ``_MS`` file, and no writer's ``SessionLog.START`` may drop an earlier writer's point.
+    ``summaries``: the folder's summary file names when they are not (all) on this disk (a
+    copy of object storage deciding which event files it need not download)."""
+    if summaries is None:
+        found = run_files(folder, lambda n: is_summary_file_name(n) or is_series_sidecar_name(n))
+        summaries = [e.name for e in found if is_summary_file_name(e.name)]
+    else:
+        found = run_files(folder, is_series_sidecar_name)
     if not any(is_series_sidecar_name(e.name) for e in found):
         return None  # (most runs of other writers: one listing, no more)
-    summaries = [e.name for e in found if is_summary_file_name(e.name)]
     if not all(is_event_file_name(n) for n in summaries):
         return None  # a MindSpore file: MindInsight's rule needs the steps themselves
     order = sorted(summaries, key=event_file_order)

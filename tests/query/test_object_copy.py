@@ -1,0 +1,216 @@
+"""A query over an ``s3://`` base downloads no event file whose series sidecar says what it
+holds (``query/object_copy.py``), against a real S3 server (moto in server mode): the
+answers equal those over the same runs on local disk, and every file the index must read
+(another writer's, a TensorBoard run's, one a sidecar stopped covering) is a real copy."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from tests.runs import write_run
+from trainledger.cli.main import cli
+from trainledger.lineage.records import RunValues
+from trainledger.query import STATS, filter_summary_lineage
+from trainledger.query.object_copy import held_copy, index_copy
+from trainledger.storage import OBJECTS_MANIFEST, STAND_IN, ObjectLocation, ObjectStore
+from trainledger.storage.cache import index_copy_dir, sync_down
+
+FIELDS = [f"{stat}(loss)" for stat in STATS]
+
+
+def ours(base: Path, name: str, steps: range, value: float = 10.0) -> Path:
+    """A lineage run whose ``loss`` trainledger's ``SummaryRecord`` wrote (with its sidecar);
+    a run that exists gets another writer session."""
+    from trainledger.summary import SummaryRecord
+
+    run = base / name
+    if not run.is_dir():
+        write_run(base, name, run=RunValues(status="finished"))
+    with SummaryRecord(run) as record:
+        for step in steps:
+            record.add_scalar("loss", value / step, step)
+    return run
+
+
+def torch_events(folder: Path, steps: range) -> None:
+    """``loss`` written by TensorBoard's own writer: a file no sidecar covers."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(folder)) as writer:
+        for step in steps:
+            writer.add_scalar("loss", 1.0 + step / 1000, step)
+
+
+def upload(local: Path, url: str) -> None:
+    """Every file under ``local`` to ``url``, as a mirror leaves it (boto3, not our client)."""
+    import boto3
+
+    loc = ObjectLocation.parse(url)
+    client = boto3.client("s3")
+    for path in sorted(p for p in local.rglob("*") if p.is_file()):
+        key = f"{loc.key}/{path.relative_to(local).as_posix()}"
+        client.upload_file(str(path), loc.bucket, key)
+
+
+def series(base: str | Path) -> dict[str, dict[str, Any]]:
+    answer = filter_summary_lineage(base, series=FIELDS)
+    return {o["summary_dir"]: o["series"] for o in answer["object"]}
+
+
+def copy_of(url: str) -> tuple[Path, dict[str, str]]:
+    """The index copy's directory and its manifest's entries."""
+    local = Path(index_copy_dir(ObjectLocation.parse(url)))
+    return local, json.loads((local / OBJECTS_MANIFEST).read_text())["files"]
+
+
+def event_files(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*tfevents*"))
+
+
+@pytest.fixture
+def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every query lists the store again (no 5-second reuse of a copy)."""
+    monkeypatch.setattr("trainledger.storage.locations.READ_MAX_AGE", 0.0)
+
+
+def test_a_query_over_s3_reads_sidecars_not_the_event_files_they_cover(
+    s3_bucket: str, tmp_path: Path, fresh: None
+) -> None:
+    from trainledger.summary import SummaryRecord
+
+    base = tmp_path / "runs"
+    ours(base, "ours", range(1, 301))
+    mixed = ours(base, "mixed", range(1, 51))
+    torch_events(mixed, range(51, 61))  # another writer's file in a lineage run
+    torch_events(base / "tb", range(1, 41))  # a TensorBoard run: no lineage file
+    with SummaryRecord(base / "tbours") as record:  # one whose HParams would be read too
+        record.add_scalar("loss", 3.0, 1)
+    url = f"s3://{s3_bucket}/team/runs"
+    upload(base, url)
+
+    assert series(url) == series(base)
+    local, files = copy_of(url)
+    (stand_in,) = event_files(local / "ours")
+    assert files[f"ours/{stand_in.name}"].startswith(STAND_IN)
+    assert stand_in.stat().st_size == (base / "ours" / stand_in.name).stat().st_size > 0
+    assert stand_in.read_bytes() == bytes(stand_in.stat().st_size)  # never downloaded
+    for run in ("mixed", "tb", "tbours"):  # their files are read: real copies
+        copies = event_files(local / run)
+        assert copies and [c.read_bytes() for c in copies] == [
+            (base / run / c.name).read_bytes() for c in copies
+        ]
+        assert not any(files[f"{run}/{c.name}"].startswith(STAND_IN) for c in copies)
+    assert len(list(local.rglob("*tlseries*"))) == 3  # the sidecars themselves are copied
+
+    shown = CliRunner().invoke(cli, ["lineage", url, "-w", "min(loss) < 0.05"])
+    assert shown.exit_code == 0, shown.output
+    rows = [line.split() for line in shown.output.splitlines()[2:-1]]
+    assert [row[:2] for row in rows] == [["ours", "finished"]]  # (the run record: the copy's)
+    assert stand_in.read_bytes() == bytes(stand_in.stat().st_size)
+
+
+def test_each_sync_decides_again_what_stays_in_the_store(
+    s3_bucket: str, tmp_path: Path, fresh: None
+) -> None:
+    base = tmp_path / "runs"
+    run = ours(base, "r", range(1, 101))
+    url = f"s3://{s3_bucket}/b"
+    upload(base, url)
+    assert series(url) == series(base)
+    local, _ = copy_of(url)
+    (first,) = event_files(local / "r")
+
+    ours(base, "r", range(101, 151), value=0.5)  # a resumed writer: a new file, a new sidecar
+    upload(base, url)
+    assert series(url) == series(base)
+    _, files = copy_of(url)
+    assert [files[f"r/{f.name}"].startswith(STAND_IN) for f in event_files(local / "r")] == [
+        True,
+        True,
+    ]
+
+    torch_events(run, range(151, 161))  # a file no sidecar covers: every file is read
+    upload(base, url)
+    assert series(url) == series(base)
+    assert series(url)["./r"]["count(loss)"] == 160
+    _, files = copy_of(url)
+    for copy in event_files(local / "r"):
+        assert not files[f"r/{copy.name}"].startswith(STAND_IN)
+        assert copy.read_bytes() == (run / copy.name).read_bytes()
+    assert first.read_bytes() == (run / first.name).read_bytes()
+
+
+def test_sync_down_leaves_the_picked_event_files_as_sparse_stand_ins(
+    s3_bucket: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "run"
+    torch_events(folder, range(1, 21))
+    (folder / "notes.txt").write_text("kept")
+    url = f"s3://{s3_bucket}/one"
+    upload(folder, url)
+    (name,) = [p.name for p in event_files(folder)]
+    real = (folder / name).read_bytes()
+    store = ObjectStore()
+    calls: list[dict[str, int]] = []
+
+    def pick(local: str, listing: Any) -> set[str]:
+        assert (Path(local) / "notes.txt").read_text() == "kept"  # copied before the pick
+        calls.append({rel: info.size for rel, info in listing.items()})
+        return {name, "notes.txt"}  # (only event files can stay in the store)
+
+    local = Path(sync_down(url, local_dir=str(tmp_path / "c"), store=store, stand_ins=pick))
+    assert calls == [{name: len(real), "notes.txt": 4}]
+    assert (local / name).read_bytes() == bytes(len(real))
+    manifest = json.loads((local / OBJECTS_MANIFEST).read_text())["files"]
+    assert manifest[name].startswith(STAND_IN) and not manifest["notes.txt"].startswith(STAND_IN)
+    sync_down(url, local_dir=str(local), store=store, stand_ins=lambda *_: set())
+    assert (local / name).read_bytes() == real  # no longer picked: downloaded
+    sync_down(url, local_dir=str(local), store=store, stand_ins=pick)
+    assert (local / name).read_bytes() == real  # a copy of this version stays a copy
+
+
+def test_a_query_holds_off_another_sync_of_the_buckets_copies(
+    s3_bucket: str, tmp_path: Path
+) -> None:
+    base = tmp_path / "runs"
+    ours(base, "r", range(1, 11))
+    url = f"s3://{s3_bucket}/held"
+    upload(base, url)
+    done = threading.Event()
+
+    def other() -> None:
+        index_copy(f"{url}/r")  # a run's copy lies inside its base's: the same lock
+        done.set()
+
+    with held_copy(url) as local:
+        assert Path(local, "r").is_dir()
+        thread = threading.Thread(target=other, daemon=True)
+        thread.start()
+        time.sleep(0.5)
+        assert not done.is_set()
+    assert done.wait(30)
+    thread.join(30)
+
+
+def test_a_series_long_enough_for_an_overview_is_downloaded(
+    s3_bucket: str, tmp_path: Path, fresh: None
+) -> None:
+    """A sidecar holds no overview, and the index reads a long series once to make one."""
+    from trainledger.query.series_overviews import MIN_POINTS
+
+    base = tmp_path / "runs"
+    run = ours(base, "long", range(1, MIN_POINTS + 1))
+    url = f"s3://{s3_bucket}/long"
+    upload(base, url)
+    assert series(url) == series(base)
+    local, files = copy_of(url)
+    (copy,) = event_files(local / "long")
+    assert not files[f"long/{copy.name}"].startswith(STAND_IN)
+    assert copy.read_bytes() == (run / copy.name).read_bytes()
