@@ -3,7 +3,8 @@ takes, when the index's copy leaves event files their series sidecars describe i
 
 A base of ``--runs`` runs, each a lineage file (``bench/query.py``'s generator) and
 ``--points`` points of ``loss`` written by trainledger's ``SummaryRecord`` (so with its
-series sidecar), is uploaded to a local S3 server (moto's, in this process, on 127.0.0.1).
+series sidecar), is uploaded to a local S3 server (moto's, as the tests start it: its own
+process, on 127.0.0.1).
 Then, in alternating rounds, each with empty cache directories:
 
 - ours: ``filter_summary_lineage(url, {"min(loss)": {"lt": 0.5}})``, through the index's
@@ -12,9 +13,9 @@ Then, in alternating rounds, each with empty cache directories:
   (``storage.readable_dir``: every file but checkpoints), then the same query over it.
 
 It prints bytes written to disk by each (files' allocated blocks), seconds per round as
-medians with their range, and the ratio peer / ours. Moto runs in this process, so the
-figures are of a store with no network latency; a real store adds per-object time to the
-peer (one GET per event file) that ours skips.
+medians with their range, and the ratio peer / ours. The figures are of a store with no
+network latency, sharing this machine's cores; a real store adds a round trip per object
+to both (downloads run 16 at a time), and one per event file to the peer only.
 
     .venv/bin/python bench/object_query.py [--runs 200] [--points 5000] [--rounds 5]
 """
@@ -22,7 +23,6 @@ peer (one GET per event file) that ours skips.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import statistics
 import sys
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # (for tests.s3_server)
 from query import generate  # noqa: E402 (the sibling bench module)
 
 CONDITION = {"min(loss)": {"lt": 0.5}}
@@ -102,23 +103,13 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    from moto.server import ThreadedMotoServer
+    from tests.s3_server import start_moto, stop_moto  # (the tests' server, as they start it)
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # (a line per request otherwise)
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    server.start()
-    host, port = server.get_host_and_port()
-    os.environ.update(
-        AWS_ACCESS_KEY_ID="bench",
-        AWS_SECRET_ACCESS_KEY="bench",
-        AWS_DEFAULT_REGION="us-east-1",
-        AWS_ENDPOINT_URL=f"http://{host}:{port}",
-        TRAINLEDGER_WATCH="0",
-    )
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            work = Path(tmp)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        server, env = start_moto(work)
+        os.environ.update(env, TRAINLEDGER_WATCH="0")
+        try:
             import boto3
 
             boto3.client("s3").create_bucket(Bucket="bench")
@@ -127,8 +118,8 @@ def main() -> None:
             mib = sent / 2**20
             print(f"{args.runs} runs of {args.points:,} points, {mib:.1f} MiB in the store")
             report(run_rounds("s3://bench/team/runs", work, args.rounds))
-    finally:
-        server.stop()
+        finally:
+            stop_moto(server)
 
 
 def run_rounds(url: str, work: Path, rounds: int) -> dict[str, list[tuple[float, int, int]]]:

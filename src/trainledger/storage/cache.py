@@ -20,6 +20,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
@@ -103,6 +104,8 @@ def _usable(listing: dict[str, ObjectInfo], url: str) -> dict[str, ObjectInfo]:
 StandIns = Callable[[str, Mapping[str, ObjectInfo]], Collection[str]]
 #: a manifest entry's mark for a stand-in: a sparse local file of the object's size
 STAND_IN = "stand-in "
+#: downloads at once (each waits a round trip to the store, not for this machine's cores)
+DOWNLOAD_THREADS = 16
 
 
 def sync_down(
@@ -144,14 +147,11 @@ def sync_down(
             Path(path).unlink(missing_ok=True)
         del have[rel]
     later = {r for r in listing if stand_ins is not None and is_event_file_name(_name(r))}
-    for rel in sorted(set(listing) - later):
-        _copy(store, loc, local, rel, listing[rel], have)
+    _copy(store, loc, local, {r: listing[r] for r in set(listing) - later}, have)
     kept = set(stand_ins(local, listing)) & later if stand_ins is not None and later else set()
-    for rel in sorted(later):
-        if rel in kept:
-            _stand_in(loc, local, rel, listing[rel], have)
-        else:
-            _copy(store, loc, local, rel, listing[rel], have)
+    for rel in sorted(kept):
+        _stand_in(loc, local, rel, listing[rel], have)
+    _copy(store, loc, local, {r: listing[r] for r in later - kept}, have)
     body = json.dumps({"source": loc.url, "files": have}, sort_keys=True).encode()
     atomic_write_bytes(manifest_path, body)
     return local
@@ -165,22 +165,34 @@ def _copy(
     store: ObjectStore,
     loc: ObjectLocation,
     local: str,
-    rel: str,
-    info: ObjectInfo,
+    objects: Mapping[str, ObjectInfo],
     have: dict[str, str],
 ) -> None:
-    """Download ``rel`` unless the local file is a copy of this version (not a stand-in)."""
-    path = inside(local, rel)
-    if path is None:
-        _log.warning("skipped the object %r under %s: it leaves the cache", rel, loc.url)
-        return
-    if have.get(rel) == info.etag and os.path.isfile(path):
-        return
-    try:
-        store.get_file(loc.child(rel), path)
-    except FileNotFoundError:  # deleted since the listing: the next refresh forgets it
-        return
-    have[rel] = info.etag
+    """Download each of ``objects`` whose local file is not a copy of its version (a
+    stand-in is not), ``DOWNLOAD_THREADS`` at a time: a store answers each GET after a
+    round trip, and a base holds a few small objects per run."""
+    todo: list[tuple[str, str]] = []
+    for rel in sorted(objects):
+        path = inside(local, rel)
+        if path is None:
+            _log.warning("skipped the object %r under %s: it leaves the cache", rel, loc.url)
+        elif have.get(rel) != objects[rel].etag or not os.path.isfile(path):
+            todo.append((rel, path))
+
+    def fetch(job: tuple[str, str]) -> bool:
+        try:
+            store.get_file(loc.child(job[0]), job[1])
+        except FileNotFoundError:  # deleted since the listing: the next refresh forgets it
+            return False
+        return True
+
+    if len(todo) > 1:
+        threads = min(DOWNLOAD_THREADS, len(todo))
+        with ThreadPoolExecutor(threads, thread_name_prefix="trainledger-download") as pool:
+            done = list(pool.map(fetch, todo))
+    else:
+        done = [fetch(job) for job in todo]
+    have.update((rel, objects[rel].etag) for (rel, _), ok in zip(todo, done, strict=True) if ok)
 
 
 def _stand_in(
