@@ -11,8 +11,10 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from tests.query.conftest import copy_golden
+from tests.runs import write_run
 from trainledger.cli.main import cli
 from trainledger.cli.table import render_table
+from trainledger.lineage.records import RunValues
 from trainledger.query.lineage_api import filter_summary_lineage
 
 
@@ -63,6 +65,21 @@ def test_lineage_csv_and_paging(tmp_path: Path) -> None:
     assert [r["summary_dir"] for r in rows] == ["./momentum_twice", "./sgd_noeval"]
     assert rows[0]["loss"] == "0.6674657" and rows[1]["metric/Accuracy"] == ""
     assert rows[0]["user_defined/trial"] == "4"
+
+
+def test_lineage_csv_takes_the_columns_in_their_order(tmp_path: Path) -> None:
+    """--columns chooses csv's columns too: the run's summary_dir, then those named (the
+    table's short labels and the run record's cells included)."""
+    base = copy_golden(tmp_path / "runs")
+    write_run(base, "ours", run=RunValues(status="failed"), learning_rate=0.5)
+    code, out = run(
+        "lineage", str(base), "-f", "csv", "-c", "metric/Accuracy,lr,status", "--sort", "lr"
+    )
+    assert code == 0, out
+    table = list(csv.reader(io.StringIO(out)))
+    assert table[0] == ["summary_dir", "metric/Accuracy", "learning_rate", "status"]
+    assert table[-1][0] == "./ours" and table[-1][2:] == ["0.5", "failed"]
+    assert all(len(row) == 4 and row[3] == "" for row in table[1:-1])  # (MindSpore's: no record)
 
 
 def test_lineage_table_output(tmp_path: Path) -> None:

@@ -22,28 +22,46 @@ import click
 
 from trainledger.cli.hints import cli_command
 from trainledger.cli.locations import index_option, user_location, warn_unsynced
-from trainledger.cli.table import RUN_COLUMNS, format_value, render_table, terminal_safe
+from trainledger.cli.table import (
+    RUN_COLUMNS,
+    format_value,
+    render_table,
+    run_cells,
+    terminal_safe,
+)
 from trainledger.errors import LineageError, LineageFileNotFoundError
 from trainledger.lineage import Redaction, redact_object
 
 __all__ = ["lineage", "show"]
 
 
-def _csv(result: dict[str, Any]) -> str:
-    """The CLI's csv: ``flatten_result``'s columns, floats exact (repr), None empty."""
+def _csv(
+    result: dict[str, Any],
+    columns: list[str] | None = None,
+    run_info: Callable[[str], dict[str, Any]] | None = None,
+) -> str:
+    """The CLI's csv: ``flatten_result``'s columns, or with ``columns`` (``--columns``) the
+    run's ``summary_dir`` and those, in that order (``RUN_COLUMNS`` from ``run_info``, each
+    run's record); floats exact (repr), None empty."""
     from trainledger.query import flatten_result  # the query engine on use (see render_table)
 
-    columns, rows = flatten_result(result)
+    names, rows = flatten_result(result)
+    if columns:
+        chosen = (c for c in columns if c not in ("run", "summary_dir"))
+        names = ["summary_dir", *dict.fromkeys(chosen)]
+        if run_info is not None and set(names) & set(RUN_COLUMNS):
+            for row in rows:
+                row.update(run_cells(run_info(str(row.get("summary_dir", "")))))
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(columns)
+    writer.writerow(names)
     for row in rows:
         writer.writerow(
             [
                 ""
                 if row.get(c) is None
                 else (repr(row[c]) if isinstance(row.get(c), float) else row[c])
-                for c in columns
+                for c in names
             ]
         )
     return buf.getvalue()
@@ -83,8 +101,9 @@ def _csv(result: dict[str, Any]) -> str:
     "--columns",
     "-c",
     metavar="A,B,...",
-    help="Table columns, e.g. 'optimizer,learning_rate,metric/accuracy' (default: the "
-    "metrics and the fields that differ between the runs, as many as fit).",
+    help="Table and csv columns, e.g. 'optimizer,learning_rate,metric/accuracy' (default: "
+    "the table's metrics and the fields that differ between the runs, as many as fit; "
+    "csv's every field). json always holds whole objects.",
 )
 @index_option
 def lineage(
@@ -152,7 +171,8 @@ def lineage(
     if fmt == "json":
         click.echo(json.dumps(result, indent=2))
     elif fmt == "csv":
-        click.echo(_csv(result), nl=False, color=True)  # color=True: click strips no ESC
+        run_info = _run_reader(user_location(base)) if listed else None
+        click.echo(_csv(result, listed, run_info), nl=False, color=True)  # (no ESC stripped)
     else:
         from rich.console import Console  # rich on use (see render_table)
 

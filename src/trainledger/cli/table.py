@@ -23,6 +23,7 @@ __all__ = [
     "terminal_safe",
     "LABELS",
     "RUN_COLUMNS",
+    "run_cells",
 ]
 
 LABELS = {
@@ -102,7 +103,8 @@ def table_columns(rows: list[dict[str, Any]], customized: dict[str, Any]) -> tup
 RUN_INFO_MAX = 500
 
 
-def _run_cells(run: dict[str, Any]) -> dict[str, Any]:
+def run_cells(run: dict[str, Any]) -> dict[str, Any]:
+    """The ``RUN_COLUMNS`` cells of a run's ``run`` record (the newest checkpoint's name)."""
     checkpoints = run.get("checkpoints") or []
     newest = (
         checkpoints[-1].get("path") if checkpoints and isinstance(checkpoints[-1], dict) else None
@@ -167,7 +169,7 @@ def render_table(
         rows.append(row)
     if run_info is not None and len(rows) <= RUN_INFO_MAX:
         for row in rows:
-            row.update(_run_cells(run_info(str(row.get("summary_dir", "")))))
+            row.update(run_cells(run_info(str(row.get("summary_dir", "")))))
     count = result.get("count", len(rows))
     if columns is None:
         wanted, same = table_columns(rows, result.get("customized", {}))
