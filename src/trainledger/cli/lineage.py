@@ -35,21 +35,18 @@ from trainledger.lineage import Redaction, redact_object
 __all__ = ["lineage", "show"]
 
 
-def _csv(
-    result: dict[str, Any],
-    columns: list[str] | None = None,
-    run_info: Callable[[str], dict[str, Any]] | None = None,
-) -> str:
+def _csv(result: dict[str, Any], columns: list[str], base: str) -> str:
     """The CLI's csv: ``flatten_result``'s columns, or with ``columns`` (``--columns``) the
-    run's ``summary_dir`` and those, in that order (``RUN_COLUMNS`` from ``run_info``, each
-    run's record); floats exact (repr), None empty."""
+    run's ``summary_dir`` and those, in that order (``RUN_COLUMNS`` from each run's record
+    under ``base``); floats exact (repr), None empty."""
     from trainledger.query import flatten_result  # the query engine on use (see render_table)
 
     names, rows = flatten_result(result)
     if columns:
         chosen = (c for c in columns if c not in ("run", "summary_dir"))
         names = ["summary_dir", *dict.fromkeys(chosen)]
-        if run_info is not None and set(names) & set(RUN_COLUMNS):
+        if set(names) & set(RUN_COLUMNS):
+            run_info = _run_reader(user_location(base))
             for row in rows:
                 row.update(run_cells(run_info(str(row.get("summary_dir", "")))))
     buf = io.StringIO()
@@ -171,8 +168,7 @@ def lineage(
     if fmt == "json":
         click.echo(json.dumps(result, indent=2))
     elif fmt == "csv":
-        run_info = _run_reader(user_location(base)) if listed else None
-        click.echo(_csv(result, listed, run_info), nl=False, color=True)  # (no ESC stripped)
+        click.echo(_csv(result, listed, base), nl=False, color=True)  # (no ESC stripped)
     else:
         from rich.console import Console  # rich on use (see render_table)
 

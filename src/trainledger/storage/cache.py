@@ -37,6 +37,7 @@ __all__ = [
     "inside",
     "StandIns",
     "STAND_IN",
+    "DOWNLOAD_THREADS",
 ]
 
 _log = logging.getLogger(__name__)
