@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from tests.s3_server import objects
 from trainledger.callbacks import EvalLineage, ModelCheckpoint, SummaryCollector, TrainLineage
-from trainledger.errors import UnsupportedLocationError
+from trainledger.errors import ObjectStoreError, UnsupportedLocationError
 from trainledger.query import filter_summary_lineage, get_summary_lineage
 from trainledger.run import Model
 from trainledger.storage.cache import sync_down
@@ -147,6 +147,35 @@ def test_sync_down_copies_only_changed_objects_and_forgets_deleted_ones(
     s3.put_object(Bucket=s3_bucket, Key="base/r2/c_lineage", Body=b"new")
     sync_down(url, want, store=store, max_age=60)  # a young cache is not listed again
     assert not (local / "r2").exists()
+
+
+def test_a_sync_that_dies_half_way_leaves_a_copy_the_next_sync_lists_again(
+    s3_bucket: str, tmp_path: Path
+) -> None:
+    """A young copy is used without a listing, but only one whose sync finished: a sync that
+    failed (or was killed) half-way leaves the copy old, so the next one lists the store."""
+    import boto3
+
+    s3 = boto3.client("s3")
+    s3.put_object(Bucket=s3_bucket, Key="b/r0/a_lineage", Body=b"L0")
+    url, local = f"s3://{s3_bucket}/b", str(tmp_path / "copy")
+    sync_down(url, local_dir=local)
+    for key in ("b/r1/b_lineage", "b/r2/c_lineage"):
+        s3.put_object(Bucket=s3_bucket, Key=key, Body=b"new")
+    store = ObjectStore()
+    real_get = store.get_file
+
+    def failing_get(loc: ObjectLocation, path: str) -> None:
+        if loc.key.endswith("c_lineage"):
+            raise ObjectStoreError(f"could not download {loc.url}: the test's failure")
+        real_get(loc, path)
+
+    store.get_file = failing_get  # type: ignore[method-assign]
+    with pytest.raises(ObjectStoreError):
+        sync_down(url, local_dir=local, store=store)
+    assert Path(local, "r1", "b_lineage").exists() and not Path(local, "r2").exists()
+    sync_down(url, local_dir=local, max_age=60)  # listed again, though younger than 60 s
+    assert Path(local, "r2", "c_lineage").read_bytes() == b"new"
 
 
 # --- a whole run through the store --------------------------------------------------------

@@ -123,10 +123,11 @@ def sync_down(
 
     Local files whose object is gone are deleted (inside the directory only). With
     ``max_age`` > 0 a cache younger than that many seconds is returned as it is, without
-    listing the store. ``stand_ins`` picks event files that are not downloaded: each becomes
-    a sparse file of the object's size (zeros, no disk blocks), for a reader that needs
-    only their names and sizes (the query index, where the writer's series sidecars say
-    what the files hold); every other event file is a real copy, a stand-in included.
+    listing the store (a sync that failed or was killed leaves it old). ``stand_ins`` picks
+    event files that are not downloaded: each becomes a sparse file of the object's size
+    (zeros, no disk blocks), for a reader that needs only their names and sizes (the query
+    index, where the writer's series sidecars say what the files hold); every other event
+    file is a real copy, a stand-in included.
     """
     loc = ObjectLocation.parse(url)
     local = local_dir or cache_dir(loc)
@@ -139,6 +140,8 @@ def sync_down(
             pass
     store = store or ObjectStore()
     have = _read_manifest(manifest_path)
+    if have:  # aged first: a sync that dies half-way is never taken as a young, whole copy
+        os.utime(manifest_path, (0, 0))
     listed = {rel: i for rel, i in store.list(loc).items() if want(rel) and not skipped(rel)}
     listing = _usable(listed, loc.url)
     os.makedirs(local, exist_ok=True)
