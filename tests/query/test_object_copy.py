@@ -214,3 +214,61 @@ def test_a_series_long_enough_for_an_overview_is_downloaded(
     (copy,) = event_files(local / "long")
     assert not files[f"long/{copy.name}"].startswith(STAND_IN)
     assert copy.read_bytes() == (run / copy.name).read_bytes()
+
+
+def test_the_ui_indexes_the_copy_and_reads_a_runs_points_from_the_store(
+    s3_bucket: str, tmp_path: Path, fresh: None
+) -> None:
+    """``trainledger ui s3://...`` indexes the index copy (no event file downloaded at
+    start) and reads a run's points, when its page asks, from the download cache of that
+    run alone; the refresh thread keeps the index copy fresh."""
+    from trainledger.cli.locations import keep_fresh, local_copy
+    from trainledger.server import IndexedRunStore
+    from trainledger.storage.cache import cache_dir
+    from trainledger.summary import read_scalars
+
+    base = tmp_path / "runs"
+    ours(base, "a", range(1, 41), value=1.0)
+    ours(base, "b", range(1, 41))
+    url = f"s3://{s3_bucket}/ui"
+    upload(base, url)
+    local = Path(local_copy(url, for_index=True))
+    assert local == Path(index_copy_dir(ObjectLocation.parse(url)))
+    store = IndexedRunStore(local, background_rescan=False, remote=url)
+    try:
+        found = store.search({"sorted_name": "min(loss)"})
+        assert [o["summary_dir"] for o in found["object"]] == ["./a", "./b"]
+        points = store.scalar_series("a", "loss")
+        want = read_scalars(base / "a")["loss"]
+        assert list(points[0]) == list(want[0]) and list(points[2]) == list(want[2])
+        assert len(points[0]) == 40
+        done = threading.Event()
+
+        def scan() -> None:
+            store.service.rescan(force=True)
+            done.set()
+
+        with held_copy(url):  # a sync of the copy under way: the UI's scan waits for it
+            threading.Thread(target=scan, daemon=True).start()
+            time.sleep(0.5)
+            assert not done.is_set()
+        assert done.wait(30)
+    finally:
+        store.close()
+    (stand_in,) = event_files(local / "a")
+    assert stand_in.read_bytes() == bytes(stand_in.stat().st_size)  # the index's: untouched
+    cached = Path(cache_dir(ObjectLocation.parse(f"{url}/a")))
+    assert (cached / stand_in.name).read_bytes() == (base / "a" / stand_in.name).read_bytes()
+    assert not Path(cache_dir(ObjectLocation.parse(f"{url}/b"))).exists()  # never opened
+
+    ours(base, "c", range(1, 11))
+    upload(base, url)
+    stop = keep_fresh(url, 0.05)
+    try:
+        deadline = time.monotonic() + 30
+        while not event_files(local / "c") and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+    (added,) = event_files(local / "c")
+    assert added.read_bytes() == bytes(added.stat().st_size)  # a stand-in there too

@@ -50,11 +50,20 @@ def user_location(path: str) -> str:
     return path if is_object_url(path) else os.path.abspath(path)
 
 
-def local_copy(path: str, want: Callable[[str], bool] = no_checkpoints, param: str = "BASE") -> str:
-    """A local directory holding ``path``'s files (for an ``s3://`` URL, the synced cache);
-    a usage error (exit 2) naming ``param`` when there is none."""
+def local_copy(
+    path: str,
+    want: Callable[[str], bool] = no_checkpoints,
+    param: str = "BASE",
+    *,
+    for_index: bool = False,
+) -> str:
+    """A local directory holding ``path``'s files (for an ``s3://`` URL, the synced cache;
+    ``for_index``: the query index's copy, whose event files may be stand-ins,
+    ``query/object_copy.py``); a usage error (exit 2) naming ``param`` when there is none."""
+    from trainledger.query import index_copy  # the query package on use (fast --help)
+
     try:
-        local = readable_dir(path, want=want)
+        local = index_copy(path) if for_index else readable_dir(path, want=want)
     except (UnsupportedLocationError, ObjectStoreError, MissingExtraError) as exc:
         raise click.BadParameter(str(exc), param_hint=f"'{param}'") from exc
     if not os.path.isdir(local):
@@ -65,14 +74,17 @@ def local_copy(path: str, want: Callable[[str], bool] = no_checkpoints, param: s
 
 
 def keep_fresh(url: str, every: float) -> threading.Event:
-    """Re-sync an ``s3://`` base every ``every`` seconds on a daemon thread (the UI's
-    staleness bound for runs written elsewhere); set the returned event to stop."""
+    """Re-sync the index copy of an ``s3://`` base (``local_copy(..., for_index=True)``)
+    every ``every`` seconds on a daemon thread (the UI's staleness bound for runs written
+    elsewhere); set the returned event to stop."""
+    from trainledger.query import index_copy  # the query package on use (fast --help)
+
     stop = threading.Event()
 
     def loop() -> None:
         while not stop.wait(every):
             try:
-                readable_dir(url, max_age=0)
+                index_copy(url, max_age=0)
             except (ObjectStoreError, OSError) as exc:
                 click.secho(f"warning: could not refresh {url}: {exc}", fg="yellow", err=True)
 

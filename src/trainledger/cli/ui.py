@@ -122,7 +122,9 @@ def ui(
             fg="yellow",
             err=True,
         )
-    local = local_copy(base)  # an s3:// base: a synced local copy, refreshed below
+    # an s3:// base: the index's copy (event files sidecars describe left in the store; a
+    # run's page downloads its own files), refreshed below
+    local = local_copy(base, for_index=True)
     if is_object_url(base):
         keep_fresh(base, READ_MAX_AGE)
     app = create_app(

@@ -16,8 +16,9 @@ HParams are read from its event files (``tb_runs.py``), a MindSpore ``_MS`` file
 writer's event file needs its points, and a series of ``MIN_POINTS`` or more needs its
 overview read once. Each sync decides again: a stand-in whose folder no longer qualifies
 is downloaded. The copy lives apart from the download cache (``storage.index_copy_dir``),
-so the UI and the summary readers, which read the points, never meet a stand-in; and a lock
-(per bucket) holds other processes' syncs of these copies off while a query reads one.
+and what reads the points reads that cache (the UI syncs a run into it when its page asks,
+``server.IndexedRunStore``), so it never meets a stand-in; and a lock (per bucket) holds
+other syncs of these copies off while a query, or a scan of the UI's index, reads one.
 """
 
 from __future__ import annotations
@@ -40,18 +41,21 @@ __all__ = ["held_copy", "index_copy", "stand_ins"]
 
 
 @contextmanager
-def held_copy(path: Any, what: str = "directory") -> Iterator[Any]:
+def held_copy(path: Any, what: str = "directory", max_age: float | None = None) -> Iterator[Any]:
     """The directory to index for ``path``: ``path`` itself, or for an ``s3://`` URL its
-    index copy, synced now (refreshed when older than ``TRAINLEDGER_OBJECT_MAX_AGE``) and
-    held against other processes' syncs of its bucket's index copies until the block ends.
-    Anything but a str or path is yielded as it is, for the caller's own type check."""
-    with held_index_copy(path, what, stand_ins) as local:
+    index copy, synced now (refreshed when older than ``max_age``, default
+    ``TRAINLEDGER_OBJECT_MAX_AGE``) and held against other processes' syncs of its bucket's
+    index copies until the block ends. Anything but a str or path is yielded as it is, for
+    the caller's own type check."""
+    with held_index_copy(path, what, stand_ins, max_age) as local:
         yield local
 
 
-def index_copy(path: Any, what: str = "directory") -> Any:
-    """``held_copy``'s directory, for a reader of lineage files only (never a stand-in)."""
-    with held_copy(path, what) as local:
+def index_copy(path: Any, what: str = "directory", max_age: float | None = None) -> Any:
+    """``held_copy``'s directory, synced, for a reader of lineage files only (never of a
+    stand-in) or an index of its own (the UI's, which reads a run's points from the
+    download cache: ``server.IndexedRunStore``)."""
+    with held_copy(path, what, max_age) as local:
         return local
 
 

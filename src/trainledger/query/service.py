@@ -22,6 +22,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,9 @@ class QueryService:
     ``finish`` (the web UI adds run ids and run info) runs once on each fresh result; the
     cached, finished result is shared between callers, who must not modify it. ``index`` and
     ``name`` are ``LineageIndex``'s (a shared PostgreSQL index, the base's name there).
+    ``scan_guard`` is entered around each scan: over the index's copy of an ``s3://`` base,
+    the lock its syncs hold, so a scan never meets a stand-in being changed
+    (``object_copy.py``).
     """
 
     def __init__(
@@ -54,8 +58,10 @@ class QueryService:
         finish: Finish | None = None,
         index: str | None = None,
         name: str | None = None,
+        scan_guard: Callable[[], AbstractContextManager[Any]] = nullcontext,
     ) -> None:
         self.base = base
+        self._guard = scan_guard  # held around each scan (a copy of object storage: its lock)
         self.rescan_interval = rescan_interval
         self.stale_after = max(stale_after, rescan_interval)
         self.background_rescan = background_rescan
@@ -89,7 +95,8 @@ class QueryService:
                 return
             stale_ok = self.background_rescan and self._count_now() > 0
             if not stale_ok:
-                self._index.refresh()
+                with self._guard():
+                    self._index.refresh()
                 self._checked_at = time.monotonic()
             self._data_stamp = self._stamp_now()
             self._bump()
@@ -116,7 +123,8 @@ class QueryService:
         try:
             if not force and time.monotonic() - self._checked_at < self.rescan_interval:
                 return
-            stats = self._index.refresh()
+            with self._guard():
+                stats = self._index.refresh()
             stamp = self._stamp_now()
             changed = (
                 bool(stats.parsed or stats.removed or stats.statuses) or stamp != self._data_stamp

@@ -9,11 +9,13 @@ the routes testable with a small fake and every filesystem access inside BASE.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -43,6 +45,7 @@ from trainledger.server.structure_store import (
     read_run_graph,
     read_run_landscapes,
 )
+from trainledger.storage import ObjectLocation, exclusive_lock, index_copy_lock, readable_dir
 from trainledger.summary import SeriesOverview, SessionSeries
 
 # ``run`` extension fields attached to each object of a page (shown as run/<name> columns)
@@ -147,13 +150,22 @@ class _KnownRuns:
         return isinstance(run_id, str) and self.service.is_known(f"./{run_id}")
 
 
+def _copy_lock(remote: str | None) -> Callable[[], AbstractContextManager[Any]]:
+    """What a scan of the copy of ``remote`` holds: the lock its syncs hold (none locally)."""
+    if remote is None:
+        return nullcontext
+    return functools.partial(exclusive_lock, index_copy_lock(ObjectLocation.parse(remote)))
+
+
 class IndexedRunStore:
     """The real store: the query package's ``QueryService`` (index, re-scans, data versions,
     result cache) plus the lineage, checkpoint-file and summary reads of single runs.
 
     The options are ``QueryService``'s (``max_depth``, ``rescan_interval``, ``stale_after``,
     ``background_rescan``, ``index`` and ``name``: a shared index and the base's name there);
-    ``remote``: the ``s3://`` base copied into ``base`` (its checkpoints are listed there);
+    ``remote``: the ``s3://`` base copied into ``base`` (the index's copy, whose event files
+    may be stand-ins: each scan holds its lock; a run's points, media, graph and landscapes
+    are read from the download cache of that run alone, its checkpoints from the store);
     scalars, images, histograms and tensors are re-read at most every
     ``scalar_interval`` seconds per run, for the ``max_cached_runs`` runs read last (scalars)
     or a quarter of them (the media, which weigh more; see ``media_store``).
@@ -186,6 +198,7 @@ class IndexedRunStore:
             finish=self._finish,
             index=index,
             name=name,
+            scan_guard=_copy_lock(remote),
         )
         self._known = _KnownRuns(self.service)
         self._lock = threading.RLock()  # guards the caches below
@@ -250,6 +263,16 @@ class IndexedRunStore:
 
     def _path(self, run_id: str) -> Path:
         return resolve_run(self.base, run_id, self._known)
+
+    def _content(self, run_id: str) -> Path:
+        """Where a run's points, media and graph are read: its directory, or for a copy of
+        an ``s3://`` base the download cache of the run alone (the index's copy may hold
+        stand-ins for its event files: ``query/object_copy.py``), synced when older than
+        ``READ_MAX_AGE``."""
+        path = self._path(run_id)
+        if self.remote is None:
+            return path
+        return Path(readable_dir(f"{self.remote.rstrip('/')}/{check_run_id(run_id)}"))
 
     def run_detail(self, run_id: str) -> dict[str, Any]:
         path = self._path(run_id)
@@ -335,7 +358,7 @@ class IndexedRunStore:
     # -- scalars ----------------------------------------------------------------------------
 
     def _run_scalars(self, run_id: str) -> RunScalars:
-        path = self._path(run_id)
+        path = self._content(run_id)
         with self._lock:
             cached = self._scalars.get(run_id)
             if cached is None:
@@ -361,17 +384,17 @@ class IndexedRunStore:
         return SeriesOverview.from_bytes(found[1])
 
     def media(self, run_id: str, kind: Kind) -> dict[str, list[Any]]:
-        return self._media.get(check_run_id(run_id), self._path(run_id), kind)
+        return self._media.get(check_run_id(run_id), self._content(run_id), kind)
 
     def landscapes(self, run_id: str) -> list[dict[str, Any]]:
-        path = self._path(run_id)
+        path = self._content(run_id)
         found: list[dict[str, Any]] = self._structure.get(
             check_run_id(run_id), path, "landscapes", read_run_landscapes
         )
         return found
 
     def graph(self, run_id: str, max_nodes: int) -> dict[str, Any] | None:
-        path = self._path(run_id)
+        path = self._content(run_id)
         found: dict[str, Any] | None = self._structure.get(
             check_run_id(run_id), path, f"graph-{max_nodes}", lambda p: read_run_graph(p, max_nodes)
         )

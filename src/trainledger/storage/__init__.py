@@ -45,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "no_checkpoints": "trainledger.storage.locations",
     "held_index_copy": "trainledger.storage.locations",
     "StandIns": "trainledger.storage.cache",
+    "index_copy_lock": "trainledger.storage.cache",
     "STAND_IN": "trainledger.storage.cache",
     "ObjectInfo": "trainledger.storage.objects",
     "public_path": "trainledger.storage.locations",
@@ -136,6 +137,7 @@ __all__ = [
     "held_index_copy",
     "StandIns",
     "STAND_IN",
+    "index_copy_lock",
     "ObjectInfo",
     "public_path",
     "readable_dir",
@@ -211,7 +213,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         writer_alive,
     )
     from trainledger.storage.background import BackgroundWorker
-    from trainledger.storage.cache import STAND_IN, StandIns
+    from trainledger.storage.cache import STAND_IN, StandIns, index_copy_lock
     from trainledger.storage.changes import note_change, on_change, remove_listener
     from trainledger.storage.framing import (
         FOOTER_SIZE,

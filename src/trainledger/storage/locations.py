@@ -75,12 +75,15 @@ def readable_dir(
 
 
 @contextmanager
-def held_index_copy(path: Any, what: str, stand_ins: StandIns) -> Iterator[Any]:
+def held_index_copy(
+    path: Any, what: str, stand_ins: StandIns, max_age: float | None = None
+) -> Iterator[Any]:
     """``readable_dir`` for the query index: for an ``s3://`` URL a copy of its own, where
     the event files ``stand_ins`` picks are sparse stand-ins of their size, locked against
     other processes' syncs of the bucket's index copies until the block ends (a stand-in
-    being changed is never read). Local paths, and anything but a str or path, as
-    ``readable_dir`` gives them."""
+    being changed is never read); refreshed when older than ``max_age`` (default
+    ``READ_MAX_AGE``). Local paths, and anything but a str or path, as ``readable_dir``
+    gives them."""
     if not isinstance(path, (str, os.PathLike)) or not is_object_url(os.fspath(path)):
         yield readable_dir(path, what)
         return
@@ -91,7 +94,7 @@ def held_index_copy(path: Any, what: str, stand_ins: StandIns) -> Iterator[Any]:
             loc.url,
             no_checkpoints,
             local_dir=index_copy_dir(loc),
-            max_age=READ_MAX_AGE,
+            max_age=READ_MAX_AGE if max_age is None else max_age,
             stand_ins=stand_ins,
         )
 
