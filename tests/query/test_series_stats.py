@@ -28,7 +28,7 @@ from trainledger.query import (
     parse_where,
 )
 from trainledger.query.series_index import read_series_state
-from trainledger.storage import is_summary_file_name
+from trainledger.storage import event_file_order, is_summary_file_name
 from trainledger.summary import read_scalars
 
 FIXTURES = GOLDEN / "mindspore-runs"  # written by MindSpore 2.10 itself
@@ -248,7 +248,8 @@ def test_a_live_runs_refresh_reads_no_table_of_every_run(
 def _cuts(source: Path, rng: random.Random) -> list[tuple[str, int]]:
     """(file, length) steps that grow ``source``'s summary files in random byte chunks, file
     by file (mid-record cuts included: a damaged tail must wait)."""
-    files = sorted(f for f in source.iterdir() if is_summary_file_name(f.name))
+    names = [f.name for f in source.iterdir() if is_summary_file_name(f.name)]
+    files = [source / n for n in sorted(names, key=event_file_order)]  # (writing order)
     cuts = []
     for path in files:
         size, done = path.stat().st_size, 0
@@ -289,6 +290,44 @@ def test_byte_by_byte_growth_agrees_with_a_read_from_scratch(tmp_path: Path, kin
             if tags:
                 got = indexed(index, "./run", tags)
                 assert got == {t: fresh[t].as_dict() for t in tags}, (name, size)
+        assert indexed(index, "./run", sorted(served(source))) == served(source)
+
+
+def test_an_earlier_file_that_grows_after_a_later_one_was_read_is_read_again(
+    tmp_path: Path,
+) -> None:
+    """Files that reach a run out of writing order (a copy, a sync, two writers at once): the
+    later file is read first, then the earlier one grows. Its new points come before points
+    already counted, so the run is read again, never merged at the end."""
+    from tensorboard.compat.proto.event_pb2 import Event, SessionLog
+    from torch.utils.tensorboard import SummaryWriter
+
+    source = tmp_path / "source"
+    tensorboard_run(tmp_path / "src", "one", [1.0 / (i + 1) for i in range(12)])
+    (tmp_path / "src" / "one").rename(source)
+    with SummaryWriter(str(source), filename_suffix=".2") as writer:  # resumed at step 7
+        start = Event(step=7, session_log=SessionLog(status=SessionLog.START))
+        writer._get_file_writer().add_event(start)
+        for step in range(7, 16):
+            writer.add_scalar("loss", 0.3 - 0.01 * step, step)
+    first, later = sorted(
+        (f.name for f in source.iterdir() if "tfevents" in f.name), key=event_file_order
+    )
+    run = tmp_path / "base" / "run"
+    run.mkdir(parents=True)
+    for lineage in source.glob("*_lineage"):
+        shutil.copy(lineage, run / lineage.name)
+    shutil.copy(source / later, run / later)  # the later file first, whole
+    data = (source / first).read_bytes()
+    with LineageIndex(tmp_path / "base") as index:
+        for size in range(0, len(data) + 1, max(1, len(data) // 7)):
+            (run / first).write_bytes(data[:size])
+            index.refresh()
+            fresh = read_series_state(str(run)).tags
+            got = indexed(index, "./run", sorted(fresh))
+            assert got == {t: fresh[t].as_dict() for t in sorted(fresh)}, size
+        (run / first).write_bytes(data)
+        index.refresh()
         assert indexed(index, "./run", sorted(served(source))) == served(source)
 
 

@@ -117,6 +117,101 @@ def test_lightning_versions_are_runs_at_their_depth(tmp_path: Path) -> None:
     assert _dirs(picked) == ["./version_0"]
 
 
+HPARAMS = {"lr": 0.01, "model": {"layers": 3, "act": "relu"}, "aug": None, "sizes": (1, 2)}
+#: as Lightning logs them to the HParams plugin: flattened with "/", the rest as text
+FLAT = {"aug": "None", "lr": 0.01, "model/act": "relu", "model/layers": 3.0, "sizes": "(1, 2)"}
+
+
+def _logged(save: Path, hp_metric: bool) -> Path:
+    """A ``TensorBoardLogger`` run whose hyper-parameters go to ``hparams.yaml`` (and to the
+    HParams plugin only when ``hp_metric``: Lightning pairs them with a metric)."""
+    from lightning.pytorch.loggers import TensorBoardLogger
+
+    logger = TensorBoardLogger(str(save), name="m", default_hp_metric=hp_metric)
+    logger.log_hyperparams(HPARAMS)
+    logger.log_metrics({"loss": 0.5}, step=1)
+    logger.finalize("success")
+    return Path(logger.log_dir)
+
+
+@pytest.mark.parametrize("hp_metric", [False, True])
+def test_a_lightning_runs_hparams_yaml_gives_its_hyperparameters(
+    tmp_path: Path, hp_metric: bool
+) -> None:
+    """With ``default_hp_metric=False`` a run's hyper-parameters are only in its
+    ``hparams.yaml``; they answer as the plugin's would (and equal them where both are)."""
+    run = _logged(tmp_path / "logs", hp_metric)
+    assert (run / "hparams.yaml").is_file()
+    result = filter_summary_lineage(str(tmp_path / "logs" / "m"))
+    assert _lineage(result, "./version_0")["user_defined"] == FLAT
+    picked = filter_summary_lineage(
+        str(tmp_path / "logs" / "m"), {"user_defined/model/layers": {"eq": 3}}
+    )
+    assert _dirs(picked) == ["./version_0"]
+
+
+def test_an_hparams_yaml_written_after_the_index_read_the_run_is_found(tmp_path: Path) -> None:
+    """Lightning writes ``hparams.yaml`` when the logger is finalized, after its last event:
+    the file is tracked like the run's event files, and a saved listing of the format before
+    (which did not track it) is taken again."""
+    import sqlite3
+
+    run = _logged(tmp_path / "logs", hp_metric=False)
+    text = (run / "hparams.yaml").read_text()
+    (run / "hparams.yaml").unlink()
+    base = tmp_path / "logs" / "m"
+    with LineageIndex(base, watch=False) as index:
+        assert _lineage(index.query(None), "./version_0")["user_defined"] == {}
+        (run / "hparams.yaml").write_text(text)
+        assert _lineage(index.query(None), "./version_0")["user_defined"] == FLAT
+        path = index.path
+    (run / "hparams.yaml").unlink()
+    stamp = time.time_ns() - 60 * 10**9  # (a listing taken long after: trusted, and saved)
+    for folder in (run, base):
+        os.utime(folder, ns=(stamp, stamp))
+    with LineageIndex(base, watch=False) as index:
+        assert _lineage(index.query(None), "./version_0")["user_defined"] == {}
+    with sqlite3.connect(path) as conn:  # the listings and scan state of the format before
+        rows = conn.execute("SELECT path, data FROM listings").fetchall()
+        for name, data in rows:
+            conn.execute(
+                "UPDATE listings SET data = ? WHERE path = ?", (data.rsplit(",", 1)[0] + "]", name)
+            )
+        conn.execute(  # ("dirs/1/2" -> "dirs/1": the keys before the format was in them)
+            "UPDATE scan_state SET key = substr(key, 1, length(key) - 2) WHERE key LIKE '%/2'"
+        )
+    (run / "hparams.yaml").write_text(text)
+    os.utime(run, ns=(stamp, stamp))  # (as if the file had always been there: no new listing)
+    with LineageIndex(base, watch=False) as index:
+        assert _lineage(index.query(None), "./version_0")["user_defined"] == FLAT
+
+
+def test_a_hostile_hparams_yaml_runs_nothing_and_costs_only_itself(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The file may come from a shared bucket: a ``!!python/object/apply`` tag is text, a
+    file over the size limit or one that is not a mapping gives nothing, with a warning."""
+    from trainledger.summary import read_hparams_yaml
+    from trainledger.summary.hparams_yaml import MAX_BYTES
+
+    marker = tmp_path / "ran"
+    folder = tmp_path / "a"
+    folder.mkdir()
+    (folder / "hparams.yaml").write_text(
+        f"lr: 0.1\ncmd: !!python/object/apply:os.system ['touch {marker}']\n"
+        "obj: !!python/object:collections.OrderedDict {a: 1}\n"
+    )
+    found = read_hparams_yaml(folder)
+    assert not marker.exists()
+    assert found == {"lr": 0.1, "cmd": f"['touch {marker}']", "obj/a": 1.0}
+    (folder / "hparams.yaml").write_text("lr: 0.1\n" + "#" * MAX_BYTES)
+    assert read_hparams_yaml(folder) == {} and "larger than" in caplog.text
+    (folder / "hparams.yaml").write_text("- just\n- a list\n")
+    assert read_hparams_yaml(folder) == {}
+    (folder / "hparams.yaml").write_text("lr: [unclosed\n")
+    assert read_hparams_yaml(folder) == {} and "skipped" in caplog.text
+
+
 def test_keras_train_and_validation_are_one_run(tmp_path: Path) -> None:
     base = tmp_path / "fit"
     keras_run(base / "a", [1.0, 0.5], [1.25, 0.875], {"units": 64, "opt": "adam"}, end_time=1e9)

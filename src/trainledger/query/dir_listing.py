@@ -23,8 +23,11 @@ from trainledger.storage import (
     safe_host,
 )
 
-__all__ = ["RACY_NS", "DirListing", "writer_gone"]
+__all__ = ["LISTING_FORMAT", "RACY_NS", "DirListing", "writer_gone"]
 
+#: the saved listings' format: 2 tracks Lightning's ``hparams.yaml`` too (a listing saved
+#: before is taken again, so a finished run's file is found)
+LISTING_FORMAT = 2
 #: a listing taken less than this long after its directory's last change is not trusted: a
 #: second change in the same timestamp tick would not move the mtime (git's "racy" rule)
 RACY_NS = 2_000_000_000
@@ -59,7 +62,8 @@ class DirListing:
     """What one directory listing found (cached while the directory's mtime is unchanged)."""
 
     mtime_ns: int
-    # (name, full path) of the files a scan stats: lineage files, then summary files
+    # (name, full path) of the files a scan stats: lineage files, then summary files (and
+    # Lightning's hparams.yaml: a TensorBoard run's record reads it)
     tracked: tuple[tuple[str, str], ...]
     children: tuple[tuple[str, str], ...]  # (name, path) of sub-directories safe to visit
     listed_at_ns: int = 0  # when the listing was taken
@@ -82,11 +86,15 @@ class DirListing:
             [list(c) for c in self.children],
             self.listed_at_ns,
             settled,
+            LISTING_FORMAT,
         ]
 
     @classmethod
     def from_json(cls, path: str, data: list[Any]) -> DirListing:
-        mtime_ns, names, children, listed_at, settled = data
+        """A saved listing; a ``ValueError`` for one of another format (listed again)."""
+        if len(data) != 6 or data[5] != LISTING_FORMAT:
+            raise ValueError(f"a listing of format {data[5:]!r}, not {LISTING_FORMAT}")
+        mtime_ns, names, children, listed_at, settled = data[:5]
         kids = tuple((str(a), str(b)) for a, b in children)
         listing = cls(
             int(mtime_ns),

@@ -21,6 +21,7 @@ from trainledger.query.tb_runs import SERIES_PARTS, run_parts
 from trainledger.query.watch import WatchedScans
 from trainledger.storage import (
     ARCHIVE_DIRNAME,
+    HPARAMS_YAML,
     INDEX_DIRNAME,
     LINEAGE_SUFFIX,
     is_event_file_name,
@@ -147,7 +148,7 @@ class Scanner:
                             if is_lineage_file_name(name) and entry.is_file(follow_symlinks=False):
                                 lineage.append(name)
                             continue
-                        if is_summary_file_name(name):
+                        if is_summary_file_name(name) or name == HPARAMS_YAML:
                             if entry.is_file(follow_symlinks=False):
                                 series.append(name)
                             continue

@@ -38,6 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from trainledger.query.dir_listing import LISTING_FORMAT
 from trainledger.query.schema import STATUS_BACKFILL, Connection, read_meta
 
 __all__ = ["ScanState", "new_tag", "relative", "save_state", "trusted_runs"]
@@ -59,7 +60,8 @@ def relative(base: str, path: str) -> str:
 
 
 def _keys(max_depth: int) -> tuple[str, str]:
-    return f"dirs/{max_depth}", f"state/{max_depth}"
+    # (the listings' format: a state saved by a scan of another format is not trusted)
+    return f"dirs/{max_depth}/{LISTING_FORMAT}", f"state/{max_depth}/{LISTING_FORMAT}"
 
 
 def new_tag() -> int:

@@ -11,7 +11,8 @@ Why a full read is sometimes needed: the series rule (``summary.resolve_series``
 points already counted. Appended points are merged only when no rule can reach back into
 what was read: no new ``SessionLog.START`` (TensorBoard's restart) and every new MindSpore
 point's step beyond the tag's largest step so far (MindInsight's rule drops or replaces only
-points at or after a repeated or restarted step). Otherwise, and when a file shrank or
+points at or after a repeated or restarted step), and no file earlier in writing order than
+one already read has grown (its points come first). Otherwise, and when a file shrank or
 vanished, the run is read again from the start. A damaged tail is left unread until it is
 complete, as the reader does everywhere.
 
@@ -40,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from trainledger.query import series_overviews
-from trainledger.storage import is_summary_file_name, run_files
+from trainledger.storage import event_file_order, is_summary_file_name, run_files
 from trainledger.summary import TagStats
 
 if TYPE_CHECKING:  # pragma: no cover - the annotations' types
@@ -206,6 +207,8 @@ def _extend(folders: list[tuple[str, str]], previous: SeriesState) -> SeriesStat
         raw = reader.read_scalar_sessions()
         if reader.session_starts:
             return None  # a writer restarted (TensorBoard's rule drops earlier points)
+        if _earlier_grew(mine, reader.positions()):
+            return None  # its new points come before points already counted
         ms = [s for s, f in reader.session_formats.items() if f == MINDSPORE]
         for tag, points in raw.items():
             steps, _, _, sessions = points
@@ -221,6 +224,19 @@ def _extend(folders: list[tuple[str, str]], previous: SeriesState) -> SeriesStat
                     out.overviews[prefix + tag].append(*series)
         _add_positions(out, prefix, reader)
     return None if _lacks_overview(out) else out
+
+
+def _earlier_grew(before: dict[str, int], after: dict[str, int]) -> bool:
+    """Whether a file that comes before one already read (in writing order) has new bytes:
+    two writers at once, or files that reached the folder out of order (a copy, a sync)."""
+    read = [name for name, offset in before.items() if offset > 0]
+    if not read:
+        return False
+    last = event_file_order(max(read, key=event_file_order))
+    return any(
+        offset > before.get(name, 0) and event_file_order(name) < last
+        for name, offset in after.items()
+    )
 
 
 def _in(name: str, prefix: str) -> bool:

@@ -43,8 +43,8 @@ def overview_fresh(run_dir: str, signature: str, parts: tuple[str, ...] = ()) ->
     named: dict[str, tuple[int, int]] = {}
     for entry in signature.split(";") if signature else ():
         name, size, mtime = (entry.rsplit(":", 2) + ["", ""])[:3]
-        folder = name.rpartition("/")[0]
-        if not folder or folder in parts:
+        folder, _, file = name.rpartition("/")
+        if (not folder or folder in parts) and is_summary_file_name(file):  # (no hparams.yaml)
             try:
                 named[name] = (int(size), int(mtime))
             except ValueError:  # (a damaged row: read the points)

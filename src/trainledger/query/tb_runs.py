@@ -29,7 +29,7 @@ from typing import Any
 
 from trainledger.lineage import shortest_float32
 from trainledger.storage import list_lineage_files
-from trainledger.summary import read_hparams
+from trainledger.summary import read_hparams, read_hparams_yaml
 
 __all__ = [
     "SERIES_PARTS",
@@ -92,8 +92,9 @@ def tensorboard_lineage(
     """What a TensorBoard run answers: (``{"user_defined": hparams, "metric": metrics}``,
     its status).
 
-    ``user_defined``: the session starts' hyper-parameters by name (run folder first, then
-    its parts; a later session's value wins), numbers as the plugin stores them, doubles.
+    ``user_defined``: the run folder's ``hparams.yaml`` (Lightning's), then the session
+    starts' hyper-parameters by name (run folder first, then its parts; a later session's
+    value wins), numbers as the plugin stores them, doubles.
     ``metric``: each metric the HParams experiments name, with TensorBoard's value, the
     last point of its tag in the folder that holds the experiment (``<group>/<tag>`` when it
     names a group): a timestamp part's own scalars, or else the run's series statistics
@@ -108,10 +109,10 @@ def tensorboard_lineage(
     ]
     for part, folder in folders:
         stamped = part not in ("", *SERIES_PARTS)
+        if not part:  # Lightning's, the plugin's values win (``summary.hparams_yaml``)
+            user.update(_bools_as_ints(read_hparams_yaml(folder)))
         found = read_hparams(folder, scalars=stamped)
-        # a bool is an int, as in every user_defined/ field (lineage.validate_user_defined_info):
-        # a condition compares numbers and text, never bools
-        user.update((k, int(v) if isinstance(v, bool) else v) for k, v in found.hparams.items())
+        user.update(_bools_as_ints(found.hparams))
         status = found.status or status
         for group, tag in found.metrics:
             name = f"{group}/{tag}" if group else tag
@@ -122,3 +123,9 @@ def tensorboard_lineage(
             if value is not None:
                 metric[name] = shortest_float32(value)
     return {"user_defined": dict(sorted(user.items())), "metric": metric}, status
+
+
+def _bools_as_ints(hparams: Mapping[str, Any]) -> dict[str, Any]:
+    """A bool as an int, as in every user_defined/ field (lineage.validate_user_defined_info):
+    a condition compares numbers and text, never bools."""
+    return {k: int(v) if isinstance(v, bool) else v for k, v in hparams.items()}

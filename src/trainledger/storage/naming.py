@@ -46,6 +46,7 @@ __all__ = [
     "SHARDED_MANIFEST",
     "LANDSCAPE_METADATA",
     "MLFLOW_MARKER",
+    "HPARAMS_YAML",
     "AUDIT_FILE",
     "INDEX_FILE",
     "LINEAGE_SUFFIX",
@@ -87,6 +88,8 @@ LANDSCAPE_METADATA = "train_metadata.json"
 LANDSCAPE_DIR = "ckpt_dir"
 #: what an MLflow import wrote into a run directory (``integrations.mlflow``)
 MLFLOW_MARKER = "mlflow_run.json"
+#: the hyper-parameters Lightning's loggers leave in a run's folder (``summary.hparams_yaml``)
+HPARAMS_YAML = "hparams.yaml"
 
 # --- temp files ---------------------------------------------------------------------------
 TEMP_MARKER = ".tl-tmp-"

@@ -17,6 +17,7 @@ _EXPORTS: dict[str, str] = {
     "write_hparams_events": "trainledger.summary.hparams",
     "HParamsFound": "trainledger.summary.hparams_read",
     "read_hparams": "trainledger.summary.hparams_read",
+    "read_hparams_yaml": "trainledger.summary.hparams_yaml",
     "process_export_options": "trainledger.summary.tensor_export",
     "GraphNode": "trainledger.summary.graph_def",
     "graph_def_bytes": "trainledger.summary.graph_def",
@@ -76,6 +77,7 @@ __all__ = [
     "read_graph",
     "read_histograms",
     "read_hparams",
+    "read_hparams_yaml",
     "read_images",
     "read_landscapes",
     "read_scalar_sessions",
@@ -114,6 +116,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         write_hparams_events,
     )
     from trainledger.summary.hparams_read import HParamsFound, read_hparams
+    from trainledger.summary.hparams_yaml import read_hparams_yaml
     from trainledger.summary.landscape import LANDSCAPE_PLUGIN, read_landscapes
     from trainledger.summary.media import HistogramEvent, ImageEvent, TensorEvent
     from trainledger.summary.mindspore import is_mindspore_summary_name, list_mindspore_files
