@@ -259,22 +259,28 @@ def _cuts(source: Path, rng: random.Random) -> list[tuple[str, int]]:
     return cuts
 
 
+def _resumed_run(tmp_path: Path, source: Path) -> None:
+    """A run at ``source``: TensorBoard's writer's ``loss`` for 12 steps, then a second
+    writer resumed at step 7 (its ``SessionLog.START`` drops the first one's later points)."""
+    from tensorboard.compat.proto.event_pb2 import Event, SessionLog
+    from torch.utils.tensorboard import SummaryWriter
+
+    tensorboard_run(tmp_path / "src", "one", [1.0 / (i + 1) for i in range(12)])
+    (tmp_path / "src" / "one").rename(source)
+    with SummaryWriter(str(source), filename_suffix=".2") as writer:
+        start = Event(step=7, session_log=SessionLog(status=SessionLog.START))
+        writer._get_file_writer().add_event(start)
+        for step in range(7, 16):
+            writer.add_scalar("loss", 0.3 - 0.01 * step, step)
+
+
 @pytest.mark.parametrize("kind", ["mindspore", "tensorboard-restarted"])
 def test_byte_by_byte_growth_agrees_with_a_read_from_scratch(tmp_path: Path, kind: str) -> None:
     source = tmp_path / "source"
     if kind == "mindspore":
         shutil.copytree(FIXTURES / "momentum_twice", source)  # epoch ends repeat a step
     else:
-        from tensorboard.compat.proto.event_pb2 import Event, SessionLog
-        from torch.utils.tensorboard import SummaryWriter
-
-        tensorboard_run(tmp_path / "src", "one", [1.0 / (i + 1) for i in range(12)])
-        (tmp_path / "src" / "one").rename(source)
-        with SummaryWriter(str(source), filename_suffix=".2") as writer:  # resumed at step 7
-            start = Event(step=7, session_log=SessionLog(status=SessionLog.START))
-            writer._get_file_writer().add_event(start)
-            for step in range(7, 16):
-                writer.add_scalar("loss", 0.3 - 0.01 * step, step)
+        _resumed_run(tmp_path, source)
     run = tmp_path / "base" / "run"
     run.mkdir(parents=True)
     for lineage in source.glob("*_lineage"):
@@ -299,17 +305,8 @@ def test_an_earlier_file_that_grows_after_a_later_one_was_read_is_read_again(
     """Files that reach a run out of writing order (a copy, a sync, two writers at once): the
     later file is read first, then the earlier one grows. Its new points come before points
     already counted, so the run is read again, never merged at the end."""
-    from tensorboard.compat.proto.event_pb2 import Event, SessionLog
-    from torch.utils.tensorboard import SummaryWriter
-
     source = tmp_path / "source"
-    tensorboard_run(tmp_path / "src", "one", [1.0 / (i + 1) for i in range(12)])
-    (tmp_path / "src" / "one").rename(source)
-    with SummaryWriter(str(source), filename_suffix=".2") as writer:  # resumed at step 7
-        start = Event(step=7, session_log=SessionLog(status=SessionLog.START))
-        writer._get_file_writer().add_event(start)
-        for step in range(7, 16):
-            writer.add_scalar("loss", 0.3 - 0.01 * step, step)
+    _resumed_run(tmp_path, source)
     first, later = sorted(
         (f.name for f in source.iterdir() if "tfevents" in f.name), key=event_file_order
     )
