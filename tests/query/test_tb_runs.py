@@ -190,7 +190,8 @@ def test_a_hostile_hparams_yaml_runs_nothing_and_costs_only_itself(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The file may come from a shared bucket: a ``!!python/object/apply`` tag is text, a
-    file over the size limit or one that is not a mapping gives nothing, with a warning."""
+    file over the size limit or one that is not a mapping gives nothing, with a warning, and a
+    symlink is never followed."""
     from trainledger.summary import read_hparams_yaml
     from trainledger.summary.hparams_yaml import MAX_BYTES
 
@@ -210,6 +211,11 @@ def test_a_hostile_hparams_yaml_runs_nothing_and_costs_only_itself(
     assert read_hparams_yaml(folder) == {}
     (folder / "hparams.yaml").write_text("lr: [unclosed\n")
     assert read_hparams_yaml(folder) == {} and "skipped" in caplog.text
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("secret: 1\n")
+    (folder / "hparams.yaml").unlink()
+    (folder / "hparams.yaml").symlink_to(outside)  # (may point out of the base: not opened)
+    assert read_hparams_yaml(folder) == {}
 
 
 def test_keras_train_and_validation_are_one_run(tmp_path: Path) -> None:

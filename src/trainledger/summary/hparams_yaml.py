@@ -11,11 +11,13 @@ What it gives is what the plugin would have held: Lightning flattens nested mapp
 ``"None"``, a list into ``"[1, 2]"``); numbers are doubles, as the plugin stores them.
 
 Why careful: the file may come from anyone who can write the folder (a shared bucket). It is
-parsed with PyYAML's safe loader, and the ``!!python/...`` tags Lightning's dumper may write
-(a tuple, an object) become their plain values or text: nothing is ever imported, called or
-built from them. A file over ``MAX_BYTES`` is skipped, and at most ``MAX_FIELDS`` fields are
-taken (a YAML alias can make a small file a huge mapping). Without PyYAML (Lightning
-depends on it) or with a damaged file, there is nothing, and a warning says why.
+found through the one checked listing (``storage.run_files``: a symlink, which may point out
+of the base, or a FIFO is never opened) and parsed with PyYAML's safe loader; the
+``!!python/...`` tags Lightning's dumper may write (a tuple, an object) become their plain
+values or text: nothing is ever imported, called or built from them. A file over
+``MAX_BYTES`` is skipped, and at most ``MAX_FIELDS`` fields are taken (a YAML alias can make
+a small file a huge mapping). Without PyYAML (Lightning depends on it) or with a damaged
+file, there is nothing, and a warning says why.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from trainledger.storage import HPARAMS_YAML
+from trainledger.storage import HPARAMS_YAML, run_files
 
 __all__ = ["MAX_BYTES", "MAX_FIELDS", "read_hparams_yaml"]
 
@@ -40,11 +42,14 @@ _MAX_DEPTH = 16  #: nested mappings below this depth are taken as text
 def read_hparams_yaml(folder: str | os.PathLike[str]) -> dict[str, float | str | bool]:
     """The hyper-parameters of ``folder``'s ``hparams.yaml``, flattened as Lightning logs
     them (see the module docstring); {} when there is none or it cannot be read."""
-    path = os.path.join(folder, HPARAMS_YAML)
+    found = run_files(folder, lambda name: name == HPARAMS_YAML)  # (no symlink, no FIFO)
+    if not found:  # (the common case)
+        return {}
+    path = found[0].path
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_BYTES + 1)
-    except OSError:  # (none: the common case)
+    except OSError:
         return {}
     if len(data) > MAX_BYTES:
         _log.warning("skipped %s: larger than %d bytes", path, MAX_BYTES)
