@@ -150,12 +150,18 @@ def sync_down(
         if path is not None and os.path.isfile(path) and not os.path.islink(path):
             Path(path).unlink(missing_ok=True)
         del have[rel]
-    later = {r for r in listing if stand_ins is not None and is_event_file_name(_name(r))}
-    _copy(store, loc, local, {r: listing[r] for r in set(listing) - later}, have)
+    paths = {}  # rel -> its local path, for the objects that stay inside the copy
+    for rel in listing:
+        if (path := inside(local, rel)) is None:
+            _log.warning("skipped the object %r under %s: it leaves the cache", rel, loc.url)
+        else:
+            paths[rel] = path
+    later = {r for r in paths if stand_ins is not None and is_event_file_name(_name(r))}
+    _copy(store, loc, {r: (listing[r], paths[r]) for r in paths.keys() - later}, have)
     kept = set(stand_ins(local, listing)) & later if stand_ins is not None and later else set()
     for rel in sorted(kept):
-        _stand_in(loc, local, rel, listing[rel], have)
-    _copy(store, loc, local, {r: listing[r] for r in later - kept}, have)
+        _stand_in(rel, listing[rel], paths[rel], have)
+    _copy(store, loc, {r: (listing[r], paths[r]) for r in later - kept}, have)
     body = json.dumps({"source": loc.url, "files": have}, sort_keys=True).encode()
     atomic_write_bytes(manifest_path, body)
     return local
@@ -168,20 +174,17 @@ def _name(rel: str) -> str:
 def _copy(
     store: ObjectStore,
     loc: ObjectLocation,
-    local: str,
-    objects: Mapping[str, ObjectInfo],
+    objects: Mapping[str, tuple[ObjectInfo, str]],
     have: dict[str, str],
 ) -> None:
-    """Download each of ``objects`` whose local file is not a copy of its version (a
-    stand-in is not), ``DOWNLOAD_THREADS`` at a time: a store answers each GET after a
-    round trip, and a base holds a few small objects per run."""
-    todo: list[tuple[str, str]] = []
-    for rel in sorted(objects):
-        path = inside(local, rel)
-        if path is None:
-            _log.warning("skipped the object %r under %s: it leaves the cache", rel, loc.url)
-        elif have.get(rel) != objects[rel].etag or not os.path.isfile(path):
-            todo.append((rel, path))
+    """Download each of ``objects`` (rel -> its listing, its local path) whose local file is
+    not a copy of its version (a stand-in is not), ``DOWNLOAD_THREADS`` at a time: a store
+    answers each GET after a round trip, and a base holds a few small objects per run."""
+    todo = [
+        (rel, path)
+        for rel, (info, path) in sorted(objects.items())
+        if have.get(rel) != info.etag or not os.path.isfile(path)
+    ]
 
     def fetch(job: tuple[str, str]) -> bool:
         try:
@@ -196,17 +199,12 @@ def _copy(
             done = list(pool.map(fetch, todo))
     else:
         done = [fetch(job) for job in todo]
-    have.update((rel, objects[rel].etag) for (rel, _), ok in zip(todo, done, strict=True) if ok)
+    have.update((rel, objects[rel][0].etag) for (rel, _), ok in zip(todo, done, strict=True) if ok)
 
 
-def _stand_in(
-    loc: ObjectLocation, local: str, rel: str, info: ObjectInfo, have: dict[str, str]
-) -> None:
-    """Leave ``rel`` in the store: a sparse file of its size (a copy of this version stays)."""
-    path = inside(local, rel)
-    if path is None:
-        _log.warning("skipped the object %r under %s: it leaves the cache", rel, loc.url)
-        return
+def _stand_in(rel: str, info: ObjectInfo, path: str, have: dict[str, str]) -> None:
+    """Leave ``rel`` in the store: a sparse file of its size at ``path`` (a copy of this
+    version stays)."""
     if have.get(rel) in (info.etag, STAND_IN + info.etag) and os.path.isfile(path):
         return
     os.makedirs(os.path.dirname(path), exist_ok=True)
