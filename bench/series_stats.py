@@ -141,7 +141,9 @@ def bench_append(work: Path, runs: int, append: int, rounds: int) -> None:
         points += [_event(s, "accuracy", (0.85 + 0.15 * spread) * s / 19) for s in range(20)]
         (run / name).write_bytes(b"".join(points))
     live = sorted(base.iterdir())[runs // 2]
-    live_file = live / f"events.out.tfevents.1700000000.{machine_name()}.{os.getpid()}.0"
+    # (started after the finished files: later in writing order, as a live writer is; a file
+    # ordered before one already read would be read again from the start, series_index.py)
+    live_file = live / f"events.out.tfevents.1700000100.{machine_name()}.{os.getpid()}.0"
     live_file.write_bytes(_event(0, "loss", 1.0))
     start = time.perf_counter()
     with LineageIndex(base) as index:
