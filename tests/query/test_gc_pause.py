@@ -13,7 +13,7 @@ import pytest
 
 from tests.runs import write_run
 from trainledger.lineage import read_lineage
-from trainledger.query import semantics
+from trainledger.query import answer_forms
 from trainledger.query.gc_pause import gc_paused
 from trainledger.query.index import LineageIndex
 
@@ -39,20 +39,20 @@ def test_answers_are_built_with_the_collector_paused_and_runs_parsed_with_it_run
         parsed.append(gc.isenabled())
         return read_lineage(run_dir)
 
-    build = semantics.build_object
+    build = answer_forms.build_page
 
-    def counting_build(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    def counting_build(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         built.append(gc.isenabled())
         return build(*args, **kwargs)
 
-    monkeypatch.setattr(semantics, "build_object", counting_build)
+    monkeypatch.setattr(answer_forms, "build_page", counting_build)
     with LineageIndex(tmp_path, reader=reader, watch=False) as index:
         result = index.query({"sorted_name": "summary_dir"})
         records = index.records()
     assert [o["summary_dir"] for o in result["object"]] == ["./a", "./b"]
     assert len(records) == 2
     assert parsed == [True, True]  # a refresh may make cycles and run long: never paused
-    assert built == [False, False]
+    assert built == [False]  # (one page of two answers)
     assert gc.isenabled()  # and running again after the answer
 
 

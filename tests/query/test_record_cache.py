@@ -47,10 +47,10 @@ def test_an_unchanged_run_keeps_its_entry_across_another_runs_change(tmp_path: P
         index.query(_EVERY)
         conn = index.db.connection()
         run_a = conn.execute("SELECT id FROM runs WHERE summary_dir = './a'").fetchone()[0]
-        cached = index._records._entries[run_a][2]
+        cached = index._records._entries[run_a][2][0]
         write_run(tmp_path, "b", metrics={"acc": 0.5}, mtime=300)  # bumps the generation
         assert _accuracy(index.query(_EVERY)) == {"./a": 0.1, "./b": 0.5}
-        assert index._records._entries[run_a][2] is cached  # checked by signature, kept
+        assert index._records._entries[run_a][2][0] is cached  # checked by signature, kept
 
 
 def test_an_answer_shares_nothing_with_the_cache(tmp_path: Path) -> None:
@@ -109,8 +109,31 @@ def test_forget_drops_every_entry(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     cache = RecordCache()
     conn.execute("BEGIN")
-    assert [r["summary_dir"] for r in cache.records(conn, [1]).values()] == ["./a"]
+    assert [r["summary_dir"] for r, _ in cache.records(conn, [1]).values()] == ["./a"]
     assert len(cache) == 1
     cache.forget()
     assert len(cache) == 0 and cache.json_bytes == 0
     conn.close()
+
+
+def test_a_record_gets_its_answer_form_when_answered_again(tmp_path: Path) -> None:
+    """Not when decoded: a query larger than the cache, whose records are dropped before they
+    are asked again, makes no form (``RecordCache``)."""
+    for i in range(4):
+        write_run(tmp_path, f"r{i}", metrics={"acc": i / 10}, mtime=100 + i)
+    with LineageIndex(tmp_path) as index:
+        cache = index._records
+
+        def formed() -> list[bool]:
+            return [entry[2][1] is not None for entry in cache._entries.values()]
+
+        expected = index.query(_EVERY)
+        assert formed() == [False] * 4
+        assert index.query(_EVERY) == expected
+        assert formed() == [True] * 4
+        assert index.query(_EVERY) == expected
+        cache.forget()
+        cache.limit = 2
+        for _ in range(3):
+            assert index.query(_EVERY) == expected
+            assert formed() == [False] * 2

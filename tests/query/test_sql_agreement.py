@@ -15,7 +15,9 @@ from trainledger.query import page_read
 from trainledger.query.conditions import validate_condition
 from trainledger.query.fields import RUN_FIELDS
 from trainledger.query.index import LineageIndex
+from trainledger.query.schema import POSTGRES
 from trainledger.query.semantics import evaluate
+from trainledger.query.sql import compile_range
 
 NUMS = st.sampled_from([0, 1, 2, 16, 0.05, 0.1, 0.5, 1.0, -3, 2.5])
 STRS = st.sampled_from(["Adam", "SGD", "a", "b", "", "Z", "é"])
@@ -404,3 +406,109 @@ def test_several_custom_fields_agree_in_every_combination(
         assert 0 < both["count"] < len(recs)
     # SQLite reads the membership form only over wide runs; PostgreSQL reads the JSONB copy
     assert set(chosen) == (set() if index_url else {wide})
+
+
+RANGE_FIELDS = st.sampled_from(["metric/acc", "user_defined/trial", "optimizer/momentum"])
+RANGE_OPS = st.dictionaries(
+    st.sampled_from(["eq", "lt", "gt", "le", "ge"]), NUMS, min_size=1, max_size=2
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    records=corpus(),
+    field=RANGE_FIELDS,
+    ops=RANGE_OPS,
+    tags=st.dictionaries(st.integers(0, 7), st.integers(0, 10), max_size=8),
+)
+def test_every_match_of_a_one_field_range_agrees(
+    index_url: str | None,
+    records: list[dict[str, Any]],
+    field: str,
+    ops: dict[str, Any],
+    tags: dict[int, int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every match of a one-field custom range (no page, the default order) is read from the
+    value index and ordered from the cached records on SQLite (``page_read._range_page``):
+    the same answer as Python's, ties in update time (1, 2 or 3 here) ordered by
+    summary_dir, annotations read whole or run by run (more tags than matches, or fewer)."""
+    ranged: list[int] = []
+    read = page_read._range_page
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        ranged.append(1)
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(page_read, "_range_page", counted)
+    with tempfile.TemporaryDirectory() as base, LineageIndex(base, index=index_url) as index:
+        index.add_records(records)
+        for i, tag in tags.items():
+            index.set_annotation(f"./r{i}", tag=tag, remark=f"note {i}")
+        for _ in range(2):  # (the second from the cached records and count)
+            assert_agreement(index, [{field: ops}])
+        assert_agreement(index, [{field: ops, "lineage_type": {"eq": "model"}}])
+    assert len(ranged) == (0 if index_url else 3)
+
+
+@pytest.mark.parametrize("tagged", [1, 6], ids=["fewer-notes-than-matches", "more"])
+def test_a_one_field_range_orders_ties_by_summary_dir_and_keeps_every_note(
+    index_url: str | None, tagged: int
+) -> None:
+    """Runs stored in two batches, so run numbers (the value index's order among equal
+    values) disagree with summary_dir among equal update times; the notes are read whole
+    (fewer than the matches) or run by run (more)."""
+    late = [
+        {"summary_dir": f"./r{i}", "update_time": 1.0, "metric": {"acc": acc}}
+        for i, acc in ((5, 0.2), (4, 0.4))
+    ]
+    early = [
+        {"summary_dir": f"./r{i}", "update_time": float(i % 2), "metric": {"acc": i / 10}}
+        for i in range(4)
+    ]
+    with tempfile.TemporaryDirectory() as base, LineageIndex(base, index=index_url) as index:
+        index.add_records(late)
+        index.add_records(early)
+        for i in range(tagged):
+            index.set_annotation(f"./r{5 - i}", tag=i, remark=f"note {i}")
+        cond = {"metric/acc": {"ge": 0.1, "le": 0.5}}
+        for _ in range(2):
+            answer = index.query(cond, refresh=False)
+            assert [o["summary_dir"] for o in answer["object"]] == [
+                "./r1",
+                "./r3",
+                "./r4",
+                "./r5",
+                "./r2",
+            ]
+            assert_agreement(index, [cond])
+        notes = {o["summary_dir"]: o["added_info"] for o in answer["object"]}
+        assert notes["./r5"] == {"tag": 0, "remark": "note 0"}
+
+
+def test_only_a_one_field_custom_range_is_read_from_the_value_index_alone() -> None:
+
+    def ranged(cond: dict[str, Any], dialect: Any = None) -> bool:
+        valid = validate_condition(cond)
+        return (
+            compile_range(valid) if dialect is None else compile_range(valid, dialect)
+        ) is not None
+
+    assert ranged({"metric/acc": {"ge": 0.5, "le": 0.6}})
+    assert ranged({"user_defined/team": {"in": ["a", "b"]}})
+    assert not ranged({"metric/acc": {"ge": 0.5}}, POSTGRES)  # (custom values in JSONB)
+    for other in (
+        {"metric/acc": {"ge": 0.5}, "metric/f1": {"lt": 1}},  # two fields
+        {"metric/acc": {"not_in": [0.5]}},  # a run without the value matches
+        {"metric/acc": {"in": [None, 0.5]}},
+        {"learning_rate": {"lt": 0.1}},  # a fixed field
+        {"max(loss)": {"lt": 0.1}},  # a series statistic
+        {"tag": {"eq": 1}},
+        {"or": [{"metric/acc": {"ge": 0.5}}, {"metric/acc": {"lt": 0.1}}]},
+        {"metric/acc": {"ge": 0.5}, "not": {"metric/acc": {"eq": 0.7}}},
+    ):
+        assert not ranged(other), other

@@ -23,7 +23,14 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from trainledger.query import index_tables, page_read, schema, semantics, series_tables
+from trainledger.query import (
+    answer_forms,
+    index_tables,
+    page_read,
+    schema,
+    semantics,
+    series_tables,
+)
 from trainledger.query.annotations import UNSET, check_remark, check_run_id, check_tag
 from trainledger.query.conditions import lineage_types, page_bounds, validate_condition
 from trainledger.query.count_cache import CountCache
@@ -41,6 +48,7 @@ from trainledger.query.sql import (
     compile_matches,
     compile_members,
     compile_order,
+    compile_range,
     compile_segments,
     compile_where,
 )
@@ -243,6 +251,7 @@ class LineageIndex:
             where=compile_where(cond, self.db.dialect),
             matches=compile_matches(cond, self.db.dialect),
             members=compile_members(cond, self.db.dialect),
+            run_range=compile_range(cond, self.db.dialect),
             order=compile_order(cond),
             limit=None if stop is None else stop - start,
             offset=start,
@@ -264,7 +273,7 @@ class LineageIndex:
 
         def answer_with_series() -> Any:
             count, records, types = answer()
-            dirs = [r["summary_dir"] for r, _ in records]
+            dirs = [r["summary_dir"] for (r, _), _ in records]
             values = self._read(lambda c: series_tables.series_values(c, dirs, fields))
             return count, records, types, values
 
@@ -272,12 +281,8 @@ class LineageIndex:
             count, records, types, values = self._recovering(
                 answer_with_series if fields else lambda: (*answer(), None)
             )
-        parts = lineage_types(cond)
         with gc_paused():
-            objects = [
-                semantics.build_object(r, parts, values and values[r["summary_dir"]], added)
-                for r, added in records
-            ]
+            objects = answer_forms.build_page(records, lineage_types(cond), values)
         return {
             "customized": semantics.finish_customized(types),
             "object": objects,

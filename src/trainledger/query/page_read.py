@@ -11,21 +11,22 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from trainledger.query import semantics
 from trainledger.query.count_cache import CountCache
-from trainledger.query.record_cache import RecordCache, in_chunks
+from trainledger.query.record_cache import Cached, RecordCache, in_chunks
 from trainledger.query.schema import Connection
-from trainledger.query.sql import Segments, reads_annotations
+from trainledger.query.sql import DEFAULT_ORDER, Segments, reads_annotations
 
 __all__ = ["Page", "added_info", "fetch"]
 
 
 _ANNOTATED = "LEFT JOIN annotations AS a ON a.run_id = runs.summary_dir"
-Page = list[tuple[semantics.Record, dict[str, Any]]]
+#: a page's (record with its answer form, added_info) in order
+Page = list[tuple[Cached, dict[str, Any]]]
 
 
 def fetch(
@@ -39,10 +40,11 @@ def fetch(
     cache: RecordCache | None = None,
     counts: CountCache | None = None,
     members: tuple[str, list[Any]] | None = None,
+    run_range: tuple[str, list[Any]] | None = None,
 ) -> tuple[int, Page, dict[str, set[str]]]:
-    """(count before paging, the page's (record, added_info) pairs in order, custom label ->
-    type names). The records are shared with ``cache`` (read-only) and lack the run fields
-    (status, duration, sessions): they are what an answer shows.
+    """(count before paging, the page's ((record, answer form), added_info) pairs in order,
+    custom label -> type names). The records are shared with ``cache`` (read-only) and lack
+    the run fields (status, duration, sessions): they are what an answer shows.
 
     ``where`` is ``sql.compile_where``'s (for a page), ``matches`` ``sql.compile_matches``'
     (for every match), both what follows ``FROM runs`` (joins, then WHERE) and its
@@ -50,11 +52,15 @@ def fetch(
     ``segments`` ``sql.compile_segments``' (used when every run's type set tells its
     segment); ``limit`` None: every run from ``offset``. A page's count (with the types and
     segment sizes) comes from ``counts`` when it holds it for this generation. ``members``:
-    ``sql.compile_members``' form of ``matches``, read instead over wide runs (``_wide``).
+    ``sql.compile_members``' form of ``matches``, read instead over wide runs (``_wide``);
+    ``run_range`` ``sql.compile_range``'s statement, read instead of ``matches`` for every
+    match in the default order (``_range_page``).
     """
     join, osql, oparams = order
     if members is not None and members[0] != matches[0] and _wide(conn):
         matches = members
+    if limit is None and run_range is not None and cache is not None and osql == DEFAULT_ORDER:
+        return _range_page(conn, run_range, matches, offset, cache, counts)
     if limit is None:
         # every match is on the page: one read in the join form (``compile_matches``: a
         # range scan of a custom value's index, not a probe of every run) gives the page in
@@ -91,6 +97,56 @@ def fetch(
     records = (RecordCache(0) if cache is None else cache).records(conn, [row[0] for row in page])
     answers = [(records[run_id], added_info(tag, remark)) for run_id, tag, remark in page]
     return count, answers, types
+
+
+def _range_page(
+    conn: Connection,
+    run_range: tuple[str, list[Any]],
+    matches: tuple[str, list[Any]],
+    offset: int,
+    cache: RecordCache,
+    counts: CountCache | None,
+) -> tuple[int, Page, dict[str, set[str]]]:
+    """``fetch``'s answer for every match of a one-field range, in the default order: the
+    run numbers from the value index alone (``sql.compile_range``), their order (newest
+    first, then summary_dir) from their cached records, the count and types from ``counts``
+    (by type set, read once a generation), and the annotations of the page's runs."""
+    ids = [row[0] for row in conn.execute(*run_range)]
+    count, types, _ = _count(conn, matches, None, counts)
+    cached = list(cache.records(conn, ids).values())
+    records = list(map(_RECORD, cached))
+    # newest first, then summary_dir; the keys are read in C (Python key functions took
+    # half this page's time), and summary_dir only where update times tie
+    times = list(map(_UPDATE_TIME, records))
+    order = sorted(range(len(cached)), key=times.__getitem__, reverse=True)
+    ordered_times = [times[i] for i in order]
+    if any(map(operator.eq, ordered_times, ordered_times[1:])):
+        order.sort(key=list(map(_SUMMARY_DIR, records)).__getitem__)
+        order.sort(key=times.__getitem__, reverse=True)  # (stable: summary_dir in ties)
+    order = order[offset:]
+    notes = _annotations(conn, [records[i]["summary_dir"] for i in order])
+    if not notes:
+        return count, [(cached[i], {}) for i in order], types
+    none = (None, None)
+    page = [(cached[i], added_info(*notes.get(records[i]["summary_dir"], none))) for i in order]
+    return count, page, types
+
+
+_RECORD = operator.itemgetter(0)
+_SUMMARY_DIR = operator.itemgetter("summary_dir")
+_UPDATE_TIME = operator.itemgetter("update_time")
+
+
+def _annotations(conn: Connection, dirs: list[str]) -> dict[str, tuple[Any, Any]]:
+    """{summary_dir: (tag, remark)} of the annotated runs among ``dirs``: the whole table when
+    it holds fewer rows than ``dirs`` (a few, mostly), else looked up in chunks."""
+    sql = "SELECT run_id, tag, remark FROM annotations"
+    bound = "SELECT count(*) < ? FROM (SELECT 1 FROM annotations LIMIT ?)"
+    if conn.execute(bound, (len(dirs), len(dirs))).fetchone()[0]:
+        rows = conn.execute(sql).fetchall()
+    else:
+        rows = in_chunks(conn, f"{sql} WHERE run_id IN", dirs)
+    return {summary_dir: (tag, remark) for summary_dir, tag, remark in rows}
 
 
 #: the custom values a run holds, on average, from which runs are wide (``sql._member``)

@@ -171,19 +171,27 @@ def finish_customized(types: dict[str, set[str]]) -> dict[str, dict[str, Any]]:
 
 
 #: the fixed fields ``model_lineage`` shows, in MindInsight's order
-_SHOWN = tuple(f for f in FIELDS if f != "summary_dir")
+SHOWN = tuple(f for f in FIELDS if f != "summary_dir")
+
+
+def model_parts(record: Record) -> tuple[Any, Any, list[tuple[str, Any]]]:
+    """The containers ``model_lineage`` shows after the fixed fields, not copied: metric,
+    user_defined, and (group, value) of trainledger's settings groups the run has."""
+    get = record.get
+    groups = [(group, record[group]) for group in SETTINGS_GROUPS if get(group)]
+    return get("metric") or {}, get("user_defined") or {}, groups
 
 
 def model_lineage(record: Record) -> dict[str, Any]:
     """The ``model_lineage`` part of a result object (MindInsight's field order). The fixed
     fields hold scalars (the index refuses a run with any other, ``index_tables.split_value``)."""
     get = record.get
-    out = {f: get(f) for f in _SHOWN}
-    out["metric"] = fresh_copy(get("metric") or {})
-    out["user_defined"] = fresh_copy(get("user_defined") or {})
-    for group in SETTINGS_GROUPS:  # trainledger's, only where the run has them
-        if get(group):
-            out[group] = fresh_copy(record[group])
+    out = {f: get(f) for f in SHOWN}
+    metric, user_defined, groups = model_parts(record)
+    out["metric"] = fresh_copy(metric)
+    out["user_defined"] = fresh_copy(user_defined)
+    for group, value in groups:
+        out[group] = fresh_copy(value)
     return out
 
 
