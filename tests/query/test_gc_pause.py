@@ -86,3 +86,36 @@ def test_an_error_inside_a_pause_resumes_the_collector(collector_on: None) -> No
     with pytest.raises(ValueError), gc_paused():
         raise ValueError("boom")
     assert gc.isenabled()
+
+
+def _generation_of(obj: object) -> int | None:
+    for generation in range(3):
+        if any(o is obj for o in gc.get_objects(generation=generation)):
+            return generation
+    return None
+
+
+def test_what_a_pause_allocated_goes_to_the_oldest_generation_unwalked(collector_on: None) -> None:
+    """No young collection walks the answer's objects once the pause ends: they are moved to
+    the oldest generation, and the count of young allocations starts again from zero."""
+    gc.collect()
+    with gc_paused():
+        answer = [{"children": [{}]} for _ in range(5_000)]
+        assert gc.get_count()[0] >= 5_000
+    assert gc.get_count()[0] < 5_000
+    assert _generation_of(answer) == 2 and _generation_of(answer[-1]) == 2
+    young = [[] for _ in range(3)]  # (allocations outside a pause stay young)
+    assert _generation_of(young) == 0
+
+
+def test_objects_the_program_froze_stay_frozen(collector_on: None) -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        with gc_paused():
+            answer = [[] for _ in range(100)]
+        assert gc.get_freeze_count() == frozen
+        assert _generation_of(answer) == 0  # (left young: unfreezing would thaw the program's)
+    finally:
+        gc.unfreeze()
