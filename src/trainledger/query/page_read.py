@@ -124,7 +124,7 @@ def _range_page(
         order.sort(key=list(map(_SUMMARY_DIR, records)).__getitem__)
         order.sort(key=times.__getitem__, reverse=True)  # (stable: summary_dir in ties)
     order = order[offset:]
-    notes = _annotations(conn, [records[i]["summary_dir"] for i in order])
+    notes = _annotations(conn, len(order), lambda: [records[i]["summary_dir"] for i in order])
     if not notes:
         return count, [(cached[i], {}) for i in order], types
     none = (None, None)
@@ -137,15 +137,18 @@ _SUMMARY_DIR = operator.itemgetter("summary_dir")
 _UPDATE_TIME = operator.itemgetter("update_time")
 
 
-def _annotations(conn: Connection, dirs: list[str]) -> dict[str, tuple[Any, Any]]:
-    """{summary_dir: (tag, remark)} of the annotated runs among ``dirs``: the whole table when
-    it holds fewer rows than ``dirs`` (a few, mostly), else looked up in chunks."""
+def _annotations(
+    conn: Connection, runs: int, dirs: Callable[[], list[str]]
+) -> dict[str, tuple[Any, Any]]:
+    """{summary_dir: (tag, remark)} of the annotated runs among ``dirs()`` (``runs`` of them):
+    the whole table when it holds fewer rows (a few, mostly: then ``dirs`` is not called,
+    which reads every record again), else looked up in chunks."""
     sql = "SELECT run_id, tag, remark FROM annotations"
     bound = "SELECT count(*) < ? FROM (SELECT 1 FROM annotations LIMIT ?)"
-    if conn.execute(bound, (len(dirs), len(dirs))).fetchone()[0]:
+    if conn.execute(bound, (runs, runs)).fetchone()[0]:
         rows = conn.execute(sql).fetchall()
     else:
-        rows = in_chunks(conn, f"{sql} WHERE run_id IN", dirs)
+        rows = in_chunks(conn, f"{sql} WHERE run_id IN", dirs())
     return {summary_dir: (tag, remark) for summary_dir, tag, remark in rows}
 
 
