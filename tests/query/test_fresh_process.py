@@ -236,3 +236,23 @@ def test_a_schema_8_index_gains_the_table_and_stays_readable_by_version_8(
         )
     assert meta == [schema.SCHEMA_VERSION, 8] and reads.paths == []
     assert schema.usable(schema.SCHEMA_VERSION, 8, known=8)  # code of version 8 keeps using it
+
+
+def test_a_new_process_answers_without_loading_the_readers(base: Path) -> None:
+    """What every ``trainledger lineage BASE`` pays first is its imports: a query over a
+    trusted index loads no numpy, protobuf, crc32c or summary reader (those load when a run
+    is parsed; about 0.07 s of a 0.17 s import when ``query.tb_runs`` loaded them)."""
+    _indexed(base, None)
+    heavy = ["numpy", "google.protobuf", "crc32c", "trainledger.summary.reader", "torch"]
+    script = (
+        "import json, sys\n"
+        "from trainledger.query.index import LineageIndex\n"
+        "with LineageIndex(sys.argv[1], watch=False) as index:\n"
+        "    stats = index.refresh()\n"
+        "    count = index.query({'sorted_name': 'metric/acc'})['count']\n"
+        f"print(json.dumps([stats.trusted, count, [m for m in {heavy!r} if m in sys.modules]]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(base)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[true, 4, []]"

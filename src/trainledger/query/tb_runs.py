@@ -27,9 +27,7 @@ import stat
 from collections.abc import Mapping
 from typing import Any
 
-from trainledger.lineage import shortest_float32
 from trainledger.storage import list_lineage_files
-from trainledger.summary import read_hparams, read_hparams_yaml
 
 __all__ = [
     "SERIES_PARTS",
@@ -101,6 +99,11 @@ def tensorboard_lineage(
     ``last`` (``last``: tag -> value, tags named as in the series). The status is the
     session end's, when one carries an end time.
     """
+    # (heavy: the summary readers load numpy and protobuf, which only parsing a run needs,
+    # not a query over the index: ``dir_listing`` imports this module)
+    from trainledger.lineage import shortest_float32
+    from trainledger.summary import read_hparams, read_hparams_yaml
+
     user: dict[str, Any] = {}
     metric: dict[str, Any] = {}
     status: str | None = None
