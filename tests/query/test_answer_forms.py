@@ -150,3 +150,28 @@ def test_words_and_integers_are_held_once_across_forms(monkeypatch: pytest.Monke
     assert form is not None and answer_forms._memo == held
     built, copied = _both(third)
     assert built == copied and '"network": "CNN"' in built
+
+
+def test_equal_small_containers_are_held_once_and_never_merge_unequal_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two runs of one dataset graph share its templates; 1, 1.0 and True, or 0.0 and -0.0,
+    stay apart, so each answer keeps its own values and types."""
+    monkeypatch.setattr(answer_forms, "_containers", {})
+
+    def graph(size: Any) -> dict[str, Any]:
+        return {"op_type": "Batch", "batch_size": size, "children": [{"op": "Map", "x": []}]}
+
+    forms = []
+    for size in (32, 32, 32.0, True, 0.0, -0.0, -0.0):
+        form = answer_forms.form_of(_record(dataset_graph=graph(size)))
+        assert form is not None
+        forms.append(form)
+        built, copied = _both(_record(dataset_graph=graph(size)))
+        assert built == copied
+        assert json.loads(built)["dataset_graph"] == graph(size)
+    templates = [form[1][4] for form in forms]  # (the graph's own template)
+    assert templates[0] is templates[1]
+    assert len({id(t) for t in templates[1:4]}) == 3  # 32, 32.0 and True apart
+    assert templates[5] is not templates[6]  # (zeros are never shared)
+    assert str(answer_forms.build(forms[5], {}, None)["dataset_graph"]["batch_size"]) == "-0.0"

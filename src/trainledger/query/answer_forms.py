@@ -23,10 +23,13 @@ that tree's shape builds the answer again in one call that runs no Python loop.
   that has no form.
 
 The words and integers in a form's templates are one instance each across forms (at most
-``MAX_SHARED`` of each kind): copying an answer touches every value it holds, and values
-scattered over memory made the copy of ``model_lineage``'s template 2.5 times slower than
-values held once (measured over 10,010 records). Floats (mostly a run's own) are left as
-they are, and so are the values of flat containers (a run's metrics, the record's own).
+``MAX_SHARED``): copying an answer touches every value it holds, and values scattered over
+memory made the copy of ``model_lineage``'s template 2.5 times slower than values held once
+(measured over 10,010 records). Floats (mostly a run's own) are left as they are, and so are
+the values of flat containers (a run's metrics, the record's own). For the same reason an
+equal small template or flat container (a dataset graph's, which runs of one pipeline share)
+is one instance across forms: equal value for value and type for type (1, 1.0 and True stay
+apart), never one holding a zero float (0.0 equals -0.0).
 
 A form is kept exactly as long as its record is (``record_cache.RecordCache``), and, like the
 record, is never changed. Its templates cost about 1 kB a record.
@@ -53,6 +56,7 @@ MAX_SHAPES = 1024
 MAX_TOKENS = 2048
 MAX_DEPTH = 32
 MAX_SHARED = 65_536
+MAX_SHARED_ITEMS = 16
 
 # the shape's tokens besides keys: a container with containers opens (its template, or a
 # list display) and closes; a leaf is shared or copied; the settings groups end
@@ -60,8 +64,10 @@ _DICT, _LIST, _END, _SHARE, _COPY, _GROUPS_END = range(6)
 _shown = itemgetter(*SHOWN)
 _constructors: dict[tuple[Any, ...], Constructor] = {}
 _lock = threading.Lock()
-# one instance of each word and integer (``_shared``)
+# one instance of each word and integer (``_shared``), and of each small flat container
+# (``_one_of``)
 _memo: dict[Any, Any] = {}
+_containers: dict[tuple[Any, ...], Any] = {}
 
 
 class _NoForm(Exception):
@@ -131,11 +137,12 @@ def _walk(value: Any, tokens: list[Any], leaves: list[Any], depth: int) -> None:
     is_dict = type(value) is dict
     if not holds_containers(value.values() if is_dict else value):
         tokens.append(_COPY)
-        leaves.append(value)
+        leaves.append(_one_of(value))
         return
     if is_dict:
         tokens.append(_DICT)
         template = dict(zip(value, _shared(value.values()), strict=True))
+        at = len(leaves)
         leaves.append(template)
         for key, item in value.items():
             if type(key) is not str:
@@ -144,6 +151,7 @@ def _walk(value: Any, tokens: list[Any], leaves: list[Any], depth: int) -> None:
                 template[key] = None
                 tokens.append(key)
                 _walk(item, tokens, leaves, depth + 1)
+        leaves[at] = _one_of(template)
     else:
         tokens.append(_LIST)
         for item in value:
@@ -153,6 +161,28 @@ def _walk(value: Any, tokens: list[Any], leaves: list[Any], depth: int) -> None:
                 tokens.append(_SHARE)
                 leaves += _shared((item,))
     tokens.append(_END)
+
+
+def _one_of(container: Any) -> Any:
+    """An equal flat container another form already holds (forms never change theirs), or
+    ``container``; only small ones (``MAX_SHARED_ITEMS``), equal value for value and type for
+    type, and none holding a zero float (0.0 equals -0.0)."""
+    if len(container) > MAX_SHARED_ITEMS:
+        return container
+    values = container.values() if type(container) is dict else container
+    if 0.0 in values:  # (True for 0 and False too: those are left unshared, harmless)
+        return container
+    items = tuple(container.items()) if type(container) is dict else tuple(container)
+    key = (type(container), items, tuple(map(type, values)))
+    try:
+        held = _containers.get(key)
+    except TypeError:  # (an unhashable value cannot be in a flat container; kept safe)
+        return container
+    if held is not None:
+        return held
+    if len(_containers) < MAX_SHARED:
+        _containers[key] = container
+    return container
 
 
 def _shared(values: Iterable[Any]) -> list[Any]:
