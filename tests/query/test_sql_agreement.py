@@ -512,3 +512,32 @@ def test_only_a_one_field_custom_range_is_read_from_the_value_index_alone() -> N
         {"metric/acc": {"ge": 0.5}, "not": {"metric/acc": {"eq": 0.7}}},
     ):
         assert not ranged(other), other
+
+
+def test_a_range_reads_its_runs_row_by_row_where_sqlite_has_no_json_functions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SQLite built without JSON1 (before 3.38) has no ``json_group_array``: the range page
+    reads the same run numbers row by row."""
+    import sqlite3
+
+    records = [
+        {"summary_dir": f"./r{i}", "update_time": float(i), "metric": {"acc": i / 10}}
+        for i in range(6)
+    ]
+    cond = {"metric/acc": {"ge": 0.2, "le": 0.4}}
+    with tempfile.TemporaryDirectory() as base, LineageIndex(base) as index:
+        index.add_records(records)
+        conn = index.db.connection()
+        statement = compile_range(validate_condition(cond))
+        assert statement is not None
+        assert sorted(page_read._run_ids(conn, statement)) == [3, 4, 5]
+
+        class NoJson:
+            def execute(self, sql: str, params: Any = ()) -> Any:
+                if "json_group_array" in sql:
+                    raise sqlite3.OperationalError("no such function: json_group_array")
+                return conn.execute(sql, params)
+
+        assert sorted(page_read._run_ids(NoJson(), statement)) == [3, 4, 5]  # type: ignore[arg-type]
+        assert page_read._run_ids(conn, (statement[0], ["metric/acc", 5.0, 6.0])) == []
