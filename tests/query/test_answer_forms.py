@@ -152,12 +152,12 @@ def test_words_and_integers_are_held_once_across_forms(monkeypatch: pytest.Monke
     assert built == copied and '"network": "CNN"' in built
 
 
-def test_equal_small_containers_are_held_once_and_never_merge_unequal_ones(
+def test_runs_of_one_dataset_graph_share_its_form_and_unequal_graphs_never_do(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Two runs of one dataset graph share its templates; 1, 1.0 and True, or 0.0 and -0.0,
-    stay apart, so each answer keeps its own values and types."""
-    monkeypatch.setattr(answer_forms, "_containers", {})
+    stay apart, so each answer keeps its own values and types; the memo is bounded."""
+    monkeypatch.setattr(answer_forms, "_graphs", {})
 
     def graph(size: Any) -> dict[str, Any]:
         return {"op_type": "Batch", "batch_size": size, "children": [{"op": "Map", "x": []}]}
@@ -173,5 +173,13 @@ def test_equal_small_containers_are_held_once_and_never_merge_unequal_ones(
     templates = [form[1][4] for form in forms]  # (the graph's own template)
     assert templates[0] is templates[1]
     assert len({id(t) for t in templates[1:4]}) == 3  # 32, 32.0 and True apart
-    assert templates[5] is not templates[6]  # (zeros are never shared)
+    assert templates[4] is not templates[5] and templates[5] is templates[6]  # 0.0, -0.0
     assert str(answer_forms.build(forms[5], {}, None)["dataset_graph"]["batch_size"]) == "-0.0"
+    monkeypatch.setattr(answer_forms, "MAX_GRAPHS", len(answer_forms._graphs))
+    held = dict(answer_forms._graphs)
+    assert answer_forms.form_of(_record(dataset_graph=graph(64))) is not None
+    assert answer_forms._graphs == held
+    deep: Any = []
+    for _ in range(5000):  # (its repr would recurse past Python's limit)
+        deep = [deep]
+    assert answer_forms.form_of(_record(dataset_graph={"children": deep})) is None

@@ -26,10 +26,9 @@ The words and integers in a form's templates are one instance each across forms 
 ``MAX_SHARED``): copying an answer touches every value it holds, and values scattered over
 memory made the copy of ``model_lineage``'s template 2.5 times slower than values held once
 (measured over 10,010 records). Floats (mostly a run's own) are left as they are, and so are
-the values of flat containers (a run's metrics, the record's own). For the same reason an
-equal small template or flat container (a dataset graph's, which runs of one pipeline share)
-is one instance across forms: equal value for value and type for type (1, 1.0 and True stay
-apart), never one holding a zero float (0.0 equals -0.0).
+the values of flat containers (a run's metrics, the record's own). For the same reason, and to skip
+its walk, a dataset graph's part of the form is made once per distinct graph (runs of one
+pipeline share it), its templates then one instance across forms (``_graph_form``).
 
 A form is kept exactly as long as its record is (``record_cache.RecordCache``), and, like the
 record, is never changed. Its templates cost about 1 kB a record.
@@ -56,7 +55,8 @@ MAX_SHAPES = 1024
 MAX_TOKENS = 2048
 MAX_DEPTH = 32
 MAX_SHARED = 65_536
-MAX_SHARED_ITEMS = 16
+MAX_GRAPHS = 4096
+MAX_GRAPH_KEY = 8192
 
 # the shape's tokens besides keys: a container with containers opens (its template, or a
 # list display) and closes; a leaf is shared or copied; the settings groups end
@@ -64,10 +64,10 @@ _DICT, _LIST, _END, _SHARE, _COPY, _GROUPS_END = range(6)
 _shown = itemgetter(*SHOWN)
 _constructors: dict[tuple[Any, ...], Constructor] = {}
 _lock = threading.Lock()
-# one instance of each word and integer (``_shared``), and of each small flat container
-# (``_one_of``)
+# one instance of each word and integer (``_shared``), and of each dataset graph's form
+# (``_graph_form``)
 _memo: dict[Any, Any] = {}
-_containers: dict[tuple[Any, ...], Any] = {}
+_graphs: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
 
 
 class _NoForm(Exception):
@@ -86,9 +86,11 @@ def form_of(record: Record) -> Form | None:
         tokens: list[Any] = [*(group for group, _ in groups), _GROUPS_END]
         for value in (metric, user_defined, *(value for _, value in groups)):
             _walk(value, tokens, leaves, 0)
-        _walk(record.get("dataset_graph") or {}, tokens, leaves, 0)
-    except (KeyError, _NoForm):  # (a fixed field absent: an older record's)
+        graph_tokens, graph_leaves = _graph_form(record.get("dataset_graph") or {})
+    except (KeyError, RecursionError, _NoForm):  # (a fixed field absent: an older record's)
         return None
+    tokens += graph_tokens
+    leaves += graph_leaves
     key = tuple(tokens)
     constructor = _constructors.get(key)
     if constructor is None:
@@ -137,12 +139,11 @@ def _walk(value: Any, tokens: list[Any], leaves: list[Any], depth: int) -> None:
     is_dict = type(value) is dict
     if not holds_containers(value.values() if is_dict else value):
         tokens.append(_COPY)
-        leaves.append(_one_of(value))
+        leaves.append(value)
         return
     if is_dict:
         tokens.append(_DICT)
         template = dict(zip(value, _shared(value.values()), strict=True))
-        at = len(leaves)
         leaves.append(template)
         for key, item in value.items():
             if type(key) is not str:
@@ -151,7 +152,6 @@ def _walk(value: Any, tokens: list[Any], leaves: list[Any], depth: int) -> None:
                 template[key] = None
                 tokens.append(key)
                 _walk(item, tokens, leaves, depth + 1)
-        leaves[at] = _one_of(template)
     else:
         tokens.append(_LIST)
         for item in value:
@@ -163,26 +163,22 @@ def _walk(value: Any, tokens: list[Any], leaves: list[Any], depth: int) -> None:
     tokens.append(_END)
 
 
-def _one_of(container: Any) -> Any:
-    """An equal flat container another form already holds (forms never change theirs), or
-    ``container``; only small ones (``MAX_SHARED_ITEMS``), equal value for value and type for
-    type, and none holding a zero float (0.0 equals -0.0)."""
-    if len(container) > MAX_SHARED_ITEMS:
-        return container
-    values = container.values() if type(container) is dict else container
-    if 0.0 in values:  # (True for 0 and False too: those are left unshared, harmless)
-        return container
-    items = tuple(container.items()) if type(container) is dict else tuple(container)
-    key = (type(container), items, tuple(map(type, values)))
-    try:
-        held = _containers.get(key)
-    except TypeError:  # (an unhashable value cannot be in a flat container; kept safe)
-        return container
-    if held is not None:
-        return held
-    if len(_containers) < MAX_SHARED:
-        _containers[key] = container
-    return container
+def _graph_form(graph: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """A dataset graph's tokens and leaves, made once per distinct graph (at most
+    ``MAX_GRAPHS``; runs of one pipeline share it, and then its templates too: forms never
+    change theirs). The key is the graph's ``repr``, which tells apart what equality would
+    merge in a JSON value (1, 1.0 and True; 0.0 and -0.0) and keeps the key order; a graph
+    whose ``repr`` is over ``MAX_GRAPH_KEY`` characters is walked each time."""
+    key = repr(graph)
+    found = _graphs.get(key)
+    if found is None:
+        tokens: list[Any] = []
+        leaves: list[Any] = []
+        _walk(graph, tokens, leaves, 0)
+        found = (tuple(tokens), tuple(leaves))
+        if len(key) <= MAX_GRAPH_KEY and len(_graphs) < MAX_GRAPHS:
+            _graphs[key] = found
+    return found
 
 
 def _shared(values: Iterable[Any]) -> list[Any]:
