@@ -758,14 +758,23 @@ def test_graph_of_a_trained_run_has_module_boxes_that_close(
 
 
 def _click_node(page: Any, node_id: str) -> None:
-    """A real mouse click on a drawn node (an open module: on its title above the box)."""
-    box = page.evaluate(
+    """A real mouse click on a drawn node (an open module: on its title above the box), once
+    its place on screen has held still for 100 ms: the view may still be fitting itself (a
+    click taken while it moved missed the node on a loaded machine)."""
+    where = (
         f"(() => {{ const n = trainledger.graph.cy.$id({node_id!r});"
         " const b = n.renderedBoundingBox({includeLabels: false});"
         " const r = trainledger.graph.cy.container().getBoundingClientRect();"
         " const dy = n.isParent() ? 4 : b.h / 2;"
         " return {x: r.left + (b.x1 + b.x2) / 2, y: r.top + b.y1 + dy}; })()"
     )
+    box = page.evaluate(where)
+    for _ in range(100):  # (at most 10 s)
+        page.wait_for_timeout(100)
+        now = page.evaluate(where)
+        if now == box:
+            break
+        box = now
     page.mouse.click(box["x"], box["y"])
 
 
