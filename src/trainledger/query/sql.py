@@ -138,8 +138,7 @@ def _compile(
     aliases: dict[str, str] = {}
     tests: dict[str, tuple[list[str], list[Any]]] = {}  # SQLite: field -> its join's tests
     for field, op, value in filter_items(cond):
-        outside = field == "tag" or parse_series_field(field) is not None
-        if field in _COLUMNS or outside or not (joined or dialect.custom_json):
+        if not _is_custom(field) or not (joined or dialect.custom_json):
             sql, p = _predicate(field, op, value)
         elif dialect.custom_json:  # a None value is all three NULL, as an absent label
             alias = aliases.get(field)
@@ -175,6 +174,12 @@ def _compile(
         where_params.extend(logic_params)
     where = " AND ".join(memberships + parts) if memberships or parts else _TRUE
     return " ".join([*joins, f"WHERE {where}"]), params + where_params
+
+
+def _is_custom(field: str) -> bool:
+    """Whether ``field`` is a custom value (a ``custom`` row or a JSONB key), not a ``runs``
+    column, a run's tag or a series statistic."""
+    return not (field in _COLUMNS or field == "tag" or parse_series_field(field) is not None)
 
 
 def _member(alias: str, test: str) -> str:
@@ -266,15 +271,15 @@ def compile_range(cond: dict[str, Any], dialect: Dialect = SQLITE) -> tuple[str,
     items = filter_items(cond)
     if dialect.custom_json or not items or any(key in cond for key in LOGIC_KEYS):
         return None
-    if len({field for field, _, _ in items}) != 1:
+    field = items[0][0]
+    if any(f != field for f, _, _ in items) or not _is_custom(field):
         return None
+    _, _, num, big, txt = (part.format(a="c0") for part in _CUSTOM)
     tests: list[str] = []
-    params: list[Any] = [items[0][0]]
-    for field, op, value in items:
-        custom = not (field in _COLUMNS or field == "tag" or parse_series_field(field))
-        if not custom or is_match(op, value, None):
+    params: list[Any] = [field]
+    for _, op, value in items:
+        if is_match(op, value, None):
             return None
-        _, _, num, big, txt = (part.format(a="c0") for part in _CUSTOM)
         sql, p = _match(num, big, txt, op, value)
         tests.append(sql)
         params += p
