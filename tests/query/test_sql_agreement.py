@@ -490,6 +490,57 @@ def test_a_one_field_range_orders_ties_by_summary_dir_and_keeps_every_note(
         assert notes["./r5"] == {"tag": 0, "remark": "note 0"}
 
 
+def test_a_one_field_range_keeps_its_order_until_a_write_and_reads_notes_each_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The range's run order is made once a generation (``page_read._range_order``): asked
+    again it is reused; a run stored since (newer, or moved by a new update
+    time) is in the next answer in its place; a note set since shows (notes are read each
+    time: on PostgreSQL setting one bumps no generation)."""
+    made: list[int] = []
+    order = page_read._range_order
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        made.append(1)
+        return order(*args, **kwargs)
+
+    monkeypatch.setattr(page_read, "_range_order", counted)
+    records = [
+        {"summary_dir": f"./r{i}", "update_time": float(i), "metric": {"acc": i / 10}}
+        for i in range(8)
+    ]
+    cond = {"metric/acc": {"ge": 0.2, "le": 0.6}}
+
+    def dirs(answer: dict[str, Any]) -> list[str]:
+        return [o["summary_dir"] for o in answer["object"]]
+
+    with tempfile.TemporaryDirectory() as base, LineageIndex(base) as index:
+        index.add_records(records)
+        assert dirs(index.query(cond, refresh=False)) == ["./r6", "./r5", "./r4", "./r3", "./r2"]
+        assert dirs(index.query(cond, refresh=False)) == ["./r6", "./r5", "./r4", "./r3", "./r2"]
+        assert len(made) == 1
+        index.set_annotation("./r4", tag=3)
+        assert index.query(cond, refresh=False)["object"][2]["added_info"] == {"tag": 3}
+        index.query(cond, refresh=False)
+        before = len(made)
+        index.add_records(
+            [
+                {"summary_dir": "./new", "update_time": 9.0, "metric": {"acc": 0.25}},
+                {"summary_dir": "./r2", "update_time": 8.5, "metric": {"acc": 0.2}},
+            ]
+        )
+        assert dirs(index.query(cond, refresh=False)) == [
+            "./new",
+            "./r2",
+            "./r6",
+            "./r5",
+            "./r4",
+            "./r3",
+        ]
+        assert len(made) == before + 1
+        assert_agreement(index, [cond])
+
+
 def test_only_a_one_field_custom_range_is_read_from_the_value_index_alone() -> None:
 
     def ranged(cond: dict[str, Any], dialect: Any = None) -> bool:

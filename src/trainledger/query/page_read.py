@@ -13,6 +13,7 @@ import functools
 import json
 import operator
 import sqlite3
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -109,28 +110,56 @@ def _range_page(
     counts: CountCache | None,
 ) -> tuple[int, Page, dict[str, set[str]]]:
     """``fetch``'s answer for every match of a one-field range, in the default order: the
-    run numbers from the value index alone (``sql.compile_range``), their order (newest
-    first, then summary_dir) from their cached records, the count and types from ``counts``
-    (by type set, read once a generation), and the annotations of the page's runs."""
-    ids = _run_ids(conn, run_range)
+    run numbers in order (``_range_order``, kept in ``counts`` for the generation), the count
+    and types from ``counts`` (by type set), and the annotations of the page's runs, which
+    are read each time (setting one does not bump the generation)."""
     count, types, _ = _count(conn, matches, None, counts)
-    cached = list(cache.records(conn, ids).values())
+    made: list[Cached] = []  # (the records in order, when the order was made now)
+
+    def order() -> array[int]:
+        ids, made[:] = _range_order(conn, run_range, cache)
+        return array("q", ids)
+
+    if counts is None:
+        ids = order().tolist()
+    else:
+        ids = counts.get(conn, ("range order", run_range[0], *run_range[1]), order).tolist()
+    if made:
+        cached = made[offset:]
+    else:
+        found = cache.records(conn, ids[offset:])
+        cached = list(map(found.__getitem__, ids[offset:]))
+    notes = _annotations(conn, len(cached), lambda: [c[0]["summary_dir"] for c in cached])
+    if not notes:
+        return count, [(c, {}) for c in cached], types
+    none = (None, None)
+    dirs = map(_SUMMARY_DIR, map(_RECORD, cached))
+    return (
+        count,
+        [(c, added_info(*notes.get(d, none))) for c, d in zip(cached, dirs, strict=True)],
+        types,
+    )
+
+
+def _range_order(
+    conn: Connection, run_range: tuple[str, list[Any]], cache: RecordCache
+) -> tuple[list[int], list[Cached]]:
+    """(run numbers, their cached records) of every run ``run_range`` reads, newest first,
+    then by summary_dir: the numbers from the value index alone (``sql.compile_range``), the
+    order from the cached records. The keys are read in C (Python key functions took half
+    this page's time), and summary_dir only where update times tie."""
+    ids = _run_ids(conn, run_range)
+    found = cache.records(conn, ids)
+    ids = list(found)
+    cached = list(found.values())
     records = list(map(_RECORD, cached))
-    # newest first, then summary_dir; the keys are read in C (Python key functions took
-    # half this page's time), and summary_dir only where update times tie
     times = list(map(_UPDATE_TIME, records))
     order = sorted(range(len(cached)), key=times.__getitem__, reverse=True)
     ordered_times = [times[i] for i in order]
     if any(map(operator.eq, ordered_times, ordered_times[1:])):
         order.sort(key=list(map(_SUMMARY_DIR, records)).__getitem__)
         order.sort(key=times.__getitem__, reverse=True)  # (stable: summary_dir in ties)
-    order = order[offset:]
-    notes = _annotations(conn, len(order), lambda: [records[i]["summary_dir"] for i in order])
-    if not notes:
-        return count, [(cached[i], {}) for i in order], types
-    none = (None, None)
-    page = [(cached[i], added_info(*notes.get(records[i]["summary_dir"], none))) for i in order]
-    return count, page, types
+    return [ids[i] for i in order], [cached[i] for i in order]
 
 
 _RECORD = operator.itemgetter(0)
