@@ -4,6 +4,7 @@ the second and later as membership tests (``sql.compile_members``, chosen by
 
 from __future__ import annotations
 
+import math
 import tempfile
 from typing import Any
 
@@ -91,3 +92,30 @@ def test_a_type_string_kept_per_label_set_is_never_another_runs() -> None:
         assert [row[0] for row in rows.others] == [
             k for k, v in pairs if type(v) is not float and not isinstance(v, list)
         ]
+
+
+@pytest.mark.parametrize(
+    "odd", [math.nan, math.inf, -math.inf, 2.0**53, -(2.0**53), 2.0**53 - 1, -0.0, 1e308]
+)
+def test_a_run_of_floats_is_split_as_value_by_value(odd: float) -> None:
+    """The all-floats path of ``custom_rows`` (checked in C) splits a run as the value-by-value
+    path does: NaN, infinities and |x| >= 2**53 are not plain floats, whichever their place
+    (NaN first or last, where ``min``/``max`` may pass over it); ``to_record`` still turns a
+    NaN metric into None and a key into text."""
+    from trainledger.query.flat_record import to_record
+    from trainledger.query.index_tables import custom_rows, split_value
+
+    for pairs in (
+        [("metric/a", odd), ("metric/b", 1.0), ("metric/c", -2.5)],
+        [("metric/b", 1.0), ("metric/c", -2.5), ("metric/a", odd)],
+    ):
+        rows = custom_rows(pairs)
+        plain = [(k, v) for k, v in pairs if -(2.0**53) < v < 2.0**53]
+        assert list(zip(rows.labels, rows.floats, strict=True)) == plain
+        others = [(k, *split_value(v), "float") for k, v in pairs if (k, v) not in plain]
+        assert repr(rows.others) == repr(others)
+    record = to_record({"metric": {"a": odd, "b": 1.0, 7: 2.0}}, "./r", 1.0)
+    assert record["metric"] == {"a": None if odd != odd else odd, "b": 1.0, "7": 2.0}
+    assert to_record({"metric": {"b": 1.0, "a": odd}}, "./r", 1.0)["metric"]["a"] == (
+        None if odd != odd else odd
+    )

@@ -121,7 +121,8 @@ def group_values(record: Any) -> list[tuple[str, Any]]:
     for prefix, group in GROUPS.items():
         values = record.get(group)
         if isinstance(values, dict):
-            pairs.extend((prefix + str(key), value) for key, value in values.items())
+            # (in C: a wide run holds 1,650 values)
+            pairs.extend(zip(map(prefix.__add__, map(str, values)), values.values(), strict=True))
     return pairs
 
 
