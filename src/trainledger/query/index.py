@@ -92,7 +92,9 @@ class LineageIndex:
         self._epoch: int | None = None
         self._lock = threading.RLock()
         self._scanner = Scanner(self.base, max_depth, watch=watch)
-        self._refresher = IndexRefresh(self._scanner, reader or _default_reader)
+        self._refresher = IndexRefresh(
+            self._scanner, reader or _default_reader, parallel=reader is None
+        )
         self._records = RecordCache()  # decoded records between queries (record_cache.py)
         self._counts = CountCache()  # a condition's count between its pages (count_cache.py)
 

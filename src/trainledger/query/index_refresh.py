@@ -16,13 +16,14 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
 from trainledger.query import (
     bulk_build,
     index_tables,
+    parse_worker,
     scan_state,
     schema,
     semantics,
@@ -62,11 +63,16 @@ class IndexRefresh:
     ``scanner``: the base's cheap scan; ``reader``: a run directory's lineage (a damaged run
     is logged and indexed as unreadable). ``read``/``write`` (given to ``refresh``): the
     index's transactions, which call ``forget`` first when the backend changed under it.
+    ``parallel``: a bulk build may parse in a second process (``parse_worker.py``), which reads
+    with the default reader (so only when ``reader`` is it).
     """
 
-    def __init__(self, scanner: Scanner, reader: Callable[[str], dict[str, Any]]) -> None:
+    def __init__(
+        self, scanner: Scanner, reader: Callable[[str], dict[str, Any]], parallel: bool = False
+    ) -> None:
         self._scanner = scanner
         self._reader = reader
+        self._parallel = parallel  # a bulk build may parse in a second process (the default reader)
         # summary_dir -> signature of what the index holds, valid while the generation holds
         self._known: dict[str, str] = {}
         self._known_generation: int | None = None
@@ -188,13 +194,29 @@ class IndexRefresh:
                 write(bulk_build.make_value_index, False)
         if bulk:
             write(bulk_build.drop_value_index, False)
+        # oldest first over the whole refresh: dataset marks are numbered by first appearance
+        changed = sorted(changed, key=lambda run: (run.update_time, run.summary_dir))
+        parse = functools.partial(self._parse, read=read)
+        batches: Generator[list[tuple[RunFiles, Any]], None, None]
+        if (
+            bulk
+            and self._parallel
+            and parse_worker.usable(len(changed))
+            and not any(run.tensorboard for run in changed)
+        ):
+            batches = parse_worker.parsed_chunks(changed, parse)
+        else:
+            batches = (
+                [(run, parse(run)) for run in changed[start : start + _CHUNK]]
+                for start in range(0, len(changed), _CHUNK)
+            )
         try:
-            for start in range(0, len(changed), _CHUNK):
-                batch = [(run, self._parse(run, read)) for run in changed[start : start + _CHUNK]]
+            for batch in batches:
                 stats.parsed += len(batch)
                 store = functools.partial(index_tables.store_batch, batch=batch, dialect=dialect)
                 stats.unreadable += write(store, True)
         finally:
+            batches.close()  # (stops a parse process at once when a store failed)
             if bulk:
                 write(bulk_build.make_value_index, False)
 

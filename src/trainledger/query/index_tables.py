@@ -12,7 +12,7 @@ import json
 import logging
 import math
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from trainledger.query import semantics
@@ -200,10 +200,11 @@ def delete_runs(conn: Connection, summary_dirs: Iterable[str]) -> None:
 
 def store_batch(
     conn: Connection,
-    batch: list[tuple[RunFiles, semantics.Record | None]],
+    batch: Sequence[tuple[RunFiles, semantics.Record | Prepared | None]],
     dialect: Dialect = SQLITE,
 ) -> int:
-    """Replace the given runs with their new records (None: no usable lineage).
+    """Replace the given runs with their new records, or their rows made ahead (``prepare``);
+    None: no usable lineage.
 
     Returns how many runs were stored as unreadable (no record, or values it cannot store).
     """
@@ -212,7 +213,7 @@ def store_batch(
     delete_runs(conn, [run.summary_dir for run, _ in ordered])
     unreadable = 0
     for run, record in ordered:
-        if record is not None and _insert_isolated(conn, record, run.signature, dialect):
+        if record is not None and _insert_isolated(conn, run, record, dialect):
             continue
         unreadable += 1
         conn.execute(
@@ -222,8 +223,18 @@ def store_batch(
     return unreadable
 
 
+#: what may fail to store a run's values (then it is marked unreadable, ``_insert_isolated``)
+UNSTORABLE = (
+    sqlite3.InterfaceError,
+    sqlite3.DataError,
+    ValueError,  # (the PostgreSQL adapter raises ValueError for a value it cannot store)
+    TypeError,
+    OverflowError,
+)
+
+
 def _insert_isolated(
-    conn: Connection, record: semantics.Record, signature: str, dialect: Dialect
+    conn: Connection, run: RunFiles, record: semantics.Record | Prepared, dialect: Dialect
 ) -> bool:
     """Insert one run inside a savepoint; False (nothing kept) if its values cannot be stored.
 
@@ -232,17 +243,12 @@ def _insert_isolated(
     """
     conn.execute("SAVEPOINT one_run")
     try:
-        insert_record(conn, record, signature, dialect)
-    except (
-        sqlite3.InterfaceError,
-        sqlite3.DataError,
-        ValueError,  # (the PostgreSQL adapter raises ValueError for a value it cannot store)
-        TypeError,
-        OverflowError,
-    ) as exc:
+        prepared = record if isinstance(record, Prepared) else prepare(record, dialect)
+        insert_prepared(conn, prepared, run.signature)
+    except UNSTORABLE as exc:
         conn.execute("ROLLBACK TO one_run")
         conn.execute("RELEASE one_run")
-        log.warning("cannot index run %s: %s", record.get("summary_dir"), exc)
+        log.warning("cannot index run %s: %s", run.summary_dir, exc)
         return False
     conn.execute("RELEASE one_run")
     return True
@@ -264,26 +270,61 @@ def assign_mark(conn: Connection, ghash: str) -> str:
     return str(row[0])
 
 
+class Prepared(NamedTuple):
+    """A run's rows made from its record without the database (``prepare``), which
+    ``insert_prepared`` writes. Why apart: a bulk build makes them in a second process while
+    this one writes (``parse_worker.py``)."""
+
+    graph_hash: str
+    run_values: list[Any]  #: summary_dir, update_time, then each value field's (num, big, txt)
+    stored: str  #: the record's JSON without its dataset_mark and closing brace
+    rows: CustomRows
+    custom_json: str | None  #: PostgreSQL's ``runs.custom_values`` (None on SQLite)
+
+
+#: where the dataset mark's (num, big, txt) go in a ``runs`` row's values (``insert_prepared``)
+_MARK_AT = 3 + 3 * VALUE_FIELDS.index("dataset_mark")
+#: a record's keys its stored JSON leaves out (its dataset_mark is written last, when known)
+_NOT_STORED = frozenset({"added_info", "dataset_mark", *RUN_FIELDS})
+
+
+def prepare(record: semantics.Record, dialect: Dialect = SQLITE) -> Prepared:
+    """``record``'s rows, ready for ``insert_prepared``."""
+    stored = {k: v for k, v in record.items() if k not in _NOT_STORED}
+    text = json.dumps(stored, separators=(",", ":"), default=str)
+    pairs = group_values(record)
+    values = [record["summary_dir"], record["update_time"]]
+    values += [part for f in VALUE_FIELDS for part in split_value(record.get(f))]
+    return Prepared(
+        graph_hash(record.get("dataset_graph")),
+        values,
+        text[:-1],
+        custom_rows(pairs),
+        custom_json(pairs) if dialect.custom_json else None,
+    )
+
+
 def insert_record(
     conn: Connection, record: semantics.Record, signature: str, dialect: Dialect = SQLITE
 ) -> None:
     """Insert one run: its filterable columns, its JSON record and its custom values."""
-    ghash = graph_hash(record.get("dataset_graph"))
-    record = dict(record)
-    record["dataset_mark"] = assign_mark(conn, ghash)
-    stored = {k: v for k, v in record.items() if k != "added_info" and k not in RUN_FIELDS}
-    pairs = group_values(record)
-    rows = custom_rows(pairs)
-    values = [record["summary_dir"], record["update_time"], type_set(conn, rows.types)]
-    values += [part for f in VALUE_FIELDS for part in split_value(record.get(f))]
-    if dialect.custom_json:
-        row = conn.execute(_INSERT_RUN_JSON, [*values, custom_json(pairs)]).fetchone()
+    insert_prepared(conn, prepare(record, dialect), signature)
+
+
+def insert_prepared(conn: Connection, prepared: Prepared, signature: str) -> None:
+    """Insert one run's rows (``prepare``): its dataset mark and type set are numbered here."""
+    mark = assign_mark(conn, prepared.graph_hash)
+    rows = prepared.rows
+    values = [*prepared.run_values[:2], type_set(conn, rows.types), *prepared.run_values[2:]]
+    values[_MARK_AT : _MARK_AT + 3] = split_value(mark)
+    if prepared.custom_json is not None:
+        row = conn.execute(_INSERT_RUN_JSON, [*values, prepared.custom_json]).fetchone()
     else:
         row = conn.execute(_INSERT_RUN, values).fetchone()
     run_id = row[0]
     conn.execute(
         "INSERT INTO records (run_id, signature, record) VALUES (?, ?, ?)",
-        (run_id, signature, json.dumps(stored, separators=(",", ":"), default=str)),
+        (run_id, signature, f'{prepared.stored},"dataset_mark":{json.dumps(mark)}}}'),
     )
     conn.executemany(_INSERT_FLOAT, zip(itertools.repeat(run_id), rows.labels, rows.floats))
     if rows.others:

@@ -1,0 +1,287 @@
+"""A bulk build's runs parsed in a second process while this one stores them.
+
+Why: building an index parses each run (reading its lineage files, flattening them, writing
+its record's JSON and splitting its custom values: ``index_tables.prepare``) and then writes
+its rows; in one process the two add up. For a run of 1,500 metrics the parse is about half
+of it (BENCHMARKS.md, issue 34 item 3). A second process parses the next runs while this one
+writes, so a build takes about as long as its writes alone.
+
+When: a bulk build (``bulk_build.is_bulk``) of at least ``MIN_RUNS`` lineage runs with the
+default reader, where this process may use two CPUs. A TensorBoard run is parsed here (its
+record needs the index's series statistics).
+
+How, without pickle (nothing is ever unpickled): the parent writes one JSON line per chunk to
+the child's stdin, ``[file, [[path, summary_dir, update_time], ...]]``; the child writes the
+chunk's runs to that file, one frame each, then prints the file's name. A frame is a header
+(JSON: the run's warnings, its graph hash, its ``runs`` values, its non-float custom rows, and
+its labels and type string by number, sent once each), the record's JSON text and the float
+values as float64: three parts, each after its 8-byte length. The files live in a private
+temporary directory, each deleted once read. If the child fails, the runs it did not answer
+are parsed here, with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+from array import array
+from collections.abc import Callable, Generator
+from typing import IO, Any
+
+from trainledger.query.discovery import RunFiles
+from trainledger.query.index_tables import UNSTORABLE, CustomRows, Prepared, prepare
+
+__all__ = ["MIN_RUNS", "parsed_chunks", "usable"]
+
+log = logging.getLogger("trainledger.query.index")  # (the refresh's warnings, as in-process)
+#: the fewest runs a build hands to a second process (starting it costs about 0.2 s)
+MIN_RUNS = 200
+#: runs a chunk: the parent writes one chunk while the child parses the next ones
+CHUNK = 50
+#: chunks asked ahead of the one being written
+AHEAD = 8
+_LENGTH = struct.Struct("<Q")
+
+
+def usable(runs: int) -> bool:
+    """Whether a build of ``runs`` lineage runs is worth a second process here."""
+    if runs < MIN_RUNS:
+        return False
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # (not on macOS or Windows)
+        cpus = os.cpu_count() or 1
+    return cpus >= 2
+
+
+Parse = Callable[[RunFiles], Any]
+
+
+def parsed_chunks(
+    runs: list[RunFiles], parse_here: Parse
+) -> Generator[list[tuple[RunFiles, Any]], None, None]:
+    """(run, its ``Prepared`` rows or None: no usable lineage) for ``runs``, chunk by chunk, in
+    order, parsed by a second process; ``parse_here`` parses a run in this process (a record
+    or None) once the child failed."""
+    chunks = [runs[i : i + CHUNK] for i in range(0, len(runs), CHUNK)]
+    work = tempfile.mkdtemp(prefix="trainledger-parse-")
+    child: subprocess.Popen[bytes] | None = None
+    done = 0
+    try:
+        child = _start()
+        decoder = _Decoder()
+        for k in range(min(AHEAD, len(chunks))):
+            _ask(child, work, k, chunks[k])
+        for k, chunk in enumerate(chunks):
+            answered = _answer(child, work, k, chunk, decoder)
+            if answered is None:
+                break
+            if k + AHEAD < len(chunks):
+                _ask(child, work, k + AHEAD, chunks[k + AHEAD])
+            done += 1
+            yield answered
+    except OSError as exc:  # (the child could not start, or its pipe broke)
+        log.warning("the parse process failed (%s): parsing here", exc)
+    finally:
+        if child is not None:
+            _stop(child)
+        shutil.rmtree(work, ignore_errors=True)
+    for chunk in chunks[done:]:
+        yield [(run, parse_here(run)) for run in chunk]
+
+
+def _start() -> subprocess.Popen[bytes]:
+    """The child, importing this very trainledger (its folder first on its path; never a
+    ``trainledger`` folder in the working directory)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    return subprocess.Popen(
+        [sys.executable, "-P", "-m", "trainledger.query.parse_worker"],  # (-P: not the cwd)
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+
+
+def _ask(child: subprocess.Popen[bytes], work: str, k: int, chunk: list[RunFiles]) -> None:
+    request = [
+        os.path.join(work, f"{k}.bin"),
+        [[r.path, r.summary_dir, r.update_time] for r in chunk],
+    ]
+    assert child.stdin is not None
+    child.stdin.write(json.dumps(request).encode() + b"\n")
+    child.stdin.flush()
+
+
+def _answer(
+    child: subprocess.Popen[bytes], work: str, k: int, chunk: list[RunFiles], decoder: _Decoder
+) -> list[tuple[RunFiles, Any]] | None:
+    """Chunk ``k``'s answers, or None (warned) when the child failed to give them."""
+    path = os.path.join(work, f"{k}.bin")
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    try:
+        if line.rstrip(b"\n").decode() != path:
+            raise ValueError(f"expected the answer {path!r}, received {line[:200]!r}")
+        with open(path, "rb") as file:
+            data = file.read()
+        os.unlink(path)
+        return decoder.chunk(data, chunk)
+    except (OSError, ValueError, KeyError, IndexError, struct.error) as exc:
+        log.warning("the parse process failed (%s): parsing here", exc)
+        return None
+
+
+def _stop(child: subprocess.Popen[bytes]) -> None:
+    for pipe in (child.stdin, child.stdout):
+        if pipe is not None:
+            pipe.close()
+    try:
+        child.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+
+
+class _Decoder:
+    """Frames back into ``Prepared`` rows; labels and type strings by number."""
+
+    def __init__(self) -> None:
+        self.labels: dict[int, list[str]] = {}
+        self.types: dict[int, str] = {}
+
+    def chunk(self, data: bytes, chunk: list[RunFiles]) -> list[tuple[RunFiles, Any]]:
+        view = memoryview(data)
+        at = 0
+        out: list[tuple[RunFiles, Any]] = []
+        for run in chunk:
+            parts = []
+            for _ in range(3):
+                (size,) = _LENGTH.unpack_from(view, at)
+                parts.append(view[at + 8 : at + 8 + size])
+                at += 8 + size
+            out.append((run, self.run(run, *parts)))
+        if at != len(data):
+            raise ValueError(
+                f"expected {len(chunk)} runs' frames, received {len(data) - at} more bytes"
+            )
+        return out
+
+    def run(self, run: RunFiles, head: memoryview, text: memoryview, floats: memoryview) -> Any:
+        header = json.loads(bytes(head))
+        if header["dir"] != run.summary_dir:
+            raise ValueError(f"expected run {run.summary_dir!r}, received {header['dir']!r}")
+        for name, level, message in header["logs"]:
+            logging.getLogger(name).log(level, "%s", message)
+        if not header["ok"]:
+            return None
+        labels, types = header["labels"], header["types"]
+        if len(labels) > 1:
+            self.labels[labels[0]] = labels[1]
+        if len(types) > 1:
+            self.types[types[0]] = types[1]
+        values = array("d")
+        values.frombytes(floats)
+        rows = CustomRows(
+            self.labels[labels[0]],
+            values.tolist(),
+            [tuple(row) for row in header["others"]],
+            self.types[types[0]],
+        )
+        return Prepared(header["hash"], header["values"], str(text, "ascii"), rows, None)
+
+
+# -- the child ------------------------------------------------------------------------------
+
+
+class _Kept(logging.Handler):
+    """The child's log records, sent with the run they were logged for."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[list[Any]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append([record.name, record.levelno, record.getMessage()])
+
+
+class _Encoder:
+    """A run's frame; labels and type strings numbered, each sent once."""
+
+    def __init__(self, kept: _Kept) -> None:
+        from trainledger.lineage import read_lineage
+        from trainledger.query.flat_record import to_record
+
+        self.read, self.to_record = read_lineage, to_record
+        self.kept = kept
+        self.labels: dict[tuple[str, ...], int] = {}
+        self.types: dict[str, int] = {}
+
+    def frame(self, path: str, summary_dir: str, update_time: float) -> bytes:
+        self.kept.records = []
+        header: dict[str, Any] = {"dir": summary_dir, "ok": False}
+        text, floats = b"", b""
+        prepared = self._prepared(path, summary_dir, update_time)
+        if prepared is not None:
+            rows = prepared.rows
+            header.update(
+                ok=True,
+                hash=prepared.graph_hash,
+                values=prepared.run_values,
+                others=rows.others,
+                labels=self._numbered(self.labels, tuple(rows.labels), rows.labels),
+                types=self._numbered(self.types, rows.types, rows.types),
+            )
+            text, floats = prepared.stored.encode("ascii"), array("d", rows.floats).tobytes()
+        header["logs"] = self.kept.records
+        head = json.dumps(header).encode("ascii")
+        return b"".join(part for p in (head, text, floats) for part in (_LENGTH.pack(len(p)), p))
+
+    def _prepared(self, path: str, summary_dir: str, update_time: float) -> Prepared | None:
+        """As ``IndexRefresh._parse`` then ``index_tables._insert_isolated`` do in-process."""
+        try:
+            lineage = self.read(path)
+        except Exception as exc:  # a damaged run must not break the build of the others
+            log.warning("cannot read lineage of %s: %s", path, exc)
+            return None
+        if not lineage:
+            return None
+        try:
+            return prepare(self.to_record(lineage, summary_dir, update_time))
+        except UNSTORABLE as exc:
+            log.warning("cannot index run %s: %s", summary_dir, exc)
+            return None
+
+    @staticmethod
+    def _numbered(numbers: dict[Any, int], key: Any, value: Any) -> list[Any]:
+        number = numbers.get(key)
+        if number is None:
+            number = numbers[key] = len(numbers)
+            return [number, value]
+        return [number]
+
+
+def _serve(requests: IO[bytes], answers: IO[bytes]) -> None:
+    """Answer each chunk asked on ``requests`` (see the module's docstring)."""
+    kept = _Kept()
+    logging.getLogger().addHandler(kept)
+    logging.getLogger().setLevel(logging.WARNING)
+    encoder = _Encoder(kept)
+    for line in requests:
+        out, runs = json.loads(line)
+        with open(out, "wb") as file:
+            for path, summary_dir, update_time in runs:
+                file.write(encoder.frame(path, summary_dir, update_time))
+        answers.write(out.encode() + b"\n")
+        answers.flush()
+
+
+if __name__ == "__main__":
+    _serve(sys.stdin.buffer, sys.stdout.buffer)
