@@ -93,10 +93,10 @@ def test_a_build_parsed_in_a_second_process_writes_what_one_process_writes(
     _bases(tmp_path)
     monkeypatch.setattr(parse_worker, "MIN_RUNS", 1)
     two = _build(tmp_path / "two", caplog)
-    assert small_chunks == [1]
+    assert small_chunks == [1, 1]  # (two parse processes)
     monkeypatch.setattr(parse_worker, "MIN_RUNS", 10**9)
     one = _build(tmp_path / "one", caplog)
-    assert small_chunks == [1]  # (this one parsed here)
+    assert small_chunks == [1, 1]  # (this one parsed here)
     assert two[0] == one[0]  # every row of every table, numbers and marks included
     assert two[1] == one[1] and any("warned" in message for _, _, message in one[1])
     assert two[2] == one[2] and two[2]["count"] > 0

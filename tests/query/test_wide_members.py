@@ -119,3 +119,26 @@ def test_a_run_of_floats_is_split_as_value_by_value(odd: float) -> None:
     assert to_record({"metric": {"b": 1.0, "a": odd}}, "./r", 1.0)["metric"]["a"] == (
         None if odd != odd else odd
     )
+
+
+def test_a_wide_runs_floats_are_stored_a_statement_of_many_rows_at_a_time() -> None:
+    """Plain floats filling two statements of ``_FLOAT_ROWS`` and part of a third, stored
+    exactly, beside a label given twice (a record added as is: the last value kept, as row
+    by row) and a value that is not a plain float."""
+    from trainledger.query import index_tables
+
+    count = 2 * index_tables._FLOAT_ROWS + 101
+    metric: dict[Any, Any] = {f"m{k:04d}": k / 7 - 50 for k in range(count)}
+    metric[1] = 0.5
+    metric["1"] = 0.7
+    metric["huge"] = 2.0**60
+    record = {"summary_dir": "./w", "update_time": 1.0, "metric": metric}
+    with tempfile.TemporaryDirectory() as base, LineageIndex(base) as index:
+        index.add_records([record])
+        rows = dict(
+            index.db.connection().execute(
+                "SELECT name, coalesce(num, big) FROM custom ORDER BY name"
+            ).fetchall()
+        )
+    expected = {f"metric/{k}": v for k, v in metric.items() if k != 1}
+    assert rows == expected

@@ -7,6 +7,7 @@ an open connection inside a transaction the caller owns.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import logging
@@ -244,7 +245,7 @@ def _insert_isolated(
     conn.execute("SAVEPOINT one_run")
     try:
         prepared = record if isinstance(record, Prepared) else prepare(record, dialect)
-        insert_prepared(conn, prepared, run.signature)
+        insert_prepared(conn, prepared, run.signature, dialect)
     except UNSTORABLE as exc:
         conn.execute("ROLLBACK TO one_run")
         conn.execute("RELEASE one_run")
@@ -268,6 +269,33 @@ def assign_mark(conn: Connection, ghash: str) -> str:
     )
     row = conn.execute("SELECT mark FROM marks WHERE graph_hash = ?", (ghash,)).fetchone()
     return str(row[0])
+
+
+#: rows a statement of ``_insert_floats`` (2 bound values each and the run: within the 999
+#: bound values older SQLite builds allow a statement)
+_FLOAT_ROWS = 400
+
+
+def _insert_floats(conn: Connection, run_id: int, rows: CustomRows) -> None:
+    """A run's plain float rows, up to ``_FLOAT_ROWS`` a statement (SQLite), the run number
+    bound once a statement.
+
+    Why: one row a step costs a call, a step, a reset and three bindings each; a wide run's
+    1,650 rows took 3.6 ms one by one and 1.6 ms 300 a statement (BENCHMARKS.md, issue 34
+    item 3). A label given twice keeps its last value, as row by row."""
+    pairs: list[Any] = [None] * (2 * len(rows.labels))
+    pairs[0::2] = rows.labels
+    pairs[1::2] = rows.floats
+    for start in range(0, len(pairs), 2 * _FLOAT_ROWS):
+        part = pairs[start : start + 2 * _FLOAT_ROWS]
+        conn.execute(_floats_statement(len(part) // 2), [run_id, *part])
+
+
+@functools.lru_cache(maxsize=64)
+def _floats_statement(rows: int) -> str:
+    """The statement of ``rows`` rows: ``?1`` the run, then each row's label and value."""
+    values = ", ".join(f"(?1, ?{2 * i + 2}, ?{2 * i + 3}, 'float')" for i in range(rows))
+    return f"INSERT INTO custom (run_id, name, num, vtype) VALUES {values} {_UPSERT}"
 
 
 class Prepared(NamedTuple):
@@ -308,10 +336,12 @@ def insert_record(
     conn: Connection, record: semantics.Record, signature: str, dialect: Dialect = SQLITE
 ) -> None:
     """Insert one run: its filterable columns, its JSON record and its custom values."""
-    insert_prepared(conn, prepare(record, dialect), signature)
+    insert_prepared(conn, prepare(record, dialect), signature, dialect)
 
 
-def insert_prepared(conn: Connection, prepared: Prepared, signature: str) -> None:
+def insert_prepared(
+    conn: Connection, prepared: Prepared, signature: str, dialect: Dialect = SQLITE
+) -> None:
     """Insert one run's rows (``prepare``): its dataset mark and type set are numbered here."""
     mark = assign_mark(conn, prepared.graph_hash)
     rows = prepared.rows
@@ -326,7 +356,10 @@ def insert_prepared(conn: Connection, prepared: Prepared, signature: str) -> Non
         "INSERT INTO records (run_id, signature, record) VALUES (?, ?, ?)",
         (run_id, signature, f'{prepared.stored},"dataset_mark":{json.dumps(mark)}}}'),
     )
-    conn.executemany(_INSERT_FLOAT, zip(itertools.repeat(run_id), rows.labels, rows.floats))
+    if dialect.name == "sqlite":
+        _insert_floats(conn, run_id, rows)
+    else:  # (PostgreSQL refuses a key twice in one statement's upsert: {1: .., "1": ..})
+        conn.executemany(_INSERT_FLOAT, zip(itertools.repeat(run_id), rows.labels, rows.floats))
     if rows.others:
         conn.executemany(_INSERT_CUSTOM, [(run_id, *row) for row in rows.others])
 

@@ -1,23 +1,24 @@
-"""A bulk build's runs parsed in a second process while this one stores them.
+"""A bulk build's runs parsed in other processes while this one stores them.
 
 Why: building an index parses each run (reading its lineage files, flattening them, writing
 its record's JSON and splitting its custom values: ``index_tables.prepare``) and then writes
 its rows; in one process the two add up. For a run of 1,500 metrics the parse is about half
-of it (BENCHMARKS.md, issue 34 item 3). A second process parses the next runs while this one
+of it (BENCHMARKS.md, issue 34 item 3). Two processes parse the next runs while this one
 writes, so a build takes about as long as its writes alone.
 
 When: a bulk build (``bulk_build.is_bulk``) of at least ``MIN_RUNS`` lineage runs with the
-default reader, where this process may use two CPUs. A TensorBoard run is parsed here (its
+default reader, where this process may use two CPUs or more. A TensorBoard run is parsed here (its
 record needs the index's series statistics).
 
 How, without pickle (nothing is ever unpickled): the parent writes one JSON line per chunk to
-the child's stdin, ``[file, [[path, summary_dir, update_time], ...]]``; the child writes the
-chunk's runs to that file, one frame each, then prints the file's name. A frame is a header
+a child's stdin, ``[file, [[path, summary_dir, update_time], ...]]`` (the chunks go to the
+children in turn); the child writes the chunk's runs to that file, one frame each, then
+prints the file's name. A frame is a header
 (JSON: the run's warnings, its graph hash, its ``runs`` values, its non-float custom rows, and
 its labels and type string by number, sent once each), the record's JSON text and the float
 values as float64: three parts, each after its 8-byte length. The files live in a private
-temporary directory, each deleted once read. If the child fails, the runs it did not answer
-are parsed here, with a warning.
+temporary directory, each deleted once read. If a child fails, the runs not yet answered are
+parsed here, with a warning.
 """
 
 from __future__ import annotations
@@ -46,18 +47,22 @@ MIN_RUNS = 200
 CHUNK = 50
 #: chunks asked ahead of the one being written
 AHEAD = 8
+#: parse processes at most: a wide run's parse takes about twice its writing, so two keep
+#: this process busy (and share two CPUs with it, which mostly waits on them)
+PROCESSES = 2
 _LENGTH = struct.Struct("<Q")
 
 
 def usable(runs: int) -> bool:
-    """Whether a build of ``runs`` lineage runs is worth a second process here."""
-    if runs < MIN_RUNS:
-        return False
+    """Whether a build of ``runs`` lineage runs is worth parse processes here."""
+    return runs >= MIN_RUNS and _cpus() >= 2
+
+
+def _cpus() -> int:
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # (not on macOS or Windows)
-        cpus = os.cpu_count() or 1
-    return cpus >= 2
+        return os.cpu_count() or 1
 
 
 Parse = Callable[[RunFiles], Any]
@@ -67,29 +72,36 @@ def parsed_chunks(
     runs: list[RunFiles], parse_here: Parse
 ) -> Generator[list[tuple[RunFiles, Any]], None, None]:
     """(run, its ``Prepared`` rows or None: no usable lineage) for ``runs``, chunk by chunk, in
-    order, parsed by a second process; ``parse_here`` parses a run in this process (a record
-    or None) once the child failed."""
+    order, parsed by ``PROCESSES`` processes (fewer where fewer CPUs), chunk ``k`` by process
+    ``k`` modulo their number; ``parse_here`` parses a run in this process (a record or None)
+    from the first chunk a process failed to answer on."""
     chunks = [runs[i : i + CHUNK] for i in range(0, len(runs), CHUNK)]
     work = tempfile.mkdtemp(prefix="trainledger-parse-")
-    child: subprocess.Popen[bytes] | None = None
+    children: list[subprocess.Popen[bytes]] = []
     done = 0
     try:
-        child = _start()
-        decoder = _Decoder()
-        for k in range(min(AHEAD, len(chunks))):
-            _ask(child, work, k, chunks[k])
+        for _ in range(max(1, min(PROCESSES, _cpus(), len(chunks)))):
+            children.append(_start())
+        decoders = [_Decoder() for _ in children]
+
+        def ask(k: int) -> None:
+            if k < len(chunks):
+                _ask(children[k % len(children)], work, k, chunks[k])
+
+        for k in range(AHEAD):
+            ask(k)
         for k, chunk in enumerate(chunks):
-            answered = _answer(child, work, k, chunk, decoder)
+            which = k % len(children)
+            answered = _answer(children[which], work, k, chunk, decoders[which])
             if answered is None:
                 break
-            if k + AHEAD < len(chunks):
-                _ask(child, work, k + AHEAD, chunks[k + AHEAD])
+            ask(k + AHEAD)
             done += 1
             yield answered
-    except OSError as exc:  # (the child could not start, or its pipe broke)
+    except OSError as exc:  # (a child could not start, or its pipe broke)
         log.warning("the parse process failed (%s): parsing here", exc)
     finally:
-        if child is not None:
+        for child in children:
             _stop(child)
         shutil.rmtree(work, ignore_errors=True)
     for chunk in chunks[done:]:
