@@ -1,4 +1,4 @@
-"""A bulk build parsed in a second process (``query/parse_worker.py``) writes exactly what a
+"""A bulk build parsed in other processes (``query/parse_worker.py``) writes exactly what a
 build in one process writes, warnings included, and a parse process that dies or answers
 nonsense leaves its runs to this process, with a warning, losing none."""
 
@@ -84,7 +84,7 @@ def small_chunks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return started
 
 
-def test_a_build_parsed_in_a_second_process_writes_what_one_process_writes(
+def test_a_build_parsed_in_other_processes_writes_what_one_process_writes(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
@@ -136,7 +136,7 @@ def test_a_failed_parse_process_leaves_its_runs_to_this_one(
     assert [entry for entry in two[1] if "the parse process failed" not in entry[2]] == one[1]
 
 
-def test_a_second_process_only_for_a_build_worth_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parse_processes_only_for_a_build_worth_them(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parse_worker.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     assert not parse_worker.usable(parse_worker.MIN_RUNS - 1)
     assert parse_worker.usable(parse_worker.MIN_RUNS)

@@ -63,7 +63,7 @@ class IndexRefresh:
     ``scanner``: the base's cheap scan; ``reader``: a run directory's lineage (a damaged run
     is logged and indexed as unreadable). ``read``/``write`` (given to ``refresh``): the
     index's transactions, which call ``forget`` first when the backend changed under it.
-    ``parallel``: a bulk build may parse in a second process (``parse_worker.py``), which reads
+    ``parallel``: a bulk build may parse in other processes (``parse_worker.py``), which reads
     with the default reader (so only when ``reader`` is it).
     """
 
@@ -72,7 +72,7 @@ class IndexRefresh:
     ) -> None:
         self._scanner = scanner
         self._reader = reader
-        self._parallel = parallel  # a bulk build may parse in a second process (the default reader)
+        self._parallel = parallel  # a bulk build may parse in other processes (the default reader)
         # summary_dir -> signature of what the index holds, valid while the generation holds
         self._known: dict[str, str] = {}
         self._known_generation: int | None = None

@@ -300,7 +300,7 @@ def _floats_statement(rows: int) -> str:
 
 class Prepared(NamedTuple):
     """A run's rows made from its record without the database (``prepare``), which
-    ``insert_prepared`` writes. Why apart: a bulk build makes them in a second process while
+    ``insert_prepared`` writes. Why apart: a bulk build makes them in other processes while
     this one writes (``parse_worker.py``)."""
 
     graph_hash: str

@@ -41,7 +41,7 @@ from trainledger.query.index_tables import UNSTORABLE, CustomRows, Prepared, pre
 __all__ = ["MIN_RUNS", "parsed_chunks", "usable"]
 
 log = logging.getLogger("trainledger.query.index")  # (the refresh's warnings, as in-process)
-#: the fewest runs a build hands to a second process (starting it costs about 0.2 s)
+#: the fewest runs a build hands to parse processes (starting one costs about 0.2 s)
 MIN_RUNS = 200
 #: runs a chunk: the parent writes one chunk while the child parses the next ones
 CHUNK = 50
