@@ -136,9 +136,9 @@ def test_a_wide_runs_floats_are_stored_a_statement_of_many_rows_at_a_time() -> N
     with tempfile.TemporaryDirectory() as base, LineageIndex(base) as index:
         index.add_records([record])
         rows = dict(
-            index.db.connection().execute(
-                "SELECT name, coalesce(num, big) FROM custom ORDER BY name"
-            ).fetchall()
+            index.db.connection()
+            .execute("SELECT name, coalesce(num, big) FROM custom ORDER BY name")
+            .fetchall()
         )
     expected = {f"metric/{k}": v for k, v in metric.items() if k != 1}
     assert rows == expected
