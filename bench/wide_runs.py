@@ -105,7 +105,8 @@ t = time.perf_counter()
 with LineageIndex(sys.argv[1]) as index:
     stats = index.refresh()
 print(json.dumps({"seconds": time.perf_counter() - t, "runs": stats.parsed,
-                  "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "child_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
 """
 
 
@@ -213,6 +214,7 @@ def run(
         per_run = built["seconds"] / max(1, built["runs"]) * 1000
         print(f"index {runs} wide runs from scratch: {built['seconds']:.1f} s, "
               f"{per_run:.2f} ms a run, peak RSS {built['rss_mib']:.0f} MiB")  # fmt: skip
+        print(f"(its parse processes' peak RSS, the largest: {built['child_rss_mib']:.0f} MiB)")
         added = min(50, runs // 2)
         each = index_added(base, added) * 1000
         print(f"index {added} wide runs added one by one: {each:.2f} ms a run")

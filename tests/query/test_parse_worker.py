@@ -108,8 +108,13 @@ def test_a_build_parsed_in_other_processes_writes_what_one_process_writes(
     [
         "import sys; sys.stdin.readline()",  # dies before its first answer
         "import sys; print('nonsense', flush=True); sys.stdin.read()",
+        "import sys, json\n"
+        "for line in sys.stdin:\n"
+        "    out = json.loads(line)[0]\n"
+        "    open(out, 'wb').write(bytes([5, 0, 0, 0, 0, 0, 0, 0]) + b'{}')\n"
+        "    print(out, flush=True)",
     ],
-    ids=["dies", "answers-nonsense"],
+    ids=["dies", "answers-nonsense", "writes-bad-frames"],
 )
 def test_a_failed_parse_process_leaves_its_runs_to_this_one(
     tmp_path: Path,

@@ -146,7 +146,7 @@ def _answer(
             data = file.read()
         os.unlink(path)
         return decoder.chunk(data, chunk)
-    except (OSError, ValueError, KeyError, IndexError, struct.error) as exc:
+    except (OSError, ValueError, TypeError, KeyError, IndexError, struct.error) as exc:
         log.warning("the parse process failed (%s): parsing here", exc)
         return None
 
@@ -173,25 +173,29 @@ class _Decoder:
         view = memoryview(data)
         at = 0
         out: list[tuple[RunFiles, Any]] = []
+        logs: list[Any] = []
         for run in chunk:
             parts = []
             for _ in range(3):
                 (size,) = _LENGTH.unpack_from(view, at)
                 parts.append(view[at + 8 : at + 8 + size])
                 at += 8 + size
-            out.append((run, self.run(run, *parts)))
+            out.append((run, self.run(run, logs, *parts)))
         if at != len(data):
             raise ValueError(
                 f"expected {len(chunk)} runs' frames, received {len(data) - at} more bytes"
             )
+        for name, level, message in logs:  # (once the whole chunk is good: else parsed here)
+            logging.getLogger(name).log(level, "%s", message)
         return out
 
-    def run(self, run: RunFiles, head: memoryview, text: memoryview, floats: memoryview) -> Any:
+    def run(
+        self, run: RunFiles, logs: list[Any], head: memoryview, text: memoryview, floats: memoryview
+    ) -> Any:
         header = json.loads(bytes(head))
         if header["dir"] != run.summary_dir:
             raise ValueError(f"expected run {run.summary_dir!r}, received {header['dir']!r}")
-        for name, level, message in header["logs"]:
-            logging.getLogger(name).log(level, "%s", message)
+        logs += [(str(name), int(level), str(message)) for name, level, message in header["logs"]]
         if not header["ok"]:
             return None
         labels, types = header["labels"], header["types"]
