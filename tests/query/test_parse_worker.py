@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.runs import write_run
+from tests.tb_logdirs import torch_run
 from trainledger.lineage.records import EvalValues, TrainValues, eval_event, train_event
 from trainledger.lineage.writer import LineageWriter
 from trainledger.query import bulk_build, parse_worker
@@ -24,8 +25,8 @@ TABLES = ("runs", "records", "custom", "type_sets", "marks", "unreadable")
 
 
 def _base(base: Path) -> None:
-    """Runs of two graphs, wide and narrow, text and odd values, a damaged lineage file and a
-    run without one, with update times out of name order."""
+    """Runs of two graphs, wide and narrow, text and odd values, a damaged lineage file, a run
+    without one, TensorBoard runs, with update times out of name order."""
     for i in range(13):
         metrics: dict[str, Any] = {f"m{k}": (i * 7 + k) / 13 for k in range(40 if i % 3 else 3)}
         metrics["odd"] = [float("nan"), 2**60, "text", None, float("inf")][i % 5]
@@ -45,6 +46,8 @@ def _base(base: Path) -> None:
     deep = eval_event(EvalValues(metrics={"acc": 0.5}))
     deep.evaluation_lineage.metric = '{"acc": 0.75, "deep": ' + "[" * 200 + "]" * 200 + "}"
     LineageWriter(base / "warned").write([train_event(TrainValues(optimizer="Adam")), deep])
+    for i in range(2):  # (parsed here, in their places among the others)
+        torch_run(base / f"tb{i}", {"lr": 0.1 * (i + 1)}, {"acc": 0.5 + i / 4}, [1.0, 0.5])
 
 
 def _bases(tmp_path: Path) -> None:
@@ -100,7 +103,9 @@ def test_a_build_parsed_in_other_processes_writes_what_one_process_writes(
     assert two[0] == one[0]  # every row of every table, numbers and marks included
     assert two[1] == one[1] and any("warned" in message for _, _, message in one[1])
     assert two[2] == one[2] and two[2]["count"] > 0
-    assert len(one[0]["runs"]) == 14 and len(one[0]["unreadable"]) >= 1
+    assert len(one[0]["runs"]) == 16 and len(one[0]["unreadable"]) >= 1
+    tensorboard = [row for row in one[0]["records"] if '"lr"' in row[2]]
+    assert len(tensorboard) == 2, one[0]["records"]
 
 
 @pytest.mark.parametrize(

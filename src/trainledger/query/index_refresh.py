@@ -201,8 +201,7 @@ class IndexRefresh:
         if (
             bulk
             and self._parallel
-            and parse_worker.usable(len(changed))
-            and not any(run.tensorboard for run in changed)
+            and parse_worker.usable(sum(not run.tensorboard for run in changed))
         ):
             batches = parse_worker.parsed_chunks(changed, parse)
         else:

@@ -7,8 +7,8 @@ of it (BENCHMARKS.md, issue 34 item 3). Two processes parse the next runs while 
 writes, so a build takes about as long as its writes alone.
 
 When: a bulk build (``bulk_build.is_bulk``) of at least ``MIN_RUNS`` lineage runs with the
-default reader, where this process may use two CPUs or more. A TensorBoard run is parsed here (its
-record needs the index's series statistics).
+default reader, where this process may use two CPUs or more. A TensorBoard run is parsed here,
+in its place (its record needs the index's series statistics).
 
 How, without pickle (nothing is ever unpickled): the parent writes one JSON line per chunk to
 a child's stdin, ``[file, [[path, summary_dir, update_time], ...]]`` (the chunks go to the
@@ -73,9 +73,11 @@ def parsed_chunks(
 ) -> Generator[list[tuple[RunFiles, Any]], None, None]:
     """(run, its ``Prepared`` rows or None: no usable lineage) for ``runs``, chunk by chunk, in
     order, parsed by ``PROCESSES`` processes (fewer where fewer CPUs), chunk ``k`` by process
-    ``k`` modulo their number; ``parse_here`` parses a run in this process (a record or None)
-    from the first chunk a process failed to answer on."""
+    ``k`` modulo their number; ``parse_here`` parses a run in this process (a record or None):
+    a TensorBoard run, in its place, and every run from the first chunk a process failed to
+    answer on."""
     chunks = [runs[i : i + CHUNK] for i in range(0, len(runs), CHUNK)]
+    sent = [[run for run in chunk if not run.tensorboard] for chunk in chunks]
     work = tempfile.mkdtemp(prefix="trainledger-parse-")
     children: list[subprocess.Popen[bytes]] = []
     done = 0
@@ -86,18 +88,19 @@ def parsed_chunks(
 
         def ask(k: int) -> None:
             if k < len(chunks):
-                _ask(children[k % len(children)], work, k, chunks[k])
+                _ask(children[k % len(children)], work, k, sent[k])
 
         for k in range(AHEAD):
             ask(k)
         for k, chunk in enumerate(chunks):
             which = k % len(children)
-            answered = _answer(children[which], work, k, chunk, decoders[which])
+            answered = _answer(children[which], work, k, sent[k], decoders[which])
             if answered is None:
                 break
             ask(k + AHEAD)
             done += 1
-            yield answered
+            parsed = iter(answered)
+            yield [(run, parse_here(run)) if run.tensorboard else next(parsed) for run in chunk]
     except OSError as exc:  # (a child could not start, or its pipe broke)
         log.warning("the parse process failed (%s): parsing here", exc)
     finally:
