@@ -142,3 +142,28 @@ def test_a_wide_runs_floats_are_stored_a_statement_of_many_rows_at_a_time() -> N
         )
     expected = {f"metric/{k}": v for k, v in metric.items() if k != 1}
     assert rows == expected
+
+
+def test_customized_is_made_once_per_type_sets_and_fresh_in_every_answer() -> None:
+    """The customized entries of a set of type strings are made once
+    (``semantics.shared_customized``): an answer changed by its reader leaves the next one as
+    it was, and a run stored with another type or another label changes the next one."""
+    records = [
+        {"summary_dir": f"./r{i}", "update_time": float(i), "metric": {"a": i / 3, "b": 1.0}}
+        for i in range(3)
+    ]
+    with tempfile.TemporaryDirectory() as base, LineageIndex(base) as index:
+        index.add_records(records)
+        first = index.query({}, refresh=False)["customized"]
+        assert first["metric/a"] == {"label": "metric/a", "required": True, "type": "float"}
+        first["metric/a"]["type"] = "changed by its reader"
+        del first["metric/b"]
+        again = index.query({"metric/b": {"eq": 1.0}}, refresh=False)["customized"]
+        assert again == evaluate(index.records(), validate_condition({}))["customized"]
+        assert again["metric/a"]["type"] == "float" and "metric/b" in again
+        index.add_records(
+            [{"summary_dir": "./s", "update_time": 9.0, "metric": {"a": "text", "c": 2}}]
+        )
+        later = index.query({}, refresh=False)["customized"]
+        assert later == evaluate(index.records(), validate_condition({}))["customized"]
+        assert later["metric/a"]["type"] == "mixed" and later["metric/c"]["type"] == "int"

@@ -286,7 +286,7 @@ class LineageIndex:
         with gc_paused():
             objects = answer_forms.build_page(records, lineage_types(cond), values)
         return {
-            "customized": semantics.finish_customized(types),
+            "customized": semantics.shared_customized(types),
             "object": objects,
             "count": count,
         }

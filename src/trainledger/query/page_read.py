@@ -43,7 +43,7 @@ def fetch(
     counts: CountCache | None = None,
     members: tuple[str, list[Any]] | None = None,
     run_range: tuple[str, list[Any]] | None = None,
-) -> tuple[int, Page, dict[str, set[str]]]:
+) -> tuple[int, Page, dict[str, frozenset[str]]]:
     """(count before paging, the page's ((record, answer form), added_info) pairs in order,
     custom label -> type names). The records are shared with ``cache`` (read-only) and lack
     the run fields (status, duration, sessions): they are what an answer shows.
@@ -108,7 +108,7 @@ def _range_page(
     offset: int,
     cache: RecordCache,
     counts: CountCache | None,
-) -> tuple[int, Page, dict[str, set[str]]]:
+) -> tuple[int, Page, dict[str, frozenset[str]]]:
     """``fetch``'s answer for every match of a one-field range, in the default order: the
     run numbers in order (``_range_order``, kept in ``counts`` for the generation), the count
     and types from ``counts`` (by type set), and the annotations of the page's runs, which
@@ -217,7 +217,7 @@ def _count(
     matches: tuple[str, list[Any]],
     segments: Segments | None,
     counts: CountCache | None = None,
-) -> tuple[int, dict[str, set[str]], dict[int, int] | None]:
+) -> tuple[int, dict[str, frozenset[str]], dict[int, int] | None]:
     """``_tally`` of every match; a series sort's segment sizes counted with it (whether a
     run has the statistic: one probe a run, ``sql.compile_segments``). What was read is
     kept in ``counts`` (not for a condition on tags, which the generation does not track)."""
@@ -231,7 +231,7 @@ def _count(
         counted = kept((), functools.partial(_by_type_set, conn, matches))
         return _tally(conn, counted, segments and segments[0])
 
-    def series() -> tuple[int, dict[str, set[str]], dict[int, int] | None]:
+    def series() -> tuple[int, dict[str, frozenset[str]], dict[int, int] | None]:
         by_set: Counter[int] = Counter()
         sizes = _series_sizes(conn, matches, segments, by_set)
         count, types, _ = _tally(conn, by_set.items(), None)
@@ -311,24 +311,33 @@ def _page_ids(
 
 def _tally(
     conn: Connection, counted: Iterable[tuple[int, int]], label: str | None
-) -> tuple[int, dict[str, set[str]], dict[int, int] | None]:
+) -> tuple[int, dict[str, frozenset[str]], dict[int, int] | None]:
     """(count, custom label -> type names, sort segment -> size) from (type set, runs)
     pairs; the sizes are those of the sort on custom field ``label`` (None: no sizes, and
-    None when a type set is of an index converted from version 4, which does not say)."""
+    None when a type set is of an index converted from version 4, which does not say). The
+    types are shared by every tally of the same type sets (``_types_of``): read-only."""
     counted = list(counted)
     combos = _type_sets(conn, [type_id for type_id, _ in counted])
     count = 0
-    types: dict[str, set[str]] = {}
     sizes: dict[int, int] = {}
     for type_id, n in counted:
         count += n
-        kind = 0
-        for entry_label, vtype, entry_kind in _entries(combos[type_id]):
-            types.setdefault(entry_label, set()).add(vtype)
-            if entry_label == label:
-                kind = entry_kind
+        kind = 0 if label is None else _kinds(combos[type_id]).get(label, 0)
         sizes[kind] = sizes.get(kind, 0) + n
+    types = _types_of(tuple(sorted({combos[type_id] for type_id, _ in counted})))
     return count, types, (None if label is None or -1 in sizes else sizes)
+
+
+@functools.lru_cache(maxsize=32)
+def _types_of(strings: tuple[str, ...]) -> dict[str, frozenset[str]]:
+    """Custom label -> its type names over the ``custom_types`` strings of a result's runs,
+    made once per set of strings (runs of one experiment share one): a wide run's 1,650
+    labels took about 2 ms a query to gather (issue 34 item 3)."""
+    types: dict[str, set[str]] = {}
+    for string in strings:
+        for entry_label, vtype, _ in _entries(string):
+            types.setdefault(entry_label, set()).add(vtype)
+    return {entry_label: frozenset(names) for entry_label, names in types.items()}
 
 
 @functools.lru_cache(maxsize=32)
@@ -340,6 +349,12 @@ def _entries(types: str) -> tuple[tuple[str, str, int], ...]:
     return tuple(
         (entry[0], entry[1], entry[2] if len(entry) > 2 else -1) for entry in json.loads(types)
     )
+
+
+@functools.lru_cache(maxsize=32)
+def _kinds(types: str) -> dict[str, int]:
+    """Label -> sort kind of a ``custom_types`` string (``_entries``)."""
+    return {entry_label: kind for entry_label, _, kind in _entries(types)}
 
 
 def _type_sets(conn: Connection, ids: list[int]) -> dict[int, str]:
