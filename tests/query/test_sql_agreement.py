@@ -414,6 +414,19 @@ RANGE_OPS = st.dictionaries(
 )
 
 
+def _calls(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """A list that grows by one at each call of ``page_read.<name>`` (which still runs)."""
+    calls: list[int] = []
+    real = getattr(page_read, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(page_read, name, counted)
+    return calls
+
+
 @settings(
     max_examples=60,
     deadline=None,
@@ -437,14 +450,7 @@ def test_every_match_of_a_one_field_range_agrees(
     value index and ordered from the cached records on SQLite (``page_read._range_page``):
     the same answer as Python's, ties in update time (1, 2 or 3 here) ordered by
     summary_dir, annotations read whole or run by run (more tags than matches, or fewer)."""
-    ranged: list[int] = []
-    read = page_read._range_page
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        ranged.append(1)
-        return read(*args, **kwargs)
-
-    monkeypatch.setattr(page_read, "_range_page", counted)
+    ranged = _calls(monkeypatch, "_range_page")
     with tempfile.TemporaryDirectory() as base, LineageIndex(base, index=index_url) as index:
         index.add_records(records)
         for i, tag in tags.items():
@@ -497,14 +503,7 @@ def test_a_one_field_range_keeps_its_order_until_a_write_and_reads_notes_each_ti
     again it is reused; a run stored since (newer, or moved by a new update
     time) is in the next answer in its place; a note set since shows (notes are read each
     time: on PostgreSQL setting one bumps no generation)."""
-    made: list[int] = []
-    order = page_read._range_order
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        made.append(1)
-        return order(*args, **kwargs)
-
-    monkeypatch.setattr(page_read, "_range_order", counted)
+    made = _calls(monkeypatch, "_range_order")
     records = [
         {"summary_dir": f"./r{i}", "update_time": float(i), "metric": {"acc": i / 10}}
         for i in range(8)
