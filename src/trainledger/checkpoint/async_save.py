@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from trainledger.errors import CheckpointWriteError
-from trainledger.storage import BackgroundWorker
+from trainledger.storage import BackgroundWorker, start_ours
 
 __all__ = ["ProcessSaver", "SnapshotMemory", "SyncSaver", "ThreadSaver", "make_saver"]
 
@@ -222,21 +222,10 @@ class ProcessSaver:
     def _ensure_child(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
             return
-        import subprocess
-        import sys
-
         if self._memory is None:
             self._memory = SnapshotMemory()
-        env = dict(os.environ)
-        root = str(Path(__file__).resolve().parents[2])  # the directory holding trainledger/
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "trainledger.checkpoint.writer_process"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            close_fds=True,
-            pass_fds=(self._memory.fd,),
+        self._proc = start_ours(
+            "trainledger.checkpoint.writer_process", close_fds=True, pass_fds=(self._memory.fd,)
         )
 
     def _release_memory(self) -> None:

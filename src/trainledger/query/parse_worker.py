@@ -37,6 +37,7 @@ from typing import IO, Any
 
 from trainledger.query.discovery import RunFiles
 from trainledger.query.index_tables import UNSTORABLE, CustomRows, Prepared, prepare
+from trainledger.storage import cores, start_ours
 
 __all__ = ["MIN_RUNS", "parsed_chunks", "usable"]
 
@@ -55,14 +56,7 @@ _LENGTH = struct.Struct("<Q")
 
 def usable(runs: int) -> bool:
     """Whether a build of ``runs`` lineage runs is worth parse processes here."""
-    return runs >= MIN_RUNS and _cpus() >= 2
-
-
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # (not on macOS or Windows)
-        return os.cpu_count() or 1
+    return runs >= MIN_RUNS and cores() >= 2
 
 
 Parse = Callable[[RunFiles], Any]
@@ -82,7 +76,7 @@ def parsed_chunks(
     children: list[subprocess.Popen[bytes]] = []
     done = 0
     try:
-        for _ in range(max(1, min(PROCESSES, _cpus(), len(chunks)))):
+        for _ in range(max(1, min(PROCESSES, cores(), len(chunks)))):
             children.append(_start())
         decoders = [_Decoder() for _ in children]
 
@@ -112,17 +106,7 @@ def parsed_chunks(
 
 
 def _start() -> subprocess.Popen[bytes]:
-    """The child, importing this very trainledger (its folder first on its path; never a
-    ``trainledger`` folder in the working directory)."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    return subprocess.Popen(
-        [sys.executable, "-P", "-m", "trainledger.query.parse_worker"],  # (-P: not the cwd)
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env,
-    )
+    return start_ours("trainledger.query.parse_worker")
 
 
 def _ask(child: subprocess.Popen[bytes], work: str, k: int, chunk: list[RunFiles]) -> None:

@@ -93,9 +93,11 @@ _EXPORTS: dict[str, str] = {
     "check_location": "trainledger.storage.objects",
     "is_object_url": "trainledger.storage.objects",
     "location_scheme": "trainledger.storage.objects",
+    "cores": "trainledger.storage.parallel",
     "executor": "trainledger.storage.parallel",
     "helper_threads": "trainledger.storage.parallel",
     "run_chunks": "trainledger.storage.parallel",
+    "start_ours": "trainledger.storage.parallel",
     "REDACT_ENV": "trainledger.storage.redact",
     "REDACT_KINDS": "trainledger.storage.redact",
     "digest8": "trainledger.storage.redact",
@@ -164,6 +166,7 @@ __all__ = [
     "checkpoint_file_name",
     "event_file_name",
     "event_file_order",
+    "cores",
     "exclusive_lock",
     "executor",
     "file_timestamp",
@@ -193,6 +196,7 @@ __all__ = [
     "run_chunks",
     "run_files",
     "safe_host",
+    "start_ours",
     "scan_dir",
     "sweep_temp_files",
     "temp_name",
@@ -285,7 +289,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         is_object_url,
         location_scheme,
     )
-    from trainledger.storage.parallel import executor, helper_threads, run_chunks
+    from trainledger.storage.parallel import (
+        cores,
+        executor,
+        helper_threads,
+        run_chunks,
+        start_ours,
+    )
     from trainledger.storage.redact import (
         REDACT_ENV,
         REDACT_KINDS,

@@ -1,4 +1,5 @@
-"""Chunked work shared by the caller's thread and helper threads.
+"""Chunked work shared by the caller's thread and helper threads; the CPUs there are, and
+helper processes of trainledger's own (``start_ours``).
 
 For work that releases the GIL (numpy copies, ``os.preadv``) and that the caller waits for
 anyway: a checkpoint snapshot, reading a checkpoint. One thread copies about 7 GB/s on the
@@ -11,24 +12,48 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
 
-__all__ = ["executor", "helper_threads", "run_chunks"]
+__all__ = ["cores", "executor", "helper_threads", "run_chunks", "start_ours"]
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
+def cores() -> int:
+    """The CPUs this process may run on (its affinity where the OS says, else all)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def helper_threads() -> int:
     """Threads for chunked work: the cores this process may run on, at most 4 (memory
     bandwidth is saturated by then)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(4, cores))
+    return max(1, min(4, cores()))
+
+
+def start_ours(module: str, **popen: Any) -> subprocess.Popen[bytes]:
+    """``python -P -m <module>`` (a module of trainledger's) with stdin and stdout piped: this
+    very trainledger first on its path, never a ``trainledger`` folder in the working
+    directory (``-P``). ``popen``: more of ``subprocess.Popen``'s arguments."""
+    root = str(Path(__file__).resolve().parents[2])  # the directory holding trainledger/
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return subprocess.Popen(
+        [sys.executable, "-P", "-m", module],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        **popen,
+    )
 
 
 def run_chunks(count: int, do: Callable[[int], None], threads: int = 0) -> None:
