@@ -146,7 +146,7 @@ def test_a_wide_runs_floats_are_stored_a_statement_of_many_rows_at_a_time() -> N
 
 def test_customized_is_made_once_per_type_sets_and_fresh_in_every_answer() -> None:
     """The customized entries of a set of type strings are made once
-    (``semantics.shared_customized``): an answer changed by its reader leaves the next one as
+    (``page_read._customized_of``): an answer changed by its reader leaves the next one as
     it was, and a run stored with another type or another label changes the next one."""
     records = [
         {"summary_dir": f"./r{i}", "update_time": float(i), "metric": {"a": i / 3, "b": 1.0}}

@@ -274,19 +274,19 @@ class LineageIndex:
         fields = list(dict.fromkeys([*named_series_fields(cond), *asked]))
 
         def answer_with_series() -> Any:
-            count, records, types = answer()
+            count, records, customized = answer()
             dirs = [r["summary_dir"] for (r, _), _ in records]
             values = self._read(lambda c: series_tables.series_values(c, dirs, fields))
-            return count, records, types, values
+            return count, records, customized, values
 
         with self._lock:
-            count, records, types, values = self._recovering(
+            count, records, customized, values = self._recovering(
                 answer_with_series if fields else lambda: (*answer(), None)
             )
         with gc_paused():
             objects = answer_forms.build_page(records, lineage_types(cond), values)
         return {
-            "customized": semantics.shared_customized(types),
+            "customized": semantics.copied_customized(customized),
             "object": objects,
             "count": count,
         }

@@ -21,6 +21,7 @@ from typing import Any
 from trainledger.query.count_cache import CountCache
 from trainledger.query.record_cache import Cached, RecordCache, in_chunks
 from trainledger.query.schema import Connection
+from trainledger.query.semantics import Customized, finish_customized
 from trainledger.query.sql import DEFAULT_ORDER, Segments, reads_annotations
 
 __all__ = ["Page", "added_info", "fetch"]
@@ -43,17 +44,18 @@ def fetch(
     counts: CountCache | None = None,
     members: tuple[str, list[Any]] | None = None,
     run_range: tuple[str, list[Any]] | None = None,
-) -> tuple[int, Page, dict[str, frozenset[str]]]:
+) -> tuple[int, Page, Customized]:
     """(count before paging, the page's ((record, answer form), added_info) pairs in order,
-    custom label -> type names). The records are shared with ``cache`` (read-only) and lack
-    the run fields (status, duration, sessions): they are what an answer shows.
+    the answer's ``customized`` entries). The records and the entries are shared with
+    ``cache`` and ``counts`` (read-only); the records lack the run fields (status, duration,
+    sessions): they are what an answer shows.
 
     ``where`` is ``sql.compile_where``'s (for a page), ``matches`` ``sql.compile_matches``'
     (for every match), both what follows ``FROM runs`` (joins, then WHERE) and its
     parameters; ``order`` ``sql.compile_order``'s (join, ORDER BY, join parameters);
     ``segments`` ``sql.compile_segments``' (used when every run's type set tells its
-    segment); ``limit`` None: every run from ``offset``. A page's count (with the types and
-    segment sizes) comes from ``counts`` when it holds it for this generation. ``members``:
+    segment); ``limit`` None: every run from ``offset``. A page's count (with the customized entries
+    and segment sizes) comes from ``counts`` when it holds it for this generation. ``members``:
     ``sql.compile_members``' form of ``matches``, read instead over wide runs (``_wide``);
     ``run_range`` ``sql.compile_range``'s statement, read instead of ``matches`` for every
     match in the default order (``_range_page``).
@@ -66,19 +68,19 @@ def fetch(
     if limit is None:
         # every match is on the page: one read in the join form (``compile_matches``: a
         # range scan of a custom value's index, not a probe of every run) gives the page in
-        # order, the count and the types
+        # order, the count and the custom types
         rows = conn.execute(
             f"SELECT runs.id, runs.type_set, a.tag, a.remark FROM runs {join} {_ANNOTATED} "
             f"{matches[0]} ORDER BY {osql}",
             oparams + matches[1],
         ).fetchall()
-        count, types, _ = _tally(conn, Counter(row[1] for row in rows).items(), None)
+        count, customized, _ = _tally(conn, Counter(row[1] for row in rows).items(), None)
         page = [(run_id, tag, remark) for run_id, _, tag, remark in rows[offset:]]
     else:
         # a series sort's sizes cost a probe a run: counted first only when the page starts
         # in the segment of the runs without the statistic (ascending), else when needed
         lazy = segments is not None and segments[2] is not None and segments[1][0][0] != 0
-        count, types, sizes = _count(conn, matches, None if lazy else segments, counts)
+        count, customized, sizes = _count(conn, matches, None if lazy else segments, counts)
         if lazy and segments is not None:
             recount = functools.partial(_series_sizes, conn, matches, segments)
             ids = _page_ids(conn, where, segments, recount, limit, offset)
@@ -98,7 +100,7 @@ def fetch(
         page = [added[run_id] for run_id in ids]
     records = (RecordCache(0) if cache is None else cache).records(conn, [row[0] for row in page])
     answers = [(records[run_id], added_info(tag, remark)) for run_id, tag, remark in page]
-    return count, answers, types
+    return count, answers, customized
 
 
 def _range_page(
@@ -108,12 +110,12 @@ def _range_page(
     offset: int,
     cache: RecordCache,
     counts: CountCache | None,
-) -> tuple[int, Page, dict[str, frozenset[str]]]:
+) -> tuple[int, Page, Customized]:
     """``fetch``'s answer for every match of a one-field range, in the default order: the
     run numbers in order (``_range_order``, kept in ``counts`` for the generation), the count
-    and types from ``counts`` (by type set), and the annotations of the page's runs, which
-    are read each time (setting one does not bump the generation)."""
-    count, types, _ = _count(conn, matches, None, counts)
+    and customized entries from ``counts`` (by type set), and the annotations of the page's
+    runs, which are read each time (setting one does not bump the generation)."""
+    count, customized, _ = _count(conn, matches, None, counts)
     made: list[Cached] = []  # (the records in order, when the order was made now)
 
     def order() -> array[int]:
@@ -131,13 +133,13 @@ def _range_page(
         cached = list(map(found.__getitem__, ids[offset:]))
     notes = _annotations(conn, len(cached), lambda: [c[0]["summary_dir"] for c in cached])
     if not notes:
-        return count, [(c, {}) for c in cached], types
+        return count, [(c, {}) for c in cached], customized
     none = (None, None)
     dirs = map(_SUMMARY_DIR, map(_RECORD, cached))
     return (
         count,
         [(c, added_info(*notes.get(d, none))) for c, d in zip(cached, dirs, strict=True)],
-        types,
+        customized,
     )
 
 
@@ -217,7 +219,7 @@ def _count(
     matches: tuple[str, list[Any]],
     segments: Segments | None,
     counts: CountCache | None = None,
-) -> tuple[int, dict[str, frozenset[str]], dict[int, int] | None]:
+) -> tuple[int, Customized, dict[int, int] | None]:
     """``_tally`` of every match; a series sort's segment sizes counted with it (whether a
     run has the statistic: one probe a run, ``sql.compile_segments``). What was read is
     kept in ``counts`` (not for a condition on tags, which the generation does not track)."""
@@ -231,11 +233,11 @@ def _count(
         counted = kept((), functools.partial(_by_type_set, conn, matches))
         return _tally(conn, counted, segments and segments[0])
 
-    def series() -> tuple[int, dict[str, frozenset[str]], dict[int, int] | None]:
+    def series() -> tuple[int, Customized, dict[int, int] | None]:
         by_set: Counter[int] = Counter()
         sizes = _series_sizes(conn, matches, segments, by_set)
-        count, types, _ = _tally(conn, by_set.items(), None)
-        return count, types, sizes
+        count, customized, _ = _tally(conn, by_set.items(), None)
+        return count, customized, sizes
 
     return kept((segments[0], segments[2]), series)  # type: ignore[no-any-return]
 
@@ -311,11 +313,12 @@ def _page_ids(
 
 def _tally(
     conn: Connection, counted: Iterable[tuple[int, int]], label: str | None
-) -> tuple[int, dict[str, frozenset[str]], dict[int, int] | None]:
-    """(count, custom label -> type names, sort segment -> size) from (type set, runs)
-    pairs; the sizes are those of the sort on custom field ``label`` (None: no sizes, and
-    None when a type set is of an index converted from version 4, which does not say). The
-    types are shared by every tally of the same type sets (``_types_of``): read-only."""
+) -> tuple[int, Customized, dict[int, int] | None]:
+    """(count, the answer's shared ``customized`` entries, sort segment -> size) from (type
+    set, runs) pairs; the sizes are those of the sort on custom field ``label`` (None: no
+    sizes, and None when a type set is of an index converted from version 4, which does not
+    say). The entries are shared by every tally of the same type sets (``_customized_of``):
+    read-only."""
     counted = list(counted)
     combos = _type_sets(conn, [type_id for type_id, _ in counted])
     count = 0
@@ -324,20 +327,21 @@ def _tally(
         count += n
         kind = 0 if label is None else _kinds(combos[type_id]).get(label, 0)
         sizes[kind] = sizes.get(kind, 0) + n
-    types = _types_of(tuple(sorted({combos[type_id] for type_id, _ in counted})))
-    return count, types, (None if label is None or -1 in sizes else sizes)
+    customized = _customized_of(tuple(sorted({combos[type_id] for type_id, _ in counted})))
+    return count, customized, (None if label is None or -1 in sizes else sizes)
 
 
 @functools.lru_cache(maxsize=32)
-def _types_of(strings: tuple[str, ...]) -> dict[str, frozenset[str]]:
-    """Custom label -> its type names over the ``custom_types`` strings of a result's runs,
-    made once per set of strings (runs of one experiment share one): a wide run's 1,650
-    labels took about 2 ms a query to gather (issue 34 item 3)."""
+def _customized_of(strings: tuple[str, ...]) -> Customized:
+    """The answer's ``customized`` entries over the ``custom_types`` strings of a result's
+    runs, made once per set of strings (runs of one experiment share one) and shared:
+    read-only, copied for each answer. A wide run's 1,650 labels took about 3 ms a query to
+    gather and make (issue 34 item 3)."""
     types: dict[str, set[str]] = {}
     for string in strings:
         for entry_label, vtype, _ in _entries(string):
             types.setdefault(entry_label, set()).add(vtype)
-    return {entry_label: frozenset(names) for entry_label, names in types.items()}
+    return finish_customized(types)
 
 
 @functools.lru_cache(maxsize=32)

@@ -24,8 +24,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
-from collections.abc import Iterable, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from trainledger.query.conditions import filter_items, lineage_types, page_bounds
@@ -150,25 +149,17 @@ def customized(records: Iterable[Record]) -> dict[str, dict[str, Any]]:
     return finish_customized(types)
 
 
-#: ``finish_customized`` of the last shared type maps (``shared_customized``), by identity
-_FINISHED: dict[int, tuple[Mapping[str, AbstractSet[str]], dict[str, dict[str, Any]]]] = {}
-_FINISHED_MAX = 8
+#: a result's ``customized`` entries: label -> {"label", "required", "type"}
+Customized = dict[str, dict[str, Any]]
 
 
-def shared_customized(types: Mapping[str, AbstractSet[str]]) -> dict[str, dict[str, Any]]:
-    """``finish_customized`` of a map that is shared and never changed (``page_read``'s,
-    one per set of type strings), made once per map and copied for each answer: over wide
-    runs the 1,650 entries took about 2 ms a query to make (issue 34 item 3)."""
-    kept = _FINISHED.get(id(types))
-    if kept is None or kept[0] is not types:  # (the map is held: its id is not reused)
-        if len(_FINISHED) >= _FINISHED_MAX:
-            _FINISHED.clear()
-        kept = _FINISHED[id(types)] = (types, finish_customized(types))
-    made = kept[1]
-    return dict(zip(made, map(dict.copy, made.values()), strict=True))
+def copied_customized(shared: Customized) -> Customized:
+    """A fresh copy of shared ``customized`` entries (``page_read``'s, made once per set of
+    type strings), for an answer its reader may change."""
+    return dict(zip(shared, map(dict.copy, shared.values()), strict=True))
 
 
-def finish_customized(types: Mapping[str, AbstractSet[str]]) -> dict[str, dict[str, Any]]:
+def finish_customized(types: dict[str, set[str]]) -> Customized:
     """Turn label -> set of type names into MindInsight's customized entries (``metric/``
     labels first, each part by name; per query for a wide run's 1,650 labels, so no key
     function and no call per label)."""
@@ -181,7 +172,7 @@ def finish_customized(types: Mapping[str, AbstractSet[str]]) -> dict[str, dict[s
             kinds = types[label]
             if len(kinds) == 1:
                 (kind,) = kinds
-            elif kinds <= {"int", "float"}:
+            elif kinds.issubset({"int", "float"}):
                 kind = "float"
             else:
                 kind = "mixed"
