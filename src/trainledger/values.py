@@ -12,10 +12,16 @@ a number here (``True`` is not an epoch count, nor a metric value).
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
-__all__ = ["check_positive_int", "fresh_copy", "holds_containers", "scalar_of"]
+__all__ = [
+    "check_positive_int",
+    "floats_without_nan",
+    "fresh_copy",
+    "holds_containers",
+    "scalar_of",
+]
 
 
 def scalar_of(value: Any) -> float | None:
@@ -83,3 +89,14 @@ def holds_containers(values: Iterable[Any]) -> bool:
     wide run's 1,500 scalar metrics cost one pass, not 1,500 calls."""
     kinds = set(map(type, values))
     return dict in kinds or list in kinds
+
+
+def floats_without_nan(values: Collection[Any]) -> bool:
+    """Whether every one of ``values`` is a float (not a subclass) and none is NaN, looked
+    at in C: a wide run's 1,500 metrics cost three passes, not 1,500 calls. (Both
+    infinities among them also read as a NaN: False, which only costs the caller its slow
+    path.)"""
+    if set(map(type, values)) != {float}:
+        return False
+    total = sum(values)  # (NaN if a value is)
+    return bool(total == total)

@@ -13,6 +13,7 @@ from typing import Any
 
 from trainledger.query.fields import SETTINGS_GROUPS
 from trainledger.query.semantics import Record, clean_value
+from trainledger.values import floats_without_nan
 
 # flat field -> (section of the reader's dict, key inside it)
 FIELD_SOURCES: dict[str, tuple[str, str]] = {
@@ -39,7 +40,7 @@ def graph_hash(graph: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-_STR, _FLOAT = {str}, {float}
+_STR = {str}
 
 
 def _clean_dict(value: Any) -> dict[str, Any]:
@@ -47,11 +48,8 @@ def _clean_dict(value: Any) -> dict[str, Any]:
     this runs once per value of a run, 1,650 times for a wide one)."""
     if not isinstance(value, dict):
         return {}
-    values = value.values()
-    if set(map(type, value)) == _STR and set(map(type, values)) == _FLOAT:
-        total = sum(values)  # (NaN if a value is: then the general path)
-        if total == total:
-            return dict(value)  # (a wide run's 1,500 metrics: checked and copied in C)
+    if set(map(type, value)) == _STR and floats_without_nan(value.values()):
+        return dict(value)  # (a wide run's 1,500 metrics: checked and copied in C)
     return {
         k if type(k) is str else str(k): None if type(v) is float and v != v else v
         for k, v in value.items()

@@ -24,6 +24,7 @@ from trainledger.query.flat_record import graph_hash
 from trainledger.query.numbers import sql_number
 from trainledger.query.page_read import added_info
 from trainledger.query.schema import BIG, SQLITE, VALUE_FIELDS, Connection, Dialect
+from trainledger.values import floats_without_nan
 
 log = logging.getLogger(__name__)
 
@@ -112,10 +113,10 @@ def custom_rows(pairs: list[tuple[str, Any]]) -> CustomRows:
     the types each splitting it cost a tenth of its indexing (issue 34 item 3)."""
     if pairs:
         names, values = zip(*pairs, strict=True)
-        if set(map(type, values)) == _FLOAT and -BIG < min(values) and max(values) < BIG:
-            total = sum(values)  # (NaN if a value is, which min and max may pass over)
-            if total == total:  # every value a plain float: checked in C, no row built
-                return CustomRows(list(names), list(values), [], _types(names, ()))
+        # every value a plain float: checked in C, no row built (NaN first: min and max may
+        # pass over it)
+        if floats_without_nan(values) and -BIG < min(values) and max(values) < BIG:
+            return CustomRows(list(names), list(values), [], _types(names, ()))
     labels: list[str] = []
     floats: list[float] = []
     others: list[tuple[str, float | None, Any, str | None, str]] = []
@@ -135,9 +136,6 @@ def custom_rows(pairs: list[tuple[str, Any]]) -> CustomRows:
             odd.append((label, name, 0))
     every = tuple(labels) if not odd else tuple(label for label, _ in pairs)
     return CustomRows(labels, floats, others, _types(every, tuple(odd)))
-
-
-_FLOAT = {float}
 
 
 def _types(labels: tuple[str, ...], odd: tuple[tuple[str, str, int], ...]) -> str:
