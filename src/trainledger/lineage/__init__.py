@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "SETTINGS_KEYS": "trainledger.lineage.keys",
     "lineage_files": "trainledger.lineage.reader",
     "read_lineage": "trainledger.lineage.reader",
+    "read_lineage_texts": "trainledger.lineage.reader",
     "EvalValues": "trainledger.lineage.records",
     "RunValues": "trainledger.lineage.records",
     "TrainValues": "trainledger.lineage.records",
@@ -84,6 +85,7 @@ __all__ = [
     "network_name",
     "optimizer_name",
     "read_lineage",
+    "read_lineage_texts",
     "read_status",
     "read_run",
     "REDACT_ENV",
@@ -126,7 +128,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.lineage.analyzers.environment import EnvironmentInfo
     from trainledger.lineage.keys import SETTINGS_KEYS, SUMMARY_KEYS
     from trainledger.lineage.proto import lineage_pb2
-    from trainledger.lineage.reader import lineage_files, read_lineage
+    from trainledger.lineage.reader import lineage_files, read_lineage, read_lineage_texts
     from trainledger.lineage.records import (
         EvalValues,
         RunValues,

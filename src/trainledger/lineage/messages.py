@@ -159,8 +159,14 @@ def _ordered(d: dict[str, Any], order: Sequence[str]) -> dict[str, Any]:
 
 
 def eval_dict(ev: pb.EvaluationLineage, warn: list[str]) -> dict[str, Any]:
+    """The evaluation's values, and ``metric_json``: the event's metric text where it decodes
+    to exactly ``metric`` and is ASCII, else None. Why: an index stores the metric as JSON,
+    and encoding a wide run's 1,500 floats again costs more than the rest of its parse
+    (``query/index_tables.prepare``)."""
+    metric, whole = _metric(ev, warn)
     return {
-        "metric": _metric(ev, warn),
+        "metric": metric,
+        "metric_json": ev.metric if whole and metric and ev.metric.isascii() else None,
         "valid_dataset": (
             _fields(ev.valid_dataset, ("valid_dataset_path", "valid_dataset_size"), warn)
             if ev.HasField("valid_dataset")
@@ -170,31 +176,32 @@ def eval_dict(ev: pb.EvaluationLineage, warn: list[str]) -> dict[str, Any]:
     }
 
 
-def _metric(ev: pb.EvaluationLineage, warn: list[str]) -> dict[str, Any]:
-    """The metric JSON object; what is not one (or nests deeper than ``MAX_JSON_DEPTH``) is
-    left out and reported: the whole when it does not parse, else the keys too deep."""
+def _metric(ev: pb.EvaluationLineage, warn: list[str]) -> tuple[dict[str, Any], bool]:
+    """The metric JSON object, and whether it is the whole text's value; what is not one (or
+    nests deeper than ``MAX_JSON_DEPTH``) is left out and reported: the whole when it does
+    not parse, else the keys too deep."""
     try:
         if isinstance(ev.metric, bytes):
             raise ValueError("not UTF-8")
         metric = json.loads(ev.metric) if ev.metric else {}
     except (ValueError, RecursionError) as exc:
         warn.append(f"metric: not valid JSON, left out ({type(exc).__name__})")
-        return {}
+        return {}, False
     if not isinstance(metric, dict):
         warn.append(f"metric: expected a JSON object, received {type(metric).__name__}")
-        return {}
+        return {}, False
     # (scalars, nearly every value, skip the walk: a wide run has thousands of metrics)
     if not holds_containers(metric.values()):
-        return metric
+        return metric, True
     deep = [
         k
         for k, v in metric.items()
         if isinstance(v, (dict, list)) and not _shallow(v, MAX_JSON_DEPTH - 1)
     ]
     if not deep:
-        return metric
+        return metric, True
     warn.append(f"metric: {deep!r} nested deeper than {MAX_JSON_DEPTH}, left out")
-    return {k: v for k, v in metric.items() if k not in deep}
+    return {k: v for k, v in metric.items() if k not in deep}, False
 
 
 def _shallow(value: Any, limit: int) -> bool:

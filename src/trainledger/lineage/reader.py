@@ -82,6 +82,7 @@ from trainledger.values import fresh_copy
 
 __all__ = [
     "read_lineage",
+    "read_lineage_texts",
     "read_record",
     "lineage_files",
     "parse_lineage_file",
@@ -132,6 +133,8 @@ class LineageRecord:
     run: dict[str, Any] = field(default_factory=dict)
     optimizer_settings: dict[str, Any] = field(default_factory=dict)
     scheduler_settings: dict[str, Any] = field(default_factory=dict)
+    #: the JSON text ``metric`` was decoded from, where it holds exactly that (``eval_dict``)
+    metric_json: str | None = None
     # Raw float64 values (None when unknown) behind the display values above.
     loss: float | None = None
     learning_rate: float | None = None
@@ -229,6 +232,16 @@ def read_lineage(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     return {} if record is None else record.to_summary_lineage()
 
 
+def read_lineage_texts(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """``read_lineage``'s dict, and the JSON texts of its sections that decode to exactly
+    their value there (``{"metric": ...}`` or nothing), which an index stores as they are."""
+    record = read_record(run_dir)
+    if record is None:
+        return {}, {}
+    texts = {"metric": record.metric_json} if record.metric_json is not None else {}
+    return record.to_summary_lineage(), texts
+
+
 def parse_lineage_file(path: str | os.PathLike[str]) -> FileLineage:
     """Parse one lineage file (MindSpore's or ours) into its last event of each kind."""
     payloads, corrupt = read_records(path)
@@ -303,6 +316,7 @@ def merge_file_lineages(
                 record.run["train_dataset_fingerprint"] = train["fingerprint"]
         if part.evaluation is not None:
             record.metric = dict(part.evaluation["metric"])
+            record.metric_json = part.evaluation["metric_json"]
             if part.evaluation["valid_dataset"] is not None:
                 record.valid_dataset = dict(part.evaluation["valid_dataset"])
             if part.evaluation.get("fingerprint"):

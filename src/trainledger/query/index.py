@@ -56,12 +56,6 @@ from trainledger.query.sql import (
 __all__ = ["LineageIndex", "ScanStats"]
 
 
-def _default_reader(run_dir: str) -> dict[str, Any]:
-    from trainledger.lineage import read_lineage
-
-    return read_lineage(run_dir)
-
-
 class LineageIndex:
     """Index of the runs under ``base`` (run dirs up to ``max_depth`` levels below it).
 
@@ -92,9 +86,7 @@ class LineageIndex:
         self._epoch: int | None = None
         self._lock = threading.RLock()
         self._scanner = Scanner(self.base, max_depth, watch=watch)
-        self._refresher = IndexRefresh(
-            self._scanner, reader or _default_reader, parallel=reader is None
-        )
+        self._refresher = IndexRefresh(self._scanner, reader)
         self._records = RecordCache()  # decoded records between queries (record_cache.py)
         self._counts = CountCache()  # a condition's count between its pages (count_cache.py)
 

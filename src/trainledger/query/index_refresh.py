@@ -31,7 +31,7 @@ from trainledger.query import (
 )
 from trainledger.query.discovery import RunFiles, Scanner
 from trainledger.query.flat_record import to_record
-from trainledger.query.schema import Connection
+from trainledger.query.schema import Connection, Dialect
 from trainledger.query.series_index import SeriesState, read_series_state
 from trainledger.query.status_fill import Read, Write, fill_statuses
 from trainledger.query.tb_runs import series_parts, tensorboard_lineage
@@ -61,18 +61,15 @@ class IndexRefresh:
     """Brings one base's index in step with its run directories (``refresh``).
 
     ``scanner``: the base's cheap scan; ``reader``: a run directory's lineage (a damaged run
-    is logged and indexed as unreadable). ``read``/``write`` (given to ``refresh``): the
-    index's transactions, which call ``forget`` first when the backend changed under it.
-    ``parallel``: a bulk build may parse in other processes (``parse_worker.py``), which reads
-    with the default reader (so only when ``reader`` is it).
+    is logged and indexed as unreadable), None to read its lineage files
+    (``parse_worker.parse_run``, which a bulk build may run in other processes).
+    ``read``/``write`` (given to ``refresh``): the index's transactions, which call
+    ``forget`` first when the backend changed under it.
     """
 
-    def __init__(
-        self, scanner: Scanner, reader: Callable[[str], dict[str, Any]], parallel: bool = False
-    ) -> None:
+    def __init__(self, scanner: Scanner, reader: Callable[[str], dict[str, Any]] | None) -> None:
         self._scanner = scanner
         self._reader = reader
-        self._parallel = parallel  # a bulk build may parse in other processes (the default reader)
         # summary_dir -> signature of what the index holds, valid while the generation holds
         self._known: dict[str, str] = {}
         self._known_generation: int | None = None
@@ -196,11 +193,11 @@ class IndexRefresh:
             write(bulk_build.drop_value_index, False)
         # oldest first over the whole refresh: dataset marks are numbered by first appearance
         changed = sorted(changed, key=lambda run: (run.update_time, run.summary_dir))
-        parse = functools.partial(self._parse, read=read)
+        parse = functools.partial(self._parse, read=read, dialect=dialect)
         batches: Generator[list[tuple[RunFiles, Any]], None, None]
         if (
             bulk
-            and self._parallel
+            and self._reader is None
             and parse_worker.usable(sum(not run.tensorboard for run in changed))
         ):
             batches = parse_worker.parsed_chunks(changed, parse)
@@ -324,9 +321,13 @@ class IndexRefresh:
             self._known_generation = generation
         return self._known
 
-    def _parse(self, run: RunFiles, read: Read) -> semantics.Record | None:
+    def _parse(
+        self, run: RunFiles, read: Read, dialect: Dialect
+    ) -> semantics.Record | index_tables.Prepared | None:
         if run.tensorboard:
             return self._parse_tensorboard(run, read)
+        if self._reader is None:
+            return parse_worker.parse_run(run.path, run.summary_dir, run.update_time, dialect)
         try:
             lineage = self._reader(run.path)
         except Exception as exc:  # a damaged run must not break queries over the others

@@ -13,7 +13,7 @@ import json
 import logging
 import math
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from trainledger.query import semantics
@@ -314,10 +314,13 @@ _MARK_AT = 3 + 3 * VALUE_FIELDS.index("dataset_mark")
 _NOT_STORED = frozenset({"added_info", "dataset_mark", *RUN_FIELDS})
 
 
-def prepare(record: semantics.Record, dialect: Dialect = SQLITE) -> Prepared:
-    """``record``'s rows, ready for ``insert_prepared``."""
+def prepare(
+    record: semantics.Record, dialect: Dialect = SQLITE, texts: Mapping[str, str] | None = None
+) -> Prepared:
+    """``record``'s rows, ready for ``insert_prepared``; ``texts``: JSON texts that decode to
+    exactly the record's value of their key (``read_lineage_texts``), stored as they are."""
     stored = {k: v for k, v in record.items() if k not in _NOT_STORED}
-    text = json.dumps(stored, separators=(",", ":"), default=str)
+    text = _stored_json(stored, texts) if texts else _json(stored)
     pairs = group_values(record)
     values = [record["summary_dir"], record["update_time"]]
     values += [part for f in VALUE_FIELDS for part in split_value(record.get(f))]
@@ -328,6 +331,28 @@ def prepare(record: semantics.Record, dialect: Dialect = SQLITE) -> Prepared:
         custom_rows(pairs),
         custom_json(pairs) if dialect.custom_json else None,
     )
+
+
+def _json(value: dict[str, Any]) -> str:
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
+def _stored_json(stored: dict[str, Any], texts: Mapping[str, str]) -> str:
+    """``stored``'s JSON, the keys in ``texts`` written as their text (in their place)."""
+    parts: list[str] = []
+    plain: dict[str, Any] = {}
+    for key, value in stored.items():
+        text = texts.get(key)
+        if text is None:
+            plain[key] = value
+            continue
+        if plain:
+            parts.append(_json(plain)[1:-1])
+            plain = {}
+        parts.append(f"{json.dumps(key)}:{text}")
+    if plain:
+        parts.append(_json(plain)[1:-1])
+    return "{" + ",".join(parts) + "}"
 
 
 def insert_record(

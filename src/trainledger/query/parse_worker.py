@@ -36,10 +36,12 @@ from collections.abc import Callable, Generator
 from typing import IO, Any
 
 from trainledger.query.discovery import RunFiles
+from trainledger.query.flat_record import to_record
 from trainledger.query.index_tables import UNSTORABLE, CustomRows, Prepared, prepare
+from trainledger.query.schema import SQLITE, Dialect
 from trainledger.storage import cores, start_ours
 
-__all__ = ["MIN_RUNS", "parsed_chunks", "usable"]
+__all__ = ["MIN_RUNS", "parse_run", "parsed_chunks", "usable"]
 
 log = logging.getLogger("trainledger.query.index")  # (the refresh's warnings, as in-process)
 #: the fewest runs a build hands to parse processes (starting one costs about 0.2 s)
@@ -215,14 +217,32 @@ class _Kept(logging.Handler):
         self.records.append([record.name, record.levelno, record.getMessage()])
 
 
+def parse_run(path: str, summary_dir: str, update_time: float, dialect: Dialect) -> Prepared | None:
+    """A lineage run's rows (``index_tables.prepare``), or None (logged) when it has no
+    usable lineage; the metric's JSON text is stored as the file holds it where the record
+    kept its value as read. Here or in a parse process alike."""
+    from trainledger.lineage import read_lineage_texts
+
+    try:
+        lineage, texts = read_lineage_texts(path)
+    except Exception as exc:  # a damaged run must not break the build of the others
+        log.warning("cannot read lineage of %s: %s", path, exc)
+        return None
+    if not lineage:
+        return None
+    record = to_record(lineage, summary_dir, update_time)
+    kept = {key: text for key, text in texts.items() if record.get(key) == lineage.get(key)}
+    try:
+        return prepare(record, dialect, kept)
+    except UNSTORABLE as exc:
+        log.warning("cannot index run %s: %s", summary_dir, exc)
+        return None
+
+
 class _Encoder:
     """A run's frame; labels and type strings numbered, each sent once."""
 
     def __init__(self, kept: _Kept) -> None:
-        from trainledger.lineage import read_lineage
-        from trainledger.query.flat_record import to_record
-
-        self.read, self.to_record = read_lineage, to_record
         self.kept = kept
         self.labels: dict[tuple[str, ...], int] = {}
         self.types: dict[str, int] = {}
@@ -231,7 +251,7 @@ class _Encoder:
         self.kept.records = []
         header: dict[str, Any] = {"dir": summary_dir, "ok": False}
         text, floats = b"", b""
-        prepared = self._prepared(path, summary_dir, update_time)
+        prepared = parse_run(path, summary_dir, update_time, SQLITE)
         if prepared is not None:
             rows = prepared.rows
             header.update(
@@ -246,21 +266,6 @@ class _Encoder:
         header["logs"] = self.kept.records
         head = json.dumps(header).encode("ascii")
         return b"".join(part for p in (head, text, floats) for part in (_LENGTH.pack(len(p)), p))
-
-    def _prepared(self, path: str, summary_dir: str, update_time: float) -> Prepared | None:
-        """As ``IndexRefresh._parse`` then ``index_tables._insert_isolated`` do in-process."""
-        try:
-            lineage = self.read(path)
-        except Exception as exc:  # a damaged run must not break the build of the others
-            log.warning("cannot read lineage of %s: %s", path, exc)
-            return None
-        if not lineage:
-            return None
-        try:
-            return prepare(self.to_record(lineage, summary_dir, update_time))
-        except UNSTORABLE as exc:
-            log.warning("cannot index run %s: %s", summary_dir, exc)
-            return None
 
     @staticmethod
     def _numbered(numbers: dict[Any, int], key: Any, value: Any) -> list[Any]:
