@@ -152,3 +152,19 @@ def test_parse_processes_only_for_a_build_worth_them(monkeypatch: pytest.MonkeyP
     assert parse_worker.usable(parse_worker.MIN_RUNS)
     monkeypatch.setattr(parse_worker.os, "sched_getaffinity", lambda pid: {0}, raising=False)
     assert not parse_worker.usable(10**6)  # one CPU: the two would take turns
+
+
+def test_a_parse_process_reads_intact_runs_without_numpy(tmp_path: Path) -> None:
+    """numpy (about 50-100 ms to import) is left to damaged files and writers: a parse
+    process, or a ``trainledger lineage`` call parsing a new run, starts without it."""
+    run = write_run(tmp_path, "r0", metrics={"acc": 0.5}, user={"team": "a"})
+    code = (
+        "import sys; sys.modules['numpy'] = None\n"
+        "from trainledger.query.parse_worker import parse_run\n"
+        "from trainledger.query.schema import SQLITE\n"
+        f"rows = parse_run({str(run)!r}, './r0', 1.0, SQLITE)\n"
+        "print(rows.rows.labels)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "metric/acc" in out.stdout

@@ -12,13 +12,18 @@ header so that intact records after the damage are still returned.
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import crc32c as _crc32c
-import numpy as np
+
+if TYPE_CHECKING:  # (numpy is imported where used: reading an intact file needs none, and a
+    # process that only reads lineage, a parse process of the index, starts 50 ms sooner)
+    import numpy as np
 
 __all__ = [
     "masked_crc32c",
@@ -67,6 +72,8 @@ def frame_equal_length(payloads: np.ndarray) -> bytes:
     CRC) is computed once, the payload CRCs from the first row's (``_row_crcs``), and the
     records are assembled in one array.
     """
+    import numpy as np
+
     n, length = payloads.shape
     if n == 0:
         return b""
@@ -83,6 +90,8 @@ def frame_equal_length(payloads: np.ndarray) -> bytes:
 def masked_row_crcs(payloads: np.ndarray) -> np.ndarray:
     """The masked crc32c of each row of an ``(n, L)`` uint8 array (uint32): the footer each
     row's record has, so a reader checks a run of records without framing them again."""
+    import numpy as np
+
     crcs = _row_crcs(payloads)
     return ((crcs >> np.uint32(15)) | (crcs << np.uint32(17))) + np.uint32(_MASK_DELTA)
 
@@ -97,6 +106,8 @@ def _row_crcs(payloads: np.ndarray) -> np.ndarray:
     on the writer thread between training steps, where each call is slow) instead of one C
     call per row. Rows that differ in many columns are checksummed one by one.
     """
+    import numpy as np
+
     n, length = payloads.shape
     if n <= _LINEAR_MIN_ROWS:
         return _each_row_crc(payloads)
@@ -113,6 +124,8 @@ def _row_crcs(payloads: np.ndarray) -> np.ndarray:
 
 
 def _each_row_crc(payloads: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     n, length = payloads.shape
     view = memoryview(np.ascontiguousarray(payloads).reshape(-1).data)
     crcs = (_crc(view[i : i + length]) for i in range(0, n * length, length))
@@ -127,6 +140,8 @@ _LIN_STACKS: dict[tuple[int, bytes], np.ndarray] = {}  # (L, varying columns) ->
 
 def _lin_tables(length: int, varying: np.ndarray) -> np.ndarray:
     """The ``lin`` tables of the ``varying`` columns of ``length``-byte rows, stacked."""
+    import numpy as np
+
     key = (length, varying.tobytes())
     stack = _LIN_STACKS.get(key)
     if stack is None:
@@ -139,6 +154,8 @@ def _lin_tables(length: int, varying: np.ndarray) -> np.ndarray:
 def _lin_table(trailing: int) -> np.ndarray:
     """``lin`` of a message whose only nonzero byte is followed by ``trailing`` zero bytes,
     for each of the 256 byte values (bytes before it do not matter: ``lin`` of zeros is 0)."""
+    import numpy as np
+
     table = _LIN_TABLES.get(trailing)
     if table is None:
         zeros = bytes(trailing)
@@ -152,9 +169,11 @@ def _lin_table(trailing: int) -> np.ndarray:
 # crc32c of an 8-byte little-endian length whose high four bytes are zero, by byte: the crc
 # of the length ``b0 b1 b2 b3 0 0 0 0`` is t0[b0] ^ t1[b1] ^ t2[b2] ^ t3[b3] (the crc of eight
 # zero bytes folded into t0)
-_LENGTH_TABLES = tuple(
-    _lin_table(7 - k) ^ np.uint32(_crc(bytes(8)) if k == 0 else 0) for k in range(4)
-)
+@functools.cache
+def _length_tables() -> tuple[np.ndarray, ...]:
+    import numpy as np
+
+    return tuple(_lin_table(7 - k) ^ np.uint32(_crc(bytes(8)) if k == 0 else 0) for k in range(4))
 
 
 @dataclass
@@ -251,6 +270,8 @@ def _resync(data: bytes, view: memoryview, start: int) -> int:
     positions left get their crc from four 256-entry tables (crc32c is affine). Same answer
     as trying every position in turn.
     """
+    import numpy as np
+
     del view  # kept in the signature: the simple per-position version needed it
     last = len(data) - HEADER_SIZE  # the last position a header fits at
     arr = np.frombuffer(data, np.uint8)
@@ -277,9 +298,11 @@ def _first_header(arr: np.ndarray, lo: int, hi: int) -> int:
     ``a`` the little-endian words at ``lo + a + 4j`` are one contiguous ``uint32`` view, so the
     length, its high half and the stored crc of every position are plain slices, not gathers.
     """
+    import numpy as np
+
     n = hi - lo
     window = arr[lo : hi + HEADER_SIZE - 1]
-    tables = _LENGTH_TABLES
+    tables = _length_tables()
     best = -1
     for a in range(4):
         m = (n - a + 3) // 4  # positions lo + a + 4j, j < m
