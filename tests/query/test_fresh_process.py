@@ -241,9 +241,12 @@ def test_a_schema_8_index_gains_the_table_and_stays_readable_by_version_8(
 def test_a_new_process_answers_without_loading_the_readers(base: Path) -> None:
     """What every ``trainledger lineage BASE`` pays first is its imports: a query over a
     trusted index loads no numpy, protobuf, crc32c or summary reader (those load when a run
-    is parsed; about 0.07 s of a 0.17 s import when ``query.tb_runs`` loaded them)."""
+    is parsed; about 0.07 s of a 0.17 s import when ``query.tb_runs`` loaded them), nor
+    OpenSSL's hashes or what a build's parse processes and threads need (about 0.05 s more:
+    ``storage/redact.py``, ``query/bulk_build.py``, ``query/parse_worker.py``)."""
     _indexed(base, None)
     heavy = ["numpy", "google.protobuf", "crc32c", "trainledger.summary.reader", "torch"]
+    heavy += ["hashlib", "subprocess", "concurrent.futures", "tempfile", "shutil"]
     script = (
         "import json, sys\n"
         "from trainledger.query.index import LineageIndex\n"

@@ -20,7 +20,6 @@ refresh notices (one look at ``sqlite_master``) and makes them.
 from __future__ import annotations
 
 from trainledger.query.schema import TEXT_INDEX, VALUE_INDEX, Connection, Dialect
-from trainledger.storage import helper_threads
 
 __all__ = [
     "BULK_MIN_RUNS",
@@ -52,6 +51,8 @@ def make_value_index(conn: Connection) -> None:
     """Make the value indexes (after a bulk build, or when a killed build left them missing),
     SQLite's sort on helper threads too: over 10,000 wide runs' 16.5 million values, 18.7 ->
     15.5 s on two cores (BENCHMARKS.md)."""
+    from trainledger.storage import helper_threads  # (here: its module loads what only builds use)
+
     conn.execute(f"PRAGMA threads = {helper_threads()}")
     try:
         conn.execute(VALUE_INDEX)

@@ -11,7 +11,6 @@ migrated (``schema.py``). ``SqliteDb`` is this backend behind ``backend.IndexDb`
 from __future__ import annotations
 
 import glob
-import hashlib
 import json
 import logging
 import os
@@ -77,6 +76,8 @@ def index_dir(base_real: str) -> str:
             return preferred
     except OSError:
         pass
+    import hashlib  # (here: only a read-only base needs it)
+
     digest = hashlib.sha256(base_real.encode()).hexdigest()[:16]
     fallback = os.path.join(cache_root(), digest)
     os.makedirs(fallback, exist_ok=True)

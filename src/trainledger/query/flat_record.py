@@ -7,7 +7,6 @@ queries need MindInsight's flat "filtration" view (``learning_rate``, ``test_dat
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -36,6 +35,8 @@ _FLOAT32_FIELDS = ("learning_rate", "loss")
 
 def graph_hash(graph: Any) -> str:
     """Canonical hash of a dataset graph: equal graphs share a dataset_mark."""
+    import hashlib  # (here: a query answered from the index parses no run, hashes nothing)
+
     text = json.dumps(graph or {}, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -23,7 +23,6 @@ from typing import Any
 from trainledger.query import (
     bulk_build,
     index_tables,
-    parse_worker,
     scan_state,
     schema,
     semantics,
@@ -194,18 +193,7 @@ class IndexRefresh:
         # oldest first over the whole refresh: dataset marks are numbered by first appearance
         changed = sorted(changed, key=lambda run: (run.update_time, run.summary_dir))
         parse = functools.partial(self._parse, read=read, dialect=dialect)
-        batches: Generator[list[tuple[RunFiles, Any]], None, None]
-        if (
-            bulk
-            and self._reader is None
-            and parse_worker.usable(sum(not run.tensorboard for run in changed))
-        ):
-            batches = parse_worker.parsed_chunks(changed, parse)
-        else:
-            batches = (
-                [(run, parse(run)) for run in changed[start : start + _CHUNK]]
-                for start in range(0, len(changed), _CHUNK)
-            )
+        batches = self._batches(changed, parse, bulk)
         try:
             for batch in batches:
                 stats.parsed += len(batch)
@@ -215,6 +203,21 @@ class IndexRefresh:
             batches.close()  # (stops a parse process at once when a store failed)
             if bulk:
                 write(bulk_build.make_value_index, False)
+
+    def _batches(
+        self, changed: list[RunFiles], parse: Callable[[RunFiles], Any], bulk: bool
+    ) -> Generator[list[tuple[RunFiles, Any]], None, None]:
+        """The changed runs parsed, chunk by chunk: in parse processes for a bulk build with
+        the lineage files' reader (``parse_worker.py``), else here."""
+        if bulk and self._reader is None:
+            from trainledger.query import parse_worker  # (here: a query parsing no run skips it)
+
+            if parse_worker.usable(sum(not run.tensorboard for run in changed)):
+                return parse_worker.parsed_chunks(changed, parse)
+        return (
+            [(run, parse(run)) for run in changed[start : start + _CHUNK]]
+            for start in range(0, len(changed), _CHUNK)
+        )
 
     def _save_state(self, write: Write, generation: int) -> None:
         """Save what the scan saw as what the index holds at ``generation`` (the generation
@@ -327,7 +330,9 @@ class IndexRefresh:
         if run.tensorboard:
             return self._parse_tensorboard(run, read)
         if self._reader is None:
-            return parse_worker.parse_run(run.path, run.summary_dir, run.update_time, dialect)
+            from trainledger.query.parse_worker import parse_run
+
+            return parse_run(run.path, run.summary_dir, run.update_time, dialect)
         try:
             lineage = self._reader(run.path)
         except Exception as exc:  # a damaged run must not break queries over the others

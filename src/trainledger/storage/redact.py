@@ -7,9 +7,7 @@ blurred host that the lineage records (``lineage.redaction`` blurs the records t
 
 from __future__ import annotations
 
-import hashlib
 import os
-import socket
 
 from trainledger.errors import LineageParamValueError
 
@@ -36,10 +34,14 @@ def redaction_kinds(text: str | None = None) -> frozenset[str]:
 
 def digest8(text: str) -> str:
     """8 hex digits of SHA-256: the same value always blurs to the same name."""
+    import hashlib  # (here: every query process imports this module, few blur a name)
+
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
 
 def machine_name() -> str:
     """This machine's host name, or ``host-<digest>`` when host redaction is on."""
+    import socket  # (here: every query process imports this module, writers call this)
+
     host = socket.gethostname()
     return f"host-{digest8(host)}" if host and "host" in redaction_kinds() else host
