@@ -30,7 +30,6 @@ from trainledger.cli.table import (
     terminal_safe,
 )
 from trainledger.errors import LineageError, LineageFileNotFoundError
-from trainledger.lineage import Redaction, redact_object
 
 __all__ = ["lineage", "show"]
 
@@ -163,8 +162,7 @@ def lineage(
         functools.partial(base_names, user_location(base), max_depth, index),
     )
     if fmt in ("json", "csv"):  # output meant to leave the machine: TRAINLEDGER_REDACT applies
-        policy = Redaction.from_env()
-        result = {**result, "object": [redact_object(o, policy) for o in result["object"]]}
+        result = _redacted(result)
     if fmt == "json":
         click.echo(json.dumps(result, indent=2))
     elif fmt == "csv":
@@ -183,6 +181,14 @@ def lineage(
             columns=chosen,
             run_info=_run_reader(user_location(base)),
         )
+
+
+def _redacted(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with its objects blurred as ``TRAINLEDGER_REDACT`` asks."""
+    from trainledger.lineage import Redaction, redact_object  # (loads protobuf: on use)
+
+    policy = Redaction.from_env()
+    return {**result, "object": [redact_object(o, policy) for o in result["object"]]}
 
 
 def _nothing_shown(base: str, count: int, condition: dict[str, Any]) -> str:

@@ -28,7 +28,7 @@ from trainledger.errors import (
     LineageParamValueError,
     LineageQuerySummaryDataError,
 )
-from trainledger.lineage import SETTINGS_KEYS, SUMMARY_KEYS, read_lineage
+from trainledger.lineage import SETTINGS_KEYS, SUMMARY_KEYS
 from trainledger.query.index import LineageIndex
 from trainledger.query.index_urls import index_url
 from trainledger.query.object_copy import held_copy, index_copy
@@ -101,6 +101,8 @@ def get_summary_lineage(
     real = validate_run_dir(index_copy(summary_dir, "summary_dir"))
     if not list_lineage_files(real):
         raise LineageFileNotFoundError(f"{NO_RUN_LINEAGE} No *_lineage file in {real!r}.")
+    from trainledger.lineage import read_lineage  # (the reader loads protobuf: on use)
+
     try:
         lineage = read_lineage(real)
     except OSError as exc:
