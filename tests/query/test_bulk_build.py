@@ -98,3 +98,27 @@ def test_a_killed_bulk_build_is_repaired_by_the_next_refresh(
     with LineageIndex(tmp_path) as index:
         assert index.query({"metric/acc": {"ge": 0.5}})["count"] == N // 2
     assert {"custom_by_value", "custom_by_text"} <= _indexes(tmp_path)
+
+
+def test_the_value_indexes_are_sorted_in_small_runs_and_the_cache_is_given_back(
+    tmp_path: Path,
+) -> None:
+    """The sort runs on helper threads only when its entries outgrow the page cache: the
+    indexes are made with ``SORT_CACHE_KIB``, and the connection keeps its own cache after."""
+    _runs(tmp_path)
+    with LineageIndex(tmp_path) as index:
+        index.refresh()
+    with sqlite3.connect(tmp_path / ".trainledger" / "index.db") as conn:
+        conn.execute("PRAGMA cache_size = -65536")
+        bulk_build.drop_value_index(conn)
+        seen: list[str] = []
+        conn.set_trace_callback(seen.append)
+        bulk_build.make_value_index(conn)
+        conn.set_trace_callback(None)
+        assert conn.execute("PRAGMA cache_size").fetchone() == (-65536,)
+        assert conn.execute("PRAGMA threads").fetchone() == (0,)
+    small = seen.index(f"PRAGMA cache_size = -{bulk_build.SORT_CACHE_KIB}")
+    made = [i for i, s in enumerate(seen) if s.startswith("CREATE INDEX")]
+    assert len(made) == 2 and small < made[0]
+    assert seen.index("PRAGMA cache_size = -65536") > made[-1]
+    assert {"custom_by_value", "custom_by_text"} <= _indexes(tmp_path)
