@@ -90,6 +90,29 @@ def test_lineage_table_output(tmp_path: Path) -> None:
     assert "2 of 2 runs" in out and "Accuracy" in out
 
 
+def test_the_table_shows_its_first_page_and_json_and_csv_every_run(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Without --limit the table stops at TABLE_PAGE runs and says how to see the rest (a
+    table of a 100,000-run base took minutes); json and csv still hold every run."""
+    from trainledger.cli import lineage as lineage_cli
+
+    base = copy_golden(tmp_path / "runs")
+    monkeypatch.setattr(lineage_cli, "TABLE_PAGE", 3)
+    code, out = run("lineage", str(base), "--sort", "learning_rate")
+    assert code == 0, out
+    assert "3 of 4 runs" in out
+    assert "the first 3 shown: --limit 3 --page 1 for the next, --format csv or json" in out
+    code, out = run("lineage", str(base), "--sort", "learning_rate", "-n", "3", "-p", "1")
+    assert code == 0 and "1 of 4 runs" in out and "the first" not in out, out
+    code, out = run("lineage", str(base), "-w", "metric/Accuracy > 0.75")  # (fits: no hint)
+    assert code == 0 and "2 of 2 runs" in out and "the first" not in out, out
+    code, out = run("lineage", str(base), "-f", "json")
+    assert code == 0 and len(json.loads(out)["object"]) == 4
+    code, out = run("lineage", str(base), "-f", "csv")
+    assert code == 0 and len(list(csv.reader(io.StringIO(out)))) == 1 + 4
+
+
 def test_lineage_errors_are_clean(tmp_path: Path) -> None:
     code, out = run("lineage", str(tmp_path), "-w", "bogus = 1")
     assert code == 1 and "unknown field 'bogus'" in out and "known:" in out

@@ -31,7 +31,11 @@ from trainledger.cli.table import (
 )
 from trainledger.errors import LineageError, LineageFileNotFoundError
 
-__all__ = ["lineage", "show"]
+__all__ = ["TABLE_PAGE", "lineage", "show"]
+
+#: runs the table shows when neither ``--limit`` nor ``--page`` is given (the largest page):
+#: a terminal table of every run of a base of 100,000 took minutes and 1.5 GiB to draw
+TABLE_PAGE = 100
 
 
 def _csv(result: dict[str, Any], columns: list[str], base: str) -> str:
@@ -75,7 +79,13 @@ def _csv(result: dict[str, Any], columns: list[str], base: str) -> str:
     "'metric/Accuracy >= 0.9', 'batch_size in [16, 32]', 'status = finished'. Repeat to AND.",
 )
 @click.option("--sort", "-s", metavar="[-]FIELD", help="Sort by FIELD; '-' for descending.")
-@click.option("--limit", "-n", type=int, help="Runs per page (1..100).")
+@click.option(
+    "--limit",
+    "-n",
+    type=int,
+    help=f"Runs per page (1..100). The table shows the first {TABLE_PAGE} without it; json "
+    "and csv, every run.",
+)
 @click.option("--page", "-p", type=int, help="Page number from 0 (with --limit, default 10).")
 @click.option(
     "--format",
@@ -124,8 +134,11 @@ def lineage(
     )
 
     warn_unsynced(base)  # first: a run that never reached the store is missing below
+    first_page = fmt == "table" and limit is None and page is None
     try:
-        condition = parse_where(wheres, sort=sort, limit=limit, page=page)
+        condition = parse_where(
+            wheres, sort=sort, limit=TABLE_PAGE if first_page else limit, page=page
+        )
         listed = _columns(columns)
         # a shell path like ../runs is the user's own: normalize it (the API rejects "..")
         result = filter_summary_lineage(
@@ -168,18 +181,33 @@ def lineage(
     elif fmt == "csv":
         click.echo(_csv(result, listed, base), nl=False, color=True)  # (no ESC stripped)
     else:
-        from rich.console import Console  # rich on use (see render_table)
+        _table(result, base, listed, condition, first_page)
 
-        chosen = listed or None
-        if not result["object"]:
-            click.echo(_nothing_shown(base, result.get("count", 0), condition))
-            return
-        render_table(
-            result,
-            Console(),
-            title=f"lineage of {base}",
-            columns=chosen,
-            run_info=_run_reader(user_location(base)),
+
+def _table(
+    result: dict[str, Any],
+    base: str,
+    listed: list[str],
+    condition: dict[str, Any],
+    first_page: bool,
+) -> None:
+    """The answer as a table; ``first_page``: cut at ``TABLE_PAGE`` runs, said when it was."""
+    from rich.console import Console  # rich on use (see render_table)
+
+    if not result["object"]:
+        click.echo(_nothing_shown(base, result.get("count", 0), condition))
+        return
+    render_table(
+        result,
+        Console(),
+        title=f"lineage of {base}",
+        columns=listed or None,
+        run_info=_run_reader(user_location(base)),
+    )
+    if first_page and result.get("count", 0) > TABLE_PAGE:
+        click.echo(
+            f"the first {TABLE_PAGE} shown: --limit {TABLE_PAGE} --page 1 for the next, "
+            "--format csv or json for all"
         )
 
 
