@@ -259,3 +259,33 @@ def test_a_new_process_answers_without_loading_the_readers(base: Path) -> None:
         [sys.executable, "-c", script, str(base)], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[true, 4, []]"
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_the_lineage_command_loads_no_storage_or_protobuf_modules(base: Path, fmt: str) -> None:
+    """``trainledger lineage BASE -f json|csv`` over a trusted index imports neither the
+    object store's modules (its sockets, hashes and threads: ``storage/cache.py``,
+    ``storage/mirror.py``, ``storage/staging.py``), nor protobuf where no blurring was asked
+    (``TRAINLEDGER_REDACT``), nor what a hint needs (``shutil``)."""
+    _indexed(base, None)
+    heavy = ["numpy", "google.protobuf", "crc32c", "hashlib", "socket", "shutil", "subprocess"]
+    heavy += [f"trainledger.storage.{m}" for m in ("cache", "mirror", "staging")]
+    script = (
+        "import json, sys\n"
+        "from trainledger.cli import cli\n"
+        "try:\n"
+        f"    cli(['lineage', sys.argv[1], '-f', {fmt!r}], standalone_mode=False)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print(json.dumps([m for m in {heavy!r} if m in sys.modules]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRAINLEDGER_REDACT"}
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(base)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    lines = out.stdout.strip().splitlines()
+    assert "r2" in out.stdout and lines[-1] == "[]", out.stdout + out.stderr

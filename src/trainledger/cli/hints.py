@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import sys
 
 __all__ = ["cli_command"]
@@ -22,6 +21,8 @@ def cli_command() -> str:
     """How to run ``trainledger`` again from the working directory, as a shell word (or two):
     ``trainledger`` when that name on PATH is this installation, else the script that started
     this process (``.venv/bin/trainledger``), else ``<python> -m trainledger``."""
+    import shutil  # (here: every command imports this module, few print a hint)
+
     argv0 = sys.argv[0] if sys.argv else ""
     script = os.path.join(os.path.dirname(sys.executable), "trainledger")
     on_path = shutil.which("trainledger")

@@ -213,7 +213,11 @@ def _table(
 
 def _redacted(result: dict[str, Any]) -> dict[str, Any]:
     """``result`` with its objects blurred as ``TRAINLEDGER_REDACT`` asks."""
-    from trainledger.lineage import Redaction, redact_object  # (loads protobuf: on use)
+    from trainledger.storage import redaction_kinds
+
+    if not redaction_kinds():  # (nothing asked: protobuf, which the blurring loads, is not)
+        return result
+    from trainledger.lineage import Redaction, redact_object
 
     policy = Redaction.from_env()
     return {**result, "object": [redact_object(o, policy) for o in result["object"]]}

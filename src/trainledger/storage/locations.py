@@ -10,19 +10,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainledger.errors import ObjectStoreError
 from trainledger.storage.atomic import exclusive_lock
-from trainledger.storage.cache import (
-    StandIns,
-    cache_dir,
-    index_copy_dir,
-    index_copy_lock,
-    sync_down,
-)
 from trainledger.storage.objects import ObjectLocation, check_location, is_object_url
-from trainledger.storage.staging import staged_location, staging_dir, staging_root
+
+if TYPE_CHECKING:
+    from trainledger.storage.cache import StandIns
 
 __all__ = [
     "writable_dir",
@@ -46,7 +41,11 @@ def writable_dir(path: Any, what: str = "directory") -> Any:
         return path
     text = os.fspath(path)
     check_location(text, what)
-    return staging_dir(text) if is_object_url(text) else text
+    if not is_object_url(text):
+        return text
+    from trainledger.storage.staging import staging_dir  # (the object-store modules: on use)
+
+    return staging_dir(text)
 
 
 def no_checkpoints(rel: str) -> bool:
@@ -71,6 +70,8 @@ def readable_dir(
     check_location(text, what)
     if not is_object_url(text):
         return text
+    from trainledger.storage.cache import sync_down  # (the object-store modules: on use)
+
     return sync_down(text, want, max_age=READ_MAX_AGE if max_age is None else max_age)
 
 
@@ -88,6 +89,8 @@ def held_index_copy(
         yield readable_dir(path, what)
         return
     check_location(os.fspath(path), what)
+    from trainledger.storage.cache import index_copy_dir, index_copy_lock, sync_down
+
     loc = ObjectLocation.parse(path)
     with exclusive_lock(index_copy_lock(loc)):
         yield sync_down(
@@ -107,6 +110,8 @@ def readable_file(path: str | os.PathLike[str], what: str = "file") -> str:
     check_location(text, what)
     if not is_object_url(text):
         return text
+    from trainledger.storage.cache import cache_dir, sync_down
+
     loc = ObjectLocation.parse(text)
     parent, _, name = loc.url.rstrip("/").rpartition("/")
     local = sync_down(parent, lambda rel: rel == name, local_dir=cache_dir(loc))
@@ -119,6 +124,8 @@ def readable_file(path: str | os.PathLike[str], what: str = "file") -> str:
 def public_path(local: str | os.PathLike[str]) -> str:
     """The name other machines know a written file by: the ``s3://`` URL of a file in a
     staging directory, else the path unchanged (recorded in lineage, e.g. the model path)."""
+    from trainledger.storage.staging import staged_location, staging_root
+
     text = os.path.abspath(os.fspath(local))
     loc = staged_location(text, os.path.abspath(staging_root()))
     return text if loc is None else loc.url

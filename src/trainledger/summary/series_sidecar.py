@@ -34,7 +34,6 @@ from trainledger.storage import (
     is_event_file_name,
     is_series_sidecar_name,
     is_summary_file_name,
-    remove_written,
     run_files,
     series_sidecar_name,
 )
@@ -114,6 +113,8 @@ class SeriesTally:
 
 def remove_sidecar(directory: Path, first_file: str) -> None:
     """Remove a writer's sidecar (its tally stopped: it would claim points not written)."""
+    from trainledger.storage import remove_written  # (staging's modules: a reader needs none)
+
     remove_written(directory / series_sidecar_name(first_file))  # (its object too, if staged)
 
 
