@@ -156,3 +156,10 @@ def test_the_table_shows_status_steps_and_checkpoint(tmp_path: Path) -> None:
     live = next(x for x in lines if x.startswith("live "))
     assert "running" in live and "mlp-1_40.ckpt" in live
     assert any(x.startswith("run00 ") and "finished" in x for x in lines)
+
+
+def test_large_counts_are_written_with_thousands_separators(tmp_path: Path) -> None:
+    result = filter_summary_lineage(str(_base(tmp_path)), {"limit": 1})
+    console = Console(width=120, force_terminal=True, record=True, color_system=None)
+    render_table({**result, "count": 123456}, console)
+    assert "1 of 123,456 runs" in console.export_text()

@@ -233,7 +233,7 @@ def _nothing_shown(base: str, count: int, condition: dict[str, Any]) -> str:
     size = (stop or count) - start
     last = (count - 1) // size
     return (
-        f"page {condition.get('offset', 0)} is past the last: {count} runs under {base} match, "
+        f"page {condition.get('offset', 0)} is past the last: {count:,} runs under {base} match, "
         f"{size} a page (pages 0-{last})"
     )
 

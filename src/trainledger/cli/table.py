@@ -206,7 +206,7 @@ def render_table(
         options = console.options.update(max_width=10_000)
         console.width = max(console.width, Measurement.get(console, options, table).maximum)
     console.print(table)
-    notes = [f"{len(rows)} of {count} runs"]
+    notes = [f"{len(rows):,} of {count:,} runs"]  # (100 of 100,000 runs)
     if same:
         notes.append(
             "same in all: " + ", ".join(f"{_label(k)}={format_value(v)}" for k, v in same.items())
