@@ -123,6 +123,13 @@ def test_lineage_type_not_in_a_list(base: Path) -> None:
         filter_summary_lineage(base, {"lineage_type": {"not_in": ["model", "other"]}})
 
 
+@pytest.mark.parametrize("series", [None, 3, "max(acc)", {"max(acc)": 1}, [1], ["acc"]])
+def test_series_that_is_not_a_list_of_fields_is_a_condition_error(base: Path, series: Any) -> None:
+    """(``{"series": None}`` raised a TypeError, found by the fuzzing below)."""
+    with pytest.raises(LineageSearchConditionParamError, match="series expected"):
+        filter_summary_lineage(base, {"series": series})
+
+
 # -- fuzzing: whatever the condition, only LineageError subclasses --------------------------
 
 _TEXT = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=6)

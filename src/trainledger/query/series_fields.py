@@ -63,7 +63,7 @@ def series_value(series: Any, field: str) -> Any:
 def check_series(fields: Any) -> list[str]:
     """``fields`` (series fields to show) as a list, or ``LineageSearchConditionParamError``
     saying which one is not ``<stat>(<tag>)``."""
-    if isinstance(fields, str) or not all(isinstance(f, str) for f in fields):
+    if not isinstance(fields, (list, tuple)) or not all(isinstance(f, str) for f in fields):
         raise LineageSearchConditionParamError(
             f"series expected a list of fields such as 'max(eval/accuracy)', received: {fields!r}"
         )
