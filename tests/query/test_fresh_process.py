@@ -289,3 +289,77 @@ def test_the_lineage_command_loads_no_storage_or_protobuf_modules(base: Path, fm
     )
     lines = out.stdout.strip().splitlines()
     assert "r2" in out.stdout and lines[-1] == "[]", out.stdout + out.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "parsed", "accs"),
+    [
+        (_append, ["live"], [0.0, 0.1, 0.2, 0.95]),
+        (_new_run, ["r3"], [0.0, 0.1, 0.2, 0.3, 0.9]),
+        (_resumed_run, ["r2"], [0.0, 0.1, 0.25, 0.9]),
+    ],
+    ids=["appended", "new run", "resumed run"],
+)
+def test_a_process_that_asks_again_checks_the_state_again_and_sees_each_change(
+    base: Path,
+    dead_pid: int,
+    monkeypatch: pytest.MonkeyPatch,
+    change: Change,
+    parsed: list[str],
+    accs: list[float],
+) -> None:
+    """A script's second query (no watcher) checks the saved state again instead of loading
+    every run's listing (2.5-3.5 s at 100,000 runs), and a change between the two is seen."""
+    from trainledger.query import index_tables
+
+    _indexed(base, None)
+    fresh, reads = _new_process(base, None)
+    loads: list[int] = []
+    real_load = index_tables.load_listings
+    monkeypatch.setattr(
+        index_tables, "load_listings", lambda conn: (loads.append(1), real_load(conn))[1]
+    )
+    with fresh:
+        assert [fresh.refresh().trusted for _ in range(3)] == [True, True, True]
+        assert loads == [] and reads.paths == []
+        change(base, dead_pid)
+        assert not fresh.refresh().trusted
+        assert _accs(fresh, refresh=False) == accs
+    assert reads.paths == parsed and loads == [1]
+
+
+def test_a_trusted_watcher_keeps_the_proof_until_it_sees_a_change(
+    base: Path, dead_pid: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a state check passed while the base watcher was trusted, a refresh checks nothing
+    until the watcher sees a change (or ``FULL_RESCAN_SECONDS`` pass); then the check runs
+    again, and the change is indexed."""
+    import time
+
+    from trainledger.query import scan_state
+
+    monkeypatch.setenv("TRAINLEDGER_WATCH", "1")
+    _indexed(base, None)
+    checks: list[int] = []
+    real_check = scan_state.trusted_runs
+    monkeypatch.setattr(
+        scan_state, "trusted_runs", lambda *a, **k: (checks.append(1), real_check(*a, **k))[1]
+    )
+    with LineageIndex(base, watch=True) as index:
+        assert index.refresh().trusted and index.refresh().trusted  # (the second starts it)
+        watcher = index._scanner.watched.watcher  # noqa: SLF001 - the state under test
+        assert watcher is not None
+        deadline = time.monotonic() + 20
+        while not watcher.trusted:
+            assert time.monotonic() < deadline, "the watcher never became trusted"
+            time.sleep(0.05)
+        assert index.refresh().trusted  # a check with the watcher trusted: the proof
+        checks.clear()
+        assert [index.refresh().trusted for _ in range(3)] == [True, True, True]
+        assert checks == []  # nothing checked, nothing stat'ed
+        _new_run(base, dead_pid)
+        deadline = time.monotonic() + 20
+        while len(index.query(_ACC)["object"]) != 5:
+            assert time.monotonic() < deadline, "the new run was never seen"
+            time.sleep(0.05)
+        assert checks  # the watcher's event sent it back to the check, which failed

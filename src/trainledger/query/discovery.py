@@ -129,6 +129,11 @@ class Scanner:
         self._last: list[RunFiles] = []
         self._watch = WatchedScans(base_real, watch)
 
+    @property
+    def watched(self) -> WatchedScans:
+        """The scans' use of the base watcher (``IndexRefresh`` asks it between scans)."""
+        return self._watch
+
     def load(self, listings: dict[str, DirListing]) -> None:
         """Start from saved listings (each is still checked against its directory's mtime)."""
         self._cache = dict(listings)

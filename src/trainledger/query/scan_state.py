@@ -14,9 +14,10 @@ the ``scan_state`` table, schema 9):
   whose trainledger writer has exited on this host is never appended to again;
 - the index generation at which the index held exactly those runs.
 
-A new process (``IndexRefresh``'s first refresh) then reads the generation and this state in
-one read, ``stat``s the saved directories and files and, when all match, answers from the
-index without loading a listing or reading a run. Any difference falls back to the full scan.
+A new process (``IndexRefresh``'s refreshes while no listing is loaded) then reads the
+generation and this state in one read, ``stat``s the saved directories and files and, when
+all match, answers from the index without loading a listing or reading a run. Any difference
+falls back to the full scan.
 
 Detected (the full scan then runs): a run added, removed or renamed (its parent's mtime), a
 file added to, removed from or renamed in a run directory (the run directory's mtime, e.g.

@@ -171,7 +171,8 @@ class WatchedScans:
     ``begin()`` answers the directories that changed since the last scan (an empty set: none,
     nothing to stat), or None for "scan everything": no trusted watcher yet, or the last full
     scan is older than ``FULL_RESCAN_SECONDS``. ``end(full)`` closes the scan. The watcher
-    starts at the second scan, so a one-shot command never pays for it.
+    starts at the second scan (or at ``start``: a process's second check of the saved scan
+    state), so a one-shot command never pays for it.
     """
 
     def __init__(self, base_real: str, enabled: bool) -> None:
@@ -184,10 +185,32 @@ class WatchedScans:
         self._full_at = -math.inf
         self._scans = 0
 
+    def start(self) -> None:
+        """Start the base watcher now, before a second scan: a process that queries again
+        while every query so far was answered without a scan (``IndexRefresh``)."""
+        if self.enabled and self.watcher is None:
+            self.watcher = watcher_for(self.base)
+
+    def mark(self) -> int | None:
+        """The trusted watcher's generation now (events after it are changes after now), or
+        None: no trusted watcher."""
+        watcher = self.watcher
+        if watcher is None or not watcher.trusted or watcher.failed:
+            return None
+        return watcher.generation
+
+    def quiet_since(self, mark: int, at: float) -> bool:
+        """Whether the trusted watcher saw no change after ``mark``, taken at ``at``
+        (``time.monotonic``) less than ``FULL_RESCAN_SECONDS`` ago."""
+        watcher = self.watcher
+        if watcher is None or time.monotonic() - at > FULL_RESCAN_SECONDS:
+            return False
+        return watcher.changes_since(mark) == set()
+
     def begin(self) -> set[str] | None:
         self._scans += 1
-        if self._scans == 2 and self.enabled:
-            self.watcher = watcher_for(self.base)
+        if self._scans == 2:
+            self.start()
         watcher = self.watcher
         if watcher is None:
             return None
