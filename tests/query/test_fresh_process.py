@@ -302,6 +302,7 @@ def test_the_lineage_command_loads_no_storage_or_protobuf_modules(base: Path, fm
 )
 def test_a_process_that_asks_again_checks_the_state_again_and_sees_each_change(
     base: Path,
+    index_url: str | None,
     dead_pid: int,
     monkeypatch: pytest.MonkeyPatch,
     change: Change,
@@ -312,8 +313,8 @@ def test_a_process_that_asks_again_checks_the_state_again_and_sees_each_change(
     every run's listing (2.5-3.5 s at 100,000 runs), and a change between the two is seen."""
     from trainledger.query import index_tables
 
-    _indexed(base, None)
-    fresh, reads = _new_process(base, None)
+    _indexed(base, index_url)
+    fresh, reads = _new_process(base, index_url)
     loads: list[int] = []
     real_load = index_tables.load_listings
     monkeypatch.setattr(
