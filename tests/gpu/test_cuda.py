@@ -260,16 +260,28 @@ def test_histograms_are_counted_on_cuda_as_on_the_cpu_without_a_sync() -> None:
     ]
     maker = DeviceBuckets(30)
     on_gpu = [t.cuda() for t in tensors]
+
+    def check(packed: torch.Tensor) -> None:
+        host = [t.cpu() for t in on_gpu]
+        for t, ours in zip(host, maker.unpack(packed.cpu()), strict=True):
+            theirs = cpu_buckets(t, 30)
+            assert ours.counts == theirs.counts and ours.limits == theirs.limits
+            assert (ours.min, ours.max, ours.num) == (theirs.min, theirs.max, theirs.num)
+            assert ours.sum == pytest.approx(theirs.sum)
+            assert ours.sum_squares == pytest.approx(theirs.sum_squares)
+
+    check(maker.count(on_gpu))  # the first count captures the CUDA graph
+    assert [v is not None for v in maker._graphs.values()] == [True]
+    for t in on_gpu:  # an optimizer's in-place update: the replay reads the new values
+        t.mul_(-1.5).add_(0.25)
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
         packed = maker.count(on_gpu)
     finally:
         torch.cuda.set_sync_debug_mode("default")
-    for t, ours in zip(tensors, maker.unpack(packed.cpu()), strict=True):
-        theirs = cpu_buckets(t, 30)
-        assert ours.counts == theirs.counts and ours.limits == theirs.limits
-        assert (ours.min, ours.max, ours.num) == (theirs.min, theirs.max, theirs.num)
-        assert ours.sum == pytest.approx(theirs.sum) and ours.sum_squares == pytest.approx(
-            theirs.sum_squares
-        )
+    check(packed)
+    assert len(maker._graphs) == 1
+    on_gpu[0] = on_gpu[0].t()  # not contiguous: counted eagerly, the same buckets
+    check(maker.count(on_gpu))
+    assert len(maker._graphs) == 1

@@ -7,7 +7,9 @@ which stalls the training thread (the GIL). Here the buckets are counted by torc
 tensor at once (``torch.histogram``, which releases the lock), and the tensors of a device in a
 fixed number of kernels for all of them together, with no host read (no device sync): only
 ``5 + 2 + bins`` numbers a tensor come back, in the record's one batched copy
-(``StagedValues``).
+(``StagedValues``). On CUDA those kernels are captured once as a CUDA graph and replayed: about
+60 launches cost about 1.2 ms of the training thread a record on an H200, a replay a few
+microseconds (BENCHMARKS.md).
 
 Buckets are numpy's (``encoders.make_histogram``): equal widths between the finite min and
 max, ``[a, b)`` with the last one closed, a constant tensor spread over its value +-0.5,
@@ -17,7 +19,9 @@ neighbouring bucket of numpy's.
 
 from __future__ import annotations
 
+import logging
 import math
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +32,11 @@ from trainledger.summary import BucketCounts
 __all__ = ["cpu_buckets", "DeviceBuckets"]
 
 _HEAD = 7  # min, max, num, sum, sum of squares, first edge, last edge
+# The most elements counted by a CUDA graph: its private pool keeps the count's intermediates
+# (about 50 bytes an element) for the run; larger sets are counted eagerly each time.
+GRAPH_ELEMENTS = 2**21
+_GRAPHS_KEPT = 4  # sets of tensors with a graph at a time (a run has one)
+_log = logging.getLogger("trainledger.summary")
 _NO_VALUES = BucketCounts(0.0, 0.0, 0.0, 0.0, 0.0, (0.0,), (0.0,))  # no finite value
 
 
@@ -81,6 +90,9 @@ class DeviceBuckets:
     def __init__(self, bins: int) -> None:
         self.bins = bins
         self._segments: dict[Any, tuple[torch.Tensor, torch.Tensor]] = {}
+        # per set of CUDA tensors (addresses, sizes, dtypes): its graph and output, or None
+        # where capture failed (then counted eagerly)
+        self._graphs: OrderedDict[Any, tuple[Any, torch.Tensor] | None] = OrderedDict()
 
     def _segments_of(self, parts: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """Each element's tensor index, and each tensor's length, on the device (built once
@@ -96,11 +108,52 @@ class DeviceBuckets:
     def count(self, tensors: Sequence[torch.Tensor]) -> torch.Tensor:
         """The packed buckets of ``tensors`` (all on one device), still on that device.
 
+        On CUDA, contiguous tensors of at most ``GRAPH_ELEMENTS`` elements in all are counted
+        by replaying a CUDA graph captured at their first count: a network's parameters keep
+        their addresses (optimizers update them in place), so the graph reads their current
+        values; a new address is a new set, captured again."""
+        parts = [_flat_real(t) for t in tensors]
+        if parts and parts[0].is_cuda:
+            key = _graph_key(tensors)
+            if key is not None:
+                if key not in self._graphs:
+                    self._graphs[key] = self._capture(parts)
+                    while len(self._graphs) > _GRAPHS_KEPT:
+                        self._graphs.popitem(last=False)
+                captured = self._graphs[key]
+                if captured is not None:
+                    graph, out = captured
+                    graph.replay()
+                    return out.clone()  # the next replay overwrites out
+        return self._count(parts)
+
+    def _capture(self, parts: list[torch.Tensor]) -> tuple[Any, torch.Tensor] | None:
+        """``_count(parts)`` as a CUDA graph and its output, or None when capture fails
+        (an op that cannot be captured on this torch: then the count stays eager)."""
+        device = parts[0].device
+        current = torch.cuda.current_stream(device)
+        side = torch.cuda.Stream(device)
+        try:
+            side.wait_stream(current)
+            with torch.cuda.stream(side):  # a warm-up off the capture, as torch asks
+                self._count(parts)
+            current.wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            # thread_local: a checkpoint or writer thread's CUDA calls do not break it
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                out = self._count(parts)
+        except (RuntimeError, TypeError) as exc:
+            _log.debug("histograms counted without a CUDA graph: %s", exc)
+            return None
+        return graph, out
+
+    def _count(self, parts: list[torch.Tensor]) -> torch.Tensor:
+        """The count's kernels (see ``count``).
+
         Per-tensor statistics are segmented reductions and the buckets one ``histc`` over
         ``tensor index * bins + bucket``, not scatters into a few shared addresses: those
         serialise on a GPU (an earlier version built on them waited about 4 ms a record on
         an H200, BENCHMARKS.md)."""
-        parts = [_flat_real(t) for t in tensors]
         n, bins = len(parts), self.bins
         flat = torch.cat(parts).to(torch.float64)
         seg, lengths = self._segments_of(parts)
@@ -145,3 +198,14 @@ class DeviceBuckets:
             limits = _limits(first, last, self.bins)
             out.append(BucketCounts(lo, hi, num, total, squares, limits, tuple(row[_HEAD:])))
         return out
+
+
+def _graph_key(tensors: Sequence[torch.Tensor]) -> Any:
+    """What a CUDA graph of ``count`` is valid for (the tensors' device, addresses, sizes and
+    dtypes), or None where no graph should be used: non-contiguous tensors (their flat copy
+    is new memory each time), too many elements, or a capture already in progress."""
+    if sum(t.numel() for t in tensors) > GRAPH_ELEMENTS:
+        return None
+    if not all(t.is_contiguous() for t in tensors) or torch.cuda.is_current_stream_capturing():
+        return None
+    return tuple((t.device, t.data_ptr(), t.numel(), t.dtype) for t in tensors)
