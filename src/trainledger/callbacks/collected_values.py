@@ -14,13 +14,14 @@ import torch
 
 from trainledger.callbacks.tensor_buckets import DeviceBuckets, cpu_buckets
 from trainledger.checkpoint import unwrap_network
-from trainledger.run import device_memory, device_of, to_host
+from trainledger.run import HostCopy, device_memory, device_of, loss_of, loss_value
 from trainledger.summary import SummaryRecord
 
 logger = logging.getLogger("trainledger.summary")
 
 __all__ = [
     "add_device_stats",
+    "add_metric",
     "add_histograms",
     "add_input_images",
     "learning_rate",
@@ -40,12 +41,14 @@ class ValueSink(Protocol):
 
 class StagedValues:
     """A collection's values, held until ``on_host`` hands them over with every device tensor
-    among them copied to the host by one ``run.to_host`` call (one device wait per record,
-    instead of one per value)."""
+    among them copied to the host together (``run.HostCopy``: one transfer per device and
+    dtype, and on CUDA started by ``start`` without waiting for the device)."""
 
     def __init__(self) -> None:
         self.values: list[tuple[str, str, Any]] = []
         self._packed: list[tuple[list[str], torch.Tensor, DeviceBuckets]] = []
+        self._copy: HostCopy | None = None
+        self._on_device: list[int] = []
 
     def add_value(self, plugin: str, name: str, value: Any) -> None:
         self.values.append((plugin, name, value))
@@ -54,16 +57,28 @@ class StagedValues:
         """Histograms ``names`` counted on the device (``DeviceBuckets.count``)."""
         self._packed.append((names, packed, maker))
 
+    def start(self) -> None:
+        """Start the device tensors' copy to the host (once; nothing can be added after)."""
+        if self._copy is None:
+            self._on_device = [
+                i
+                for i, (_, _, v) in enumerate(self.values)
+                if isinstance(v, torch.Tensor) and not v.is_cpu
+            ]
+            tensors = [self.values[i][2] for i in self._on_device]
+            self._copy = HostCopy(tensors + [packed for _, packed, _ in self._packed])
+
+    def ready(self) -> bool:
+        """Whether ``on_host`` would not wait for the device (``start`` first)."""
+        return self._copy is not None and self._copy.ready()
+
     def on_host(self) -> list[tuple[str, str, Any]]:
-        """The staged ``(plugin, name, value)``, device tensors replaced by host copies."""
-        on_device = [
-            i
-            for i, (_, _, v) in enumerate(self.values)
-            if isinstance(v, torch.Tensor) and not v.is_cpu
-        ]
+        """The staged ``(plugin, name, value)``, device tensors replaced by host copies
+        (waits for the copy still on its way)."""
+        self.start()
+        copies = self._copy.tensors()  # type: ignore[union-attr]
+        on_device = self._on_device
         values = list(self.values)
-        tensors = [values[i][2] for i in on_device] + [packed for _, packed, _ in self._packed]
-        copies = to_host(tensors)
         singles, packed = copies[: len(on_device)], copies[len(on_device) :]
         for i, host in zip(on_device, singles, strict=True):
             values[i] = (values[i][0], values[i][1], host)
@@ -91,6 +106,41 @@ def read_deferred(rows: list[tuple[Any, ...]], column: int) -> list[tuple[Any, .
             float(v.float().item()) if isinstance(v, torch.Tensor) else v for v in values
         )
     return list(zip(*columns, strict=True))
+
+
+def add_metric(
+    params: Any, sink: ValueSink, loss_ok: bool, lr_group: dict[str, Any] | None
+) -> tuple[bool, dict[str, Any] | None]:
+    """Stage ``loss/auto`` (while ``loss_ok``), ``learning_rate/auto`` and online training's
+    ``window/<name>``; return ``loss_ok`` (False once no loss was found, with a warning) and
+    the optimizer's first parameter group, whose ``lr`` a scheduler updates in place (the
+    collector's fast path reads it from there)."""
+    if loss_ok:
+        loss: Any = loss_of(params.get("net_outputs"))
+        if isinstance(loss, torch.Tensor) and not loss.is_cpu:
+            # read with the record's other values: float64, the dtype of the histograms'
+            # buckets (run.HostCopy copies one tensor per dtype)
+            loss = loss.detach().float().mean().double()
+        else:
+            loss = loss_value(params.get("net_outputs"))
+        if loss is None:
+            logger.warning("SummaryCollector found no loss in net_outputs; loss not collected")
+            loss_ok = False
+        else:
+            sink.add_value("scalar", "loss/auto", loss)
+    lr = lr_group.get("lr") if lr_group is not None else None
+    if type(lr) is not float:  # a tensor lr, or the first step: the general path
+        lr = learning_rate(params.get("optimizer"))
+        groups = getattr(params.get("optimizer"), "param_groups", None)
+        lr_group = groups[0] if groups else None
+    if lr is not None:
+        sink.add_value("scalar", "learning_rate/auto", lr)
+    # RecModel.online_train's sliding-window metrics: an online epoch may never end, so
+    # they are written with every collection rather than at epoch end.
+    for name, value in (params.get("window_metrics") or {}).items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            sink.add_value("scalar", f"window/{name}", float(value))
+    return loss_ok, lr_group
 
 
 def learning_rate(optimizer: Any) -> float | None:

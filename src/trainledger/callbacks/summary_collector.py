@@ -21,15 +21,12 @@ import logging
 import os
 from typing import Any
 
-import torch
-
 from trainledger.callbacks.collected_values import (
     StagedValues,
-    ValueSink,
     add_device_stats,
     add_histograms,
     add_input_images,
-    learning_rate,
+    add_metric,
     record_staged,
 )
 from trainledger.callbacks.graph_capture import first_batch_graph
@@ -47,7 +44,7 @@ from trainledger.callbacks.summary_options import (
 )
 from trainledger.callbacks.summary_rows import ScalarRows
 from trainledger.callbacks.tensor_buckets import DeviceBuckets
-from trainledger.run import Callback, CallbackParams, RunContext, loss_of, loss_value
+from trainledger.run import Callback, CallbackParams, RunContext
 from trainledger.summary import SummaryRecord, process_export_options
 from trainledger.values import check_positive_int
 
@@ -130,7 +127,10 @@ class SummaryCollector(Callback):
 
     def add_value(self, plugin: str, name: str, value: Any) -> None:
         """Stage a value for the next collected step (MindSpore's summary operators)."""
-        self._ensure_record().add_value(plugin, name, value)
+        if self._pending is not None:  # not into the pending collection: into the next one
+            self._later.append((plugin, name, value))
+        else:
+            self._ensure_record().add_value(plugin, name, value)
         self._fast_context = None  # the next collection takes the general path, which writes it
 
     # --- context --------------------------------------------------------------------------
@@ -161,6 +161,8 @@ class SummaryCollector(Callback):
         return self._record
 
     def _close_record(self, exception: object = None) -> None:
+        if self._record is not None:
+            self._finish_pending(wait=True)
         record, self._record = self._record, None
         if record is not None:
             try:
@@ -187,6 +189,10 @@ class SummaryCollector(Callback):
         self._tensor_type: Any = None  # type of the first step's scalar loss (torch.Tensor)
         self._read_now = False  # that loss was a CPU float: read with .item() at each step
         self._buckets: DeviceBuckets | None = None  # histograms counted on the device
+        # a collection whose device values are still on their way to the host (_collect)
+        self._pending: tuple[StagedValues, int, Any, bool] | None = None
+        self._later: list[tuple[str, str, Any]] = []  # add_value()s made meanwhile
+        self._flush_next = False  # the first collection is flushed once written
 
     # --- hooks ----------------------------------------------------------------------------
     def on_train_begin(self, run_context: RunContext) -> None:
@@ -243,6 +249,8 @@ class SummaryCollector(Callback):
         record = self._record
         if record is None or params.get("mode", "train") != "train":
             return
+        if self._pending is not None:
+            self._finish_pending(wait=False)
         self._sink_units += 1
         self._rows.flush(record)
         step = params["cur_step_num"]
@@ -268,10 +276,9 @@ class SummaryCollector(Callback):
             self._tensor_steps = tensor_range(
                 params, self._sink, self._collect_freq, self._collect_tensor_freq
             )
+            self._flush_next = True  # visible within moments of being written
             self._collect(params, record, step, plugin_filter=None)
             self._tensor_count += 1
-            # visible within moments, without waiting for the writer; durable at train end
-            record.flush(fsync=False, wait=False)
             specified = self._specified
             self._fast_eligible = (
                 not self._sink
@@ -295,6 +302,7 @@ class SummaryCollector(Callback):
         if regular and tensor:
             self._collect(params, record, step, plugin_filter=None)
         elif tensor:
+            self._finish_pending(wait=True)
             record.record(step, plugin_filter=is_tensor_plugin)
             self._last_step = step
         elif regular:
@@ -307,7 +315,7 @@ class SummaryCollector(Callback):
         self, run_context: RunContext, params: CallbackParams, record: SummaryRecord
     ) -> None:
         """Let the next steps of this run take the fast path, when it can serve them."""
-        fast = self._fast_eligible and not record.staged
+        fast = self._fast_eligible and not record.staged and self._pending is None
         self._fast_context = run_context if fast else None
         self._fast_params = params
         self._rows.restart_clock()
@@ -317,6 +325,7 @@ class SummaryCollector(Callback):
         record = self._record
         if record is None:
             return
+        self._finish_pending(wait=True)
         self._rows.flush(record)
         step = int(params.get("cur_step_num") or 0)
         for name, value in (params.get("eval_results") or {}).items():
@@ -337,13 +346,18 @@ class SummaryCollector(Callback):
         record = self._record
         if record is None:
             return
+        self._finish_pending(wait=True)
         self._rows.flush(record)
-        record.flush()
-        if not self._entered:
+        if self._entered:  # closed as the run's callbacks exit, right after the others' ends:
+            record.flush(fsync=False)  # readers see every value now, and the fsync runs on
+            record.flush(wait=False)  # the writer thread meanwhile (close() waits for it)
+        else:
+            record.flush()
             self._close_record()
 
     def on_eval_begin(self, run_context: RunContext) -> None:
         params = run_context.original_args()
+        self._finish_pending(wait=True)  # a training collection goes in before eval's values
         if not self._training:
             self._check_callbacks(params)
             self._ensure_record().set_mode("eval")
@@ -377,51 +391,47 @@ class SummaryCollector(Callback):
     def _collect(
         self, params: CallbackParams, record: SummaryRecord, step: int, plugin_filter: Any
     ) -> None:
+        """Stage the step's values and start their copy to the host; write them now when
+        they are there (CPU values), else at a later step, when the copy has arrived: the
+        training thread never waits for the device at a record (run/host_copy.py)."""
+        self._finish_pending(wait=True)  # collections are written in step order
         specified = self._specified
         staged = StagedValues()  # the device values reach the host in one copy
         images = bool(specified.get("collect_input_data"))
         if images:
             images = add_input_images(params, staged)
         if specified.get("collect_metric"):
-            self._collect_metric(params, staged)
+            self._metric_ok, self._lr_group = add_metric(
+                params, staged, self._metric_ok, self._lr_group
+            )
         if specified.get("collect_device_stats"):
             specified["collect_device_stats"] = add_device_stats(params, staged)
         if "histogram_regular" in specified:
             if self._buckets is None:
                 self._buckets = DeviceBuckets(record.histogram_bins)
             add_histograms(params, staged, specified.get("histogram_regular"), self._buckets)
-        if not record_staged(staged, record) or not images:
-            specified["collect_input_data"] = False
-        record.record(step, plugin_filter=plugin_filter)
+        staged.start()
         self._last_step = step
+        self._pending = (staged, step, plugin_filter, images)
+        if staged.ready():
+            self._finish_pending(wait=True)
 
-    def _collect_metric(self, params: CallbackParams, record: ValueSink) -> None:
-        if self._metric_ok:
-            loss: Any = loss_of(params.get("net_outputs"))
-            if isinstance(loss, torch.Tensor) and not loss.is_cpu:
-                # read with the record's other values: float64, the dtype of the histograms'
-                # buckets (run.to_host copies one tensor per dtype)
-                loss = loss.detach().float().mean().double()
-            else:
-                loss = loss_value(params.get("net_outputs"))
-            if loss is None:
-                logger.warning("SummaryCollector found no loss in net_outputs; loss not collected")
-                self._metric_ok = False
-            else:
-                record.add_value("scalar", "loss/auto", loss)
-        group = self._lr_group
-        lr = group.get("lr") if group is not None else None
-        if type(lr) is not float:  # a tensor lr, or the first step: the general path
-            lr = learning_rate(params.get("optimizer"))
-            groups = getattr(params.get("optimizer"), "param_groups", None)
-            self._lr_group = groups[0] if groups else None  # a scheduler updates this dict
-        if lr is not None:
-            record.add_value("scalar", "learning_rate/auto", lr)
-        # RecModel.online_train's sliding-window metrics: an online epoch may never end, so
-        # they are written with every collection rather than at epoch end.
-        for name, value in (params.get("window_metrics") or {}).items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                record.add_value("scalar", f"window/{name}", float(value))
+    def _finish_pending(self, wait: bool) -> None:
+        """Write the pending collection once its copy has arrived (at once when ``wait``)."""
+        pending, record = self._pending, self._record
+        if pending is None or record is None or not (wait or pending[0].ready()):
+            return
+        self._pending = None
+        staged, step, plugin_filter, images = pending
+        if not record_staged(staged, record) or not images:
+            self._specified["collect_input_data"] = False
+        record.record(step, plugin_filter=plugin_filter)
+        later, self._later = self._later, []
+        for plugin, name, value in later:
+            record.add_value(plugin, name, value)
+        if self._flush_next:
+            self._flush_next = False
+            record.flush(fsync=False, wait=False)
 
     # --- lineage ------------------------------------------------------------------------
     def _forward(self, hook: str, run_context: RunContext) -> None:

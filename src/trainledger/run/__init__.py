@@ -12,6 +12,7 @@ _EXPORTS: dict[str, str] = {
     "extract_loss": "trainledger.run.outputs",
     "split_batch": "trainledger.run.batches",
     "to_device": "trainledger.run.batches",
+    "HostCopy": "trainledger.run.host_copy",
     "to_host": "trainledger.run.host_copy",
     "Callback": "trainledger.run.callback",
     "CallbackParams": "trainledger.run.callback",
@@ -68,6 +69,7 @@ __all__ = [
     "stdout_is_tty",
     "to_device",
     "to_host",
+    "HostCopy",
     "TRAIN_TO_OLD",
 ]
 
@@ -81,7 +83,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.run.defaults import add_default_callback, stdout_is_tty
     from trainledger.run.device import device_memory, device_of
     from trainledger.run.distributed import barrier, is_main_rank, rank_and_world
-    from trainledger.run.host_copy import to_host
+    from trainledger.run.host_copy import HostCopy, to_host
     from trainledger.run.loss_readout import LossReadout
     from trainledger.run.loss_scale import DynamicLossScaleManager, FixedLossScaleManager
     from trainledger.run.model import Model
