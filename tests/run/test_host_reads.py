@@ -129,7 +129,7 @@ def test_default_callbacks_read_no_device_value_between_records(tmp_path, capsys
     assert sorted(ours) == sorted(theirs)
     for tag in theirs:
         np.testing.assert_array_equal(ours[tag][0], theirs[tag][0])
-        np.testing.assert_allclose(ours[tag][1], theirs[tag][1], rtol=1e-6)
+        np.testing.assert_allclose(ours[tag][2], theirs[tag][2], rtol=1e-6, err_msg=tag)  # values
     # the parameters' histograms, counted on the device, are the CPU run's
     ours_h = read_histograms(tmp_path / "device" / "summary")
     theirs_h = read_histograms(tmp_path / "cpu" / "summary")
