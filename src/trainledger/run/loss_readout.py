@@ -53,7 +53,7 @@ class LossReadout:
         cuda = device.type == "cuda"
         # pinned memory makes the copy truly asynchronous on CUDA (pageable copies block)
         self._host = torch.zeros(_SLOTS, dtype=torch.float32, pin_memory=cuda)
-        self._slots = [self._host[i : i + 1] for i in range(_SLOTS)]  # views made once
+        self._slots = [self._host[i] for i in range(_SLOTS)]  # 0-d views, made once
         self._host_values = self._host.numpy()  # read through numpy: a host load, not an op
         # an event per slot says when its copy is done; other devices copy at once
         self._events = [torch.cuda.Event() for _ in range(_SLOTS)] if cuda else None
@@ -80,11 +80,11 @@ class LossReadout:
         if not isinstance(loss, torch.Tensor):
             return
         loss = loss.detach()
-        if loss.numel() != 1:
-            loss = loss.float().mean()  # a non-scalar loss is averaged, on the device
+        if loss.dim():  # a non-scalar loss is averaged, on the device
+            loss = loss.reshape(()) if loss.numel() == 1 else loss.float().mean()
         slot = self._next_slot
         self._next_slot = (slot + 1) % _SLOTS
-        self._slots[slot].copy_(loss.reshape(1), non_blocking=True)
+        self._slots[slot].copy_(loss, non_blocking=True)
         if self._events is not None:
             stream = self._stream
             if _raw_stream is None or _raw_stream(self._index) != stream.cuda_stream:  # type: ignore[union-attr]
