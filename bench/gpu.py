@@ -191,6 +191,85 @@ def profile(device: str, steps: int, tmp: str, out: str) -> None:
     print(f"\nprofile of the full stack (MLP, 3 runs of {steps} steps): {out}")
 
 
+# (module, owner, attribute): the inner parts timed by ``attribute`` besides every hook
+_PARTS = [
+    ("trainledger.run.loss_readout", "LossReadout", "push"),
+    ("trainledger.run.loss_readout", "LossReadout", "read_all"),
+    ("torch.cuda", "Event", "synchronize"),  # a readout's or a record's wait for the device
+    ("trainledger.callbacks.tensor_buckets", "DeviceBuckets", "count"),
+    ("trainledger.callbacks.collected_values", "StagedValues", "on_host"),
+    ("trainledger.run.host_copy", "HostCopy", "__init__"),
+    ("trainledger.callbacks.summary_collector", None, "first_batch_graph"),
+    ("trainledger.summary.record", "SummaryRecord", "record"),
+    ("trainledger.summary.record", "SummaryRecord", "flush"),
+    ("trainledger.summary.record", "SummaryRecord", "close"),
+    ("trainledger.checkpoint.async_save", "ThreadSaver", "save"),
+    ("trainledger.checkpoint.async_save", "ThreadSaver", "close"),
+]
+
+
+def attribute(kind: str, device: str, steps: int, runs: int, tmp: str) -> None:
+    """Where the full stack's time goes in the training thread: every callback hook and the
+    inner parts above, wall time in this thread (device waits included), per run and per
+    call, over ``runs`` runs after a warm-up run. Exact sums, not paired differences."""
+    import importlib
+
+    from trainledger.run.callback import HOOKS
+    from trainledger.run.callback_manager import hook_function
+
+    spent: dict[str, list[int]] = {}
+
+    def timed_fn(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter_ns()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                row = spent.setdefault(name, [0, 0])
+                row[0] += 1
+                row[1] += time.perf_counter_ns() - start
+
+        return wrapper
+
+    restore: list[tuple[Any, str, Any]] = []
+    for module_name, owner_name, attr in _PARTS:
+        module = importlib.import_module(module_name)
+        owner = getattr(module, owner_name) if owner_name else module
+        original = getattr(owner, attr)
+        restore.append((owner, attr, original))
+        setattr(owner, attr, timed_fn(f"  {owner_name or module_name}.{attr}", original))
+    data = batches(kind, device, steps)
+    total: list[float] = []
+    try:
+        for i in range(runs + 1):
+            net, opt = build(kind, device)
+            model = Model(net, nn.CrossEntropyLoss(), opt)
+            model.show_progress = False
+            made = full_stack(tempfile.mkdtemp(dir=tmp))
+            for cb in made:
+                for hook in HOOKS:
+                    fn = hook_function(cb, hook)
+                    if fn is not None:
+                        setattr(cb, hook, timed_fn(f"{type(cb).__name__}.{hook}", fn))
+            if i == 0:
+                model.train(1, data[: max(steps // 5, 2)], callbacks=made)
+                spent.clear()
+                continue
+            sync(device)
+            start = time.perf_counter()
+            model.train(1, data, callbacks=made)
+            sync(device)
+            total.append(time.perf_counter() - start)
+    finally:
+        for owner, attr, original in restore:
+            setattr(owner, attr, original)
+    print(f"\nattribution, full stack, {kind.upper()} on {device}: {steps} steps, {runs} runs, "
+          f"{statistics.median(total) * 1e3:.1f} ms a run (median)")  # fmt: skip
+    print(f"  {'hook or part':44} {'calls/run':>9} {'ms/run':>8} {'µs/call':>9}")
+    for name, (calls, ns) in sorted(spent.items(), key=lambda i: -i[1][1]):
+        print(f"  {name:44} {calls / runs:9.1f} {ns / runs / 1e6:8.2f} {ns / calls / 1e3:9.1f}")
+
+
 def quartiles(values: list[float]) -> tuple[float, float, float]:
     q = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else values * 3
     return q[0], statistics.median(values), q[2]
@@ -344,6 +423,9 @@ def main() -> None:
         "--breakdown", type=int, default=0, help="rounds of each callback alone (0: none)"
     )
     parser.add_argument("--profile", default="", help="write a cProfile of the full stack here")
+    parser.add_argument(
+        "--attribute", type=int, default=0, help="runs of the full stack timed hook by hook"
+    )
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     logging.getLogger("trainledger").setLevel(logging.ERROR)  # the MLP's "no image" note
@@ -366,6 +448,9 @@ def main() -> None:
         if args.breakdown:
             breakdown("mlp", args.device, max(int(300 * scale), 5), args.breakdown, tmp)
             breakdown("cnn", args.device, max(int(40 * scale), 5), args.breakdown, tmp)
+        if args.attribute:
+            attribute("mlp", args.device, max(int(300 * scale), 5), args.attribute, tmp)
+            attribute("cnn", args.device, max(int(40 * scale), 5), args.attribute, tmp)
         if "landscape" not in skip:
             landscape(args.device, args.landscape_size, args.landscape_samples, tmp)
 
