@@ -236,34 +236,80 @@ def test_a_file_where_the_directory_should_be_is_named(tmp_path: Path) -> None:
     assert (tmp_path / "file").read_bytes() == b"not a directory"
 
 
-def test_load_checkpoint_onto_a_device_reads_into_pinned_memory_only_for_cuda(
+def test_load_checkpoint_onto_a_device_reads_straight_to_it_only_for_cuda(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``device=`` on a CUDA device reads the file straight into page-locked memory (no second
-    host copy before the bus); any other device reads as before. On a CPU machine the CUDA
-    side is checked by what is asked of the reader (tests/gpu loads onto a real GPU)."""
+    """``device=`` on a CUDA device has the reader put the bytes on the device
+    (``DeviceTarget``); any other device reads to the host as before. On a CPU machine the
+    CUDA side is checked by what is asked of the reader (tests/gpu loads onto a real GPU)."""
     import trainledger.checkpoint.io as io_mod
 
     state = {"w": torch.arange(6.0).reshape(2, 3), "b": torch.ones(2, dtype=torch.float16)}
     path = tmp_path / "m.ckpt"
     save_checkpoint(state, str(path))
-    asked: list[bool] = []
+    asked: list[Any] = []
     real = io_mod.read_checkpoint
 
-    def spy(*args: Any, pinned: bool = False, **kwargs: Any) -> Any:
-        asked.append(pinned)
-        return real(*args, pinned=False, **kwargs)  # no CUDA here to pin with
+    def spy(*args: Any, device: Any = None, **kwargs: Any) -> Any:
+        asked.append(device)
+        return real(*args, device=None, **kwargs)  # no CUDA here to read to
 
     monkeypatch.setattr(io_mod, "read_checkpoint", spy)
     loaded = load_checkpoint(path, device="cpu")
-    assert asked == [False]
+    assert asked == ["cpu"]
     moved: list[Any] = []
     monkeypatch.setattr(io_mod, "_to_device", lambda params, device: moved.append(device) or params)
     load_checkpoint(path, device="cuda:0")
-    assert asked == [False, True] and moved == ["cuda:0"]
+    assert asked == ["cpu", "cuda:0"] and moved == ["cuda:0"]
     for name, value in state.items():
         assert loaded[name].device.type == "cpu"
         torch.testing.assert_close(loaded[name], value)
     cuda = ("cuda", "cuda:1", torch.device("cuda", 0))
     assert [io_mod._is_cuda(d) for d in cuda] == [True] * 3
     assert [io_mod._is_cuda(d) for d in (None, "cpu", torch.device("cpu"), "meta")] == [False] * 4
+
+
+@pytest.mark.parametrize("chunk", [1 << 10, 1 << 20], ids=["many chunks", "one chunk"])
+def test_bytes_read_chunk_by_chunk_to_a_device_are_the_files_and_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """The path of ``load_checkpoint(device="cuda")`` (``DeviceTarget``: each reading thread's
+    two buffers in turn, each chunk copied to the device), run here with the CPU as the
+    device: the same tensors as a read to the host, and damage or truncation still raises."""
+    import trainledger.checkpoint.format as fmt
+    from trainledger.checkpoint.torch_adapter import DeviceTarget, container_tensors
+    from trainledger.errors import CheckpointFormatError
+
+    monkeypatch.setattr(fmt, "_PARALLEL_READ_MIN", 4 << 10)  # threads, as for a large file
+    monkeypatch.setattr(fmt, "_READ_CHUNK", chunk)
+    g = torch.Generator().manual_seed(0)
+    state = {
+        "a": torch.randn(300, 7, generator=g),
+        "b": torch.arange(5, dtype=torch.int64),
+        "c": torch.randn(33, generator=g).to(torch.bfloat16),
+    }
+    path = tmp_path / "m.ckpt"
+    save_checkpoint(state, str(path))
+    targets: list[DeviceTarget] = []
+
+    def target(n: int) -> DeviceTarget:
+        targets.append(DeviceTarget("cpu", n))
+        return targets[-1]
+
+    container = fmt.read_container(path, target=target)
+    assert container.owner is targets[0] and not len(container.data)
+    on_device = container_tensors(container)
+    on_host = container_tensors(fmt.read_container(path))
+    assert sorted(on_device) == sorted(on_host) == sorted(state)
+    for name, value in state.items():
+        assert torch.equal(on_device[name], value) and torch.equal(on_host[name], value)
+    raw = bytearray(path.read_bytes())
+    raw[-3] ^= 0x40  # a flipped bit in the last tensor's bytes
+    damaged = tmp_path / "damaged.ckpt"
+    damaged.write_bytes(bytes(raw))
+    with pytest.raises(CheckpointFormatError, match="crc32c"):
+        fmt.read_container(damaged, target=target)
+    short = tmp_path / "short.ckpt"
+    short.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(CheckpointFormatError):
+        fmt.read_container(short, target=target)

@@ -50,6 +50,7 @@ __all__ = [
     "FORMAT_VERSION",
     "META_KEY",
     "Container",
+    "DataTarget",
     "Entry",
     "RawTensor",
     "numpy_to_raw",
@@ -86,6 +87,19 @@ class StreamedBytes(Protocol):
     def nbytes(self) -> int: ...
 
     def chunks(self) -> Iterator[memoryview]: ...
+
+
+class DataTarget(Protocol):
+    """Where ``read_container`` puts the tensor bytes instead of one host buffer (a GPU,
+    ``torch_adapter.DeviceTarget``): each chunk is read into ``slot(position, n)``, a host
+    buffer of the reading thread, then handed to ``place(position, view)``; ``finish()``
+    returns once every chunk has arrived."""
+
+    def slot(self, position: int, n: int) -> memoryview: ...
+
+    def place(self, position: int, view: memoryview) -> None: ...
+
+    def finish(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -299,8 +313,11 @@ def read_container(
     dec_mode: str = "AES-GCM",
     crc_check: bool = True,
     allocate: Callable[[int], Any] = bytearray,
+    target: Callable[[int], DataTarget] | None = None,
 ) -> Container:
-    """Read a whole container; ``allocate(n)`` gives the writable buffer for the tensor bytes.
+    """Read a whole container; ``allocate(n)`` gives the writable buffer for the tensor bytes,
+    or ``target(n)`` takes them chunk by chunk (then ``data`` is empty and ``owner`` is the
+    target; an encrypted file, decrypted in memory first, still uses ``allocate``).
 
     Any damage is a ``CheckpointFormatError``: the header is always checked (``header.py``),
     the tensor bytes against their crc32c unless ``crc_check=False`` (computed by the threads
@@ -336,9 +353,16 @@ def read_container(
             entries, metadata, info = parse_header(first, raw, where)
             data_len = size - 8 - n
             validate_entries(entries, info, data_len, where)
-            owner = allocate(data_len)
-            data = memoryview(owner).cast("B") if data_len else memoryview(b"")
-            got, crc = _read_at(fh, data, 8 + n, crc_check) if data_len else (0, 0)
+            if target is not None:
+                owner, data = target(data_len), memoryview(b"")
+                got, crc = _read_chunks(fh, 8 + n, data_len, crc_check, owner.slot, owner.place)
+                owner.finish()
+            else:
+                owner = allocate(data_len)
+                data = memoryview(owner).cast("B") if data_len else memoryview(b"")
+                got, crc = _read_chunks(
+                    fh, 8 + n, data_len, crc_check, lambda at, k: data[at : at + k], _kept
+                )
             if got != data_len:
                 raise CheckpointFormatError(f"{where}: short read ({got} of {data_len} bytes)")
     if crc is not None:
@@ -353,32 +377,45 @@ _PARALLEL_READ_MIN = 64 << 20
 _READ_CHUNK = 16 << 20
 
 
-def _read_at(
-    fh: io.BufferedReader, data: memoryview, offset: int, crc_check: bool
+def _kept(position: int, view: memoryview) -> None:
+    """Chunks read into their place in the caller's buffer need nothing more."""
+
+
+def _read_chunks(
+    fh: io.BufferedReader,
+    offset: int,
+    length: int,
+    crc_check: bool,
+    slot: Callable[[int, int], memoryview],
+    place: Callable[[int, memoryview], None],
 ) -> tuple[int, int | None]:
-    """Fill ``data`` from the file at ``offset``: (bytes read (short at EOF), their crc32c or
-    None without ``crc_check``)."""
+    """Read ``length`` bytes at ``offset``, each chunk into ``slot(position, n)`` and then
+    handed to ``place``: (bytes read (short at EOF), their crc32c or None without
+    ``crc_check``). Large reads are split between threads (``_PARALLEL_READ_MIN``)."""
+    if not length:
+        return 0, 0 if crc_check else None
     preadv = getattr(os, "preadv", None)
-    if preadv is None or len(data) < _PARALLEL_READ_MIN:
-        fh.seek(offset)
-        n = fh.readinto(data) or 0
-        return n, _crc32c.crc32c(data[:n]) if crc_check else None
-    fd = fh.fileno()
-    count = -(-len(data) // _READ_CHUNK)
+    size = _READ_CHUNK if preadv is not None and length >= _PARALLEL_READ_MIN else length
+    count = -(-length // size)
     got = [0] * count
     crcs = [0] * count
 
     def read_chunk(i: int) -> None:
-        view = data[i * _READ_CHUNK : (i + 1) * _READ_CHUNK]
+        view = slot(i * size, min(size, length - i * size))
         pos = 0
         while pos < len(view):
-            k = preadv(fd, [view[pos:]], offset + i * _READ_CHUNK + pos)
+            if preadv is not None:
+                k = preadv(fh.fileno(), [view[pos:]], offset + i * size + pos)
+            else:  # one chunk, one thread
+                fh.seek(offset + pos)
+                k = fh.readinto(view[pos:]) or 0
             if k == 0:
                 break  # end of file: a truncated checkpoint, reported by the caller
             pos += k
         got[i] = pos
         if crc_check:
             crcs[i] = _crc32c.crc32c(view[:pos])
+        place(i * size, view[:pos])
 
     run_chunks(count, read_chunk)
     if not crc_check:

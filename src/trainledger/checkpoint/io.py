@@ -162,21 +162,27 @@ def read_checkpoint(
     dec_mode: str = "AES-GCM",
     crc_check: bool | None = None,
     *,
-    pinned: bool = False,
+    device: Any = None,
 ) -> Checkpoint:
     """Read every part of a checkpoint (no network needed); damage is a
     ``CheckpointFormatError`` (see ``load_checkpoint`` for ``crc_check``).
 
-    ``pinned=True`` reads the tensor bytes straight into page-locked memory, from which a
-    copy to a GPU is asynchronous and at the bus's speed (``load_checkpoint(device=)``): no
-    second host copy to pin them afterwards.
+    ``device`` (a CUDA device) reads the tensor bytes of a plain file straight to it, chunk
+    by chunk through small pinned buffers, each copied while the next is read
+    (``torch_adapter.DeviceTarget``, for ``load_checkpoint(device=)``); other devices, and
+    encrypted or MindSpore files, are read to the host.
 
     A MindSpore protobuf ``.ckpt`` is recognised by its first bytes and read by
     ``mindspore_ckpt`` (tensors only; its string values become ``append_info``).
     """
     import torch
 
-    from trainledger.checkpoint.torch_adapter import OPTIM_PREFIX, container_tensors, decode_tree
+    from trainledger.checkpoint.torch_adapter import (
+        OPTIM_PREFIX,
+        DeviceTarget,
+        container_tensors,
+        decode_tree,
+    )
 
     if _is_mindspore(ckpt_file_name):
         from trainledger.checkpoint.mindspore_ckpt import read_mindspore_checkpoint
@@ -187,9 +193,14 @@ def read_checkpoint(
         return Checkpoint(tensors, None, {"format": "mindspore", "append_info": plain})
 
     def allocate(n: int) -> Any:  # uninitialised memory: no zero-fill pass before the read
-        return torch.empty(n, dtype=torch.uint8, pin_memory=pinned).numpy()
+        return torch.empty(n, dtype=torch.uint8).numpy()
 
-    container = read_container(ckpt_file_name, dec_key, dec_mode, crc_check is not False, allocate)
+    def to_device(n: int) -> DeviceTarget:
+        return DeviceTarget(device, n)
+
+    target = to_device if _is_cuda(device) else None
+    check = crc_check is not False
+    container = read_container(ckpt_file_name, dec_key, dec_mode, check, allocate, target)
     all_tensors = container_tensors(container)
     tensors = {k: v for k, v in all_tensors.items() if not k.startswith(OPTIM_PREFIX)}
     opt = None
@@ -261,7 +272,7 @@ def load_checkpoint(
     prefixes = _check_filter_prefix(filter_prefix)
     if choice_func is not None and not callable(choice_func):
         raise TypeError(f"choice_func expected a callable, received: {type(choice_func).__name__}")
-    ckpt = read_checkpoint(ckpt_file_name, dec_key, dec_mode, crc_check, pinned=_is_cuda(device))
+    ckpt = read_checkpoint(ckpt_file_name, dec_key, dec_mode, crc_check, device=device)
 
     def keep(name: str) -> bool:
         if prefixes and name.startswith(prefixes):
@@ -289,15 +300,21 @@ def _is_cuda(device: Any) -> bool:
 
 
 def _to_device(params: dict[str, Any], device: Any) -> dict[str, Any]:
-    """Tensors on ``device``: host tensors are pinned (unless read into pinned memory, see
-    ``read_checkpoint``) and copied without blocking, all at once, then the device is waited
-    for (a pageable copy is several times slower)."""
+    """Tensors on ``device``: those already there (read straight to a GPU, see
+    ``read_checkpoint``) as they are; host ones (an encrypted or MindSpore file) pinned and
+    copied without blocking, all at once, then the device is waited for (a pageable copy is
+    several times slower)."""
     import torch
 
     target = torch.device(device)
     if target.type != "cuda":
         return {k: v.to(target) for k, v in params.items()}
-    moved = {k: v.pin_memory().to(target, non_blocking=True) for k, v in params.items()}
+    if target.index is None:
+        target = torch.device("cuda", torch.cuda.current_device())
+    moved = {
+        k: v if v.device == target else v.pin_memory().to(target, non_blocking=True)
+        for k, v in params.items()
+    }
     torch.cuda.synchronize(target)
     return moved
 

@@ -10,6 +10,7 @@ step counts) becomes a tagged JSON tree whose tensor leaves are stored as tensor
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -31,6 +32,7 @@ __all__ = [
     "tensor_to_raw",
     "staged_raw",
     "DeviceBytes",
+    "DeviceTarget",
     "StagingRing",
 ]
 
@@ -269,9 +271,53 @@ def optimizer_payload(optimizer: Any) -> tuple[Any, list[tuple[str, torch.Tensor
     return tree, tensors
 
 
+class DeviceTarget:
+    """A container's tensor bytes read from the file straight to ``device``
+    (``read_container``'s ``target``): each reading thread fills its two host buffers (pinned
+    for CUDA) in turn, and a filled chunk is copied to the device without blocking while the
+    thread reads the next.
+
+    Why: reading the whole file into pinned memory first cost a pinned allocation the size of
+    the file, slower than the read itself on a process's first load (about 0.5 s for 2 GiB on
+    an H200); here host memory is bounded by two chunks a reading thread, and the copies to
+    the device overlap the reads. ``buffer`` holds the bytes on the device."""
+
+    def __init__(self, device: Any, length: int) -> None:
+        self.device = torch.device(device)
+        self.buffer = torch.empty(length, dtype=torch.uint8, device=self.device)
+        self._cuda = self.device.type == "cuda"
+        self._local = threading.local()  # per thread: buffers, events, the next one
+
+    def slot(self, position: int, n: int) -> memoryview:
+        local = self._local
+        if getattr(local, "bufs", None) is None or local.bufs[0].numel() < n:
+            local.bufs = [torch.empty(n, dtype=torch.uint8, pin_memory=self._cuda) for _ in "ab"]
+            local.events = [torch.cuda.Event() for _ in "ab"] if self._cuda else None
+            local.used, local.next = [False, False], 0
+        i = local.current = local.next
+        if local.used[i] and local.events is not None:
+            local.events[i].synchronize()  # its last chunk has reached the device
+        return memoryview(local.bufs[i][:n].numpy())
+
+    def place(self, position: int, view: memoryview) -> None:
+        local, n = self._local, len(view)
+        i = local.current
+        self.buffer[position : position + n].copy_(local.bufs[i][:n], non_blocking=self._cuda)
+        if local.events is not None:
+            local.events[i].record(torch.cuda.current_stream(self.device))
+        local.used[i], local.next = True, i ^ 1
+
+    def finish(self) -> None:
+        if self._cuda:
+            torch.cuda.synchronize(self.device)
+
+
 def container_tensors(container: Container) -> dict[str, torch.Tensor]:
-    """Tensors of a read container, as views into its single buffer (no per-tensor copy)."""
-    if not len(container.data):
+    """Tensors of a read container, as views into its single buffer (no per-tensor copy):
+    on the host, or on a device when it was read to one (``DeviceTarget``)."""
+    if isinstance(container.owner, DeviceTarget):
+        buf = container.owner.buffer
+    elif not len(container.data):
         buf = torch.empty(0, dtype=torch.uint8)
     else:
         buf = torch.frombuffer(container.data, dtype=torch.uint8)
