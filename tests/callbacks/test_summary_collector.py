@@ -708,3 +708,46 @@ def test_device_stats_of_a_cpu_network_warn_once_and_write_nothing(tmp_path, cap
     assert not any(tag.startswith("device/") for tag in read_scalars(tmp_path))
     warned = [r for r in caplog.records if "device stats of CUDA devices only" in r.message]
     assert len(warned) == 1 and "cpu" in warned[0].getMessage()
+
+
+def test_with_histograms_the_fast_path_serves_the_steps_that_are_not_due(tmp_path, monkeypatch):
+    """The defaults (histograms of the first parameters): steps that are not due skip the
+    general path, and the summary is the one the general path at every step writes."""
+    from trainledger.run import Model
+
+    def train(run: str, general_every_step: bool) -> list[int]:
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+        g = torch.Generator().manual_seed(0)
+        data = [(torch.randn(5, 4, generator=g), torch.randint(0, 3, (5,), generator=g))] * 23
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        collector = SummaryCollector(tmp_path / run, collect_freq=5, collect_specified_data={
+            "collect_landscape": None})  # fmt: skip
+        general: list[int] = []
+        real = collector._general_step
+
+        def counted(run_context: RunContext) -> None:
+            general.append(run_context.original_args().cur_step_num)
+            real(run_context)
+            if general_every_step:
+                collector._fast_context = None
+
+        monkeypatch.setattr(collector, "_general_step", counted)
+        Model(net, torch.nn.CrossEntropyLoss(), opt).train(2, data, callbacks=[collector])
+        return general
+
+    fast = train("fast", False)
+    assert fast == [1, 5, 10, 15, 20, 25, 30, 35, 40, 45]  # the first step and the due ones
+    assert train("general", True) == list(range(1, 47))
+    ours, theirs = read_scalars(tmp_path / "fast"), read_scalars(tmp_path / "general")
+    assert sorted(ours) == sorted(theirs) and "loss/auto" in ours
+    for tag, (steps, _, values) in theirs.items():
+        assert ours[tag][0].tolist() == steps.tolist() and ours[tag][2].tolist() == values.tolist()
+    from trainledger.summary.reader import read_histograms
+
+    mine, others = read_histograms(tmp_path / "fast"), read_histograms(tmp_path / "general")
+    assert sorted(mine) == sorted(others) and len(mine) == 4
+    for tag, events in others.items():
+        assert [(e.step, list(e.counts)) for e in mine[tag]] == [
+            (e.step, list(e.counts)) for e in events
+        ]

@@ -182,7 +182,8 @@ class SummaryCollector(Callback):
         self._sink = False
         self._sink_units = 0  # step-end calls in sink mode: the unit of an unbounded run
         self._lr_group: dict[str, Any] | None = None
-        self._fast_eligible = False  # metric-only collection: see on_train_step_end
+        self._fast_eligible = False  # steps the fast path serves: see on_train_step_end
+        self._due_general = True  # due steps take the general path (more than metrics)
         self._fast_context = None
         self._fast_params: CallbackParams = CallbackParams()
         self._rows = ScalarRows()  # the fast path's buffered rows (callbacks/summary_rows.py)
@@ -211,9 +212,10 @@ class SummaryCollector(Callback):
             self._landscape.step_end(run_context)
         if run_context is self._fast_context:
             # The common per-step case, inline (it runs between torch ops, with cold caches,
-            # where every Python call and torch getter costs): metric-only collection, a step
-            # that is due, no tensor step, nothing staged (add_value turns this path off until
-            # a collection). Anything unexpected falls through to the general path.
+            # where every Python call and torch getter costs): a step that is not due, or a
+            # due one of a metric-only collection; no tensor step, nothing staged (add_value
+            # turns this path off until a collection). Anything else (a due step with
+            # histograms, images or device stats) takes the general path.
             params = self._fast_params  # this run's cb_params, without original_args()'s call
             try:
                 step, outputs = params["cur_step_num"], params["net_outputs"]
@@ -229,17 +231,18 @@ class SummaryCollector(Callback):
                 # (a tensor step writes staged tensors only; nothing is staged here)
                 if step % self._collect_freq:
                     return  # nothing due
-                if self._read_now:  # a CPU float loss: a plain load, cheaper than keeping it
-                    try:
-                        loss = outputs.item()
-                    except RuntimeError:  # not one number: the general path takes the mean
-                        loss = None
-                else:
-                    loss = self._rows.defer(outputs)
-                if loss is not None:
-                    self._rows.add(step, loss, lr, self._record)  # type: ignore[arg-type]
-                    self._last_step = step
-                    return
+                if not self._due_general:  # metric-only: the loss and lr as one row
+                    if self._read_now:  # a CPU float loss: a plain load, cheaper than keeping
+                        try:
+                            loss = outputs.item()
+                        except RuntimeError:  # not one number: the general path's mean
+                            loss = None
+                    else:
+                        loss = self._rows.defer(outputs)
+                    if loss is not None:
+                        self._rows.add(step, loss, lr, self._record)  # type: ignore[arg-type]
+                        self._last_step = step
+                        return
         self._general_step(run_context)
 
     def _general_step(self, run_context: RunContext) -> None:
@@ -280,13 +283,12 @@ class SummaryCollector(Callback):
             self._collect(params, record, step, plugin_filter=None)
             self._tensor_count += 1
             specified = self._specified
-            self._fast_eligible = (
-                not self._sink
-                and self._tensor_steps is not None
-                and bool(specified.get("collect_metric"))
-                and not specified.get("collect_input_data")
-                and not specified.get("collect_device_stats")
-                and "histogram_regular" not in specified
+            self._fast_eligible = not self._sink and self._tensor_steps is not None
+            self._due_general = (
+                not specified.get("collect_metric")
+                or bool(specified.get("collect_input_data"))
+                or bool(specified.get("collect_device_stats"))
+                or "histogram_regular" in specified
             )
             self._use_fast_path(run_context, params, record)
             return
