@@ -7,6 +7,7 @@
 #   tools/gpu-check.sh bench   # bench/gpu.py --quick: at most 3 minutes
 #   tools/gpu-check.sh         # both
 #   tools/gpu-check.sh bench --skip landscape   # arguments after the part go to bench/gpu.py
+#   tools/gpu-check.sh readout # bench/gpu_readout.py: the loss readout's parts in the MLP's loop
 # GPU_BENCH_TIMEOUT (seconds, default 240) bounds the bench part.
 # Logs go to $OUT (the device tool's result folder) or /tmp/gpu-check.
 set -uo pipefail
@@ -33,5 +34,8 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   timeout -k 10 "${GPU_BENCH_TIMEOUT:-240}" python3 bench/gpu.py --quick "$@" 2>&1 | tee "$out/gpu-bench.log" || status=1
+fi
+if [ "$what" = readout ]; then
+  timeout -k 10 120 python3 bench/gpu_readout.py "$@" 2>&1 | tee "$out/gpu-readout.log" || status=1
 fi
 exit $status
