@@ -163,3 +163,19 @@ def test_large_counts_are_written_with_thousands_separators(tmp_path: Path) -> N
     console = Console(width=120, force_terminal=True, record=True, color_system=None)
     render_table({**result, "count": 123456}, console)
     assert "1 of 123,456 runs" in console.export_text()
+
+
+def test_text_columns_take_the_room_a_wide_terminal_leaves(tmp_path: Path) -> None:
+    """Widths are laid out here, not measured by rich: with room, every run name is whole;
+    at 80 columns the long ones end in an ellipsis and every number stays whole."""
+    result = filter_summary_lineage(str(_base(tmp_path)), {"limit": 100})
+    names = [flatten_object(o)["summary_dir"].removeprefix("./") for o in result["object"]]
+    wide = Console(width=250, force_terminal=True, record=True, color_system=None)
+    render_table(result, wide)
+    text = wide.export_text()
+    assert all(name in text for name in names) and "…" not in text
+    narrow = Console(width=80, force_terminal=True, record=True, color_system=None)
+    render_table(result, narrow)
+    lines = narrow.export_text().splitlines()
+    assert any("…" in line for line in lines)
+    assert max(len(line) for line in lines) <= 80

@@ -117,24 +117,47 @@ def run_cells(run: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _width(rows: list[dict[str, Any]], column: str) -> int:
-    cells = [len(format_value(r.get(column))) for r in rows]
-    return max([len(_label(column)), *cells])
+class _Cells:
+    """Each column's cell texts, terminal width and kind, worked out once: rich measuring
+    every cell of a 100-row table was a third of a ``trainledger lineage`` call at 100,000
+    runs (BENCHMARKS.md), and the widths are known here already."""
+
+    def __init__(self, rows: list[dict[str, Any]], columns: list[str]) -> None:
+        from rich.cells import cell_len  # a terminal cell count: wide characters take two
+
+        self.texts = {c: [format_value(r.get(c)) for r in rows] for c in columns}
+        self.widths = {
+            c: max([cell_len(_label(c)), *map(cell_len, self.texts[c])]) for c in columns
+        }
+        self.text = {
+            c: c == "run" or all(not isinstance(r.get(c), (int, float)) for r in rows)
+            for c in columns
+        }
 
 
-def _is_text(rows: list[dict[str, Any]], column: str) -> bool:
-    return column == "run" or all(not isinstance(r.get(column), (int, float)) for r in rows)
+def _laid_out(cells: _Cells, shown: list[str], width: int) -> dict[str, int]:
+    """Each shown column's width at a terminal ``width`` wide: numbers whole, text columns
+    from their shortest (``_TEXT_MIN``) up to whole, the run first, while the room lasts
+    (``_fit`` chose columns so that the shortest fit)."""
+    out = {c: min(cells.widths[c], _TEXT_MIN) if cells.text[c] else cells.widths[c] for c in shown}
+    room = width - sum(out.values()) - _GAP * len(shown)
+    for column in shown:
+        if cells.text[column] and room > 0:
+            grow = min(cells.widths[column] - out[column], room)
+            out[column] += grow
+            room -= grow
+    return out
 
 
-def _fit(rows: list[dict[str, Any]], columns: list[str], width: int) -> tuple[list[str], list[str]]:
+def _fit(cells: _Cells, columns: list[str], width: int) -> tuple[list[str], list[str]]:
     """The columns that fit in ``width`` (the run always), and those left out."""
-    widths = {c: _width(rows, c) for c in columns}
+    widths = cells.widths
     run_min = min(widths["run"], _TEXT_MIN)
     used = run_min + _GAP
     chosen, left = ["run"], []
     for column in columns[1:]:
         need = widths[column] + _GAP
-        if _is_text(rows, column):
+        if cells.text[column]:
             need = min(need, _TEXT_MIN + _GAP)
         if used + need <= width:
             chosen.append(column)
@@ -175,8 +198,10 @@ def render_table(
         wanted, same = table_columns(rows, result.get("customized", {}))
     else:
         wanted, same = ["run", *(c for c in columns if c != "run")], {}
-    width = console.width if console.is_terminal else 10_000
-    shown, left = _fit(rows, wanted, width) if rows else (wanted, [])
+    terminal = console.is_terminal
+    cells = _Cells(rows, wanted)
+    width = console.width if terminal else 10_000
+    shown, left = _fit(cells, wanted, width) if rows else (wanted, [])
     from rich.text import Text  # cells are text, never markup: "[red]" in a value stays as is
 
     table = Table(
@@ -186,8 +211,9 @@ def render_table(
         padding=(0, 1),
         pad_edge=False,
     )
+    widths = _laid_out(cells, shown, width) if terminal else cells.widths
     for column in shown:
-        text = _is_text(rows, column)
+        text = cells.text[column]
         table.add_column(
             Text(terminal_safe(_label(column))),
             style="cyan"
@@ -196,11 +222,11 @@ def render_table(
             justify="left" if text else "right",
             no_wrap=True,
             overflow="ellipsis" if text else "fold",
-            min_width=min(_width(rows, column), _TEXT_MIN) if text else _width(rows, column),
+            width=widths[column],  # fixed: rich need not measure each cell
         )
-    for row in rows:
-        table.add_row(*(Text(format_value(row.get(c))) for c in shown))
-    if not console.is_terminal:  # piped or captured: every chosen column, at full width
+    for i in range(len(rows)):
+        table.add_row(*(Text(cells.texts[c][i]) for c in shown))
+    if not terminal:  # piped or captured: every chosen column, at full width
         from rich.measure import Measurement
 
         options = console.options.update(max_width=10_000)
