@@ -285,3 +285,34 @@ def test_histograms_are_counted_on_cuda_as_on_the_cpu_without_a_sync() -> None:
     on_gpu[0] = on_gpu[0].t()  # not contiguous: counted eagerly, the same buckets
     check(maker.count(on_gpu))
     assert len(maker._graphs) == 1
+
+
+@pytest.mark.parametrize("chunk", [1 << 16, 1 << 30], ids=["threads, many chunks", "one chunk"])
+def test_a_load_onto_the_device_reads_through_pinned_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """``load_checkpoint(device=)`` reads straight to the GPU (``DeviceTarget``): with
+    threads and many chunks (each thread's two pinned buffers in turn), the same values as a
+    load to the host; a flipped bit is still refused."""
+    import trainledger.checkpoint.format as fmt
+    from trainledger.errors import CheckpointFormatError
+
+    monkeypatch.setattr(fmt, "_PARALLEL_READ_MIN", 1 << 16)
+    monkeypatch.setattr(fmt, "_READ_CHUNK", chunk)
+    g = torch.Generator().manual_seed(0)
+    state = {
+        "a": torch.randn(1000, 333, generator=g),
+        "b": torch.randn(77, generator=g).to(torch.bfloat16),
+        "c": torch.arange(12345, dtype=torch.int64),
+    }
+    path = tmp_path / "m.ckpt"
+    save_checkpoint(state, str(path))
+    loaded = load_checkpoint(path, device="cuda")
+    for name, value in state.items():
+        assert loaded[name].device.type == "cuda"
+        assert torch.equal(loaded[name].cpu(), value)
+    raw = bytearray(path.read_bytes())
+    raw[-5] ^= 0x01
+    (tmp_path / "bad.ckpt").write_bytes(bytes(raw))
+    with pytest.raises(CheckpointFormatError, match="crc32c"):
+        load_checkpoint(tmp_path / "bad.ckpt", device="cuda")
