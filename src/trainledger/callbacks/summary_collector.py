@@ -161,8 +161,7 @@ class SummaryCollector(Callback):
         return self._record
 
     def _close_record(self, exception: object = None) -> None:
-        if self._record is not None:
-            self._finish_pending(wait=True)
+        self._finish_pending(wait=True)
         record, self._record = self._record, None
         if record is not None:
             try:

@@ -112,20 +112,18 @@ class DeviceBuckets:
         by replaying a CUDA graph captured at their first count: a network's parameters keep
         their addresses (optimizers update them in place), so the graph reads their current
         values; a new address is a new set, captured again."""
-        parts = [_flat_real(t) for t in tensors]
-        if parts and parts[0].is_cuda:
-            key = _graph_key(tensors)
-            if key is not None:
-                if key not in self._graphs:
-                    self._graphs[key] = self._capture(parts)
-                    while len(self._graphs) > _GRAPHS_KEPT:
-                        self._graphs.popitem(last=False)
-                captured = self._graphs[key]
-                if captured is not None:
-                    graph, out = captured
-                    graph.replay()
-                    return out.clone()  # the next replay overwrites out
-        return self._count(parts)
+        key = _graph_key(tensors) if tensors and tensors[0].is_cuda else None
+        if key is not None:  # (its dtypes were checked when it was captured)
+            if key not in self._graphs:
+                self._graphs[key] = self._capture([_flat_real(t) for t in tensors])
+                while len(self._graphs) > _GRAPHS_KEPT:
+                    self._graphs.popitem(last=False)
+            captured = self._graphs[key]
+            if captured is not None:
+                graph, out = captured
+                graph.replay()
+                return out.clone()  # the next replay overwrites out
+        return self._count([_flat_real(t) for t in tensors])
 
     def _capture(self, parts: list[torch.Tensor]) -> tuple[Any, torch.Tensor] | None:
         """``_count(parts)`` as a CUDA graph and its output, or None when capture fails

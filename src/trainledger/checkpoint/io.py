@@ -9,6 +9,7 @@ that handle torch objects, so ``latest_checkpoint`` and ``checkpoint_info`` work
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import threading
@@ -195,10 +196,7 @@ def read_checkpoint(
     def allocate(n: int) -> Any:  # uninitialised memory: no zero-fill pass before the read
         return torch.empty(n, dtype=torch.uint8).numpy()
 
-    def to_device(n: int) -> DeviceTarget:
-        return DeviceTarget(device, n)
-
-    target = to_device if _is_cuda(device) else None
+    target = functools.partial(DeviceTarget, device) if _is_cuda(device) else None
     check = crc_check is not False
     container = read_container(ckpt_file_name, dec_key, dec_mode, check, allocate, target)
     all_tensors = container_tensors(container)
