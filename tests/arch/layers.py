@@ -24,7 +24,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "checkpoint": set(),
     "data": set(),
     "lineage": {"summary"},
-    "query": {"lineage", "summary"},
+    "query": {"lineage", "summary", "checkpoint"},
     "callbacks": {"run", "summary", "checkpoint", "lineage", "data"},
     "integrations": {"callbacks", "run", "summary", "checkpoint", "lineage"},
     "server": {"query", "summary", "lineage", "checkpoint"},

@@ -7,8 +7,9 @@ import multiprocessing
 from pathlib import Path
 
 import pytest
+import torch
 
-from tests.runs import make_base, sample_run
+from tests.runs import make_base, sample_run, write_run
 from trainledger.errors import LineageParamValueError
 from trainledger.query import (
     append_audit,
@@ -54,20 +55,17 @@ def test_a_running_run_is_refused_unless_forced(tmp_path: Path) -> None:
     assert not (base / "live").exists()
 
 
-def test_delete_removes_the_run_and_its_checkpoints_under_the_base_only(tmp_path: Path) -> None:
+def test_delete_never_touches_a_file_outside_the_base(tmp_path: Path) -> None:
+    from trainledger.checkpoint import save_checkpoint
+    from trainledger.lineage import RunValues, run_uid
+
     base = tmp_path / "b"
-    shared = base / "shared-ckpts"
-    shared.mkdir(parents=True)
-    inside = shared / "m-1_10.ckpt"
-    inside.write_bytes(b"w")
-    outside = tmp_path / "elsewhere.ckpt"
-    outside.write_bytes(b"w")
-    sample_run(base, "r0", 0, checkpoint=False, model_path=json.dumps({"ckpt": str(inside)}))
-    sample_run(base, "r1", 1, checkpoint=False, model_path=json.dumps({"ckpt": str(outside)}))
-    removed = delete_run(base, "./r0")
-    assert removed == [str((base / "r0").resolve()), str(inside.resolve())]
-    assert not inside.exists() and not (base / "r0").exists()
-    delete_run(base, "./r1")
+    uid = run_uid(None)
+    outside = tmp_path / "elsewhere.ckpt"  # the run's own, by its header, but not under BASE
+    save_checkpoint({"w": torch.zeros(2)}, str(outside), info={"run_uid": uid})
+    run = RunValues(status="finished", uid=uid, checkpoints=[(str(outside), 1)])
+    write_run(base, "r1", model_path=json.dumps({"ckpt": str(outside)}), run=run)
+    assert delete_run(base, "./r1") == [str((base / "r1").resolve())]
     assert outside.exists()  # never touched: outside the base
     assert not (base / "r1").exists()
 

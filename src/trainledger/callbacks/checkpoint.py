@@ -27,6 +27,10 @@ save (breakpoint included) is made once the bad step is known.
 Resume: when ``cb_params.initial_epoch > 0`` (or ``resume_from`` is given) the run keeps its
 prefix (no ``_N`` suffix), adopts the prefix's files into retention and never deletes the file
 it resumed from (the newest file of the prefix, or ``resume_from``).
+
+Identity: with a ``TrainLineage`` (or ``SummaryCollector``) in the same training, each header
+carries the run's ``run_uid`` (``cb_params.run_uid``), so deleting that run may delete the file
+even when it lies outside the run's directory, and no other run's deletion ever does.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from trainledger.checkpoint import (
     should_save,
     unwrap_network,
 )
+from trainledger.lineage import is_run_uid
 from trainledger.run import Callback, RunContext, barrier, monitored_value, rank_and_world
 from trainledger.storage import sweep_temp_files, writable_dir
 from trainledger.values import scalar_of
@@ -308,6 +313,8 @@ class ModelCheckpoint(Callback):
         }
         if score is not None:
             info["monitor"] = {"name": cfg.monitor, "mode": cfg.mode, "value": score}
+        if is_run_uid(cb.get("run_uid")):  # TrainLineage's: only the run's own files are deleted
+            info["run_uid"] = cb["run_uid"]
         if self._sharded:
             info["append_info"] = append
             save_sharded(path, network, cb.get("optimizer"), info)

@@ -29,6 +29,7 @@ from trainledger.callbacks.lineage_base import LineageCallback
 from trainledger.callbacks.run_sessions import (
     current_session,
     earlier_sessions,
+    recorded_run,
     session_duration,
     session_start,
 )
@@ -53,6 +54,7 @@ from trainledger.lineage import (
     optimizer_name,
     run_event,
     run_status,
+    run_uid,
     saved_checkpoint_of,
     torch_seed,
     train_event,
@@ -118,6 +120,7 @@ class TrainLineage(LineageCallback):
         self._checkpoints: dict[str, None] = {}
         self._last: CallbackParams | None = None
         self._recorded_ckpt: str | None = None
+        self._uid: str | None = None
 
     # --- hooks (old names; on_train_* fall back to them) ----------------------------------
     def begin(self, run_context: RunContext) -> None:
@@ -176,6 +179,13 @@ class TrainLineage(LineageCallback):
         self._first_step = (as_int(params.get("cur_step_num")) or 0) + 1  # callbacks/run_sessions
         host = self._env.hostname
         self._earlier = earlier_sessions(self._log_dir, host) if params.get("initial_epoch") else []
+        # the run's identity, shared with ModelCheckpoint (it writes it in each header), and
+        # the checkpoints its earlier processes saved: one run, one list
+        recorded = recorded_run(self._log_dir)
+        self._uid = params["run_uid"] = run_uid(recorded.get("uid"), params.get("run_uid"))
+        for entry in recorded.get("checkpoints") or ():
+            if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+                self._checkpoints[entry["path"]] = None
 
     def _begin(self, params: CallbackParams) -> None:
         self._prepare(params)
@@ -298,6 +308,7 @@ class TrainLineage(LineageCallback):
             checkpoints=checkpoints,
             error=error,
             bad_records=as_int(params.get("bad_records")),
+            uid=self._uid,
         )
 
 

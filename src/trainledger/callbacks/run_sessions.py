@@ -17,7 +17,26 @@ from typing import Any
 from trainledger.lineage import Redaction, read_lineage
 from trainledger.storage import list_lineage_files
 
-__all__ = ["current_session", "earlier_sessions", "session_duration", "session_start"]
+__all__ = [
+    "current_session",
+    "earlier_sessions",
+    "recorded_run",
+    "session_duration",
+    "session_start",
+]
+
+
+def recorded_run(run_dir: str | None) -> dict[str, Any]:
+    """The run record ``run_dir``'s lineage already holds ({} for a new or damaged one): a
+    later process of the same directory keeps its identity and its checkpoints, so deleting
+    the run later finds every checkpoint it saved, in any session."""
+    if not run_dir or not list_lineage_files(run_dir):
+        return {}
+    try:
+        run = read_lineage(run_dir).get("run")
+    except Exception:  # noqa: BLE001 - a damaged earlier record: the run starts anew
+        return {}
+    return run if isinstance(run, dict) else {}
 
 
 def earlier_sessions(run_dir: str | None, hostname: str | None) -> list[dict[str, Any]]:

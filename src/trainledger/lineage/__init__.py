@@ -59,6 +59,8 @@ _EXPORTS: dict[str, str] = {
     "file_size": "trainledger.lineage.run_facts",
     "saved_checkpoint_of": "trainledger.lineage.run_facts",
     "run_status": "trainledger.lineage.run_facts",
+    "is_run_uid": "trainledger.lineage.run_facts",
+    "run_uid": "trainledger.lineage.run_facts",
     "read_status": "trainledger.lineage.skim",
     "read_run": "trainledger.lineage.skim",
     "get_writer": "trainledger.lineage.writer",
@@ -94,6 +96,8 @@ __all__ = [
     "Redaction",
     "run_event",
     "run_status",
+    "run_uid",
+    "is_run_uid",
     "saved_checkpoint_of",
     "RunValues",
     "shortest_float32",
@@ -142,6 +146,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         validate_user_defined_info,
     )
     from trainledger.lineage.redaction import REDACT_ENV, Redaction, redact_event, redact_object
-    from trainledger.lineage.run_facts import as_int, file_size, run_status, saved_checkpoint_of
+    from trainledger.lineage.run_facts import (
+        as_int,
+        file_size,
+        is_run_uid,
+        run_status,
+        run_uid,
+        saved_checkpoint_of,
+    )
     from trainledger.lineage.skim import read_run, read_status
     from trainledger.lineage.writer import get_writer

@@ -106,6 +106,8 @@ class RunValues:
     bad_records: int | None = None
     #: a resumed run's processes, oldest first: dicts of ``SESSION_FIELDS``
     sessions: Sequence[Mapping[str, Any]] = ()
+    #: the run's identity (``new_run_uid``), also in the header of each checkpoint it saves
+    uid: str | None = None
 
 
 #: the fields of one session of a run (``RunSession`` in the schema)
@@ -130,6 +132,7 @@ RUN_SCALAR_FIELDS: tuple[str, ...] = (
     "dataset_fingerprint",
     "error",
     "bad_records",
+    "uid",
 )
 
 

@@ -1,13 +1,34 @@
-"""Small pure decisions over a run's cb_params (a plain mapping): the final status and the
-checkpoint it saved last. Kept apart from the callbacks so they are tested as tables."""
+"""Small pure decisions over a run's cb_params (a plain mapping): the final status, the
+checkpoint it saved last and the run's identity. Kept apart from the callbacks so they are
+tested as tables."""
 
 from __future__ import annotations
 
 import os
+import re
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["run_status", "saved_checkpoint_of", "file_size", "as_int"]
+__all__ = ["run_status", "saved_checkpoint_of", "file_size", "as_int", "is_run_uid", "run_uid"]
+
+_UID = re.compile(r"[0-9a-f]{32}")
+
+
+def is_run_uid(value: Any) -> bool:
+    """Whether ``value`` is a run identity as ``run_uid`` makes them (32 lowercase hex)."""
+    return isinstance(value, str) and _UID.fullmatch(value) is not None
+
+
+def run_uid(recorded: Any, offered: Any = None) -> str:
+    """The identity of a run: the one its directory already records (a resumed or retrained
+    run stays the same run), else one a sibling callback already chose for this training
+    (``cb_params.run_uid``), else a new random one. Random, never derived from a path or a
+    host, so a lineage file cannot claim another run's checkpoints by naming them."""
+    for value in (recorded, offered):
+        if is_run_uid(value):
+            return str(value)
+    return uuid.uuid4().hex
 
 
 def run_status(exception: BaseException | None, stop_reason: Any) -> str:

@@ -3,8 +3,9 @@
 An archived run moves (one ``rename``, atomic on one file system) to
 ``BASE/.trainledger-archive/<run>``, which discovery never enters: it leaves every query and
 the UI at the next scan and comes back whole with ``restore_run``. A deleted run's directory is
-removed, together with the checkpoint files its lineage names that lie elsewhere under BASE.
-Nothing outside BASE is ever touched, a run still "running" is refused unless ``force``
+removed, together with the checkpoint files its lineage names that lie elsewhere under BASE and
+are provably the run's own (``_own_checkpoints_elsewhere``). Nothing outside BASE is ever
+touched, a run still "running" is refused unless ``force``
 (a crashed writer leaves "running" for good, hence the way out), and every action is recorded
 in the audit log by the caller (``query.audit``).
 """
@@ -16,9 +17,17 @@ import os
 import shutil
 from typing import Any
 
+from trainledger.checkpoint import read_info
 from trainledger.errors import LineageParamValueError
-from trainledger.lineage import read_lineage
-from trainledger.storage import ARCHIVE_DIRNAME, INDEX_DIRNAME, fsync_dir, note_change
+from trainledger.lineage import is_run_uid, read_lineage
+from trainledger.storage import (
+    ARCHIVE_DIRNAME,
+    INDEX_DIRNAME,
+    fsync_dir,
+    is_lineage_file_name,
+    is_summary_file_name,
+    note_change,
+)
 
 __all__ = ["archive_run", "restore_run", "delete_run", "archived_runs"]
 
@@ -39,9 +48,15 @@ def _run_path(base: str, run_id: str, root: str | None = None) -> tuple[str, str
     if parts[0] in (INDEX_DIRNAME, ARCHIVE_DIRNAME):
         raise LineageParamValueError(f"{run_id!r} is trainledger's own directory, not a run")
     top = os.path.join(base_real, root) if root else base_real
-    path = os.path.realpath(os.path.join(top, rel))
+    named = os.path.normpath(os.path.join(top, rel))
+    path = os.path.realpath(named)
     if not _inside(path, base_real) or not os.path.isdir(path):
         raise LineageParamValueError(f"no run {run_id!r} under {base_real!r}")
+    if path != named:  # a link would make the action land on the run it points at
+        raise LineageParamValueError(
+            f"expected a run directory, received {run_id!r}, a symbolic link (to {path!r}); "
+            "act on the run itself"
+        )
     return base_real, path
 
 
@@ -97,21 +112,81 @@ def archived_runs(base: str | os.PathLike[str]) -> list[str]:
     return sorted(out)
 
 
-def _checkpoints_elsewhere(lineage: dict[str, Any], base_real: str, run_path: str) -> list[str]:
-    """Checkpoint files the lineage names that lie under the base but outside the run."""
-    paths: list[str] = []
+def _named_checkpoints(lineage: dict[str, Any]) -> list[str]:
+    """The absolute checkpoint paths a lineage names (``model.path``, ``run.checkpoints``).
+    A relative path is never taken: it would resolve against whoever deletes, not the run."""
     model = (lineage.get("model") or {}).get("path")
     try:
         named = json.loads(model) if isinstance(model, str) and model.startswith("{") else {}
     except ValueError:
         named = {}
-    candidates = [v for v in named.values() if isinstance(v, str)] if named else []
+    candidates = (
+        [v for v in named.values() if isinstance(v, str)] if isinstance(named, dict) else []
+    )
     for entry in (lineage.get("run") or {}).get("checkpoints") or []:  # [{"path", "size"}]
         if isinstance(entry, dict) and isinstance(entry.get("path"), str):
             candidates.append(entry["path"])
-    for candidate in candidates:
+    return [c for c in candidates if "\x00" not in c and os.path.isabs(c)]
+
+
+def _is_run_dir(path: str) -> bool:
+    """Whether a directory holds a run's own files (lineage or summaries), as discovery says."""
+    try:
+        with os.scandir(path) as entries:
+            return any(
+                is_lineage_file_name(e.name) or is_summary_file_name(e.name) for e in entries
+            )
+    except OSError:
+        return True  # unreadable: assume it is someone's run
+
+
+def _in_another_run(real: str, base_real: str) -> bool:
+    """Whether a file lies in a run directory (or the base's own directories) on its way up
+    to the base; the deleting run's own directory is already excluded by the caller."""
+    first = os.path.relpath(real, base_real).split(os.sep)[0]
+    if first in (INDEX_DIRNAME, ARCHIVE_DIRNAME):
+        return True
+    parent = os.path.dirname(real)
+    while _inside(parent, base_real) or parent == base_real:
+        if _is_run_dir(parent):
+            return True
+        if parent == base_real:
+            return False
+        parent = os.path.dirname(parent)
+    return True
+
+
+def _carries_uid(path: str, uid: str) -> bool:
+    """Whether a checkpoint's verified header names the run ``uid``; any doubt is a no (a
+    foreign file, an older checkpoint, an encrypted one, a damaged header)."""
+    try:
+        return read_info(path).get("run_uid") == uid
+    except Exception:  # noqa: BLE001 - unreadable or not ours: never deleted
+        return False
+
+
+def _own_checkpoints_elsewhere(lineage: dict[str, Any], base_real: str, run_path: str) -> list[str]:
+    """Checkpoint files outside the run's directory that are provably the run's own.
+
+    A lineage file is untrusted input (whoever can write a run directory writes it), so
+    naming a file is not enough: the file must lie under the base, in no other run's
+    directory and outside ``.trainledger``, be a regular file, and carry in its verified
+    header the run's identity (``run.uid``, written by ``TrainLineage`` and
+    ``ModelCheckpoint``). Checkpoints written before identities existed, MindSpore's and
+    other writers' files are never deleted outside the run's directory."""
+    uid = (lineage.get("run") or {}).get("uid")
+    if not isinstance(uid, str) or not is_run_uid(uid):
+        return []
+    paths: list[str] = []
+    for candidate in _named_checkpoints(lineage):
         real = os.path.realpath(candidate)
-        if _inside(real, base_real) and not _inside(real, run_path) and os.path.isfile(real):
+        if (
+            _inside(real, base_real)
+            and not _inside(real, run_path)
+            and os.path.isfile(real)
+            and not _in_another_run(real, base_real)
+            and _carries_uid(real, uid)
+        ):
             paths.append(real)
     return sorted(set(paths))
 
@@ -124,7 +199,7 @@ def delete_run(
     root = ARCHIVE_DIRNAME if archived else None
     base_real, path = _run_path(os.fspath(base), run_id, root=root)
     lineage = _refuse_running(path, run_id, force)
-    extra = _checkpoints_elsewhere(lineage, base_real, path)
+    extra = _own_checkpoints_elsewhere(lineage, base_real, path)
     shutil.rmtree(path)
     for file in extra:
         os.unlink(file)

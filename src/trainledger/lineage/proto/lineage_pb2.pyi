@@ -242,7 +242,7 @@ class Checkpoint(_message.Message):
     def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ...) -> None: ...
 
 class RunInfo(_message.Message):
-    __slots__ = ("status", "start_time", "end_time", "duration", "total_steps", "epochs_done", "hostname", "pid", "rank", "command", "python_version", "torch_version", "trainledger_version", "git_commit", "git_dirty", "seed", "dataset_fingerprint", "checkpoints", "error", "bad_records", "sessions")
+    __slots__ = ("status", "start_time", "end_time", "duration", "total_steps", "epochs_done", "hostname", "pid", "rank", "command", "python_version", "torch_version", "trainledger_version", "git_commit", "git_dirty", "seed", "dataset_fingerprint", "checkpoints", "error", "bad_records", "sessions", "uid")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
     END_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -264,6 +264,7 @@ class RunInfo(_message.Message):
     ERROR_FIELD_NUMBER: _ClassVar[int]
     BAD_RECORDS_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
     status: str
     start_time: float
     end_time: float
@@ -285,7 +286,8 @@ class RunInfo(_message.Message):
     error: str
     bad_records: int
     sessions: _containers.RepeatedCompositeFieldContainer[RunSession]
-    def __init__(self, status: _Optional[str] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., duration: _Optional[float] = ..., total_steps: _Optional[int] = ..., epochs_done: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., rank: _Optional[int] = ..., command: _Optional[_Iterable[str]] = ..., python_version: _Optional[str] = ..., torch_version: _Optional[str] = ..., trainledger_version: _Optional[str] = ..., git_commit: _Optional[str] = ..., git_dirty: bool = ..., seed: _Optional[int] = ..., dataset_fingerprint: _Optional[str] = ..., checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., error: _Optional[str] = ..., bad_records: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[RunSession, _Mapping]]] = ...) -> None: ...
+    uid: str
+    def __init__(self, status: _Optional[str] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., duration: _Optional[float] = ..., total_steps: _Optional[int] = ..., epochs_done: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., rank: _Optional[int] = ..., command: _Optional[_Iterable[str]] = ..., python_version: _Optional[str] = ..., torch_version: _Optional[str] = ..., trainledger_version: _Optional[str] = ..., git_commit: _Optional[str] = ..., git_dirty: bool = ..., seed: _Optional[int] = ..., dataset_fingerprint: _Optional[str] = ..., checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., error: _Optional[str] = ..., bad_records: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[RunSession, _Mapping]]] = ..., uid: _Optional[str] = ...) -> None: ...
 
 class RunSession(_message.Message):
     __slots__ = ("start_time", "end_time", "first_step", "last_step", "hostname", "pid")
