@@ -20,6 +20,7 @@ and what was received; lower-level errors are chained with ``raise ... from``.
     ├── RunNotFoundError (LookupError)   the web UI: no such run under BASE (always a 404)
     ├── MissingExtraError (ModuleNotFoundError)  an optional dependency is missing; names the extra
     ├── UnsupportedLocationError (ValueError)  a URL scheme trainledger does not store to
+    ├── ReadOnlyBaseError (PermissionError)  nowhere writable for a change to a base (409)
     ├── ObjectStoreError (OSError)       object storage (S3) refused or failed an operation
     └── LineageError                     MindInsight's lineage errors, same class names/texts
         ├── LineageParamTypeError (TypeError)
@@ -28,7 +29,8 @@ and what was received; lower-level errors are chained with ``raise ... from``.
         ├── LineageSearchConditionParamError
         ├── LineageFileNotFoundError
         ├── LineageQuerySummaryDataError
-        │   └── IndexUnreachableError    the shared (PostgreSQL) index stayed unreachable
+        │   ├── IndexUnreachableError    the shared (PostgreSQL) index stayed unreachable
+        │   └── IndexRebuildingError     the index was deleted or replaced; being rebuilt
         └── LineageWriteError            the lineage writer could not write its file
 """
 
@@ -121,6 +123,12 @@ class IndexUnreachableError(LineageQuerySummaryDataError):
     service outage, not a bad query (the web UI answers 503)."""
 
 
+class IndexRebuildingError(LineageQuerySummaryDataError):
+    """The lineage index was deleted or replaced and is being rebuilt from the run files: a
+    long-lived reader says so (the web UI answers 503 with Retry-After) instead of answering
+    from a half-built index as if the base held fewer runs."""
+
+
 class LineageWriteError(LineageError, OSError):
     """The lineage writer could not create or append its file."""
 
@@ -141,6 +149,11 @@ class RunNotFoundError(TrainledgerError, LookupError):
 
 class UnsupportedLocationError(TrainledgerError, ValueError):
     """A ``scheme://`` location trainledger does not store to (never taken as a local path)."""
+
+
+class ReadOnlyBaseError(TrainledgerError, PermissionError):
+    """A change (a tag, a remark, an audit entry, an archive) has nowhere writable to go: the
+    message names the read-only paths; the web UI answers 409."""
 
 
 class ObjectStoreError(TrainledgerError, OSError):

@@ -11,7 +11,7 @@ import pytest
 
 from tests.runs import write_run
 from trainledger.errors import LineageParamValueError
-from trainledger.query import database
+from trainledger.query import index_location
 from trainledger.query.index import LineageIndex
 from trainledger.query.lineage_api import filter_summary_lineage
 
@@ -222,7 +222,7 @@ def test_read_only_base_uses_user_cache(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     real_access = os.access
     monkeypatch.setattr(
-        database.os,
+        index_location.os,
         "access",
         lambda p, m: False if str(p).startswith(str(base)) else real_access(p, m),
     )

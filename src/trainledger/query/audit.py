@@ -1,10 +1,11 @@
 """The audit log: who changed what in a base (tags, remarks, archiving, deletions).
 
-One JSON object per line in ``BASE/.trainledger/audit.jsonl``, appended under the index
-directory's lock and fsynced, so concurrent UI and CLI writers interleave whole lines and a
-crash loses nothing already answered. An entry names the actor (``ui`` with the token's role
-and a fingerprint of the token - never the token itself - and the client address, or ``cli``
-with the OS user and host), the action, the run and the values before and after.
+One JSON object per line in ``BASE/.trainledger/audit.jsonl`` (beside the annotations: the
+user cache's directory for a read-only base, ``query/index_location.py``), only ever appended,
+under the index directory's lock and fsynced, so concurrent UI and CLI writers interleave whole
+lines and a crash loses nothing already answered. An entry names the actor (``ui`` with the
+token's role and a fingerprint of the token - never the token itself - and the client address,
+or ``cli`` with the OS user and host), the action, the run and the values before and after.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import socket
 import time
 from typing import Any
 
-from trainledger.storage import AUDIT_FILE, INDEX_DIRNAME, exclusive_lock
+from trainledger.query.index_location import durable_dir, index_dir
+from trainledger.storage import AUDIT_FILE, exclusive_lock
 
 __all__ = ["append_audit", "read_audit", "cli_actor", "token_fingerprint"]
 
@@ -36,8 +38,11 @@ def cli_actor() -> str:
     return f"cli:{user}@{socket.gethostname()}"
 
 
-def _path(base: str) -> str:
-    return os.path.join(os.path.realpath(base), INDEX_DIRNAME, AUDIT_FILE)
+def _path(base: str, *, writing: bool = False) -> str:
+    """Beside the annotations (``index_location``): in ``BASE/.trainledger``, else the user
+    cache of a read-only base; a write with neither writable is a ``ReadOnlyBaseError``."""
+    real = os.path.realpath(base)
+    return os.path.join(durable_dir(real) if writing else index_dir(real), AUDIT_FILE)
 
 
 def append_audit(
@@ -45,8 +50,7 @@ def append_audit(
 ) -> dict[str, Any]:
     """Append one entry and return it."""
     entry = {"time": time.time(), "actor": actor, "action": action, "run": run_id, **detail}
-    path = _path(os.fspath(base))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    path = _path(os.fspath(base), writing=True)
     line = (json.dumps(entry, sort_keys=True, default=str) + "\n").encode()
     with exclusive_lock(path + ".lock"):
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -24,7 +24,7 @@ from trainledger.errors import LineageQuerySummaryDataError
 from trainledger.query import schema
 from trainledger.query.annotations import AnnotationFile
 from trainledger.query.backend import IndexDb
-from trainledger.storage import INDEX_DIRNAME, INDEX_FILE, exclusive_lock
+from trainledger.storage import INDEX_FILE, exclusive_lock
 
 BUSY_TIMEOUT_MS = 20_000
 #: the page cache of a connection, KiB (SQLite's default is 2 MiB): a count reads every
@@ -60,28 +60,6 @@ def retrying(fn: Callable[[], T], deadline: float = RETRY_SECONDS) -> T:
                 ) from exc
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 0.5)
-
-
-def cache_root() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "trainledger", "index")
-
-
-def index_dir(base_real: str) -> str:
-    """``<base>/.trainledger``, or a per-base user cache dir when the base is read-only."""
-    preferred = os.path.join(base_real, INDEX_DIRNAME)
-    try:
-        os.makedirs(preferred, exist_ok=True)
-        if os.access(preferred, os.W_OK | os.X_OK):
-            return preferred
-    except OSError:
-        pass
-    import hashlib  # (here: only a read-only base needs it)
-
-    digest = hashlib.sha256(base_real.encode()).hexdigest()[:16]
-    fallback = os.path.join(cache_root(), digest)
-    os.makedirs(fallback, exist_ok=True)
-    return fallback
 
 
 def _remove_db_files(path: str, main: bool) -> None:

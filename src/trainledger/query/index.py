@@ -23,10 +23,12 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from trainledger.errors import IndexRebuildingError
 from trainledger.query import (
     answer_forms,
     index_tables,
     page_read,
+    scan_state,
     schema,
     semantics,
     series_tables,
@@ -34,9 +36,10 @@ from trainledger.query import (
 from trainledger.query.annotations import UNSET, check_remark, check_run_id, check_tag
 from trainledger.query.conditions import lineage_types, page_bounds, validate_condition
 from trainledger.query.count_cache import CountCache
-from trainledger.query.database import index_dir
+from trainledger.query.database import SqliteDb
 from trainledger.query.discovery import Scanner
 from trainledger.query.gc_pause import gc_paused
+from trainledger.query.index_location import durable_dir, index_dir
 from trainledger.query.index_refresh import IndexRefresh, ScanStats
 from trainledger.query.index_urls import index_url
 from trainledger.query.open_index import open_db
@@ -84,6 +87,7 @@ class LineageIndex:
         self.directory = index_dir(self.base)
         self.db = open_db(self.directory, index_url(index), name or self.base)
         self._epoch: int | None = None
+        self._built_epoch: int | None = None  # the epoch whose file a full scan completed
         self._lock = threading.RLock()
         self._scanner = Scanner(self.base, max_depth, watch=watch)
         self._refresher = IndexRefresh(self._scanner, reader)
@@ -137,7 +141,29 @@ class LineageIndex:
     def _refresh(self) -> ScanStats:
         with self._lock:
             self._sync_annotations()
-            return self._refresher.refresh(self._read, self._write, self.db.dialect)
+            stats = self._refresher.refresh(self._read, self._write, self.db.dialect)
+            self._mark_built()
+            return stats
+
+    def _mark_built(self) -> None:
+        """Record in the index that a full scan filled it (once per file and process). Only
+        a SQLite file can be deleted or replaced under a reader; a shared database cannot."""
+        if self._built_epoch != self.db.epoch and isinstance(self.db, SqliteDb):
+            self._write(scan_state.mark_built, bump=False)
+            self._built_epoch = self.db.epoch
+
+    def _check_built(self, conn: Connection) -> None:
+        """Refuse to answer from an index no scan has completed: a deleted or replaced
+        ``index.db`` is new and empty until the rebuild commits, and its answer would be
+        "no runs". One meta lookup per file; nothing once it was seen built."""
+        if self._built_epoch == self.db.epoch or not isinstance(self.db, SqliteDb):
+            return
+        if not scan_state.is_built(conn):
+            raise IndexRebuildingError(
+                f"the lineage index {self.path} is being rebuilt from the run files (it was "
+                "deleted or replaced); retry in a few seconds"
+            )
+        self._built_epoch = self.db.epoch
 
     def add_records(self, records: Iterable[semantics.Record]) -> None:
         """Insert ready-made records (no files); for tests and benchmarks of the SQL path.
@@ -162,6 +188,7 @@ class LineageIndex:
                     series_tables.store_stats(conn, rec["summary_dir"], tags)
 
             self._write(store)
+            self._mark_built()  # the records given are the whole index (tests, benchmarks)
 
     # -- annotations ----------------------------------------------------------------------
 
@@ -181,6 +208,8 @@ class LineageIndex:
         if remark is not UNSET:
             check_remark(remark)
         with self._lock:
+            if isinstance(self.db, SqliteDb):  # the file beside the index: never scratch space
+                durable_dir(self.base)
             return self.db.annotate(run_id, tag, remark)
 
     def get_annotations(self) -> dict[str, dict[str, Any]]:
@@ -259,6 +288,7 @@ class LineageIndex:
                 self._refresh()
             else:
                 self._sync_annotations()
+                self._read(self._check_built)
             with gc_paused():
                 return self._read(fetch)
 
@@ -305,6 +335,7 @@ class LineageIndex:
                 self._refresh()
             else:
                 self._sync_annotations()
+                self._read(self._check_built)
             with gc_paused():
                 return self._read(index_tables.all_records)
 

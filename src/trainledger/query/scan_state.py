@@ -40,9 +40,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainledger.query.dir_listing import LISTING_FORMAT
-from trainledger.query.schema import STATUS_BACKFILL, Connection, read_meta
+from trainledger.query.schema import STATUS_BACKFILL, Connection, read_meta, set_meta
 
-__all__ = ["ScanState", "new_tag", "relative", "save_state", "trusted_runs"]
+__all__ = [
+    "ScanState",
+    "is_built",
+    "mark_built",
+    "new_tag",
+    "relative",
+    "save_state",
+    "trusted_runs",
+]
 
 
 @dataclass(frozen=True)
@@ -152,3 +160,14 @@ def _same_files(base: str, files: Iterable[tuple[str, int, int]]) -> bool:
     except OSError:
         return False
     return True
+
+
+def mark_built(conn: Connection) -> None:
+    """Note that a full scan filled this index (``is_built``)."""
+    if read_meta(conn, "built") is None:
+        set_meta(conn, "built", 1)
+
+
+def is_built(conn: Connection) -> bool:
+    """Whether a full scan ever completed into this index (a new file: not until it did)."""
+    return read_meta(conn, "built") is not None

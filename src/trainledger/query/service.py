@@ -26,6 +26,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from trainledger.errors import IndexRebuildingError
 from trainledger.query.annotations import UNSET
 from trainledger.query.index import LineageIndex
 
@@ -93,7 +94,10 @@ class QueryService:
         with self._scan_lock:
             if self._scanned.is_set():
                 return
-            stale_ok = self.background_rescan and self._count_now() > 0
+            try:
+                stale_ok = self.background_rescan and self._count_now() > 0
+            except IndexRebuildingError:  # a file no scan completed: build it first
+                stale_ok = False
             if not stale_ok:
                 with self._guard():
                     self._index.refresh()
@@ -136,6 +140,14 @@ class QueryService:
         finally:
             self._scan_lock.release()
 
+    def _rebuild_started(self) -> None:
+        """The reader met an index no scan completed (deleted or replaced under us): start
+        the rebuild now rather than at the next due re-scan; the caller answers 503."""
+        if not self._scan_lock.locked():
+            threading.Thread(
+                target=self.rescan, kwargs={"force": True}, name="trainledger-rebuild", daemon=True
+            ).start()
+
     def _bump(self) -> None:
         with self._lock:
             self._version += 1
@@ -145,8 +157,16 @@ class QueryService:
 
     # -- reads ------------------------------------------------------------------------------
 
+    def _query(self, condition: dict[str, Any] | None) -> dict[str, Any]:
+        """The reader's answer; an index being rebuilt starts its rebuild and is raised."""
+        try:
+            return self._reader.query(condition, refresh=False)
+        except IndexRebuildingError:
+            self._rebuild_started()
+            raise
+
     def _count_now(self) -> int:
-        return int(self._reader.query({"offset": 0, "limit": 1}, refresh=False)["count"])
+        return int(self._query({"offset": 0, "limit": 1})["count"])
 
     def stamp(self, scan: bool = True) -> tuple[int, int]:
         """``(version, number of runs)``, re-scanned in the caller's thread when due: a poll
@@ -175,7 +195,7 @@ class QueryService:
             if hit is not None:
                 self._results.move_to_end(key)
                 return hit
-        result = self._reader.query(None if condition is None else dict(condition), refresh=False)
+        result = self._query(None if condition is None else dict(condition))
         if self._finish is not None:
             self._finish(result, condition)
         with self._lock:
@@ -203,7 +223,7 @@ class QueryService:
             hit = self._known.get(summary_dir)
         if hit is None:
             cond = {"summary_dir": {"eq": summary_dir}, "offset": 0, "limit": 1}
-            hit = self._reader.query(cond, refresh=False)["count"] == 1
+            hit = self._query(cond)["count"] == 1
             with self._lock:
                 self._known[summary_dir] = hit
         return hit

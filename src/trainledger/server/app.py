@@ -7,6 +7,8 @@ at ``/docs``) and the static page at ``/``. The app reads only inside ``base``; 
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Iterable
@@ -19,11 +21,13 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from trainledger.errors import (
+    IndexRebuildingError,
     IndexUnreachableError,
     LineageError,
     LineageFileNotFoundError,
     LineageParamSummaryPathError,
     ObjectStoreError,
+    ReadOnlyBaseError,
 )
 from trainledger.server.limits import BodyLimit
 from trainledger.server.routes import (
@@ -139,6 +143,9 @@ def _warm(store: RunStore) -> None:
         pass
 
 
+_log = logging.getLogger("trainledger.server")
+
+
 def _detail(exc: BaseException) -> dict[str, Any]:
     return {"detail": str(exc), "error": type(exc).__name__}
 
@@ -167,6 +174,24 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def store_down(request: Request, exc: ObjectStoreError) -> JSONResponse:
         detail = f"the object store (S3) is unreachable or refused the request: {exc}"
         return JSONResponse({"detail": detail, "error": type(exc).__name__, "backend": "s3"}, 503)
+
+    # a read-only base (a shared mount, another user's files): the request conflicts with
+    # where the base lives (409, naming the path); any other file error is the server's (500)
+    @app.exception_handler(OSError)
+    async def file_error(request: Request, exc: OSError) -> JSONResponse:
+        if isinstance(exc, ReadOnlyBaseError):
+            return JSONResponse(_detail(exc), 409)
+        where = f" {exc.filename!r}" if exc.filename else ""
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            detail = f"expected a writable base, received read-only{where}: {exc.strerror}"
+            return JSONResponse({"detail": detail, "error": "ReadOnlyBaseError"}, 409)
+        _log.error("a file operation failed: %r", exc)
+        return JSONResponse({"detail": f"a file operation failed{where}: {exc.strerror}"}, 500)
+
+    @app.exception_handler(IndexRebuildingError)
+    async def index_rebuilding(request: Request, exc: IndexRebuildingError) -> JSONResponse:
+        body = {"detail": str(exc), "error": type(exc).__name__, "backend": "index"}
+        return JSONResponse(body, 503, headers={"Retry-After": "2"})
 
     @app.exception_handler(IndexUnreachableError)
     async def index_down(request: Request, exc: IndexUnreachableError) -> JSONResponse:
