@@ -25,7 +25,15 @@ async function request(method, path, { body, query } = {}) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
-  const response = await fetch(url, init);
+  let response = await fetch(url, init);
+  // 503 with Retry-After: the index is being rebuilt (its file was deleted or replaced); ask
+  // again as told, for up to about 30 s, rather than show an error or an empty table
+  for (let tries = 0; response.status === 503 && tries < 15; tries += 1) {
+    const wait = Number(response.headers.get("Retry-After"));
+    if (!(wait > 0 && wait <= 10)) break;
+    await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+    response = await fetch(url, init);
+  }
   const type = response.headers.get("content-type") || "";
   if (!response.ok) {
     const data = type.includes("json") ? await response.json().catch(() => null) : null;
