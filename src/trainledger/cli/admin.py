@@ -74,7 +74,11 @@ def restore(base: str, runs: tuple[str, ...]) -> None:
 @click.option("--archived", is_flag=True, help="The runs are in the archive.")
 @_YES
 def delete(base: str, runs: tuple[str, ...], force: bool, archived: bool, yes: bool) -> None:
-    """Delete runs and the checkpoints their lineage names under BASE. This cannot be undone."""
+    """Delete runs and their own checkpoints elsewhere under BASE. This cannot be undone.
+
+    A checkpoint outside a run's folder goes with the run only when its header carries the
+    run's identity and it lies in no other run's folder (docs/lineage.md, "A run's identity").
+    """
     if not yes:
         click.confirm(
             f"Delete {len(runs)} run(s) under {base} with their checkpoints? This cannot be undone",

@@ -241,7 +241,7 @@ def _check_unicode(cond: dict[str, Any]) -> None:
                 f"The parameter {ascii(key)} is invalid. A field name must be valid Unicode "
                 "text (it holds a lone surrogate)."
             )
-        if not _encodable(value):
+        if key != "summary_dir" and not _encodable(value):  # (a path: its names become ids)
             raise _fail(
                 f"The parameter {key} is invalid. Its value must be valid Unicode text "
                 f"(it holds a lone surrogate): {ascii(value)}."

@@ -24,6 +24,7 @@ from trainledger.storage import (
     HPARAMS_YAML,
     INDEX_DIRNAME,
     LINEAGE_SUFFIX,
+    id_of_name,
     is_event_file_name,
     is_lineage_file_name,
     is_summary_file_name,
@@ -430,7 +431,7 @@ class Scanner:
             prefix = summary_dir if depth == 0 else summary_dir + "/"
             done[:] = [
                 summary_dir,
-                tuple((child, prefix + name) for name, child in listing.children),
+                tuple((child, prefix + id_of_name(name)) for name, child in listing.children),
             ]
         return done[1]  # type: ignore[no-any-return]
 

@@ -426,8 +426,20 @@ def load_listings(conn: Connection) -> dict[str, DirListing]:
     return out
 
 
+def _storable(path: str) -> bool:
+    """Whether a path is valid text (a name that is not UTF-8 holds lone surrogates)."""
+    try:
+        path.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def save_listings(conn: Connection, changed: dict[str, DirListing | None]) -> None:
-    """Save (or drop, for None) the listings a scan took."""
+    """Save (or drop, for None) the listings a scan took. A directory whose path is not
+    valid text is listed again by the next process instead (its run is still indexed, under
+    the id ``storage.id_of_name`` gives it)."""
+    changed = {p: listing for p, listing in changed.items() if _storable(p)}
     conn.executemany(
         "DELETE FROM listings WHERE path = ?",
         [(p,) for p, listing in changed.items() if listing is None],

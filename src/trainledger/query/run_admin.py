@@ -24,8 +24,10 @@ from trainledger.storage import (
     ARCHIVE_DIRNAME,
     INDEX_DIRNAME,
     fsync_dir,
+    id_of_name,
     is_lineage_file_name,
     is_summary_file_name,
+    name_of_id,
     note_change,
 )
 
@@ -39,7 +41,7 @@ def _inside(path: str, root: str) -> bool:
 def _run_path(base: str, run_id: str, root: str | None = None) -> tuple[str, str]:
     """(real base, real run directory) of ``run_id`` ("./r0" or "r0"), or a clear error."""
     base_real = os.path.realpath(os.fspath(base))
-    rel = run_id.removeprefix("./") if isinstance(run_id, str) else ""
+    rel = name_of_id(run_id.removeprefix("./")) if isinstance(run_id, str) else ""
     parts = rel.split("/")
     if not rel or "\x00" in rel or any(p in ("", ".", "..") for p in parts):
         raise LineageParamValueError(
@@ -107,7 +109,8 @@ def archived_runs(base: str | os.PathLike[str]) -> list[str]:
     out = []
     for parent, dirs, files in os.walk(root):
         if any(f.endswith("_lineage") for f in files):
-            out.append("./" + os.path.relpath(parent, root).replace(os.sep, "/"))
+            rel = os.path.relpath(parent, root).split(os.sep)
+            out.append("./" + "/".join(id_of_name(part) for part in rel))
             dirs[:] = []
     return sorted(out)
 

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from trainledger.errors import LineageParamSummaryPathError
+from trainledger.storage import id_of_name
 
 __all__ = [
     "INVALID_PATH",
@@ -92,8 +93,12 @@ def resolve_summary_dir(base_real: str, value: str) -> str | None:
             if not is_inside(real, base_real):
                 return None
         rel = os.path.relpath(real, base_real)
-    else:
+        named = True
+    else:  # an id ("./r%FF"), unless it holds raw names (lone surrogates: not UTF-8)
         rel = os.path.normpath(value)
+        named = not rel.isascii() and not rel.isprintable()
     if rel == ".":
         return "./"
-    return "./" + rel.replace(os.sep, "/")
+    parts = rel.split(os.sep)
+    # a path's names as run ids: a name that is not UTF-8 has its bytes written %XX
+    return "./" + "/".join(id_of_name(p) for p in parts) if named else "./" + "/".join(parts)

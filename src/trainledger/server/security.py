@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 
 from trainledger.errors import RunNotFoundError
 from trainledger.server.hosts import MIN_TOKEN_LENGTH, parse_ip
+from trainledger.storage import name_of_id
 
 TOKEN_HEADER = "X-Trainledger-Token"
 TOKEN_COOKIE = "trainledger_token"
@@ -55,7 +56,7 @@ def resolve_run(base: Path, run_id: str, known: Container[str]) -> Path:
     if run_id not in known:
         raise RunNotFound(run_id)
     root = base.resolve()
-    path = (root / run_id).resolve()
+    path = (root / name_of_id(run_id)).resolve()  # a name that is not UTF-8: its bytes
     if path == root or not path.is_relative_to(root) or not path.is_dir():
         raise RunNotFound(run_id)
     return path

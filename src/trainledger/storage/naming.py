@@ -19,6 +19,7 @@ either are recognised:
 - the index directory ``<base>/.trainledger`` with ``index.db`` and ``annotations.json``.
 - a sharded checkpoint's ``manifest.json``, the landscape snapshots' ``train_metadata.json``,
   an MLflow import's ``mlflow_run.json``.
+- run ids of directories whose names are not UTF-8 (``id_of_name``/``name_of_id``).
 - object storage (``storage.mirror``, ``storage.cache``): a download cache's record of object
   versions ``.trainledger-objects.json``, a staging directory's state
   ``.trainledger-staging.json``; neither is ever uploaded or downloaded.
@@ -63,6 +64,8 @@ __all__ = [
     "is_event_file_name",
     "is_lineage_file_name",
     "is_temp_name",
+    "id_of_name",
+    "name_of_id",
     "lineage_file_name",
     "lineage_writer",
     "list_lineage_files",
@@ -99,6 +102,38 @@ _TEMP_RE = re.compile(re.escape(TEMP_MARKER) + r"(\d+)-[0-9a-f]+$")
 def temp_name(final_name: str, pid: int, token: str) -> str:
     """The temp name ``atomic_write`` writes ``final_name`` under before the rename."""
     return f"{final_name}{TEMP_MARKER}{pid}-{token}"
+
+
+_ESCAPED = re.compile(r"%(25|[89A-F][0-9A-F])")
+
+
+def id_of_name(name: str) -> str:
+    """A file name as a run id that is valid text everywhere (SQLite, PostgreSQL, JSON, URLs).
+
+    Old NFS shares and other tools leave names whose bytes are not UTF-8; Python lists them
+    with each such byte as a lone surrogate (U+DC80-U+DCFF), which no database or JSON
+    encoder takes. Each such byte is written ``%XX`` and a literal ``%`` as ``%25``, so the
+    id names one directory only and ``name_of_id`` gives the name back. A UTF-8 name
+    without ``%`` is its own id (the common case costs one scan of the text).
+    """
+    if "%" not in name and (name.isascii() or name.isprintable()):
+        return name  # (a lone surrogate is not printable)
+    out = []
+    for ch in name:
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(f"%{code - 0xDC00:02X}")
+        else:
+            out.append("%25" if ch == "%" else ch)
+    return "".join(out)
+
+
+def name_of_id(run_id: str) -> str:
+    """The name ``id_of_name`` made ``run_id`` from; only its own escapes are decoded (a
+    ``%2E`` stays as it is: no escape can spell ``..`` or ``/``)."""
+    if "%" not in run_id:
+        return run_id
+    return _ESCAPED.sub(lambda m: "%" if m[1] == "25" else chr(0xDC00 + int(m[1], 16)), run_id)
 
 
 def is_temp_name(name: str) -> bool:
