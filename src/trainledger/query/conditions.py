@@ -219,17 +219,19 @@ def _validate_fields(cond: dict[str, Any]) -> None:
                 ) from None
 
 
-def _encodable(value: Any) -> bool:
+def _encodable(value: Any, errors: str = "strict") -> bool:
+    """Whether every text in ``value`` is valid UTF-8 (``errors="surrogateescape"``: or a
+    path as Python lists a name that is not UTF-8, whose bytes become lone surrogates)."""
     if isinstance(value, str):
         try:
-            value.encode("utf-8")
+            value.encode("utf-8", errors)
         except UnicodeEncodeError:
             return False
         return True
     if isinstance(value, dict):
-        return all(_encodable(k) and _encodable(v) for k, v in value.items())
+        return all(_encodable(k) and _encodable(v, errors) for k, v in value.items())
     if isinstance(value, (list, tuple)):
-        return all(_encodable(v) for v in value)
+        return all(_encodable(v, errors) for v in value)
     return True
 
 
@@ -241,7 +243,8 @@ def _check_unicode(cond: dict[str, Any]) -> None:
                 f"The parameter {ascii(key)} is invalid. A field name must be valid Unicode "
                 "text (it holds a lone surrogate)."
             )
-        if key != "summary_dir" and not _encodable(value):  # (a path: its names become ids)
+        # a summary_dir is a path: names that are not UTF-8 become ids (storage.id_of_name)
+        if not _encodable(value, "surrogateescape" if key == "summary_dir" else "strict"):
             raise _fail(
                 f"The parameter {key} is invalid. Its value must be valid Unicode text "
                 f"(it holds a lone surrogate): {ascii(value)}."
