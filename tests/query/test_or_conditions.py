@@ -149,3 +149,101 @@ def test_the_cli_and_the_api(tmp_path: Path) -> None:
 def test_the_ui_merges_two_ors_as_and() -> None:
     merged = merge_conditions({"or": [ADAM, LR]}, {"or": [{"epoch": {"eq": 2}}]})
     assert merged == {"or": [ADAM, LR], "and": [{"or": [{"epoch": {"eq": 2}}]}]}
+
+
+# -- issue 49 item 7: conditions of any shape --------------------------------------------------
+
+DEEP = 10_000
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "(" * DEEP + "epoch = 1" + ")" * DEEP,
+        "not " * DEEP + "epoch = 1",
+        "not (" * DEEP + "epoch = 1" + ")" * DEEP,
+        "(" * 20 + "not " * 13 + "epoch = 1" + ")" * 20,  # 33 levels, of both kinds
+    ],
+)
+def test_deep_parentheses_are_refused_naming_the_limit(tmp_path: Path, where: str) -> None:
+    with pytest.raises(LineageSearchConditionParamError, match="nest at most 32 levels"):
+        parse_where(where)
+    result = CliRunner().invoke(cli, ["lineage", str(_base(tmp_path)), "-w", where])
+    assert result.exit_code != 0 and "nest at most 32 levels" in result.output
+    assert not isinstance(result.exception, RecursionError) and "Traceback" not in result.output
+
+
+def test_32_levels_of_parentheses_and_not_are_still_answered(tmp_path: Path) -> None:
+    where = "(" * 16 + "not " * 16 + "epoch = 1" + ")" * 16
+    assert parse_where(where) == _nots(16, {"epoch": {"eq": 1}})
+    side_by_side = " and ".join(["not epoch = 1"] * 40)  # 40 nots, each one level deep
+    found = filter_summary_lineage(str(_base(tmp_path)), parse_where(side_by_side))
+    assert sorted(o["summary_dir"] for o in found["object"]) == ["./r1", "./r2", "./r3"]
+
+
+def _nots(n: int, cond: dict[str, Any]) -> dict[str, Any]:
+    for _ in range(n):
+        cond = {"not": cond}
+    return cond
+
+
+def test_a_deeply_nested_python_condition_is_refused_before_any_recursion(tmp_path: Path) -> None:
+    deep = _nots(DEEP, dict(ADAM))
+    with pytest.raises(LineageSearchConditionParamError, match="nest at most 32 levels"):
+        filter_summary_lineage(str(_base(tmp_path)), deep)
+    lists: Any = 1
+    for _ in range(DEEP):
+        lists = [lists]
+    with pytest.raises(LineageSearchConditionParamError, match="nest at most"):
+        validate_condition({"epoch": {"in": lists}})
+
+
+def _wide_base(tmp_path: Path) -> Path:
+    for i in range(12):
+        user = {f"k{j}": (i * j) % 7 for j in range(0, 80, 1 + i % 3)}
+        write_run(tmp_path, f"r{i:02d}", epoch=i, learning_rate=0.001 * i, user=user, ts=1_800 + i)
+    return tmp_path
+
+
+def _agree(index: LineageIndex, cond: dict[str, Any]) -> list[str]:
+    """The runs ``cond`` matches, checked against the Python reference evaluator."""
+    cond = {**cond, "sorted_name": "summary_dir"}
+    answer = index.query(cond)
+    assert answer == evaluate(index.records(), index._resolve_all(validate_condition(cond)))
+    return [o["summary_dir"] for o in answer["object"]]
+
+
+def test_long_ors_wide_ands_and_long_lists_answer_as_the_python_semantics(
+    tmp_path: Path, index_url: str | None
+) -> None:
+    with LineageIndex(_wide_base(tmp_path), index=index_url) as index:
+        # a 1,000-term or ("Expression tree is too large" on SQLite)
+        where = " or ".join(f"epoch = {i}" for i in range(3, 1003))
+        assert _agree(index, parse_where(where)) == [f"./r{i:02d}" for i in range(3, 12)]
+        # 1,000 terms of custom values inside an or, and a 2,000-term and
+        terms = [{f"user_defined/k{j % 80}": {"eq": j % 7}} for j in range(1000)]
+        assert _agree(index, {"or": terms})
+        assert _agree(index, {"and": [{"epoch": {"ge": j % 5}} for j in range(2000)]})
+        # 80 custom fields ANDed at the top level ("at most 64 tables in a join" on SQLite)
+        wide = {f"user_defined/k{j}": {"ge": 0} for j in range(80)}
+        assert _agree(index, wide) == ["./r00", "./r03", "./r06", "./r09"]
+        # the longest in list accepted, on a run column and on a custom value
+        values: list[Any] = [*range(10_000 - 2), "r", None]
+        assert len(_agree(index, {"epoch": {"in": values}})) == 12
+        assert _agree(index, {"user_defined/k3": {"not_in": values}}) == []
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        {"epoch": {"in": list(range(40_000))}},  # SQLite's bind limit
+        {"summary_dir": {"in": [f"./r{i}" for i in range(70_000)]}},  # PostgreSQL's
+        {"or": [{"user_defined/k1": {"in": list(range(100))}} for _ in range(101)]},
+    ],
+)
+def test_more_values_than_the_limit_are_refused_alike_on_both_engines(
+    tmp_path: Path, index_url: str | None, condition: dict[str, Any]
+) -> None:
+    with LineageIndex(_base(tmp_path), index=index_url) as index:
+        with pytest.raises(LineageSearchConditionParamError, match="at most 10000 values"):
+            index.query(condition)

@@ -24,10 +24,13 @@ WAIT_MS = 15_000
 
 
 class LiveServer:
-    """uvicorn in a background thread on 127.0.0.1 and a free port."""
+    """uvicorn in a background thread on 127.0.0.1 and a free port; ``options`` go to
+    ``create_app`` (``token=``, ``allowed_hosts=``...)."""
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, **options: Any) -> None:
         self.base = base
+        self.options = options
+        self.port = 0
         self.server: Any = None
         self.thread: threading.Thread | None = None
         self.url = ""
@@ -41,7 +44,8 @@ class LiveServer:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
-        app = create_app(self.base, store=IndexedRunStore(self.base, rescan_interval=0.2))
+        store = IndexedRunStore(self.base, rescan_interval=0.2)
+        app = create_app(self.base, store=store, **self.options)
         self.server = uvicorn.Server(
             uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
         )
@@ -53,6 +57,7 @@ class LiveServer:
                 raise RuntimeError("the test server did not start")
             time.sleep(0.02)
         self.url = f"http://127.0.0.1:{port}/"
+        self.port = port
         return self
 
     def stop(self) -> None:

@@ -273,6 +273,18 @@ def test_bad_where_is_400(client) -> None:  # type: ignore[no-untyped-def]
     assert r.status_code == 400
 
 
+def test_conditions_of_any_shape_are_answered_or_400_naming_the_limit(client) -> None:  # type: ignore[no-untyped-def]
+    deep = "(" * 10_000 + "epoch = 1" + ")" * 10_000
+    r = client.post("/api/v1/runs", params={"where": deep}, json={})
+    assert r.status_code == 400 and "nest at most 32 levels" in r.json()["detail"]
+    r = client.post("/api/v1/where", json={"where": ["not " * 10_000 + "epoch = 1"]})
+    assert r.status_code == 400 and "nest at most 32 levels" in r.json()["detail"]
+    r = client.post("/api/v1/runs", json={"or": [{"epoch": {"eq": i}} for i in range(1000)]})
+    assert r.status_code == 200 and r.json()["count"] == 6
+    r = client.post("/api/v1/runs", json={"epoch": {"in": list(range(10_001))}})
+    assert r.status_code == 400 and "at most 10000 values" in r.json()["detail"]
+
+
 def test_where_compiles_to_a_condition(client) -> None:  # type: ignore[no-untyped-def]
     r = client.post("/api/v1/where", json={"where": ["metric_accuracy > 0.5", "epoch in [1, 2]"]})
     assert r.json() == {"condition": {"metric/accuracy": {"gt": 0.5}, "epoch": {"in": [1, 2]}}}

@@ -3,6 +3,8 @@ answering under idle and half-sent connections with an open-file limit of 1,024.
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import resource
 import socket
@@ -16,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.s3_server import _free_port
+from tests.server.browser_support import LiveServer
+from trainledger.server import allowed_hosts
 from trainledger.server.limits import ANNOTATION_BODY_LIMIT, QUERY_BODY_LIMIT
 
 REPO = Path(__file__).resolve().parents[2]
@@ -146,3 +150,51 @@ def test_a_list_page_caps_long_strings_and_the_run_page_keeps_them(tmp_path: Pat
         assert full["lineage"]["user_defined"]["notes"] == big
         again = client.post("/api/v1/runs", json={}).json()["object"][0]  # cache untouched
         assert again["model_lineage"]["user_defined"]["notes"] == notes
+
+
+def _chunked(port: int, method: str, path: str, size: int) -> tuple[int, bytes]:
+    """``size`` bytes of a JSON string sent chunked (no Content-Length): (status, body)."""
+
+    def chunks() -> Iterator[bytes]:
+        yield b'{"remark": "'
+        for _ in range(size // 65536 + 1):
+            yield b"a" * 65536
+        yield b'"}'
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        headers = {"content-type": "application/json", "host": f"127.0.0.1:{port}"}
+        connection.request(method, path, body=chunks(), headers=headers, encode_chunked=True)
+        answer = connection.getresponse()
+        return answer.status, answer.read()
+    finally:
+        connection.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A real uvicorn with the Host check ``trainledger ui`` adds (a middleware in front)."""
+    from tests.runs import make_base
+
+    base = make_base(tmp_path_factory.mktemp("chunked") / "runs", n=2, scalars=5)
+    live = LiveServer(base, allowed_hosts=allowed_hosts("127.0.0.1")).start()
+    yield live
+    live.stop()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "limit"),
+    [
+        ("PUT", "/api/v1/runs/run00/annotation", ANNOTATION_BODY_LIMIT),
+        ("POST", "/api/v1/runs", QUERY_BODY_LIMIT),
+        ("POST", "/api/v1/scalars/series", QUERY_BODY_LIMIT),
+    ],
+)
+def test_a_chunked_body_over_the_limit_is_413_naming_it_on_a_real_server(
+    served: LiveServer, method: str, path: str, limit: int
+) -> None:
+    status, body = _chunked(served.port, method, path, 2 * limit)
+    assert status == 413, body
+    assert json.loads(body)["detail"] == f"request body too large: expected at most {limit} bytes"
+    with urllib.request.urlopen(served.url + "api/v1/status", timeout=10) as answer:
+        assert answer.status == 200  # and the server answers on

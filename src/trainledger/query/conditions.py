@@ -50,7 +50,15 @@ from trainledger.query.fields import (
 )
 from trainledger.query.series_fields import check_series, parse_series_field
 
-_MAX_NESTING = 32  # (a condition from JSON must not exhaust the stack)
+#: the deepest nesting of ``and``/``or``/``not`` (and ``--where`` parentheses): a deeper
+#: condition from JSON or a typed expression must not exhaust the stack
+MAX_NESTING = 32
+#: the most values one condition compares (each comparison's value, each member of an
+#: ``in``/``not_in`` list): their bound parameters fit every engine (SQLite's 32,766,
+#: PostgreSQL's 65,535) with room for the field names and the page's own
+MAX_VALUES = 10_000
+# a valid condition's dicts and lists nest at most two deep per level, and three below
+_MAX_CONTAINERS = 2 * MAX_NESTING + 8
 _INT_MAX = 2**63 - 1
 
 _PREFIX = "Search_condition param error: "
@@ -64,6 +72,53 @@ class _Invalid(Exception):
 
 def _fail(message: str) -> LineageSearchConditionParamError:
     return LineageSearchConditionParamError(_PREFIX + message)
+
+
+def nesting_error(depth: int) -> LineageSearchConditionParamError:
+    """The error of a condition (or a ``--where`` text) nesting ``depth`` levels."""
+    return _fail(
+        f"ValueError. Conditions nest at most {MAX_NESTING} levels deep (and, or, not and "
+        f"parentheses); received {depth} levels."
+    )
+
+
+def _values_error(received: str) -> LineageSearchConditionParamError:
+    return _fail(
+        f"ValueError. A condition compares at most {MAX_VALUES} values in all (each "
+        f"comparison's value and each member of an in or not_in list); received {received}."
+    )
+
+
+def check_shape(cond: dict[str, Any]) -> None:
+    """Refuse a condition nesting deeper than ``MAX_NESTING`` or comparing more than
+    ``MAX_VALUES`` values, by an iterative walk: it runs before anything recurses into the
+    condition (10,000 nested ``not`` were a ``RecursionError``), and bounds what an engine
+    must bind (a longer ``in`` list was an index failure on PostgreSQL only)."""
+    stack: list[tuple[Any, int, int, bool]] = [(cond, 0, 0, True)]
+    values = visited = 0
+    while stack:
+        node, logic, depth, counted = stack.pop()
+        visited += 1
+        if visited > 10 * MAX_VALUES:  # (a structure that refers to itself ends here too)
+            raise _values_error(f"more than {MAX_VALUES}")
+        if depth > _MAX_CONTAINERS:
+            raise _fail(
+                f"TypeError. A condition's dicts and lists nest at most {_MAX_CONTAINERS} "
+                "levels deep; received more (a value must be a plain scalar or a list of them)."
+            )
+        if isinstance(node, dict):
+            for key, value in node.items():
+                nested = key in LOGIC_KEYS
+                if nested and logic >= MAX_NESTING:
+                    raise nesting_error(logic + 1)
+                keep = counted and (nested or key not in CONTROL_KEYS)
+                stack.append((value, logic + nested, depth + 1, keep))
+        elif isinstance(node, (list, tuple)):
+            stack.extend((item, logic, depth + 1, counted) for item in node)
+        elif counted:
+            values += 1
+    if values > MAX_VALUES:
+        raise _values_error(str(values))
 
 
 def _is_scalar(value: Any) -> bool:
@@ -262,6 +317,7 @@ def validate_condition(search_condition: Any) -> dict[str, Any]:
         return {}
     if not isinstance(search_condition, dict):
         raise _fail("TypeError. Invalid search_condition type, it should be dict.")
+    check_shape(search_condition)
     cond: dict[str, Any] = {}
     for key, value in search_condition.items():
         if not isinstance(key, str):
@@ -287,8 +343,8 @@ def _validate_logic(cond: dict[str, Any], depth: int) -> None:
         if key not in cond:
             continue
         value = cond[key]
-        if depth >= _MAX_NESTING:
-            raise _fail(f"ValueError. Conditions nest at most {_MAX_NESTING} levels deep.")
+        if depth >= MAX_NESTING:  # (check_shape refused it already: kept for direct calls)
+            raise nesting_error(depth + 1)
         if key == "not" and not isinstance(value, dict):
             raise _fail(f"TypeError. The not expected a condition (a dict), received: {value!r}.")
         if key != "not" and (not isinstance(value, (list, tuple)) or not value):

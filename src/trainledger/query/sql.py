@@ -35,6 +35,18 @@ _COLUMNS["summary_dir"] = ("NULL", "NULL", "runs.summary_dir")
 # field kind -> (table, alias's join condition on runs, float64, exact number, text)
 _CUSTOM = ("custom", "{a}.run_id = runs.id AND {a}.name = ?", "{a}.num", "{a}.big", "{a}.txt")
 _TAG = ("annotations", "{a}.run_id = runs.summary_dir", "{a}.tag", "NULL", "NULL")
+#: the most custom fields joined on SQLite (it joins at most 64 tables); more are EXISTS tests
+_MAX_JOINS = 32
+
+
+def _joined(word: str, parts: list[str]) -> str:
+    """``parts`` joined by ``word`` (AND, OR) as a balanced tree of parentheses, in their
+    order: a flat chain of 1,000 terms is 1,000 levels deep, over SQLite's limit ("Expression
+    tree is too large"); balanced, it is ten."""
+    if len(parts) <= 8:
+        return "(" + f" {word} ".join(parts) + ")"
+    half = len(parts) // 2
+    return f"({_joined(word, parts[:half])} {word} {_joined(word, parts[half:])})"
 
 
 def reads_annotations(sql: str) -> bool:
@@ -147,8 +159,8 @@ def _compile(
                 joins.append(f"CROSS JOIN LATERAL ({_PICK}) AS {alias}")
                 params.append(field)
             sql, p = _match(*_json_columns(alias), op, value)
-        elif is_match(op, value, None):  # (then a run without the label matches: no join)
-            sql, p = _predicate(field, op, value)
+        elif is_match(op, value, None) or (field not in tests and len(tests) >= _MAX_JOINS):
+            sql, p = _predicate(field, op, value)  # (None passes: no join; or joins enough)
         else:
             alias = aliases.setdefault(field, f"c{len(aliases)}")
             _, _, num, big, txt = (part.format(a=alias) for part in _CUSTOM)
@@ -172,7 +184,7 @@ def _compile(
     if logic:
         parts.append(logic)
         where_params.extend(logic_params)
-    where = " AND ".join(memberships + parts) if memberships or parts else _TRUE
+    where = _joined("AND", memberships + parts) if memberships or parts else _TRUE
     return " ".join([*joins, f"WHERE {where}"]), params + where_params
 
 
@@ -204,13 +216,13 @@ def _logic(cond: dict[str, Any]) -> tuple[str, list[Any]]:
     for key in ("or", "and"):
         if key in cond:
             subs = [_nested(sub) for sub in cond[key]]
-            parts.append("(" + f" {key.upper()} ".join(sql for sql, _ in subs) + ")")
+            parts.append(_joined(key.upper(), [sql for sql, _ in subs]))
             params += [p for _, sub_params in subs for p in sub_params]
     if "not" in cond:
         sql, sub_params = _nested(cond["not"])
         parts.append(f"NOT {sql}")
         params += sub_params
-    return " AND ".join(parts), params
+    return (_joined("AND", parts) if parts else ""), params
 
 
 def _nested(cond: dict[str, Any]) -> tuple[str, list[Any]]:
@@ -225,7 +237,7 @@ def _nested(cond: dict[str, Any]) -> tuple[str, list[Any]]:
     if logic:
         parts.append(logic)
         params += logic_params
-    return "(" + (" AND ".join(parts) if parts else _TRUE) + ")", params
+    return (_joined("AND", parts) if parts else f"({_TRUE})"), params
 
 
 def compile_where(cond: dict[str, Any], dialect: Dialect = SQLITE) -> tuple[str, list[Any]]:

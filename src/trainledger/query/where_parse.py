@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainledger.errors import LineageSearchConditionParamError
+from trainledger.query.conditions import MAX_NESTING, nesting_error
 from trainledger.query.series_fields import STATS
 
 __all__ = ["Comparison", "Node", "parse_tree", "parse_value", "parse_list"]
@@ -164,6 +165,32 @@ def tokenize(text: str) -> list[tuple[str, str]]:
     return tokens
 
 
+def check_depth(tokens: list[tuple[str, str]]) -> None:
+    """Refuse tokens nesting deeper than ``MAX_NESTING`` (parentheses and ``not`` together),
+    before the parser recurses: 10,000 parentheses were a ``RecursionError``.
+
+    A ``not`` opens a level that lasts as long as its operand: to the ``)`` of the
+    parenthesis it precedes, or to the end of the comparison it precedes.
+    """
+    open_nots: list[int] = []  # per open parenthesis: the nots that stand before it
+    depth = pending = 0  # levels open; nots waiting for their operand
+    for at, (kind, text) in enumerate(tokens):
+        if kind == "word" and text.lower() == "not":
+            following = tokens[at + 1] if at + 1 < len(tokens) else None
+            if following is None or following[1].lower() != "in":  # (not "a not in [..]")
+                pending += 1
+        elif kind == "(":
+            open_nots.append(pending)
+            depth += pending + 1
+            pending = 0
+        elif kind == ")" and open_nots:
+            depth -= open_nots.pop() + 1
+        elif kind in ("op", "list"):  # a comparison: the nots before it end with it
+            pending = 0
+        if depth + pending > MAX_NESTING:
+            raise nesting_error(depth + pending)
+
+
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
@@ -263,6 +290,7 @@ def parse_tree(text: str) -> Node:
     parser = _Parser(text)
     if not parser.tokens:
         raise error(f"empty expression; {HINT}")
+    check_depth(parser.tokens)
     tree = parser.expr()
     if parser.peek() is not None:
         raise parser.fail("and, or or the end")

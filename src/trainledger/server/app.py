@@ -30,6 +30,7 @@ from trainledger.errors import (
     ReadOnlyBaseError,
 )
 from trainledger.server.limits import BodyLimit
+from trainledger.server.origins import OriginCheck
 from trainledger.server.routes import (
     admin,
     diff,
@@ -78,7 +79,9 @@ def create_app(
             wait for an index build it could have overlapped with the browser opening.
         allowed_hosts: the Host header names to answer (``security.allowed_hosts`` computes
             them for a bound address); others get 421, so DNS rebinding cannot reach the
-            API. None (in-process use, tests) checks nothing.
+            API. None (in-process use, tests) checks nothing. Whatever they are, a write
+            (POST, PUT, PATCH, DELETE) from another origin gets 403 (``origins.py``): a
+            page on another site cannot archive or tag runs through the user's browser.
     """
     base_path = Path(base)
     if not base_path.is_dir():
@@ -113,11 +116,7 @@ def create_app(
     )
     app.state.store = chosen
     app.state.token_required = bool(tokens)
-    if tokens:
-        app.middleware("http")(token_middleware(tokens))
-    if allowed_hosts is not None:  # added last: runs first, before the token check
-        app.middleware("http")(host_middleware(frozenset(h.lower() for h in allowed_hosts)))
-    app.add_middleware(BodyLimit)  # innermost: after the host and token checks
+    _add_checks(app, tokens, allowed_hosts)
     _add_error_handlers(app)
     app.include_router(meta.router)
     app.include_router(media.router)  # before runs: /runs/{run_id:run} would match these
@@ -134,6 +133,18 @@ def create_app(
         return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
     return app
+
+
+def _add_checks(app: FastAPI, tokens: dict[str, str], allowed_hosts: Iterable[str] | None) -> None:
+    """The request checks, in the order they run: body size, Host, origin, token (the one
+    added last runs first)."""
+    names = None if allowed_hosts is None else frozenset(h.lower() for h in allowed_hosts)
+    if tokens:
+        app.middleware("http")(token_middleware(tokens))
+    app.add_middleware(OriginCheck, names=names)
+    if names is not None:
+        app.middleware("http")(host_middleware(names))
+    app.add_middleware(BodyLimit)
 
 
 def _warm(store: RunStore) -> None:

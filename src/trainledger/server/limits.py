@@ -4,14 +4,18 @@ A 500 MB JSON body took the server to gigabytes of memory, and an annotation rou
 whole body before answering 422. ``BodyLimit`` is pure ASGI: a declared ``Content-Length``
 over the route's limit is answered 413 without reading a byte, and a body without one
 (chunked) is counted as it arrives and cut off at the limit with 413.
+
+Why the 413 of a chunked body is sent from here, the moment the count passes the limit, and
+the app then told the client left: an error raised from ``receive`` reached the route as
+itself only when no ``BaseHTTPMiddleware`` (the Host and token checks) stood between, and
+otherwise became FastAPI's 400 "There was an error parsing the body". Whatever the app
+answers after that goes nowhere.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
-
-from fastapi import HTTPException
 
 __all__ = ["BodyLimit", "QUERY_BODY_LIMIT", "ANNOTATION_BODY_LIMIT", "body_limit_for"]
 
@@ -31,15 +35,10 @@ def body_limit_for(path: str) -> int:
     return ANNOTATION_BODY_LIMIT if path.rstrip("/").endswith("/annotation") else QUERY_BODY_LIMIT
 
 
-class _TooLarge(HTTPException):
-    """Raised from ``receive``: an ``HTTPException``, so FastAPI's body parsing passes it on
-    (any other error there becomes a 400) and its handler answers 413."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(413, f"request body too large: expected at most {limit} bytes")
-
-
-async def _answer_413(send: Send, limit: int) -> None:
+async def _answer_413(send: Send, limit: int, *, close: bool = True) -> None:
+    """The 413; ``close=False`` keeps the connection, so uvicorn reads the rest of a body
+    sent on (and drops it) rather than closing on a client still sending, whose 413 the
+    reset would lose."""
     body = (
         f'{{"detail":"request body too large: expected at most {limit} bytes",'
         f'"error":"RequestTooLarge"}}'
@@ -51,7 +50,7 @@ async def _answer_413(send: Send, limit: int) -> None:
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
-                (b"connection", b"close"),
+                *([(b"connection", b"close")] if close else []),
             ],
         }
     )
@@ -74,24 +73,31 @@ class BodyLimit:
             await _answer_413(send, limit)
             return
         seen = 0
-        started = False
+        started = answered = False
 
         async def counted() -> Message:
-            nonlocal seen
+            nonlocal seen, answered
+            if answered:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
-                    raise _TooLarge(limit)
+                    answered = True
+                    if not started:
+                        await _answer_413(send, limit, close=False)
+                    return {"type": "http.disconnect"}
             return message
 
         async def watched(message: Message) -> None:
             nonlocal started
+            if answered:  # the 413 went out: the app's own answer (a 400) goes nowhere
+                return
             started = started or message["type"] == "http.response.start"
             await send(message)
 
         try:
             await self.app(scope, counted, watched)
-        except _TooLarge:
-            if not started:
-                await _answer_413(send, limit)
+        except Exception:
+            if not answered:  # (after the 413, the app's error over the cut body is moot)
+                raise
