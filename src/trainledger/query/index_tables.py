@@ -428,11 +428,9 @@ def load_listings(conn: Connection) -> dict[str, DirListing]:
 
 def _storable(path: str) -> bool:
     """Whether a path is valid text (a name that is not UTF-8 holds lone surrogates)."""
-    try:
-        path.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
+    return path.isascii() or path.encode("utf-8", "surrogatepass") == path.encode(
+        "utf-8", "replace"
+    )
 
 
 def save_listings(conn: Connection, changed: dict[str, DirListing | None]) -> None:
