@@ -3,15 +3,24 @@
 PY ?= python3
 VENV := .venv
 PIP := $(VENV)/bin/pip
+# each command installs what it runs: the demo the package with its `all` extra (torch, the
+# UI, pandas, scikit-learn), the tests the whole development stack (which includes `all`)
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-all
 
 .PHONY: demo test test-protobuf-floor install system-deps lint protos
+
+$(DEMO_STAMP): pyproject.toml constraints.txt
+	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -c constraints.txt -e ".[all]"
+	touch $(DEMO_STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -c constraints.txt -e ".[dev]"
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
 
 install: $(STAMP)
 
@@ -25,7 +34,7 @@ system-deps:
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; \
 	fi
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(VENV)/bin/trainledger demo --out demo-runs
 
 # Tests run in parallel (pytest-xdist: one worker per core, four at most; each starts its own
