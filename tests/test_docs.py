@@ -62,10 +62,8 @@ def test_every_docs_page_is_in_the_nav() -> None:
 def test_readme_is_short_and_keeps_the_two_commands() -> None:
     text = README.read_text()
     assert len(text.encode()) < 12 * 1024
-    assert "make demo   # builds .venv (pinned by constraints.txt), trains a few runs" in text
-    assert (
-        "make test   # builds .venv, runs the whole test suite (the same command CI runs)" in text
-    )
+    assert "make demo   # builds .venv (the package and its `all` extra, pinned), trains" in text
+    assert "make test   # adds the development stack to .venv, runs the whole test suite" in text
 
 
 def test_readme_links_point_at_files() -> None:
