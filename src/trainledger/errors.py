@@ -21,7 +21,9 @@ and what was received; lower-level errors are chained with ``raise ... from``.
     ├── MissingExtraError (ModuleNotFoundError)  an optional dependency is missing; names the extra
     ├── UnsupportedLocationError (ValueError)  a URL scheme trainledger does not store to
     ├── ReadOnlyBaseError (PermissionError)  nowhere writable for a change to a base (409)
+    ├── PathNotFoundError (FileNotFoundError)  a run or file given to a reader does not exist
     ├── ObjectStoreError (OSError)       object storage (S3) refused or failed an operation
+    │   └── ObjectNotFoundError (PathNotFoundError)  an s3:// URL names no object
     └── LineageError                     MindInsight's lineage errors, same class names/texts
         ├── LineageParamTypeError (TypeError)
         ├── LineageParamValueError (ValueError)
@@ -158,3 +160,14 @@ class ReadOnlyBaseError(TrainledgerError, PermissionError):
 
 class ObjectStoreError(TrainledgerError, OSError):
     """Object storage refused or failed an operation; the message names the location."""
+
+
+class PathNotFoundError(TrainledgerError, FileNotFoundError):
+    """A run directory or file given to a reader does not exist: the message names it, so a
+    mistyped path is an error rather than an empty answer (``read_scalars`` on it is not
+    ``{}``)."""
+
+
+class ObjectNotFoundError(ObjectStoreError, PathNotFoundError):
+    """An ``s3://`` URL names no object (or no object under it): both an ``ObjectStoreError``
+    and a ``FileNotFoundError``, as a missing local path would be."""
