@@ -30,7 +30,12 @@ from trainledger.cli.table import (
     run_cells,
     terminal_safe,
 )
-from trainledger.errors import LineageError, LineageFileNotFoundError, UnknownFieldWarning
+from trainledger.errors import (
+    LineageError,
+    LineageFileNotFoundError,
+    LineageQuerySummaryDataError,
+    UnknownFieldWarning,
+)
 
 __all__ = ["TABLE_PAGE", "lineage", "show"]
 
@@ -166,6 +171,8 @@ def lineage(
         if fmt == "json":
             click.echo(json.dumps({"customized": {}, "object": [], "count": 0}, indent=2))
         return
+    except LineageQuerySummaryDataError:
+        raise  # the index failed, not the query: one line (cli/main.py)
     except (LineageError, ValueError) as exc:
         hint = "".join(f"\n{note}" for note in getattr(exc, "__notes__", ()))
         if "not supported" in str(exc) or "sorted_name must be" in str(exc):
@@ -414,6 +421,8 @@ def show(run_dir: str, as_json: bool) -> None:
         info = get_summary_lineage(user_location(run_dir))
     except LineageFileNotFoundError:
         info = {}  # no lineage file: said below, as for an empty one
+    except LineageQuerySummaryDataError:
+        raise  # the files could not be read: one line (cli/main.py)
     except (LineageError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     if not info:
