@@ -21,7 +21,9 @@ and what was received; lower-level errors are chained with ``raise ... from``.
     ├── MissingExtraError (ModuleNotFoundError)  an optional dependency is missing; names the extra
     ├── UnsupportedLocationError (ValueError)  a URL scheme trainledger does not store to
     ├── ReadOnlyBaseError (PermissionError)  nowhere writable for a change to a base (409)
+    ├── PathNotFoundError (FileNotFoundError)  a run or file given to a reader does not exist
     ├── ObjectStoreError (OSError)       object storage (S3) refused or failed an operation
+    │   └── ObjectNotFoundError (PathNotFoundError)  an s3:// URL names no object
     └── LineageError                     MindInsight's lineage errors, same class names/texts
         ├── LineageParamTypeError (TypeError)
         ├── LineageParamValueError (ValueError)
@@ -32,6 +34,8 @@ and what was received; lower-level errors are chained with ``raise ... from``.
         │   ├── IndexUnreachableError    the shared (PostgreSQL) index stayed unreachable
         │   └── IndexRebuildingError     the index was deleted or replaced; being rebuilt
         └── LineageWriteError            the lineage writer could not write its file
+
+    UnknownFieldWarning (UserWarning)    a query names a field no run has (not an error)
 """
 
 from __future__ import annotations
@@ -107,7 +111,10 @@ class LineageParamSummaryPathError(LineageError, ValueError):
 
 
 class LineageSearchConditionParamError(LineageError, ValueError):
-    """A search condition is malformed."""
+    """A search condition is malformed. ``field``: the field name it could not take, where
+    one is to blame (the message keeps MindInsight's text; a note adds the nearest names)."""
+
+    field: str | None = None
 
 
 class LineageFileNotFoundError(LineageError, FileNotFoundError):
@@ -158,3 +165,20 @@ class ReadOnlyBaseError(TrainledgerError, PermissionError):
 
 class ObjectStoreError(TrainledgerError, OSError):
     """Object storage refused or failed an operation; the message names the location."""
+
+
+class PathNotFoundError(TrainledgerError, FileNotFoundError):
+    """A run directory or file given to a reader does not exist: the message names it, so a
+    mistyped path is an error rather than an empty answer (``read_scalars`` on it is not
+    ``{}``)."""
+
+
+class ObjectNotFoundError(ObjectStoreError, PathNotFoundError):
+    """An ``s3://`` URL names no object (or no object under it): both an ``ObjectStoreError``
+    and a ``FileNotFoundError``, as a missing local path would be."""
+
+
+class UnknownFieldWarning(UserWarning):
+    """A query names a field no run has (``metric/Accuracy`` where the runs record
+    ``metric/accuracy``): valid, and it matches or orders nothing, so it is said, with the
+    nearest field the runs have. A warning, not an error: a field may appear with the next run."""

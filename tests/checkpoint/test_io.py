@@ -19,7 +19,7 @@ from trainledger.checkpoint import (
     save_checkpoint,
     wait_async_save,
 )
-from trainledger.errors import CheckpointLoadError
+from trainledger.errors import CheckpointLoadError, ObjectNotFoundError
 from trainledger.storage import TEMP_MARKER
 
 
@@ -313,3 +313,23 @@ def test_bytes_read_chunk_by_chunk_to_a_device_are_the_files_and_checked(
     short.write_bytes(path.read_bytes()[:-100])
     with pytest.raises(CheckpointFormatError):
         fmt.read_container(short, target=target)
+
+
+def test_a_checkpoint_in_a_bucket_loads_as_on_disk(s3_bucket: str, tmp_path: Path) -> None:
+    """An ``s3://`` URL (a real S3 server) reads through the download cache; a missing key
+    is an error naming the URL, a ``FileNotFoundError`` as a missing local file is."""
+    import boto3
+
+    net, path = Net(), tmp_path / "net.ckpt"
+    save_checkpoint(net, str(path), append_dict={"epoch": 2})
+    boto3.client("s3").upload_file(str(path), s3_bucket, "ckpts/net.ckpt")
+    url = f"s3://{s3_bucket}/ckpts/net.ckpt"
+    remote, here = load_checkpoint(url), load_checkpoint(str(path))
+    assert remote.keys() == here.keys() and remote["epoch"] == 2
+    assert all(torch.equal(remote[k], v) for k, v in here.items() if isinstance(v, torch.Tensor))
+    assert checkpoint_info(url) == checkpoint_info(str(path))
+    missing = f"s3://{s3_bucket}/ckpts/none.ckpt"
+    for read in (load_checkpoint, checkpoint_info):
+        with pytest.raises(ObjectNotFoundError, match=missing) as caught:
+            read(missing)
+        assert isinstance(caught.value, FileNotFoundError)

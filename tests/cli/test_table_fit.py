@@ -75,6 +75,19 @@ def test_columns_option_chooses_and_typos_get_suggestions(tmp_path: Path) -> Non
     assert "did you mean 'metric/accuracy'" in done.output
 
 
+def test_a_misspelt_sort_or_a_word_for_a_number_is_named(tmp_path: Path) -> None:
+    """``--sort -acuracy`` is offered the base's ``metric/accuracy``, never ``metric/acuracy``
+    (the misspelt name itself); ``lr > abc`` says that ``abc`` is not a number."""
+    base = str(_base(tmp_path))
+    runner = CliRunner()
+    done = runner.invoke(cli, ["lineage", base, "--sort", "-acuracy"])
+    assert done.exit_code == 1 and "did you mean 'metric/accuracy'?" in done.output
+    assert "metric/acuracy" not in done.output and "user_defined/acuracy" not in done.output
+    done = runner.invoke(cli, ["lineage", base, "-w", "lr > abc"])
+    assert done.exit_code == 1 and "'abc', which is not a number" in done.output
+    assert "should be a dict" not in done.output
+
+
 def test_where_errors_name_the_field_and_the_operator() -> None:
     with pytest.raises(LineageSearchConditionParamError, match="did you mean 'optimizer'"):
         parse_where(["optimzer = Adam"])

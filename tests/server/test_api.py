@@ -228,7 +228,7 @@ def test_create_app_needs_an_existing_directory(tmp_path: Path) -> None:
 def test_empty_base_gives_an_empty_table(tmp_path: Path) -> None:
     with client_for(tmp_path) as c:
         body = c.post("/api/v1/runs", json={}).json()
-        assert body == {"customized": {}, "object": [], "count": 0}
+        assert body == {"customized": {}, "object": [], "count": 0, "warnings": []}
         assert c.get("/api/v1/status").json()["count"] == 0
         assert c.get("/api/v1/datasets").json() == {"groups": []}
 
@@ -341,3 +341,23 @@ def test_optimizer_settings_are_columns_and_run_details(tmp_path: Path) -> None:
     detail = client.get("/api/v1/runs/heavy").json()
     assert detail["lineage"]["optimizer_settings"]["momentum"] == 0.9
     assert detail["lineage"]["scheduler_settings"]["type"] == "StepLR"
+
+
+def test_an_unknown_field_is_400_naming_it_and_the_nearest(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.post("/api/v1/runs", json={"optimzer": {"eq": "Adam"}})
+    assert r.status_code == 400
+    detail = r.json()["detail"]
+    assert detail.startswith(
+        "Search_condition param error: ValueError. The search attribute not supported."
+    )
+    assert "'optimzer'" in detail and "did you mean 'optimizer'?" in detail
+
+
+def test_a_field_no_run_has_comes_with_a_warning(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.post("/api/v1/runs", json={"metric/Accuracy": {"gt": 0}})
+    assert r.status_code == 200 and r.json()["count"] == 0
+    [note] = r.json()["warnings"]
+    assert "'metric/Accuracy'" in note and "did you mean 'metric/accuracy'?" in note
+    r = client.post("/api/v1/runs", params={"where": "user_defined/tem = a"}, json={})
+    assert "did you mean 'user_defined/team'" in r.json()["warnings"][0]
+    assert client.post("/api/v1/runs", json={"metric/accuracy": {"gt": 0}}).json()["warnings"] == []

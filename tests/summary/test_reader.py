@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from trainledger.errors import PathNotFoundError
 from trainledger.storage import frame, read_records
 from trainledger.summary.reader import RunReader, iter_events, list_event_files, read_scalars
 from trainledger.summary.record import SummaryRecord
@@ -119,7 +120,8 @@ def test_flipped_byte_anywhere_loses_only_that_record(tmp_path):
 
 
 def test_empty_missing_and_garbage(tmp_path):
-    assert read_scalars(tmp_path / "missing") == {}
+    with pytest.raises(PathNotFoundError, match="missing"):  # a mistake is not {}
+        read_scalars(tmp_path / "missing")
     assert list(iter_events(tmp_path / "missing")) == []
     (tmp_path / NAME).write_bytes(b"")
     assert read_scalars(tmp_path) == {}

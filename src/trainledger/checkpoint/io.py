@@ -24,7 +24,7 @@ from trainledger.checkpoint.config import check_append_values
 from trainledger.checkpoint.crypto import check_key
 from trainledger.checkpoint.format import is_checkpoint_path, read_container, read_info
 from trainledger.errors import CheckpointFormatError, CheckpointLoadError, CheckpointWriteError
-from trainledger.storage import parse_checkpoint_name, scan_dir
+from trainledger.storage import is_object_url, parse_checkpoint_name, readable_file, scan_dir
 
 __all__ = [
     "Checkpoint",
@@ -175,8 +175,12 @@ def read_checkpoint(
 
     A MindSpore protobuf ``.ckpt`` is recognised by its first bytes and read by
     ``mindspore_ckpt`` (tensors only; its string values become ``append_info``).
+    An ``s3://`` URL is read through the download cache; one naming no object is an
+    ``ObjectNotFoundError`` (a ``FileNotFoundError``) naming it.
     """
     import torch
+
+    ckpt_file_name = _local_file(ckpt_file_name)
 
     from trainledger.checkpoint.torch_adapter import (
         OPTIM_PREFIX,
@@ -212,6 +216,11 @@ def read_checkpoint(
                 f"{ckpt_file_name}: the optimizer state in the header is malformed ({exc!r})"
             ) from exc
     return Checkpoint(tensors, opt, container.info)
+
+
+def _local_file(path: str | os.PathLike[str]) -> str | os.PathLike[str]:
+    """``path``, or for an ``s3://`` URL its copy in the download cache (``storage``)."""
+    return readable_file(path, "checkpoint") if is_object_url(path) else path
 
 
 def _is_mindspore(path: str | os.PathLike[str]) -> bool:
@@ -265,7 +274,8 @@ def load_checkpoint(
     file its CRC trailer when it has one. A damaged file must never load as different
     weights: any damage raises ``CheckpointFormatError``. ``crc_check=True`` also requires a
     checksum (a MindSpore file saved without one is refused); ``crc_check=False`` skips the
-    tensor checksums (our header is still verified).
+    tensor checksums (our header is still verified). ``ckpt_file_name`` may be an ``s3://``
+    URL (``read_checkpoint``).
     """
     prefixes = _check_filter_prefix(filter_prefix)
     if choice_func is not None and not callable(choice_func):
@@ -394,8 +404,9 @@ def load_param_into_net(
 def checkpoint_info(
     ckpt_file_name: str | os.PathLike[str], dec_key: bytes | None = None, dec_mode: str = "AES-GCM"
 ) -> dict[str, Any]:
-    """The JSON header of a checkpoint (epoch, step, step_in_epoch, batch_num, append_info...)."""
-    return read_info(ckpt_file_name, dec_key, dec_mode)
+    """The JSON header of a checkpoint (epoch, step, step_in_epoch, batch_num, append_info...);
+    an ``s3://`` URL is read as ``read_checkpoint`` reads it."""
+    return read_info(_local_file(ckpt_file_name), dec_key, dec_mode)
 
 
 def latest_checkpoint(directory: str | os.PathLike[str], prefix: str | None = None) -> str | None:

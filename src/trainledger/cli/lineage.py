@@ -15,6 +15,7 @@ import io
 import json
 import os
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +30,12 @@ from trainledger.cli.table import (
     run_cells,
     terminal_safe,
 )
-from trainledger.errors import LineageError, LineageFileNotFoundError
+from trainledger.errors import (
+    LineageError,
+    LineageFileNotFoundError,
+    LineageQuerySummaryDataError,
+    UnknownFieldWarning,
+)
 
 __all__ = ["TABLE_PAGE", "lineage", "show"]
 
@@ -135,19 +141,26 @@ def lineage(
 
     warn_unsynced(base)  # first: a run that never reached the store is missing below
     first_page = fmt == "table" and limit is None and page is None
+    in_base = functools.partial(base_names, user_location(base), max_depth, index)
     try:
         condition = parse_where(
-            wheres, sort=sort, limit=TABLE_PAGE if first_page else limit, page=page
+            wheres,
+            sort=sort,
+            limit=TABLE_PAGE if first_page else limit,
+            page=page,
+            known=_base_fields(user_location(base), max_depth, index),
         )
         listed = _columns(columns)
         # a shell path like ../runs is the user's own: normalize it (the API rejects "..")
-        result = filter_summary_lineage(
-            user_location(base),
-            condition,
-            max_depth=max_depth,
-            index=index,
-            series=[c for c in listed if parse_series_field(c)],
-        )
+        with warnings.catch_warnings(record=True) as noted:
+            warnings.simplefilter("always", UnknownFieldWarning)
+            result = filter_summary_lineage(
+                user_location(base),
+                condition,
+                max_depth=max_depth,
+                index=index,
+                series=[c for c in listed if parse_series_field(c)],
+            )
     except LineageFileNotFoundError:  # an empty base is an answer, not a failure
         click.echo(
             f"no runs under {base} (searched --max-depth {max_depth}; a run is a directory "
@@ -158,22 +171,21 @@ def lineage(
         if fmt == "json":
             click.echo(json.dumps({"customized": {}, "object": [], "count": 0}, indent=2))
         return
+    except LineageQuerySummaryDataError:
+        raise  # the index failed, not the query: one line (cli/main.py)
     except (LineageError, ValueError) as exc:
-        hint = ""
+        hint = "".join(f"\n{note}" for note in getattr(exc, "__notes__", ()))
         if "not supported" in str(exc) or "sorted_name must be" in str(exc):
             names = ", ".join([*FIELDS, *RUN_FIELDS])
-            hint = (
+            hint += (
                 f"\nfields: {names}, metric/<name>, user_defined/<name>, "
                 "<stat>(<tag>) (stat: last, min, max, count, last_step, min_step, max_step, "
                 "nonfinite_step)"
             )
         raise click.ClickException(f"{exc}{hint}") from exc
-    _check_named_columns(
-        result,
-        condition,
-        listed,
-        functools.partial(base_names, user_location(base), max_depth, index),
-    )
+    _check_named_columns(result, condition, listed, in_base)
+    for note in noted:  # what the check above did not make an error of
+        click.secho(f"note: {note.message}", fg="yellow", err=True)
     if fmt in ("json", "csv"):  # output meant to leave the machine: TRAINLEDGER_REDACT applies
         result = _redacted(result)
     if fmt == "json":
@@ -267,9 +279,15 @@ def _check_named_columns(
     --columns alike. ``in_base()``: every run's custom fields, asked only when a name is
     missing from the result (a filter on a typo matches nothing); ``in_base(tags=True)``:
     every scalar tag, asked only when a statistic is named."""
-    from trainledger.query import FIELDS, PREFIXES, parse_series_field
+    from trainledger.query import (
+        FIELDS,
+        PREFIXES,
+        condition_fields,
+        did_you_mean,
+        parse_series_field,
+    )
 
-    named = _named_fields(condition)
+    named = condition_fields(condition)
     known = [*result.get("customized", {})]
     allowed = {*FIELDS, "run", "tag", "remark", "loss", *RUN_COLUMNS}
     series = [n for n in [*named, *listed] if parse_series_field(n)]
@@ -281,7 +299,7 @@ def _check_named_columns(
         bad = [n for n in missing if n not in allowed]
         if bad:
             raise click.ClickException(
-                f"no run has the field {bad[0]!r}{_did_you_mean(bad[0], sorted(allowed))} "
+                f"no run has the field {bad[0]!r}{did_you_mean(bad[0], sorted(allowed))} "
                 f"(fields the runs have: {', '.join(known)})"
             )
     tags = in_base(tags=True) if series else []
@@ -289,17 +307,26 @@ def _check_named_columns(
         tag = parse_series_field(name)[1]  # type: ignore[index]
         if tag not in tags:
             raise click.ClickException(
-                f"no run has the scalar tag {tag!r} of {name!r}{_did_you_mean(tag, tags)} "
+                f"no run has the scalar tag {tag!r} of {name!r}{did_you_mean(tag, tags)} "
                 f"(tags the runs have: {', '.join(tags) if tags else 'none'})"
             )
 
 
-def _did_you_mean(name: str, choices: list[str]) -> str:
-    """ "; did you mean 'a' or 'b'?" with the closest of ``choices``, or ""."""
-    import difflib
+def _base_fields(base: str, max_depth: int, index: str | None) -> Callable[[], list[str]]:
+    """The fields the base's runs have, for the "did you mean" of a name ``parse_where``
+    does not know (its ``known``): asked only then; none when the base cannot be read (the
+    query's own error follows)."""
 
-    close = difflib.get_close_matches(name, choices, n=2, cutoff=0.5)
-    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    def known() -> list[str]:
+        from trainledger.query import filter_summary_lineage  # the query engine on use
+
+        try:
+            found = filter_summary_lineage(base, {"limit": 1}, max_depth=max_depth, index=index)
+        except (LineageError, OSError, ValueError):
+            return []
+        return [*found["customized"]]
+
+    return known
 
 
 def _columns(text: str | None) -> list[str]:
@@ -307,22 +334,6 @@ def _columns(text: str | None) -> list[str]:
     from trainledger.query import FIELD_ALIASES
 
     return [FIELD_ALIASES.get(c, c) for c in (c.strip() for c in (text or "").split(",")) if c]
-
-
-def _named_fields(condition: dict[str, Any]) -> list[str]:
-    """The fields a condition tests or sorts by, nested ``or``/``and``/``not`` included."""
-    names: list[str] = []
-    for key, value in condition.items():
-        if key in ("or", "and"):
-            for sub in value:
-                names += _named_fields(sub)
-        elif key == "not":
-            names += _named_fields(value)
-        elif key == "sorted_name" and isinstance(value, str):
-            names.append(value)
-        elif isinstance(value, dict):
-            names.append(key)
-    return names
 
 
 def _show_value(key: str, value: Any) -> Any:
@@ -410,6 +421,8 @@ def show(run_dir: str, as_json: bool) -> None:
         info = get_summary_lineage(user_location(run_dir))
     except LineageFileNotFoundError:
         info = {}  # no lineage file: said below, as for an empty one
+    except LineageQuerySummaryDataError:
+        raise  # the files could not be read: one line (cli/main.py)
     except (LineageError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     if not info:

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from typing import Any
 
 import click
 
+from trainledger.errors import TrainledgerError
 from trainledger.version import __version__
+
+#: the failures a command expects (a bucket, credentials, an index, a file, an extra): one
+#: line each; anything else is a bug and keeps its traceback
+_EXPECTED = (TrainledgerError, OSError)
 
 # subcommand name -> "module:attribute" of its click command
 _COMMANDS: dict[str, str] = {
@@ -32,7 +38,21 @@ _COMMANDS: dict[str, str] = {
 
 
 class _LazyGroup(click.Group):
-    """A group whose subcommands are imported on first use."""
+    """A group whose subcommands are imported on first use, and whose expected failures are
+    one line (``invoke``)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the subcommand; an expected failure (a missing bucket, credentials, an
+        unreachable index, a permission, a missing extra: any ``TrainledgerError`` or
+        ``OSError``) is ``trainledger: error: <cause>`` on stderr and exit status 1, not a
+        traceback of 60 lines; ``--debug`` lets it raise with its traceback."""
+        try:
+            return super().invoke(ctx)
+        except _EXPECTED as exc:
+            if ctx.params.get("debug"):
+                raise
+            click.echo(f"trainledger: error: {one_line(exc)}", err=True)
+            ctx.exit(1)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(name for name in _COMMANDS if self._importable(name))
@@ -50,9 +70,24 @@ class _LazyGroup(click.Group):
         return importlib.util.find_spec(module_name) is not None
 
 
+def one_line(exc: BaseException) -> str:
+    """``exc`` as one line naming its cause: its message (else its type) and its notes, line
+    breaks made spaces; a chained cause the message does not already hold is appended."""
+    parts = [str(exc) or type(exc).__name__, *getattr(exc, "__notes__", ())]
+    cause = exc.__cause__
+    if cause is not None and str(cause) and str(cause) not in parts[0]:
+        parts.append(f"({type(cause).__name__}: {cause})")
+    return " ".join(" ".join(part.split()) for part in parts)
+
+
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", "-V", prog_name="trainledger")
-def cli() -> None:
+@click.option(
+    "--debug",
+    is_flag=True,
+    help="Show the traceback of a failure (by default: one line naming its cause).",
+)
+def cli(debug: bool) -> None:
     """trainledger: which data, network, optimizer and hyperparameters made which checkpoint
     and which score."""
 

@@ -10,7 +10,9 @@ data versions and a result cache, for long-lived readers such as the web UI);
 ``status``, ``duration``, ``sessions``), ``STATS`` and ``parse_series_field`` (series
 statistics as fields: ``max(eval/accuracy)``), ``overview_fresh`` (whether a long series'
 overview in the index still matches its run's files), ``index_copy`` (the local copy of an
-``s3://`` base the index reads), ``CONTROL_KEYS`` and ``lineage_types`` of search conditions.
+``s3://`` base the index reads), ``CONTROL_KEYS`` and ``lineage_types`` of search conditions;
+``did_you_mean``, ``condition_fields`` and ``missing_field_notes`` (what a mistaken field
+name is answered with, alike in Python, the CLI and the UI).
 Nothing here imports torch.
 """
 
@@ -28,6 +30,9 @@ _EXPORTS: dict[str, str] = {
     "token_fingerprint": "trainledger.query.audit",
     "lineage_types": "trainledger.query.conditions",
     "page_bounds": "trainledger.query.conditions",
+    "condition_fields": "trainledger.query.field_hints",
+    "did_you_mean": "trainledger.query.field_hints",
+    "missing_field_notes": "trainledger.query.field_hints",
     "CONTROL_KEYS": "trainledger.query.fields",
     "FIELDS": "trainledger.query.fields",
     "HYPERPARAMETERS": "trainledger.query.fields",
@@ -66,7 +71,9 @@ __all__ = [
     "index_copy",
     "archived_runs",
     "cli_actor",
+    "condition_fields",
     "CONTROL_KEYS",
+    "did_you_mean",
     "delete_run",
     "FIELD_ALIASES",
     "FIELDS",
@@ -81,6 +88,7 @@ __all__ = [
     "lineage_types",
     "LineageIndex",
     "MIN_RUNS",
+    "missing_field_notes",
     "overview_fresh",
     "page_bounds",
     "parse_where",
@@ -104,6 +112,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.query.annotations import UNSET
     from trainledger.query.audit import append_audit, cli_actor, read_audit, token_fingerprint
     from trainledger.query.conditions import lineage_types, page_bounds
+    from trainledger.query.field_hints import condition_fields, did_you_mean, missing_field_notes
     from trainledger.query.fields import (
         CONTROL_KEYS,
         FIELDS,

@@ -35,6 +35,7 @@ from typing import Any
 
 from trainledger.errors import LineageSearchConditionParamError
 from trainledger.query.condition_messages import FIELD_MESSAGES as _FIELD_MESSAGES
+from trainledger.query.field_hints import did_you_mean
 from trainledger.query.fields import (
     CONTROL_KEYS,
     FIELDS,
@@ -121,6 +122,19 @@ def check_shape(cond: dict[str, Any]) -> None:
         raise _values_error(str(values))
 
 
+def _unknown_field(attr: str) -> LineageSearchConditionParamError:
+    """MindInsight's "not supported", word for word (callers and the oracle tests match it),
+    with the field and the nearest known names as the exception's ``field`` and a note."""
+    exc = _fail("ValueError. The search attribute not supported.")
+    exc.field = attr
+    known = [*FIELDS, *RUN_FIELDS, "tag"]
+    exc.add_note(
+        f"the field {attr!r} is not one a condition takes{did_you_mean(attr, known)} "
+        "(or metric/<name>, user_defined/<name>, <stat>(<tag>))"
+    )
+    return exc
+
+
 def _is_scalar(value: Any) -> bool:
     return isinstance(value, (str, int, float)) and not isinstance(value, bool)
 
@@ -192,7 +206,7 @@ def _validate_comparisons(cond: dict[str, Any]) -> None:
         if attr in CONTROL_KEYS:
             continue
         if not is_field(attr) and attr != "tag":  # tag: trainledger's, as in sorted_name
-            raise _fail("ValueError. The search attribute not supported.")
+            raise _unknown_field(attr)
         if not isinstance(ops, dict):
             raise _fail(f"TypeError. The search_condition element {attr} should be dict.")
         for op in ops:

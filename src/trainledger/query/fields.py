@@ -133,6 +133,18 @@ def normalize_field(name: str) -> str:
     return name
 
 
+def is_number_field(name: str) -> bool:
+    """Whether ``name``'s values are numbers (a condition on it compares numbers): the
+    int and float fields, ``duration``, ``sessions``, ``tag``, ``metric/``, statistics."""
+    return (
+        name in INT_FIELDS
+        or name in FLOAT_FIELDS
+        or name in ("duration", "sessions", "tag")
+        or name.startswith("metric/")
+        or parse_series_field(name) is not None
+    )
+
+
 def is_field(name: Any) -> bool:
     """Whether ``name`` is a filterable/sortable field (after normalization)."""
     if not isinstance(name, str):

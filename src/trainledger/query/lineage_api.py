@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,8 +28,11 @@ from trainledger.errors import (
     LineageParamTypeError,
     LineageParamValueError,
     LineageQuerySummaryDataError,
+    UnknownFieldWarning,
 )
 from trainledger.lineage import SETTINGS_KEYS, SUMMARY_KEYS
+from trainledger.query.conditions import validate_condition
+from trainledger.query.field_hints import missing_field_notes
 from trainledger.query.index import LineageIndex
 from trainledger.query.index_urls import index_url
 from trainledger.query.object_copy import held_copy, index_copy
@@ -199,6 +203,10 @@ def filter_summary_lineage(
             lineage file is empty still counts, as in MindInsight.
         LineageParamValueError: ``index`` is not a URL of a supported backend.
         LineageQuerySummaryDataError: the index could not be read.
+
+    Warns:
+        UnknownFieldWarning: the condition or sort names a ``metric/``, ``user_defined/``,
+            ``optimizer/`` or ``scheduler/`` field no run has; it names the nearest they have.
     """
     url = index_url(index)
     with held_copy(summary_base_dir, "summary_base_dir") as local:
@@ -217,7 +225,23 @@ def filter_summary_lineage(
             f"{os.fspath(summary_base_dir)!r} "
             f"(searched {max_depth} level(s) deep)."
         )
+    _warn_missing_fields(lineage_index, search_condition, result)
     return result
+
+
+def _warn_missing_fields(
+    found: LineageIndex, condition: dict[str, Any] | None, result: dict[str, Any]
+) -> None:
+    """An ``UnknownFieldWarning`` for each custom field the condition names and no run has
+    (its answer would otherwise be silently empty or unordered)."""
+    if not condition:
+        return
+
+    def known() -> list[str]:
+        return [*found.query({"limit": 1}, refresh=False)["customized"]]
+
+    for note in missing_field_notes(validate_condition(condition), result["customized"], known):
+        warnings.warn(note, UnknownFieldWarning, stacklevel=3)
 
 
 def base_names(

@@ -18,12 +18,13 @@ with ``--sort -max(eval/accuracy)``).
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from trainledger.query.conditions import validate_condition
-from trainledger.query.fields import FIELDS, RUN_FIELDS, is_field, normalize_field
+from trainledger.query.field_hints import did_you_mean
+from trainledger.query.fields import FIELDS, RUN_FIELDS, is_field, is_number_field, normalize_field
 from trainledger.query.series_fields import STATS
 from trainledger.query.where_parse import Comparison, Node, error, parse_tree, parse_value
 
@@ -50,21 +51,28 @@ def parse_expression(expr: str) -> tuple[str, str, Any]:
 FIELD_ALIASES = {"lr": "learning_rate", "batch": "batch_size", "epochs": "epoch"}
 
 
-def check_field(field: str, what: str = "field") -> str:
-    """``field`` normalized, or an error naming it and the closest known fields."""
+def check_field(
+    field: str, what: str = "field", known: Callable[[], Iterable[str]] | None = None
+) -> str:
+    """``field`` normalized, or an error naming it (as the error's ``field``) and the nearest
+    known fields: MindInsight's and, with ``known`` (asked only for a name that is none of
+    them), the fields the base's runs have (``acuracy`` -> ``metric/accuracy``). Without
+    ``known``, a bare name is offered as ``metric/`` and ``user_defined/`` (the table shows
+    them without their prefix); with it, only names that exist are offered."""
     name = FIELD_ALIASES.get(field, normalize_field(field))
     if is_field(name) or name == "tag":
         return name
-    known = [*FIELDS, *RUN_FIELDS, "tag"]
-    close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
-    if not close and "/" not in name and "(" not in name:  # (a metric's table label)
-        close = [f"metric/{name}", f"user_defined/{name}"]
-    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-    raise error(
-        f"unknown {what} {field!r}{hint} (known: {', '.join(known)}, metric/<name>, "
+    fixed = [*FIELDS, *RUN_FIELDS, "tag"]
+    hint = did_you_mean(name, fixed if known is None else [*fixed, *known()])
+    if not hint and known is None and "/" not in name and "(" not in name:
+        hint = f"; did you mean 'metric/{name}' or 'user_defined/{name}'?"
+    exc = error(
+        f"unknown {what} {field!r}{hint} (known: {', '.join(fixed)}, metric/<name>, "
         f"user_defined/<name>, and series statistics <stat>(<tag>) with stat one of "
         f"{', '.join(STATS)})"
     )
+    exc.field = field
+    raise exc
 
 
 def parse_sort(sort: str) -> dict[str, str]:
@@ -81,20 +89,24 @@ def parse_where(
     sort: str | None = None,
     limit: int | None = None,
     page: int | None = None,
+    known: Callable[[], Iterable[str]] | None = None,
 ) -> dict[str, Any]:
     """Compile expressions (ANDed) plus optional sort/limit/page into a validated condition.
 
     Several expressions on one field combine (``epoch>=2`` and ``epoch<5``); ``!=`` values on
     a field accumulate into one ``not_in`` list. The result is validated like any condition
-    and raises ``LineageSearchConditionParamError`` when malformed.
+    and raises ``LineageSearchConditionParamError`` when malformed; a word where a number
+    field wants a number (``lr > abc``) is an error saying so. ``known``: the fields the
+    base's runs have, asked for the "did you mean" of an unknown field (``check_field``).
     """
     if isinstance(exprs, str):
         exprs = [exprs]
+    check = functools.partial(check_field, known=known)
     trees = [parse_tree(expr) for expr in exprs]
-    cond = _condition(("and", trees)) if trees else {}
+    cond = _condition(("and", trees), check) if trees else {}
     if sort:
         cond.update(parse_sort(sort))
-        cond["sorted_name"] = check_field(cond["sorted_name"], "sort field")
+        cond["sorted_name"] = check(cond["sorted_name"], "sort field")
     if limit is not None:
         cond["limit"] = limit
     if page is not None:
@@ -102,22 +114,22 @@ def parse_where(
     return validate_condition(cond)
 
 
-def _condition(node: Node) -> dict[str, Any]:
+def _condition(node: Node, check: Callable[[str], str]) -> dict[str, Any]:
     """A parsed tree as a search condition: the comparisons an ``and`` joins combine into
     one dict as before; ``or`` and ``not`` become ``{"or": [...]}`` and ``{"not": ...}``."""
     if isinstance(node, Comparison):
-        return _add({}, node)
+        return _add({}, node, check)
     kind, inner = node
     if kind == "not":
-        return {"not": _condition(inner)}
+        return {"not": _condition(inner, check)}
     if kind == "or":
-        return {"or": [_condition(child) for child in _flat("or", inner)]}
+        return {"or": [_condition(child, check) for child in _flat("or", inner)]}
     cond: dict[str, Any] = {}
     for child in _flat("and", inner):
         if isinstance(child, Comparison):
-            _add(cond, child)
+            _add(cond, child, check)
             continue
-        part = _condition(child)
+        part = _condition(child, check)
         key = next(iter(part))  # "or" or "not"
         if key in cond:
             cond.setdefault("and", []).append(part)
@@ -137,11 +149,20 @@ def _flat(kind: str, nodes: list[Node]) -> list[Node]:
     return out
 
 
-def _add(cond: dict[str, Any], comparison: Comparison) -> dict[str, Any]:
+def _add(
+    cond: dict[str, Any], comparison: Comparison, check: Callable[[str], str]
+) -> dict[str, Any]:
     """Add one comparison to an ANDed condition: several on one field combine, ``!=``
     values gather into one ``not_in`` list, one operator twice on a field is an error."""
-    field = check_field(comparison.field)
+    field = check(comparison.field)
     op, value = comparison.op, comparison.value
+    if is_number_field(field):
+        words = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
+        if words:
+            raise error(
+                f"{comparison.field} expected a number, received {words[0]!r}, which is not "
+                f"a number (a value such as 0.05, 3 or 1e-3)"
+            )
     ops = cond.setdefault(field, {})
     if op == "ne":
         ops.setdefault("not_in", []).append(value)

@@ -158,7 +158,10 @@ _log = logging.getLogger("trainledger.server")
 
 
 def _detail(exc: BaseException) -> dict[str, Any]:
-    return {"detail": str(exc), "error": type(exc).__name__}
+    """The error's message and its notes (a mistaken field's nearest names: the message
+    itself keeps MindInsight's text)."""
+    detail = " ".join([str(exc), *getattr(exc, "__notes__", ())])
+    return {"detail": detail, "error": type(exc).__name__}
 
 
 def _add_error_handlers(app: FastAPI) -> None:

@@ -35,6 +35,11 @@ class SearchResult(BaseModel):
     customized: dict[str, ColumnInfo]
     object: list[dict[str, Any]]
     count: int
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Notes on the condition: each field it names that no run has, with the "
+        "nearest the runs have (the answer is then empty or unordered).",
+    )
 
 
 class Status(BaseModel):

@@ -51,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "public_path": "trainledger.storage.locations",
     "readable_dir": "trainledger.storage.locations",
     "readable_file": "trainledger.storage.locations",
+    "readable_run": "trainledger.storage.locations",
     "writable_dir": "trainledger.storage.locations",
     "ANNOTATIONS_FILE": "trainledger.storage.naming",
     "ARCHIVE_DIRNAME": "trainledger.storage.naming",
@@ -148,6 +149,7 @@ __all__ = [
     "public_path",
     "readable_dir",
     "readable_file",
+    "readable_run",
     "writable_dir",
     "ANNOTATIONS_FILE",
     "ARCHIVE_DIRNAME",
@@ -245,6 +247,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         public_path,
         readable_dir,
         readable_file,
+        readable_run,
         writable_dir,
     )
     from trainledger.storage.naming import (

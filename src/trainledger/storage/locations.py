@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from trainledger.errors import ObjectStoreError
-from trainledger.storage.atomic import exclusive_lock
+from trainledger.errors import ObjectNotFoundError, PathNotFoundError
+from trainledger.storage.atomic import exclusive_lock, scan_dir
+from trainledger.storage.naming import OBJECTS_MANIFEST
 from trainledger.storage.objects import ObjectLocation, check_location, is_object_url
 
 if TYPE_CHECKING:
@@ -24,6 +25,7 @@ __all__ = [
     "readable_dir",
     "held_index_copy",
     "readable_file",
+    "readable_run",
     "public_path",
     "READ_MAX_AGE",
     "no_checkpoints",
@@ -75,6 +77,24 @@ def readable_dir(
     return sync_down(text, want, max_age=READ_MAX_AGE if max_age is None else max_age)
 
 
+def readable_run(path: str | os.PathLike[str], what: str = "run directory") -> str:
+    """``readable_dir`` for a reader that must not answer a mistake with nothing (an empty
+    answer for a mistyped path reads as "this run logged nothing"): a local path that is no
+    directory is a ``PathNotFoundError``, an ``s3://`` URL with no object under it an
+    ``ObjectNotFoundError``, each naming what was given."""
+    text = os.fspath(path)
+    local = os.fspath(readable_dir(text, what))
+    if is_object_url(text):
+        if not any(e.name != OBJECTS_MANIFEST for e in scan_dir(local)):
+            raise ObjectNotFoundError(
+                f"{what} expected objects under {text}, received: no such object"
+            )
+    elif not os.path.isdir(local):
+        why = "not a directory" if os.path.exists(local) else "no such directory"
+        raise PathNotFoundError(f"{what} expected a directory at {text}, received: {why}")
+    return local
+
+
 @contextmanager
 def held_index_copy(
     path: Any, what: str, stand_ins: StandIns, max_age: float | None = None
@@ -117,7 +137,7 @@ def readable_file(path: str | os.PathLike[str], what: str = "file") -> str:
     local = sync_down(parent, lambda rel: rel == name, local_dir=cache_dir(loc))
     found = os.path.join(local, name)
     if not os.path.isfile(found):
-        raise ObjectStoreError(f"{what} expected an object at {text}, received: no such object")
+        raise ObjectNotFoundError(f"{what} expected an object at {text}, received: no such object")
     return found
 
 

@@ -25,7 +25,13 @@ from typing import TypeVar
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from trainledger.storage import RecordReader, event_file_order, is_event_file_name, run_files
+from trainledger.storage import (
+    RecordReader,
+    event_file_order,
+    is_event_file_name,
+    readable_run,
+    run_files,
+)
 from trainledger.summary import mindspore as msr
 from trainledger.summary.media import (
     HistogramEvent,
@@ -317,7 +323,13 @@ def read_scalars(run_dir: str | os.PathLike[str]) -> dict[str, ScalarSeries]:
     """All scalars of a run, TensorBoard and MindSpore files alike: ``{tag: (steps, wall_times,
     values)}`` (int64, float64, float64 numpy arrays, in writing order), each series as its
     format's own reader has it (``summary.series``: MindInsight's rule for ``_MS`` files,
-    TensorBoard's for event files: a resumed run's repeated steps are served once)."""
+    TensorBoard's for event files: a resumed run's repeated steps are served once).
+
+    ``run_dir`` may be an ``s3://`` URL, read through the download cache (``storage.cache``).
+    A run that does not exist is a ``PathNotFoundError`` naming it (for a URL with no object
+    under it, an ``ObjectNotFoundError``), never ``{}``; so are ``read_images``,
+    ``read_histograms``, ``read_tensors`` and ``read_scalar_sessions``. A ``RunReader`` of a
+    live view may watch a directory not made yet, and reads nothing from it until it is."""
     return {tag: s[:3] for tag, s in read_scalar_sessions(run_dir).items()}
 
 
@@ -326,7 +338,7 @@ def read_scalar_sessions(
 ) -> dict[str, SessionSeries]:
     """``read_scalars`` with each point's session: ``{tag: (steps, wall_times, values,
     sessions)}``; ``raw=True`` keeps every point (sessions apart, no rule applied)."""
-    reader = RunReader(run_dir)
+    reader = RunReader(readable_run(run_dir))
     points = reader.read_scalar_sessions()
     if raw:
         return points
@@ -336,14 +348,14 @@ def read_scalar_sessions(
 
 def read_images(run_dir: str | os.PathLike[str]) -> dict[str, list[ImageEvent]]:
     """All images of a run (both formats): ``{tag: [ImageEvent, ...]}`` in writing order."""
-    return RunReader(run_dir).read_images()
+    return RunReader(readable_run(run_dir)).read_images()
 
 
 def read_histograms(run_dir: str | os.PathLike[str]) -> dict[str, list[HistogramEvent]]:
     """All histograms of a run (both formats): ``{tag: [HistogramEvent, ...]}``."""
-    return RunReader(run_dir).read_histograms()
+    return RunReader(readable_run(run_dir)).read_histograms()
 
 
 def read_tensors(run_dir: str | os.PathLike[str]) -> dict[str, list[TensorEvent]]:
     """All raw tensors of a run (both formats): ``{tag: [TensorEvent, ...]}``."""
-    return RunReader(run_dir).read_tensors()
+    return RunReader(readable_run(run_dir)).read_tensors()

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, Query
 from fastapi.responses import Response, StreamingResponse
 
-from trainledger.query import PREFIXES, flatten_object, parse_series_field
+from trainledger.query import PREFIXES, flatten_object, missing_field_notes, parse_series_field
 from trainledger.server import schemas
 from trainledger.server.columns import (
     COLUMN_GROUPS,
@@ -110,7 +110,28 @@ def search_runs(
     """The body is a search condition; errors in it are 400 with the engine's message.
     Strings over 4 KiB are cut with a visible marker (``cap_long_values``)."""
     result = combined_search(store, condition, where)
-    return {**result, "object": [cap_long_values(row) for row in result["object"]]}
+    notes = _field_notes(store, condition, where, result)
+    return {
+        **result,
+        "object": [cap_long_values(row) for row in result["object"]],
+        "warnings": notes,
+    }
+
+
+def _field_notes(
+    store: RunStore,
+    condition: dict[str, Any] | None,
+    where: list[str] | None,
+    result: dict[str, Any],
+) -> list[str]:
+    """``filter_summary_lineage``'s warnings, as the answer's ``warnings``: a field the
+    condition or the filter box names that no run has, with the nearest the runs have."""
+    named: dict[str, Any] = {"and": [condition or {}, store.compile_where(where) if where else {}]}
+
+    def known() -> list[str]:
+        return [*store.search({"limit": 1})["customized"]]
+
+    return missing_field_notes(named, result["customized"], known)
 
 
 @router.post(

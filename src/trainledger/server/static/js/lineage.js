@@ -362,7 +362,14 @@ async function loadTable() {
     return loadTable();
   }
   renderTable(result.object);
+  showNotes(result.warnings || []);
   return result;
+}
+
+// a field no run has (a typo, usually): the answer's warnings name the nearest the runs have
+function showNotes(notes) {
+  $("#filter-note").textContent = notes.join("\n");
+  $("#filter-note").hidden = !notes.length;
 }
 
 // grouped fields by prefix -> the model_lineage key holding them (query/fields.py GROUPS)
