@@ -3,6 +3,7 @@ that tell runs apart first; typos named with suggestions; hints that run as prin
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -127,7 +128,7 @@ def test_show_reads_like_a_record(tmp_path: Path) -> None:
     assert done.exit_code == 0, done.output
     text = done.output
     assert "1.79" not in text and re.search(r"\b20\d\d-\d\d-\d\d \d\d:\d\d:\d\d\b", text)
-    from trainledger.cli.lineage import _show_value
+    from trainledger.cli.show_render import _show_value
 
     assert _show_value("duration", 12.34) == "12.3 s"
     assert _show_value("duration", 125.0) == "2 min 5 s"
@@ -192,3 +193,29 @@ def test_text_columns_take_the_room_a_wide_terminal_leaves(tmp_path: Path) -> No
     lines = narrow.export_text().splitlines()
     assert any("…" in line for line in lines)
     assert max(len(line) for line in lines) <= 80
+
+
+def test_show_gives_sessions_as_dates_and_paths_whole_off_a_terminal(tmp_path: Path) -> None:
+    from tests.runs import write_run
+    from trainledger.lineage import RunValues
+
+    deep = tmp_path / ("a-rather-long-folder-name-for-a-team-share-" * 3)
+    ckpt = deep / "checkpoints" / "model-with-a-long-descriptive-prefix-12_3400.ckpt"
+    sessions = [
+        {"start_time": 1_790_000_000.0, "end_time": 1_790_000_600.0, "first_step": 1,
+         "last_step": 25, "hostname": "gpu-a", "pid": 11},
+        {"start_time": 1_790_003_600.0, "end_time": 1_790_004_800.0, "first_step": 21,
+         "last_step": 60, "hostname": "gpu-b", "pid": 12},
+    ]  # fmt: skip
+    run = RunValues(status="finished", sessions=sessions, checkpoints=[(str(ckpt), 10)])
+    write_run(deep, "resumed", model_path=json.dumps({"ckpt": str(ckpt)}), run=run)
+    done = CliRunner().invoke(cli, ["show", str(deep / "resumed")])  # output is not a terminal
+    assert done.exit_code == 0, done.output
+    lines = done.output.splitlines()
+    assert any(str(ckpt) in line for line in lines), done.output  # one line, never cut
+    rows = [line.split() for line in lines if line.split()[:1] in (["1"], ["2"])]
+    assert [r[5:] for r in rows] == [["10", "min", "0", "s", "1-25", "gpu-a", "11"],
+                                     ["20", "min", "0", "s", "21-60", "gpu-b", "12"]]  # fmt: skip
+    for row in rows:  # start and end as local date-times
+        assert re.fullmatch(r"20\d\d-\d\d-\d\d", row[1]) and re.fullmatch(r"\d\d:\d\d:\d\d", row[2])
+    assert "1790000000" not in done.output

@@ -9,7 +9,6 @@ the query engine are imported inside the commands, so ``trainledger --help`` sta
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import functools
 import io
 import json
@@ -23,12 +22,11 @@ import click
 
 from trainledger.cli.hints import cli_command
 from trainledger.cli.locations import index_option, user_location, warn_unsynced
+from trainledger.cli.show_render import render_show
 from trainledger.cli.table import (
     RUN_COLUMNS,
-    format_value,
     render_table,
     run_cells,
-    terminal_safe,
 )
 from trainledger.errors import (
     LineageError,
@@ -336,63 +334,6 @@ def _columns(text: str | None) -> list[str]:
     return [FIELD_ALIASES.get(c, c) for c in (c.strip() for c in (text or "").split(",")) if c]
 
 
-def _show_value(key: str, value: Any) -> Any:
-    """A value as a person reads it: times as local date-times, durations with units, the
-    model path as the path, numbers whole; containers pretty-printed (wrapped, never cut)."""
-    from rich.pretty import Pretty  # rich on use
-    from rich.text import Text
-
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if key.endswith("time") and value > 1e9:
-            return dt.datetime.fromtimestamp(value).isoformat(sep=" ", timespec="seconds")
-        if key == "duration":
-            return _duration(float(value))
-        return format_value(value)
-    if key == "path" and isinstance(value, str) and value.startswith("{"):
-        try:
-            named = json.loads(value)
-        except ValueError:
-            named = None
-        if isinstance(named, dict) and len(named) == 1:
-            return Text(terminal_safe(str(next(iter(named.values())))))
-    if isinstance(value, (dict, list)):
-        return Pretty(value) if value else "-"  # repr: control characters already escaped
-    return Text("-" if value in (None, "") else terminal_safe(str(value)))
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, rest = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {rest} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"
-
-
-def _render_show(lineage_info: dict[str, Any]) -> None:
-    from rich.console import Console  # rich on use (see render_table)
-    from rich.table import Table
-
-    console = Console()
-    from rich.text import Text
-
-    title = Text(terminal_safe(str(lineage_info.get("summary_dir"))))
-    table = Table(title=title, show_header=False, box=None)
-    table.add_column("field", style="bold cyan", no_wrap=True, vertical="top")
-    table.add_column("value", overflow="fold")  # long paths wrap, never end in "..."
-    for section, value in lineage_info.items():
-        if section == "summary_dir":
-            continue
-        if isinstance(value, dict) and value and section != "dataset_graph":
-            table.add_row(Text(terminal_safe(section), style="bold"), "")
-            for name, item in value.items():
-                table.add_row(Text(f"  {terminal_safe(str(name))}"), _show_value(str(name), item))
-        else:
-            table.add_row(Text(terminal_safe(section)), _show_value(section, value))
-    console.print(table)
-
-
 def _holds_runs(path: str) -> bool:
     """Whether ``path`` is a base: a directory whose sub-directories hold lineage files."""
     from trainledger.storage import LINEAGE_SUFFIX
@@ -441,4 +382,4 @@ def show(run_dir: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(info, indent=2))
     else:
-        _render_show(info)
+        render_show(info)
