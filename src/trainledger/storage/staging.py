@@ -20,7 +20,6 @@ uploads it in the background. The guarantees (``docs/object-storage.md``):
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 import shutil
@@ -35,6 +34,7 @@ from trainledger.storage.atomic import pid_alive
 from trainledger.storage.mirror import UploadMirror, local_for, read_state, user_root
 from trainledger.storage.naming import STAGING_STATE
 from trainledger.storage.objects import ObjectLocation, ObjectStore, store_settings
+from trainledger.storage.parallel import before_executors_stop
 
 __all__ = [
     "staging_root",
@@ -51,7 +51,6 @@ __all__ = [
 _log = logging.getLogger(__name__)
 _MIRRORS: dict[tuple[int, str], UploadMirror] = {}
 _MIRRORS_LOCK = threading.Lock()
-_EXIT_HOOK: list[bool] = []
 # (pid, monotonic end) of this process's last end-of-run upload that failed: the exit hook
 # waits only for what is left of it, so the deadline bounds the whole wait at the end once.
 _FAILED_END: list[tuple[int, float]] = []
@@ -80,24 +79,10 @@ def staging_dir(url: str, interval: float = 2.0, store: ObjectStore | None = Non
             mirror = UploadMirror(local, loc, store, interval)
             mirror.mark("writing")
             _MIRRORS[key] = mirror.start()
-            _register_exit_hook()
+            # before s3fs's executor stops (see the module doc); s3fs registered its own
+            # exit hook when it was imported, before any mirror existed
+            before_executors_stop(close_mirrors)
     return local
-
-
-def _register_exit_hook() -> None:
-    """Run ``close_mirrors`` before ``concurrent.futures`` shuts down at exit (see the module
-    doc); threading calls its exit hooks last-registered first, and s3fs registered its own
-    executor's hook when it was imported, before any mirror existed."""
-    if _EXIT_HOOK:
-        return
-    _EXIT_HOOK.append(True)
-    register = getattr(threading, "_register_atexit", None)
-    try:
-        if register is None:
-            raise RuntimeError("no threading exit hooks")
-        register(close_mirrors)
-    except RuntimeError:  # already shutting down, or another Python: atexit is the fallback
-        atexit.register(close_mirrors)
 
 
 def _own_mirrors() -> list[UploadMirror]:
