@@ -155,6 +155,7 @@ def close_mirrors() -> None:
     for mirror in mirrors:
         mirror.stop(timeout=0)
     end = next((at for pid, at in _FAILED_END if pid == os.getpid()), None)
+    _FAILED_END.clear()  # spent: a later end of this process has a deadline of its own
     for failure in _finish(mirrors, None, end):
         _log.error("could not upload %s; run `trainledger sync` to upload it", failure)
 
