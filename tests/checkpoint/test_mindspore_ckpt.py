@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+import trainledger
 from trainledger.checkpoint import load_checkpoint, load_param_into_net, save_checkpoint
 from trainledger.checkpoint.mindspore_ckpt import MS_DTYPES, is_mindspore_checkpoint
 from trainledger.errors import CheckpointDecryptError, CheckpointFormatError
@@ -233,3 +238,83 @@ def test_crafted_dims_are_a_format_error_without_big_integers(
     with pytest.raises(CheckpointFormatError, match=match) as caught:
         load_checkpoint(path)
     assert len(str(caught.value)) < 2000  # the dims are never formatted whole
+
+
+# --- issue 49 item 9: a crafted file costs a small multiple of its size before its refusal --
+
+
+def _record(tag: str, dims: list[int], kind: str, content: bytes) -> bytes:
+    from trainledger.checkpoint.proto import mindspore_checkpoint_pb2 as ckpt_pb
+
+    value = ckpt_pb.Checkpoint.Value(tag=tag)
+    value.tensor.dims.extend(dims)
+    value.tensor.tensor_type = kind
+    value.tensor.tensor_content = content
+    return ckpt_pb.Checkpoint(value=[value]).SerializeToString()
+
+
+def _many_values(size: int) -> bytes:
+    """Valid 1-byte tensors of distinct names, then one with an unknown dtype."""
+    records = [_record(f"{i:x}", [1], "Int8", b"x") for i in range(size // 16)]
+    return b"".join(records) + _record("bad", [1], "Float99", b"x")
+
+
+def _many_slices(size: int) -> bytes:
+    """One tensor declared as 3 MB of Int8 in 1-byte slices, far fewer than it declares."""
+    one = _record("w", [3 << 20], "Int8", b"x")
+    return one * (size // len(one))
+
+
+def _petabytes(size: int) -> bytes:
+    """A tensor that declares 2**50 bytes (dims no file holds), in 1-byte slices."""
+    one = _record("w", [1 << 50], "Int8", b"x")
+    return one * (size // len(one))
+
+
+_PEAK = """
+import resource, sys
+import torch
+from trainledger.checkpoint import load_checkpoint
+from trainledger.checkpoint.proto import mindspore_checkpoint_pb2
+from trainledger.errors import CheckpointFormatError
+load_checkpoint(sys.argv[2])  # a small valid file: every lazy import and cache is made
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    load_checkpoint(sys.argv[1])
+    print("loaded")
+except CheckpointFormatError as exc:
+    print("refused:", exc)
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("craft", "match"),
+    [
+        (_many_values, "'bad' has dtype 'Float99'"),
+        (_many_slices, r"'w' expected 3145728 bytes for Int8\[3145728\], found \d+"),
+        (_petabytes, r"'w' expected more than the file holds for Int8\[1125899906842624\]"),
+    ],
+    ids=["many-values", "many-slices", "petabytes"],
+)
+def test_a_crafted_file_is_refused_in_a_small_multiple_of_its_size(
+    tmp_path: Path, craft: object, match: str
+) -> None:
+    """Peak memory of the refusal, measured in a fresh process: the old reader parsed the whole
+    file as one message (1 KB a tiny value) and joined every slice before checking them."""
+    path = tmp_path / "crafted.ckpt"
+    path.write_bytes(craft(6 << 20))  # type: ignore[operator]
+    size = path.stat().st_size
+    proc = subprocess.run(
+        [sys.executable, "-c", _PEAK, str(path), str(DTYPES / "dtypes.ckpt")],
+        capture_output=True,
+        text=True,
+        timeout=100,
+        env={**os.environ, "PYTHONPATH": str(Path(trainledger.__file__).resolve().parents[1])},
+    )
+    assert proc.returncode == 0, proc.stderr
+    verdict, peak = proc.stdout.strip().splitlines()
+    assert int(peak) < 3 * size, f"peak {int(peak) >> 20} MB for a {size >> 20} MB file"
+    assert verdict.startswith("refused:") and re.search(match, verdict), verdict

@@ -380,3 +380,58 @@ def test_the_run_page_answers_503_naming_the_store_when_it_is_down(
         store.close()
     assert answer.status_code == 503, answer.text
     assert answer.json()["backend"] == "s3" and "object store" in answer.json()["detail"]
+
+
+_EXIT_AFTER_FAILED_FLUSH = """
+import sys, time
+from pathlib import Path
+from trainledger.errors import ObjectStoreError
+from trainledger.storage import flush_mirrors
+from trainledger.storage.staging import staging_dir
+
+local = Path(staging_dir("s3://stall/runs/exit", interval=0))
+(local / "a.txt").write_bytes(b"one")
+print("ready", flush=True)
+sys.stdin.readline()  # the test has stopped the store
+began = time.monotonic()
+try:
+    flush_mirrors()  # the end-of-run upload, as the training host calls it
+except ObjectStoreError:
+    print(f"flush failed after {time.monotonic() - began:.1f} s", flush=True)
+"""  # then the script returns: the exit hook's final pass
+
+
+@pytest.mark.slow
+def test_a_stalled_store_delays_exit_by_one_deadline_not_two(
+    stalled_store: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    """Issue 49 item 5: the end-of-run upload waited TRAINLEDGER_OBJECT_DEADLINE (4 s here),
+    then the exit hook waited another whole deadline for the same stalled store."""
+    import trainledger
+
+    env = {**os.environ, "PYTHONPATH": str(Path(trainledger.__file__).resolve().parents[1])}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _EXIT_AFTER_FAILED_FLUSH],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        assert proc.stdout.readline().strip() == "ready"
+        os.kill(stalled_store.pid, signal.SIGSTOP)
+        began = time.monotonic()
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        out, err = proc.communicate(timeout=30)
+        waited = time.monotonic() - began
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "flush failed after" in out, (out, err)
+    assert waited < 1.5 * 4, f"the process took {waited:.1f} s to end: {out} {err}"
+    assert "run `trainledger sync` to upload it" in err  # the exit hook still says so
+    assert [s.state for s in staged_locations()] == ["failed"]

@@ -91,6 +91,7 @@ class ThreadSaver:
         self._inflight: Path | None = None
         self._pool: dict[str, Any] = {}
         self._reuse = reuse_buffers  # keep snapshot memory between saves (a training run)
+        self.last_written: Path | None = None  # the last save committed
 
     def _snapshot(self, named: NamedTensors) -> tuple[list[tuple[str, Any]], Any]:
         """Host copies of ``named`` and, when some live on a GPU, the CUDA event after their
@@ -151,11 +152,17 @@ class ThreadSaver:
                 save_container(
                     path, [(n, tensor_to_raw(n, t)) for n, t in snap], info, enc_key, enc_mode
                 )
+                self.last_written = path
             except BaseException as exc:
                 raise CheckpointWriteError(f"background save of {path} failed: {exc}") from exc
 
         self._inflight = path
         self._worker.submit(write)
+
+    @property
+    def inflight(self) -> Path | None:
+        """The path of the save in flight (not yet waited for), if any."""
+        return self._inflight
 
     def wait(self) -> Path | None:
         """Wait for the save in flight; its path once committed, or raise its error."""

@@ -141,8 +141,14 @@ def split_prefix(first: bytes, size: int, where: str) -> int:
     if len(first) < 8:
         raise CheckpointFormatError(f"{where}: file too short to be a checkpoint")
     (n,) = struct.unpack("<Q", first[:8])
-    if n > MAX_HEADER or 8 + n > size:
-        raise CheckpointFormatError(f"{where}: header length {n} exceeds the file (truncated?)")
+    if n > MAX_HEADER:  # a limit, not damage: the safetensors library refuses it too
+        raise CheckpointFormatError(
+            f"{where}: header length {n} bytes is over the limit of {MAX_HEADER} bytes"
+        )
+    if 8 + n > size:
+        raise CheckpointFormatError(
+            f"{where}: header length {n} exceeds the file's {size} bytes (truncated?)"
+        )
     return int(n)
 
 
@@ -232,14 +238,25 @@ def _require_header_crc(info: dict[str, Any], where: str) -> None:
         )
 
 
+def _nbytes(entry: Entry, at_most: int) -> int | None:
+    """The bytes ``entry``'s shape and dtype need, or None once past ``at_most``: a crafted
+    shape of many huge dims never becomes a big integer."""
+    if 0 in entry.shape:
+        return 0
+    n = DTYPE_SIZES[entry.dtype]
+    for dim in entry.shape:
+        n *= dim
+        if n > at_most:
+            return None
+    return n
+
+
 def validate_entries(entries: list[Entry], info: dict[str, Any], data_len: int, where: str) -> None:
-    """Every entry fits its shape and the buffer; a file with a crc has its tensors tile the
-    buffer exactly (as our writer lays them out), so the crc covers exactly their bytes."""
+    """Every entry fits its shape, and the tensors tile the data bytes exactly, in offset
+    order, without a gap or an overlap: the ``safetensors`` library's own rule, so a file it
+    refuses is never loaded here (and a crc covers exactly the tensors' bytes)."""
     for e in entries:
-        numel = 1
-        for dim in e.shape:
-            numel *= dim
-        if e.end - e.begin != numel * DTYPE_SIZES[e.dtype] or e.end > data_len:
+        if e.end < e.begin or e.end - e.begin != _nbytes(e, data_len) or e.end > data_len:
             raise CheckpointFormatError(
                 f"{where}: tensor {e.name!r} offsets [{e.begin}, {e.end}) do not fit shape "
                 f"{e.shape} {e.dtype} in {data_len} data bytes (truncated or corrupt file)"
@@ -249,19 +266,19 @@ def validate_entries(entries: list[Entry], info: dict[str, Any], data_len: int, 
         raise CheckpointFormatError(
             f"{where}: expected {expected_len} tensor bytes, found {data_len} (truncated?)"
         )
-    if "crc32c" not in info:
-        return
     cursor = 0
     for e in sorted(entries, key=lambda e: (e.begin, e.end)):
         if e.begin != cursor:
+            found = "a gap before it" if e.begin > cursor else "an overlap with the tensor before"
             raise CheckpointFormatError(
-                f"{where}: tensor {e.name!r} starts at byte {e.begin}, expected {cursor}; "
-                "the header is corrupt"
+                f"{where}: tensor {e.name!r} starts at byte {e.begin}, expected {cursor} "
+                f"(found {found}; the safetensors format requires tensors that tile the data)"
             )
         cursor = e.end
     if cursor != data_len:
         raise CheckpointFormatError(
-            f"{where}: tensors end at byte {cursor} of {data_len}; the header is corrupt"
+            f"{where}: tensors end at byte {cursor}, expected the data's {data_len} bytes "
+            "(bytes no tensor covers; the safetensors format requires tensors that tile the data)"
         )
 
 

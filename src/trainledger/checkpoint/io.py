@@ -8,7 +8,6 @@ that handle torch objects, so ``latest_checkpoint`` and ``checkpoint_info`` work
 
 from __future__ import annotations
 
-import atexit
 import functools
 import logging
 import os
@@ -22,9 +21,16 @@ from typing import Any
 from trainledger.checkpoint.async_save import SyncSaver, ThreadSaver
 from trainledger.checkpoint.config import check_append_values
 from trainledger.checkpoint.crypto import check_key
+from trainledger.checkpoint.exit_wait import wait_at_exit
 from trainledger.checkpoint.format import is_checkpoint_path, read_container, read_info
 from trainledger.errors import CheckpointFormatError, CheckpointLoadError, CheckpointWriteError
-from trainledger.storage import is_object_url, parse_checkpoint_name, readable_file, scan_dir
+from trainledger.storage import (
+    before_executors_stop,
+    is_object_url,
+    parse_checkpoint_name,
+    readable_file,
+    scan_dir,
+)
 
 __all__ = [
     "Checkpoint",
@@ -83,10 +89,17 @@ def wait_async_save() -> None:
             _ASYNC.wait()
 
 
-@atexit.register
-def _drain_at_exit() -> None:  # a daemon writer thread would otherwise die mid-file
+def _drain_at_exit() -> None:
+    """A daemon writer thread would otherwise die mid-file: wait for it, a first Ctrl-C
+    saying which file, a second one (or SIGTERM) abandoning it (``exit_wait``). Run while
+    the helper threads of the write still take work (``before_executors_stop``)."""
+    saver = _ASYNC
+    path = saver.inflight if saver is not None else None
     try:
-        wait_async_save()
+        if path is None:
+            wait_async_save()
+        else:
+            wait_at_exit(wait_async_save, path, lambda: saver.last_written == path)
     except Exception as exc:
         _log.error("background checkpoint save failed: %s", exc)
 
@@ -122,7 +135,9 @@ def save_checkpoint(
 
     ``ckpt_file_name`` gets ``.ckpt`` appended when it has no suffix (MindSpore's rule).
     ``async_save=True`` copies the tensors and writes on a background thread; the call after it
-    (or ``wait_async_save()``, or interpreter exit) waits and raises a failure.
+    (or ``wait_async_save()``, or interpreter exit) waits and raises a failure. At exit a
+    first Ctrl-C says which file it waits for; a second one, or SIGTERM, abandons the write
+    (no temp file left) and names the checkpoint not written (``exit_wait``).
     ``optimizer`` also stores its state (tensors as tensors, the rest as JSON); ``info`` adds
     fields to the JSON header. ``integrated_save`` is accepted for compatibility.
     """
@@ -140,6 +155,7 @@ def save_checkpoint(
     with _ASYNC_LOCK:
         if _ASYNC is None:
             _ASYNC = ThreadSaver("trainledger-save-checkpoint", reuse_buffers=False)
+            before_executors_stop(_drain_at_exit)
         _ASYNC.wait()
         _ASYNC.save(path, named, header, enc_key, enc_mode)
 

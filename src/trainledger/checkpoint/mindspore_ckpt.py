@@ -16,9 +16,13 @@ encrypted); SM4-CBC is refused. Keys are never logged or put in messages. The sc
 
 from __future__ import annotations
 
+import codecs
 import os
 import struct
 import zlib
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.message import DecodeError
@@ -132,7 +136,7 @@ def _gcm_decrypt(aead: Any, iv: bytes, sealed: bytes, invalid: type[Exception]) 
         return bytes(aead.decrypt(iv, sealed, None))
 
 
-def _check_crc(data: bytes, where: str, required: bool) -> bytes:
+def _check_crc(data: memoryview, where: str, required: bool) -> memoryview:
     """Strip and verify MindSpore's optional CRC trailer (``required``: refuse a file without)."""
     if len(data) >= _TRAILER and data[-_TRAILER:-10] == _CRC_MARK:
         body = data[:-_TRAILER]
@@ -160,8 +164,6 @@ def read_mindspore_checkpoint(
     mismatch when MindSpore wrote one; with ``crc_check``, also when it wrote none),
     ``CheckpointDecryptError`` for an encrypted file without ``dec_key`` or with the wrong one.
     """
-    from trainledger.checkpoint.proto import mindspore_checkpoint_pb2 as ckpt_pb
-
     where = str(path)
     with open(path, "rb") as fh:
         data = fh.read()
@@ -176,46 +178,103 @@ def read_mindspore_checkpoint(
         raise CheckpointDecryptError(
             f"{where} is not encrypted, but dec_key was given; load it without dec_key"
         )
-    data = _check_crc(data, where, crc_check)
-    try:
-        message = ckpt_pb.Checkpoint.FromString(data)
-    except DecodeError:
-        raise CheckpointFormatError(
-            f"{where}: expected MindSpore Checkpoint protobuf records, found undecodable bytes "
-            "(truncated or corrupt file)"
-        ) from None
-    return _tensors(message, where)
+    return _read_values(_check_crc(memoryview(data), where, crc_check), where)
 
 
-def _tensors(message: Any, where: str) -> dict[str, Any]:
-    """Join each tag's consecutive slices and turn them into tensors."""
+# A crafted file must cost no more than a small multiple of its size before it is refused
+# (issue 49: 48 MB of tiny values cost 1.26 GB as one parsed message). So the records are
+# parsed one at a time, twice: the first pass checks every value and keeps only each tensor's
+# byte count (8 bytes a tensor), the second builds the tensors of a file known to be valid.
+
+
+def _read_values(data: memoryview, where: str) -> dict[str, Any]:
+    sizes = _check_values(data, where)
     out: dict[str, Any] = {}
-    values = list(message.value)
-    if not values:
-        raise CheckpointFormatError(f"{where}: expected MindSpore checkpoint values, found none")
-    i = 0
-    while i < len(values):
-        value = values[i]
-        if not value.tag:
-            raise CheckpointFormatError(f"{where}: value {i} has no name (corrupt file)")
-        if value.HasField("maptensor"):
-            raise CheckpointFormatError(
-                f"{where}: {value.tag!r} is a MindSpore MapParameter, which trainledger cannot load"
-            )
-        if not value.HasField("tensor"):
-            raise CheckpointFormatError(f"{where}: {value.tag!r} holds no tensor (corrupt file)")
-        parts = [value.tensor.tensor_content]
-        j = i + 1
-        while j < len(values) and values[j].tag == value.tag:
-            parts.append(values[j].tensor.tensor_content)
-            j += 1
-        out[value.tag] = _tensor(value.tag, value.tensor, b"".join(parts), where)
-        i = j
+    tensor: _Slices | None = None
+    buf, pos, k = bytearray(), 0, -1
+    for i, value in enumerate(_records(data, where)):
+        if tensor is None or value.tag != tensor.tag:
+            if tensor is not None:
+                out[tensor.tag] = _build(tensor, buf)
+            k += 1
+            tensor = _first_slice(value, i, len(data), where)
+            buf, pos = bytearray(sizes[k]), 0
+        content = value.tensor.tensor_content
+        buf[pos : pos + len(content)] = content
+        pos += len(content)
+    if tensor is not None:
+        out[tensor.tag] = _build(tensor, buf)
     return out
+
+
+def _records(data: memoryview, where: str) -> Iterator[Any]:
+    """Each top-level ``Checkpoint.value`` record, parsed on its own."""
+    from trainledger.checkpoint.proto import mindspore_checkpoint_pb2 as ckpt_pb
+
+    parse = ckpt_pb.Checkpoint.Value.FromString
+    pos, size = 0, len(data)
+    while pos < size:
+        if data[pos] != 0x0A:
+            raise CheckpointFormatError(
+                f"{where}: expected a Checkpoint.value record (0x0a) at byte {pos}, found "
+                f"0x{data[pos]:02x} (truncated or corrupt file)"
+            )
+        length, shift, pos = 0, 0, pos + 1
+        while pos < size and data[pos] & 0x80 and shift < 63:
+            length |= (data[pos] & 0x7F) << shift
+            pos, shift = pos + 1, shift + 7
+        if pos >= size or data[pos] & 0x80:
+            raise CheckpointFormatError(f"{where}: record length at byte {pos} is cut or too long")
+        length |= data[pos] << shift
+        pos += 1
+        if pos + length > size:
+            raise CheckpointFormatError(
+                f"{where}: a record at byte {pos} declares {length} bytes, the file holds "
+                f"{size - pos} more (truncated or corrupt file)"
+            )
+        try:
+            yield parse(data[pos : pos + length])
+        except DecodeError:
+            raise CheckpointFormatError(
+                f"{where}: expected a MindSpore Checkpoint.value record at byte {pos}, found "
+                "undecodable bytes (truncated or corrupt file)"
+            ) from None
+        pos += length
+
+
+def _check_values(data: memoryview, where: str) -> array[int]:
+    """Check every value of the file, one record at a time; the byte count of each tensor
+    (its slices joined). Nothing is kept of a record once it is checked."""
+    sizes: array[int] = array("q")
+    tensor: _Slices | None = None
+    got = 0
+    for i, value in enumerate(_records(data, where)):
+        if tensor is None or value.tag != tensor.tag:
+            if tensor is not None:
+                sizes.append(_finish(tensor, got, where))
+            tensor, got = _first_slice(value, i, len(data), where), 0
+        content = value.tensor.tensor_content
+        got += len(content)
+        if got > tensor.limit:
+            raise CheckpointFormatError(
+                f"{where}: {tensor.tag!r} expected {tensor.limit} bytes for {tensor.kind}"
+                f"{tensor.dims}, its slices hold more (corrupt file)"
+            )
+        if tensor.strings is not None:
+            _decode(tensor, content, False, where)
+    if tensor is None:
+        raise CheckpointFormatError(f"{where}: expected MindSpore checkpoint values, found none")
+    sizes.append(_finish(tensor, got, where))
+    return sizes
 
 
 #: the most dims a tensor may have (torch's own limit is 64)
 MAX_DIMS = 64
+#: bytes per element of each MindSpore dtype (no torch import to check a file)
+_ITEMSIZE = {
+    "Bool": 1, "Int8": 1, "UInt8": 1, "Int16": 2, "UInt16": 2, "Int32": 4, "UInt32": 4,
+    "Int64": 8, "UInt64": 8, "Float16": 2, "BFloat16": 2, "Float32": 4, "Float64": 8,
+}  # fmt: skip
 
 
 def _element_count(dims: list[int], at_most: int) -> int | None:
@@ -230,38 +289,84 @@ def _element_count(dims: list[int], at_most: int) -> int | None:
     return count
 
 
-def _tensor(name: str, proto: Any, content: bytes, where: str) -> Any:
-    import torch
+@dataclass
+class _Slices:
+    """One tensor whose slices are being read: what its first record declared."""
 
+    tag: str
+    kind: str
+    dims: list[int]
+    limit: int  # the most bytes its slices may hold
+    strings: Any = None  # an incremental UTF-32 decoder for a "str" value
+
+
+def _first_slice(value: Any, index: int, file_size: int, where: str) -> _Slices:
+    """Check a tensor's first record; refuse a declared size the file cannot hold before any
+    slice is read (a crafted file declares petabytes)."""
+    name = value.tag
+    if not name:
+        raise CheckpointFormatError(f"{where}: value {index} has no name (corrupt file)")
+    which = value.WhichOneof("value")
+    if which != "tensor":
+        raise CheckpointFormatError(
+            f"{where}: {name!r} is a MindSpore MapParameter, which trainledger cannot load"
+            if which == "maptensor"
+            else f"{where}: {name!r} holds no tensor (corrupt file)"
+        )
+    proto = value.tensor
     kind = proto.tensor_type
     if kind == "str":  # numpy's "U" strings: UTF-32 LE, NUL-padded
-        try:
-            return content.decode("utf-32-le").rstrip("\x00")
-        except UnicodeDecodeError:
-            raise CheckpointFormatError(f"{where}: {name!r} is not a valid string") from None
-    dtype_name = MS_DTYPES.get(kind)
-    if dtype_name is None:
+        return _Slices(name, kind, [], file_size, codecs.getincrementaldecoder("utf-32-le")())
+    if kind not in _ITEMSIZE:
         raise CheckpointFormatError(
             f"{where}: {name!r} has dtype {kind!r}; expected one of {', '.join(MS_DTYPES)}"
         )
-    dtype = getattr(torch, dtype_name)
-    if len(proto.dims) > MAX_DIMS:  # bounded before any arithmetic (a crafted file: 100,000)
+    if len(proto.dims) > MAX_DIMS:  # bounded before any arithmetic (a file: 100,000)
         raise CheckpointFormatError(
             f"{where}: {name!r} expected at most {MAX_DIMS} dims, found {len(proto.dims)}"
         )
-    dims = [int(d) for d in proto.dims]
-    if any(d < 0 for d in dims):
+    dims = list(proto.dims)
+    if dims and min(dims) < 0:
         raise CheckpointFormatError(f"{where}: {name!r} has negative dims {dims}")
-    itemsize = torch.empty(0, dtype=dtype).element_size()
-    if dims == [0] and len(content) == itemsize:  # MindSpore writes a scalar's dims as [0]
-        dims = []
-    count = _element_count(dims, len(content) // itemsize)
-    if count is None or len(content) != count * itemsize:
-        expected = "more than the file holds" if count is None else f"{count * itemsize} bytes"
+    itemsize = _ITEMSIZE[kind]
+    count = _element_count(dims, file_size // itemsize)
+    if count is None:
         raise CheckpointFormatError(
-            f"{where}: {name!r} expected {expected} for {kind}{dims}, "
-            f"found {len(content)} (truncated or corrupt file)"
+            f"{where}: {name!r} expected more than the file holds for {kind}{dims}, "
+            f"found a file of {file_size} bytes (corrupt file)"
         )
+    # MindSpore writes a scalar's dims as [0]: one element, or none
+    return _Slices(name, kind, dims, itemsize if dims == [0] else count * itemsize)
+
+
+def _decode(tensor: _Slices, content: bytes, final: bool, where: str) -> None:
+    """Check a string's next slice (its text is made once the whole file is checked)."""
+    try:
+        tensor.strings.decode(content, final)
+    except UnicodeDecodeError:
+        raise CheckpointFormatError(f"{where}: {tensor.tag!r} is not a valid string") from None
+
+
+def _finish(tensor: _Slices, got: int, where: str) -> int:
+    """Check a tensor's slices held what its dims declared; their byte count."""
+    if tensor.strings is not None:
+        _decode(tensor, b"", True, where)
+    elif got != tensor.limit and not (tensor.dims == [0] and got == 0):
+        raise CheckpointFormatError(
+            f"{where}: {tensor.tag!r} expected {tensor.limit} bytes for {tensor.kind}"
+            f"{tensor.dims}, found {got} (truncated or corrupt file)"
+        )
+    return got
+
+
+def _build(tensor: _Slices, content: bytearray) -> Any:
+    """The value of a checked tensor from its joined bytes (shared, not copied)."""
+    import torch
+
+    if tensor.kind == "str":
+        return content.decode("utf-32-le").rstrip("\x00")
+    dtype = getattr(torch, MS_DTYPES[tensor.kind])
+    dims = [] if tensor.dims == [0] and content else tensor.dims
     if not content:
         return torch.empty(dims, dtype=dtype)
-    return torch.frombuffer(bytearray(content), dtype=dtype).reshape(dims)
+    return torch.frombuffer(content, dtype=dtype).reshape(dims)

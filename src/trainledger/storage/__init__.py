@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from trainledger.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "abandon_writes": "trainledger.storage.atomic",
     "atomic_write": "trainledger.storage.atomic",
     "atomic_write_bytes": "trainledger.storage.atomic",
     "exclusive_lock": "trainledger.storage.atomic",
@@ -96,6 +97,7 @@ _EXPORTS: dict[str, str] = {
     "check_location": "trainledger.storage.objects",
     "is_object_url": "trainledger.storage.objects",
     "location_scheme": "trainledger.storage.objects",
+    "before_executors_stop": "trainledger.storage.parallel",
     "cores": "trainledger.storage.parallel",
     "executor": "trainledger.storage.parallel",
     "helper_threads": "trainledger.storage.parallel",
@@ -165,8 +167,10 @@ __all__ = [
     "CheckpointName",
     "LineageFile",
     "RecordReader",
+    "abandon_writes",
     "atomic_write",
     "atomic_write_bytes",
+    "before_executors_stop",
     "checkpoint_file_name",
     "event_file_name",
     "event_file_order",
@@ -214,6 +218,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.storage.atomic import (
+        abandon_writes,
         atomic_write,
         atomic_write_bytes,
         exclusive_lock,
@@ -299,6 +304,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         location_scheme,
     )
     from trainledger.storage.parallel import (
+        before_executors_stop,
         cores,
         executor,
         helper_threads,

@@ -10,11 +10,16 @@ Whether the writer of a temp file is still writing is decided by a lock, not by 
 writer holds an flock on the temp file until it is renamed, and the kernel drops the lock
 when the writer dies, zombie or not. A pid alone misleads twice: a killed writer not yet
 reaped is a zombie that "exists", and after a restart its pid may belong to another program.
+
+A process that must end before its writes do (a second Ctrl-C at exit) calls
+``abandon_writes``: every write under way loses its temp file and can no longer be renamed,
+so nothing half-written is left and nothing appears after the process said it was not written.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +28,7 @@ from typing import BinaryIO
 from trainledger.storage.naming import temp_name, temp_writer_pid
 
 __all__ = [
+    "abandon_writes",
     "atomic_write",
     "atomic_write_bytes",
     "exclusive_lock",
@@ -38,6 +44,36 @@ try:
     import fcntl as _fcntl
 except ImportError:  # pragma: no cover - not POSIX
     _fcntl = None  # type: ignore[assignment]
+
+
+# The atomic writes under way in this process (temp -> final), and whether they were abandoned;
+# a rename happens under the lock, so it is either before ``abandon_writes`` or never.
+_WRITES_LOCK = threading.Lock()
+_WRITING: dict[Path, Path] = {}
+_ABANDONED: list[int] = []  # the pid that abandoned its writes
+
+
+def abandon_writes() -> list[Path]:
+    """Remove the temp file of every atomic write under way in this process and make every
+    rename after this call fail; the final paths that will therefore not be written."""
+    with _WRITES_LOCK:
+        _ABANDONED[:] = [os.getpid()]
+        pending = dict(_WRITING)
+    for tmp in pending:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+    return list(pending.values())
+
+
+def _commit(tmp: Path, final: Path) -> None:
+    """Rename ``tmp`` over ``final`` unless this process abandoned its writes."""
+    with _WRITES_LOCK:
+        if _ABANDONED == [os.getpid()]:
+            raise InterruptedError(f"the write of {final} was abandoned (the process is ending)")
+        os.replace(tmp, final)
+        _WRITING.pop(tmp, None)
 
 
 def scan_dir(directory: str | os.PathLike[str]) -> list[os.DirEntry[str]]:
@@ -70,7 +106,11 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     """
     final = Path(path)
     tmp = final.with_name(temp_name(final.name, os.getpid(), os.urandom(4).hex()))
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    with _WRITES_LOCK:
+        if _ABANDONED == [os.getpid()]:
+            raise InterruptedError(f"the write of {final} was abandoned (the process is ending)")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        _WRITING[tmp] = final
     try:
         with os.fdopen(fd, "wb") as fh:
             if _fcntl is not None:
@@ -79,10 +119,12 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
             fh.flush()
             os.fsync(fh.fileno())
             if _fcntl is not None:
-                os.replace(tmp, final)  # still locked: a sweeper never takes a file mid-rename
+                _commit(tmp, final)  # still locked: a sweeper never takes a file mid-rename
         if _fcntl is None:  # pragma: no cover - Windows cannot rename an open file
-            os.replace(tmp, final)
+            _commit(tmp, final)
     except BaseException:
+        with _WRITES_LOCK:
+            _WRITING.pop(tmp, None)
         try:
             os.unlink(tmp)
         except FileNotFoundError:

@@ -10,6 +10,7 @@ most one chunk: the caller takes the rest, and a helper that never started is no
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
 import subprocess
@@ -20,10 +21,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cores", "executor", "helper_threads", "run_chunks", "start_ours"]
+__all__ = [
+    "before_executors_stop",
+    "cores",
+    "executor",
+    "helper_threads",
+    "run_chunks",
+    "start_ours",
+]
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+_EXIT_HOOKS: set[Callable[[], None]] = set()
 
 
 def cores() -> int:
@@ -97,3 +106,25 @@ def executor() -> ThreadPoolExecutor:
                 max_workers=helper_threads(), thread_name_prefix="trainledger-chunks"
             )
         return _pool
+
+
+def before_executors_stop(hook: Callable[[], None]) -> None:
+    """Run ``hook`` at interpreter exit while thread pools still take work (once per hook).
+
+    Why: ``atexit`` is too late for work that needs threads (a checkpoint's chunked write,
+    s3fs's uploads): ``concurrent.futures`` refuses new work from threading's exit hooks on,
+    which run first and last-registered first. A hook registered after the pools' own (at
+    first use, not at import) runs before them; where that cannot be (already shutting down,
+    another Python), ``atexit`` is the fallback.
+    """
+    with _pool_lock:
+        if hook in _EXIT_HOOKS:
+            return
+        _EXIT_HOOKS.add(hook)
+    register = getattr(threading, "_register_atexit", None)
+    try:
+        if register is None:
+            raise RuntimeError("no threading exit hooks")
+        register(hook)
+    except RuntimeError:
+        atexit.register(hook)

@@ -10,7 +10,8 @@ uploads it in the background. The guarantees (``docs/object-storage.md``):
   end and raise ``ObjectStoreError`` when it fails, the files staying in staging, marked
   ``failed``. A process that ends without calling it still gets a final pass at exit, run from
   threading's exit hooks: ``atexit`` is too late, after ``concurrent.futures`` (which s3fs
-  needs) has refused new work.
+  needs) has refused new work. The deadline bounds the whole wait at the end once: after a
+  failed ``flush_mirrors`` the exit hook waits only for what is left of that deadline.
 - **A wrong bucket fails before training**: the first ``staging_dir`` of a location checks it.
 - **Remote deletions only on request**: ``remove_written`` is the one way a writer deletes what
   it wrote (retention, landscapes' snapshots, a replaced sharded checkpoint, an import).
@@ -19,7 +20,6 @@ uploads it in the background. The guarantees (``docs/object-storage.md``):
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 import shutil
@@ -34,6 +34,7 @@ from trainledger.storage.atomic import pid_alive
 from trainledger.storage.mirror import UploadMirror, local_for, read_state, user_root
 from trainledger.storage.naming import STAGING_STATE
 from trainledger.storage.objects import ObjectLocation, ObjectStore, store_settings
+from trainledger.storage.parallel import before_executors_stop
 
 __all__ = [
     "staging_root",
@@ -50,7 +51,9 @@ __all__ = [
 _log = logging.getLogger(__name__)
 _MIRRORS: dict[tuple[int, str], UploadMirror] = {}
 _MIRRORS_LOCK = threading.Lock()
-_EXIT_HOOK: list[bool] = []
+# (pid, monotonic end) of this process's last end-of-run upload that failed: the exit hook
+# waits only for what is left of it, so the deadline bounds the whole wait at the end once.
+_FAILED_END: list[tuple[int, float]] = []
 
 
 def staging_root() -> str:
@@ -76,24 +79,10 @@ def staging_dir(url: str, interval: float = 2.0, store: ObjectStore | None = Non
             mirror = UploadMirror(local, loc, store, interval)
             mirror.mark("writing")
             _MIRRORS[key] = mirror.start()
-            _register_exit_hook()
+            # before s3fs's executor stops (see the module doc); s3fs registered its own
+            # exit hook when it was imported, before any mirror existed
+            before_executors_stop(close_mirrors)
     return local
-
-
-def _register_exit_hook() -> None:
-    """Run ``close_mirrors`` before ``concurrent.futures`` shuts down at exit (see the module
-    doc); threading calls its exit hooks last-registered first, and s3fs registered its own
-    executor's hook when it was imported, before any mirror existed."""
-    if _EXIT_HOOK:
-        return
-    _EXIT_HOOK.append(True)
-    register = getattr(threading, "_register_atexit", None)
-    try:
-        if register is None:
-            raise RuntimeError("no threading exit hooks")
-        register(close_mirrors)
-    except RuntimeError:  # already shutting down, or another Python: atexit is the fallback
-        atexit.register(close_mirrors)
 
 
 def _own_mirrors() -> list[UploadMirror]:
@@ -104,6 +93,8 @@ def _own_mirrors() -> list[UploadMirror]:
 def _final_pass(mirror: UploadMirror, seconds: float) -> str | None:
     """A final pass within ``seconds``; the error text, or None when every file is in the
     store. A pass that overruns is left to finish on its daemon thread."""
+    if seconds <= 0:  # an earlier wait of this process used the deadline up
+        return "the end-of-run upload used up TRAINLEDGER_OBJECT_DEADLINE; not tried again"
     outcome: list[BaseException] = []
 
     def work() -> None:
@@ -114,15 +105,19 @@ def _final_pass(mirror: UploadMirror, seconds: float) -> str | None:
 
     worker = threading.Thread(target=work, name="trainledger-upload", daemon=True)
     worker.start()
-    worker.join(max(seconds, 0.0))
+    worker.join(seconds)
     if worker.is_alive():
         return f"the store did not finish within {seconds:.0f} s (TRAINLEDGER_OBJECT_DEADLINE)"
     return str(outcome[0]) if outcome else None
 
 
-def _finish(mirrors: list[UploadMirror], deadline: float | None) -> list[str]:
-    limit = store_settings()["deadline"] if deadline is None else float(deadline)
-    end = time.monotonic() + limit
+def _finish(
+    mirrors: list[UploadMirror], deadline: float | None, end: float | None = None
+) -> list[str]:
+    """Final passes of ``mirrors``, all over by ``end`` (default: ``deadline`` from now)."""
+    if end is None:
+        limit = store_settings()["deadline"] if deadline is None else float(deadline)
+        end = time.monotonic() + limit
     failures: list[str] = []
     for mirror in mirrors:
         error = _final_pass(mirror, end - time.monotonic())
@@ -135,11 +130,15 @@ def _finish(mirrors: list[UploadMirror], deadline: float | None) -> list[str]:
 def flush_mirrors(deadline: float | None = None) -> None:
     """Upload now what this process's writers wrote, waiting at most ``deadline`` seconds
     (default ``TRAINLEDGER_OBJECT_DEADLINE``, 300). Raises ``ObjectStoreError`` naming each
-    location that could not be completed; its files stay in staging, marked ``failed``."""
+    location that could not be completed; its files stay in staging, marked ``failed``, and
+    the exit hook waits only for what is left of this deadline (not a deadline of its own)."""
     mirrors = _own_mirrors()
     if not mirrors:
         return
-    failures = _finish(mirrors, deadline)
+    limit = store_settings()["deadline"] if deadline is None else float(deadline)
+    end = time.monotonic() + limit
+    failures = _finish(mirrors, None, end)
+    _FAILED_END[:] = [(os.getpid(), end)] if failures else []
     if failures:
         raise ObjectStoreError(
             "could not upload the run to object storage; the files stay in the staging "
@@ -148,13 +147,16 @@ def flush_mirrors(deadline: float | None = None) -> None:
 
 
 def close_mirrors() -> None:
-    """Stop every mirror of this process after a final pass (at exit; errors are logged)."""
+    """Stop every mirror of this process after a final pass (at exit; errors are logged).
+    After a failed ``flush_mirrors`` the pass gets only what is left of its deadline."""
     with _MIRRORS_LOCK:
         mine = [k for k in _MIRRORS if k[0] == os.getpid()]
         mirrors = [_MIRRORS.pop(k) for k in mine]
     for mirror in mirrors:
         mirror.stop(timeout=0)
-    for failure in _finish(mirrors, None):
+    end = next((at for pid, at in _FAILED_END if pid == os.getpid()), None)
+    _FAILED_END.clear()  # spent: a later end of this process has a deadline of its own
+    for failure in _finish(mirrors, None, end):
         _log.error("could not upload %s; run `trainledger sync` to upload it", failure)
 
 
