@@ -15,6 +15,7 @@ with its temp file left behind. So while it waits:
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -26,7 +27,22 @@ from typing import Any
 
 from trainledger.storage import abandon_writes
 
-__all__ = ["wait_at_exit"]
+__all__ = ["drain_at_exit", "wait_at_exit"]
+
+_log = logging.getLogger(__name__)
+
+
+def drain_at_exit(saver: Any, wait: Callable[[], Any]) -> None:
+    """At exit, wait for ``saver``'s write in flight (a daemon writer thread would otherwise
+    die mid-file), under ``wait_at_exit``'s handlers; a failed save is logged, not raised."""
+    path = saver.inflight if saver is not None else None
+    try:
+        if path is None:
+            wait()
+        else:
+            wait_at_exit(wait, path, lambda: saver.last_written == path)
+    except Exception as exc:
+        _log.error("background checkpoint save failed: %s", exc)
 
 
 class _Abandon(BaseException):

@@ -21,7 +21,7 @@ from typing import Any
 from trainledger.checkpoint.async_save import SyncSaver, ThreadSaver
 from trainledger.checkpoint.config import check_append_values
 from trainledger.checkpoint.crypto import check_key
-from trainledger.checkpoint.exit_wait import wait_at_exit
+from trainledger.checkpoint.exit_wait import drain_at_exit
 from trainledger.checkpoint.format import is_checkpoint_path, read_container, read_info
 from trainledger.errors import CheckpointFormatError, CheckpointLoadError, CheckpointWriteError
 from trainledger.storage import (
@@ -90,18 +90,8 @@ def wait_async_save() -> None:
 
 
 def _drain_at_exit() -> None:
-    """A daemon writer thread would otherwise die mid-file: wait for it, a first Ctrl-C
-    saying which file, a second one (or SIGTERM) abandoning it (``exit_wait``). Run while
-    the helper threads of the write still take work (``before_executors_stop``)."""
-    saver = _ASYNC
-    path = saver.inflight if saver is not None else None
-    try:
-        if path is None:
-            wait_async_save()
-        else:
-            wait_at_exit(wait_async_save, path, lambda: saver.last_written == path)
-    except Exception as exc:
-        _log.error("background checkpoint save failed: %s", exc)
+    """Run while the helper threads of the write still take work (``before_executors_stop``)."""
+    drain_at_exit(_ASYNC, wait_async_save)
 
 
 def _make_parent(path: Path) -> None:
