@@ -1,5 +1,5 @@
-"""The documentation: the MkDocs site builds without a warning, the README stays short, and
-the README's quick start runs as printed."""
+"""The documentation: the MkDocs site builds without a warning, the README stays short, the
+README's quick start runs as printed, and BENCHMARKS.md opens with the current figures."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,10 @@ import pytest
 from tests.conftest import REPO
 
 README = REPO / "README.md"
+BENCHMARKS = REPO / "BENCHMARKS.md"
+CURRENT = "## Current figures"
+LOG = "## Log (newest first)"
+DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 QUICKSTART = re.compile(
     r"<!-- --8<-- \[start:quickstart\] -->\n```python\n(?P<code>.*?)```\n"
     r"<!-- --8<-- \[end:quickstart\] -->",
@@ -103,3 +108,69 @@ def test_quickstart_runs_without_warnings_and_learns(tmp_path: Path) -> None:
     # the query at the end of the block found the run it wrote
     assert re.search(r"^\./adam_lr0\.01 \{'accuracy': ", result.stdout, re.M)
     assert (tmp_path / "runs" / "adam_lr0.01" / "ckpt").is_dir()
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation and symbols dropped (letters,
+    digits, marks, ``_`` and ``-`` kept), each space a ``-``."""
+    kept = (
+        ch
+        for ch in heading.lower()
+        if ch in "- " or unicodedata.category(ch)[0] in "LNM" or unicodedata.category(ch) == "Pc"
+    )
+    return "".join(kept).replace(" ", "-")
+
+
+def benchmark_parts() -> tuple[str, list[list[str]], str]:
+    """BENCHMARKS.md split into what comes before "Current figures", that section's table rows
+    (as cells) and the log from its heading on."""
+    text = BENCHMARKS.read_text()
+    assert CURRENT in text and LOG in text, "BENCHMARKS.md lacks the current figures or the log"
+    head, rest = text.split(CURRENT + "\n", 1)
+    current, log = rest.split(LOG + "\n", 1)
+    rows = [
+        [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
+        for line in current.splitlines()
+        if line.startswith("|")
+    ]
+    return head, rows, log
+
+
+def test_benchmarks_open_with_one_table_of_current_figures_before_the_log() -> None:
+    head, rows, log = benchmark_parts()
+    # only the title and its short introduction come before the table: no dated entry
+    assert [line for line in head.splitlines() if line.startswith("## ")] == []
+    assert not DATE.search(head)
+    header, rule, *body = rows
+    assert header == [
+        "measure",
+        "current figure (ours vs peer, median and spread as recorded)",
+        "command",
+        "date",
+        "commit",
+    ]
+    assert set("".join(rule)) <= {"-", ":"}
+    assert len(body) >= 30
+    # the dated entries all follow the log's heading
+    assert log.lstrip().startswith("The entries")
+    assert len(re.findall(r"^## ", log, re.M)) >= 60
+
+
+def test_every_current_figure_has_a_command_and_a_date_from_the_log() -> None:
+    _, rows, log = benchmark_parts()
+    log_dates = set(DATE.findall(log))
+    headings = {github_anchor(h) for h in re.findall(r"^#{2,6} (.*)$", log, re.M)}
+    measures = []
+    for row in rows[2:]:
+        assert len(row) == 5, row
+        measure, figure, command, date, commit = row
+        assert measure and figure and command, row
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", date), row
+        # the table cites only recorded entries: its date is one of the log's
+        assert date in log_dates, row
+        assert re.fullmatch(r"[0-9a-f]{7,40}|added in [0-9a-f]{7,40}|not recorded", commit), row
+        link = re.fullmatch(r"\[(.+)\]\(#([^)]+)\)", measure)
+        assert link, row
+        assert link[2] in headings, f"{link[1]}: no log heading has the anchor #{link[2]}"
+        measures.append(link[1])
+    assert len(measures) == len(set(measures)), "a measure has more than one row"
