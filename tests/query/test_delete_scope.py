@@ -24,15 +24,17 @@ from trainledger.lineage import RunValues, run_uid
 from trainledger.query import append_audit, delete_run, read_audit
 
 UID = run_uid(None)
+VICTIM = run_uid(None)
 
 
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _own_checkpoint(path: Path, uid: str | None) -> Path:
+def _own_checkpoint(path: Path, uid: str | None, home: Path | None = None) -> Path:
+    """A checkpoint as ModelCheckpoint saves it for the run ``uid`` living in ``home``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    info = {"run_uid": uid} if uid else None
+    info = {"run_uid": uid, "run_dir": str(home.resolve()) if home else None} if uid else None
     save_checkpoint({"w": torch.arange(4.0)}, str(path), info=info)
     return path
 
@@ -40,6 +42,7 @@ def _own_checkpoint(path: Path, uid: str | None) -> Path:
 def _victims(base: Path) -> list[Path]:
     """Files of other runs and of the base itself, each a checkpoint-shaped target."""
     victim = sample_run(base, "victim", 1, scalars=3)
+    elsewhere = _own_checkpoint(base / "ckpts" / "victim" / "v-1_8.ckpt", VICTIM, victim)
     append_audit(base, "cli:test", "tag", "./victim", before=None, after=1)
     annotations = base / ".trainledger" / "annotations.json"
     annotations.write_text(json.dumps({"./victim": {"tag": 1}}))
@@ -49,8 +52,9 @@ def _victims(base: Path) -> list[Path]:
     save_file({"w": torch.ones(3)}, str(foreign))
     return [
         *sorted(p for p in victim.rglob("*") if p.is_file()),  # lineage, events, checkpoint
-        # the victim's own checkpoint carries the attacker's uid: still inside another run
-        _own_checkpoint(victim / "ckpt" / "claimed.ckpt", UID),
+        # the victim's own checkpoint under the uid the attacker copied: inside another run
+        _own_checkpoint(victim / "ckpt" / "claimed.ckpt", VICTIM, victim),
+        elsewhere,  # the victim's, outside its folder: the attacker copies its uid, not its home
         annotations,
         base / ".trainledger" / "audit.jsonl",
         foreign,
@@ -60,13 +64,14 @@ def _victims(base: Path) -> list[Path]:
 
 
 def _hostile_run(base: Path, targets: list[Path]) -> None:
-    """A run whose lineage names every target, absolutely and relative to the base."""
+    """A run whose lineage names every target, absolutely and relative to the base, under
+    the victim's identity (a uid is no secret: any lineage file shows it)."""
     named = [str(t) for t in targets] + [str(t.relative_to(base)) for t in targets]
     write_run(
         base,
         "attacker",
         model_path=json.dumps({"ckpt": named[0], "extra": named[-1]}),
-        run=RunValues(status="finished", uid=UID, checkpoints=[(p, 1) for p in named]),
+        run=RunValues(status="finished", uid=VICTIM, checkpoints=[(p, 1) for p in named]),
     )
 
 
@@ -113,11 +118,12 @@ def test_a_lineage_naming_other_files_deletes_none_of_them(
 def test_a_runs_own_checkpoints_elsewhere_go_with_it_and_nothing_else(tmp_path: Path) -> None:
     base = tmp_path / "base"
     shared = base / "ckpts"
-    own = [_own_checkpoint(shared / f"mlp-1_{i}.ckpt", UID) for i in (10, 20)]
+    own = [_own_checkpoint(shared / f"mlp-1_{i}.ckpt", UID, base / "r") for i in (10, 20)]
     kept = _own_checkpoint(shared / "mlp-older.ckpt", None)
     link = shared / "link.ckpt"
     link.symlink_to(own[0])
     names = [*own, kept, link]
+    (base / "r").mkdir(parents=True)
     write_run(
         base,
         "r",
@@ -130,7 +136,7 @@ def test_a_runs_own_checkpoints_elsewhere_go_with_it_and_nothing_else(tmp_path: 
 
 def test_a_lineage_without_an_identity_deletes_only_its_folder(tmp_path: Path) -> None:
     base = tmp_path / "base"
-    ckpt = _own_checkpoint(base / "ckpts" / "m.ckpt", UID)
+    ckpt = _own_checkpoint(base / "ckpts" / "m.ckpt", UID, base / "r")
     write_run(base, "r", run=RunValues(status="finished", checkpoints=[(str(ckpt), 1)]))
     assert delete_run(base, "./r") == [str((base / "r").resolve())]
     assert ckpt.exists()
@@ -175,6 +181,7 @@ def test_training_records_one_identity_in_the_lineage_and_every_checkpoint(
     uid = read_lineage(str(base / "r"))["run"]["uid"]
     first = sorted((base / "ckpts" / "r").glob("*.ckpt"))
     assert first and {read_info(p)["run_uid"] for p in first} == {uid}
+    assert {read_info(p)["run_dir"] for p in first} == {str((base / "r").resolve())}
     train(1)  # the same directory trained again: the same run, the same identity
     assert read_lineage(str(base / "r"))["run"]["uid"] == uid
     every = sorted((base / "ckpts" / "r").glob("*.ckpt"))
@@ -182,3 +189,15 @@ def test_training_records_one_identity_in_the_lineage_and_every_checkpoint(
     removed = delete_run(base, "./r")
     assert set(removed[1:]) == {str(p.resolve()) for p in every}
     assert not list((base / "ckpts" / "r").glob("*.ckpt"))
+
+
+def test_an_archived_run_deletes_its_own_checkpoints_elsewhere(tmp_path: Path) -> None:
+    from trainledger.query import archive_run
+
+    base = tmp_path / "base"
+    (base / "r").mkdir(parents=True)
+    own = _own_checkpoint(base / "ckpts" / "m-1_5.ckpt", UID, base / "r")
+    write_run(base, "r", run=RunValues(status="finished", uid=UID, checkpoints=[(str(own), 1)]))
+    archive_run(base, "./r")
+    removed = delete_run(base, "./r", archived=True)
+    assert removed[1:] == [str(own.resolve())] and not own.exists()

@@ -119,6 +119,19 @@ def test_filter_box_changes_table_and_chart(page: Any, live: LiveServer) -> None
     wait_rows(page, N_RUNS)
 
 
+def test_a_field_no_run_has_gets_a_note_naming_the_nearest(page: Any, live: LiveServer) -> None:
+    open_view(page, live.url, "lineage")
+    wait_rows(page, N_RUNS)
+    page.fill("#filter-input", "metric/Accuracy > 0.1")  # the runs record metric/accuracy
+    page.click("#filter-form button[type=submit]")
+    page.wait_for_selector("#filter-note:not([hidden])")
+    note = page.locator("#filter-note").inner_text()
+    assert "metric/Accuracy" in note and "metric/accuracy" in note, note
+    page.click("#filter-clear")
+    wait_rows(page, N_RUNS)
+    assert page.locator("#filter-note").is_hidden()
+
+
 def test_a_parallel_coordinates_line_names_its_run_on_hover_and_opens_it_on_click(
     page: Any, live: LiveServer
 ) -> None:

@@ -29,8 +29,9 @@ prefix (no ``_N`` suffix), adopts the prefix's files into retention and never de
 it resumed from (the newest file of the prefix, or ``resume_from``).
 
 Identity: with a ``TrainLineage`` (or ``SummaryCollector``) in the same training, each header
-carries the run's ``run_uid`` (``cb_params.run_uid``), so deleting that run may delete the file
-even when it lies outside the run's directory, and no other run's deletion ever does.
+carries the run's ``run_uid`` and ``run_dir`` (``cb_params.run_uid``, ``cb_params.lineage_dir``),
+so deleting that run may delete the file even when it lies outside the run's directory, and no
+other run's deletion ever does (a lineage can copy another run's uid, never its directory).
 """
 
 from __future__ import annotations
@@ -315,6 +316,8 @@ class ModelCheckpoint(Callback):
             info["monitor"] = {"name": cfg.monitor, "mode": cfg.mode, "value": score}
         if is_run_uid(cb.get("run_uid")):  # TrainLineage's: only the run's own files are deleted
             info["run_uid"] = cb["run_uid"]
+            if isinstance(cb.get("lineage_dir"), str):
+                info["run_dir"] = cb["lineage_dir"]
         if self._sharded:
             info["append_info"] = append
             save_sharded(path, network, cb.get("optimizer"), info)

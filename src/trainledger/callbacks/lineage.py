@@ -183,6 +183,8 @@ class TrainLineage(LineageCallback):
         # the checkpoints its earlier processes saved: one run, one list
         recorded = recorded_run(self._log_dir)
         self._uid = params["run_uid"] = run_uid(recorded.get("uid"), params.get("run_uid"))
+        if self._log_dir:  # where the run lives: a delete checks the header names it too
+            params["lineage_dir"] = os.path.realpath(self._log_dir)
         for entry in recorded.get("checkpoints") or ():
             if isinstance(entry, dict) and isinstance(entry.get("path"), str):
                 self._checkpoints[entry["path"]] = None

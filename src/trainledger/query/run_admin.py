@@ -159,13 +159,16 @@ def _in_another_run(real: str, base_real: str) -> bool:
     return True
 
 
-def _carries_uid(path: str, uid: str) -> bool:
-    """Whether a checkpoint's verified header names the run ``uid``; any doubt is a no (a
-    foreign file, an older checkpoint, an encrypted one, a damaged header)."""
+def _saved_by(path: str, uid: str, homes: set[str]) -> bool:
+    """Whether a checkpoint's verified header says the run ``uid`` living in one of ``homes``
+    saved it. Both: a lineage may copy another run's uid (it is no secret), never the
+    directory the other run's files name. Any doubt is a no (a foreign file, an older
+    checkpoint, an encrypted one, a damaged header)."""
     try:
-        return read_info(path).get("run_uid") == uid
+        info = read_info(path)
     except Exception:  # noqa: BLE001 - unreadable or not ours: never deleted
         return False
+    return info.get("run_uid") == uid and info.get("run_dir") in homes
 
 
 def _own_checkpoints_elsewhere(lineage: dict[str, Any], base_real: str, run_path: str) -> list[str]:
@@ -174,12 +177,17 @@ def _own_checkpoints_elsewhere(lineage: dict[str, Any], base_real: str, run_path
     A lineage file is untrusted input (whoever can write a run directory writes it), so
     naming a file is not enough: the file must lie under the base, in no other run's
     directory and outside ``.trainledger``, be a regular file, and carry in its verified
-    header the run's identity (``run.uid``, written by ``TrainLineage`` and
-    ``ModelCheckpoint``). Checkpoints written before identities existed, MindSpore's and
-    other writers' files are never deleted outside the run's directory."""
+    header the run's identity and directory (``run_uid``, ``run_dir``: written by
+    ``ModelCheckpoint`` from ``TrainLineage``'s). Checkpoints written before identities
+    existed, MindSpore's and other writers' files are never deleted outside the run's
+    directory."""
     uid = (lineage.get("run") or {}).get("uid")
     if not isinstance(uid, str) or not is_run_uid(uid):
         return []
+    homes = {run_path}  # where it lives, and where an archived run lived when it trained
+    archive = os.path.join(base_real, ARCHIVE_DIRNAME)
+    if _inside(run_path, archive):
+        homes.add(os.path.join(base_real, os.path.relpath(run_path, archive)))
     paths: list[str] = []
     for candidate in _named_checkpoints(lineage):
         real = os.path.realpath(candidate)
@@ -188,7 +196,7 @@ def _own_checkpoints_elsewhere(lineage: dict[str, Any], base_real: str, run_path
             and not _inside(real, run_path)
             and os.path.isfile(real)
             and not _in_another_run(real, base_real)
-            and _carries_uid(real, uid)
+            and _saved_by(real, uid, homes)
         ):
             paths.append(real)
     return sorted(set(paths))
