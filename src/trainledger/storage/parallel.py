@@ -32,7 +32,7 @@ __all__ = [
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
-_EXIT_HOOKS: set[Callable[[], None]] = set()
+_EXIT_HOOKS: set[tuple[Callable[[], None], int]] = set()  # (hook, the pid that registered it)
 
 
 def cores() -> int:
@@ -115,16 +115,24 @@ def before_executors_stop(hook: Callable[[], None]) -> None:
     s3fs's uploads): ``concurrent.futures`` refuses new work from threading's exit hooks on,
     which run first and last-registered first. A hook registered after the pools' own (at
     first use, not at import) runs before them; where that cannot be (already shutting down,
-    another Python), ``atexit`` is the fallback.
+    another Python), ``atexit`` is the fallback. A forked child inherits the hook but not the
+    threads whose work it waits for, so the hook runs only in the process that registered it
+    (a child registers its own).
     """
+    owner = os.getpid()
     with _pool_lock:
-        if hook in _EXIT_HOOKS:
+        if (hook, owner) in _EXIT_HOOKS:
             return
-        _EXIT_HOOKS.add(hook)
+        _EXIT_HOOKS.add((hook, owner))
+
+    def run() -> None:
+        if os.getpid() == owner:
+            hook()
+
     register = getattr(threading, "_register_atexit", None)
     try:
         if register is None:
             raise RuntimeError("no threading exit hooks")
-        register(hook)
+        register(run)
     except RuntimeError:
-        atexit.register(hook)
+        atexit.register(run)
