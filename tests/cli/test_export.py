@@ -53,12 +53,12 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return dst
 
 
-def _accumulator(path: Path):  # type: ignore[no-untyped-def]
+def _accumulator(path: Path, purge: bool = False):  # type: ignore[no-untyped-def]
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    # keep every event (the defaults sample) and do not purge when a later file restarts steps
+    # keep every event (the defaults sample) and, unless asked, do not purge when steps go back
     size = {"scalars": 0, "images": 0, "histograms": 0, "tensors": 0}
-    acc = EventAccumulator(str(path), size_guidance=size, purge_orphaned_data=False)
+    acc = EventAccumulator(str(path), size_guidance=size, purge_orphaned_data=purge)
     acc.Reload()
     return acc
 
@@ -160,6 +160,20 @@ def test_rich_run_images_follow_the_rule(converted: Path) -> None:
         assert exported == list(last_per_step(source, tag).items()), tag
     assert [e.step for e in acc.Images("input_data/auto")] == [0, 1, 2, 3]
     assert [e.step for e in acc.Images("input_image")] == [1, 2, 3, 4, 5, 6]
+
+
+def test_tensorboards_own_purge_has_nothing_left_to_drop(converted: Path) -> None:
+    """The rich run exported by the rule reads the same with TensorBoard's default
+    ``purge_orphaned_data``, which drops a tag's points when its step goes back: each tag's
+    steps only go forward, so TensorBoard shows what MindInsight showed either way."""
+    plain = _accumulator(converted / "mindspore-rich" / "run")
+    purged = _accumulator(converted / "mindspore-rich" / "run", purge=True)
+    for kind, get in (("scalars", "Scalars"), ("images", "Images"), ("histograms", "Histograms"),
+                      ("tensors", "Tensors")):  # fmt: skip
+        for tag in plain.Tags()[kind]:
+            steps = [e.step for e in getattr(plain, get)(tag)]
+            assert [e.step for e in getattr(purged, get)(tag)] == steps, (kind, tag)
+            assert steps == sorted(set(steps)), (kind, tag)
 
 
 def test_graph_keeps_mindspore_names_and_scopes(converted: Path) -> None:
