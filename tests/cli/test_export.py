@@ -8,20 +8,25 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner, Result
 
 from trainledger.checkpoint import load_checkpoint
 from trainledger.cli.main import cli
-from trainledger.summary import read_histograms, read_images, read_scalars, read_tensors
+from trainledger.summary import read_scalars
+from trainledger.summary.mindspore import list_mindspore_files
 from trainledger.summary.proto import mindspore_summary_pb2 as ms
 from trainledger.summary.reader import RunReader
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 RUNS = sorted(p.parent.relative_to(GOLDEN).as_posix() for p in GOLDEN.rglob("*_MS"))
 KEY = b"trainledger-test"  # the public test key of make_fixtures.py
+# MindInsight 2.3.1's reading of every run directory (mindspore-full/record_mindinsight.py)
+ANSWERS = json.loads((GOLDEN / "mindspore-full" / "mindinsight-summaries.json").read_text())
 
 
 def _run(*args: str, **env: str) -> Result:
@@ -48,38 +53,127 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return dst
 
 
-def _accumulator(path: Path):  # type: ignore[no-untyped-def]
+def _accumulator(path: Path, purge: bool = False):  # type: ignore[no-untyped-def]
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    # keep every event (the defaults sample) and do not purge when a later file restarts steps
+    # keep every event (the defaults sample) and, unless asked, do not purge when steps go back
     size = {"scalars": 0, "images": 0, "histograms": 0, "tensors": 0}
-    acc = EventAccumulator(str(path), size_guidance=size, purge_orphaned_data=False)
+    acc = EventAccumulator(str(path), size_guidance=size, purge_orphaned_data=purge)
     acc.Reload()
     return acc
 
 
+_KINDS = {"scalar": "scalars", "image": "images", "histogram": "histograms", "tensor": "tensors"}
+
+
+def _mindinsight(rel: str) -> dict[str, dict[str, dict]]:
+    """MindInsight 2.3.1's reading of the run directory ``rel``: ``{plugin: {tag: answer}}``."""
+    out: dict[str, dict[str, dict]] = {plugin: {} for plugin in _KINDS}
+    for key, answer in ANSWERS["by_dir"][rel].items():
+        plugin = answer["plugin"]
+        out[plugin][key[: -len(plugin) - 1]] = answer
+    return out
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _histogram_terms(min_: float, max_: float, count: float, buckets: list) -> tuple:
+    """A histogram as ``(min, max, count, right edges, counts)``: TensorBoard's form of the
+    export (its bucket limits are MindSpore's right edges) and MindInsight's ``[left, width,
+    count]`` buckets compare in these terms."""
+    rights = [left + width for left, width, _ in buckets]
+    return min_, max_, count, rights, [c for _, _, c in buckets]
+
+
+def _assert_same_value(plugin: str, event: Any, want: dict | float) -> None:
+    """One exported point (TensorBoard's reading) equals MindInsight's value of that step."""
+    from tensorboard.util.tensor_util import make_ndarray
+
+    if plugin == "scalar":
+        assert event.value == want, event.step
+    elif plugin == "histogram":
+        h, w = event.histogram_value, want
+        assert isinstance(w, dict)
+        mi_min, mi_max, mi_count, rights, counts = _histogram_terms(
+            w["min"], w["max"], w["count"], w["buckets"]
+        )
+        assert (h.min, h.max, h.num) == (mi_min, mi_max, mi_count), event.step
+        assert np.allclose(h.bucket_limit, rights) and list(h.bucket) == counts, event.step
+    else:
+        assert isinstance(want, dict)
+        arr = make_ndarray(event.tensor_proto)
+        assert list(arr.shape) == want["dims"], event.step
+        assert arr.reshape(-1).tolist() == want["values"], event.step
+
+
+@pytest.mark.parametrize("plugin", sorted(_KINDS))
 @pytest.mark.parametrize("rel", sorted(set(RUNS)))
-def test_tensorboard_reads_as_many_events_as_the_source(converted: Path, rel: str) -> None:
-    src, acc = GOLDEN / rel, _accumulator(converted / rel)
-    tags = acc.Tags()
-    for kind, read, get in (
-        ("scalars", read_scalars, acc.Scalars),
-        ("images", read_images, acc.Images),
-        ("histograms", read_histograms, acc.Histograms),
-        ("tensors", read_tensors, acc.Tensors),
-    ):
-        source = read(src)
-        assert sorted(tags[kind]) == sorted(source), kind
-        for tag, series in source.items():
-            n = len(series[0]) if kind == "scalars" else len(series)
-            assert len(get(tag)) == n, (kind, tag)
-    steps, _, values = read_scalars(src)["loss/auto"]
-    events = acc.Scalars("loss/auto")
-    assert [e.step for e in events] == steps.tolist()
-    assert [e.value for e in events] == values.tolist()
-    answers = json.loads((GOLDEN / "mindspore-full" / "mindinsight-summaries.json").read_text())
-    mindinsight = answers["by_dir"][rel]["loss/auto/scalar"]  # what MindInsight 2.3.1 showed
-    assert [e.step for e in events] == mindinsight["steps"]
+def test_every_plugin_follows_mindinsights_step_rule(
+    converted: Path, rel: str, plugin: str
+) -> None:
+    """One rule for every plugin: TensorBoard reads each scalar, histogram and tensor tag at
+    exactly the steps and values MindInsight 2.3.1 showed for the run (a repeated step once,
+    its last value; an earlier file's steps purged when a later file starts the tag again).
+    Images, which MindInsight samples (10 per tag), follow the same rule: each step once, and
+    MindInsight's sample is among them byte for byte."""
+    acc, answers = _accumulator(converted / rel), _mindinsight(rel)[plugin]
+    assert sorted(acc.Tags()[_KINDS[plugin]]) == sorted(answers)
+    get = {"scalar": acc.Scalars, "image": acc.Images, "histogram": acc.Histograms,
+           "tensor": acc.Tensors}[plugin]  # fmt: skip
+    for tag, answer in answers.items():
+        events = get(tag)
+        if plugin == "image":
+            exported = {e.step: _sha256(e.encoded_image_string) for e in events}
+            assert len(exported) == len(events), tag  # each step once
+            assert len(answer["steps"]) <= 10 and set(answer["steps"]) <= set(exported), tag
+            assert [exported[s] for s in answer["steps"]] == [v["sha256"] for v in answer["values"]]
+            continue
+        assert [e.step for e in events] == answer["steps"], tag
+        for event, want in zip(events, answer["values"], strict=True):
+            _assert_same_value(plugin, event, want)
+
+
+def test_rich_run_images_follow_the_rule(converted: Path) -> None:
+    """The rich run's images by the rule itself, not by MindInsight's sample: the second
+    training started ``input_data/auto`` again at step 0, so only its images remain, step 2
+    (written twice) as its last image; ``input_image``, written by the first training only,
+    keeps its steps 1..6."""
+    rel = "mindspore-rich/run"
+    reader = RunReader(GOLDEN / rel)
+    first, second = (
+        reader.read_mindspore_events_of(path) for path in list_mindspore_files(GOLDEN / rel)
+    )
+
+    def last_per_step(events: list[ms.Event], tag: str) -> dict[int, str]:
+        return {
+            e.step: _sha256(v.image.encoded_image)
+            for e in events
+            for v in e.summary.value
+            if v.tag == tag and v.HasField("image")
+        }
+
+    acc = _accumulator(converted / rel)
+    for tag, source in (("input_data/auto", second), ("input_image", first)):
+        exported = [(e.step, _sha256(e.encoded_image_string)) for e in acc.Images(tag)]
+        assert exported == list(last_per_step(source, tag).items()), tag
+    assert [e.step for e in acc.Images("input_data/auto")] == [0, 1, 2, 3]
+    assert [e.step for e in acc.Images("input_image")] == [1, 2, 3, 4, 5, 6]
+
+
+def test_tensorboards_own_purge_has_nothing_left_to_drop(converted: Path) -> None:
+    """The rich run exported by the rule reads the same with TensorBoard's default
+    ``purge_orphaned_data``, which drops a tag's points when its step goes back: each tag's
+    steps only go forward, so TensorBoard shows what MindInsight showed either way."""
+    plain = _accumulator(converted / "mindspore-rich" / "run")
+    purged = _accumulator(converted / "mindspore-rich" / "run", purge=True)
+    for kind, get in (("scalars", "Scalars"), ("images", "Images"), ("histograms", "Histograms"),
+                      ("tensors", "Tensors")):  # fmt: skip
+        for tag in plain.Tags()[kind]:
+            steps = [e.step for e in getattr(plain, get)(tag)]
+            assert [e.step for e in getattr(purged, get)(tag)] == steps, (kind, tag)
+            assert steps == sorted(set(steps)), (kind, tag)
 
 
 def test_graph_keeps_mindspore_names_and_scopes(converted: Path) -> None:

@@ -60,7 +60,7 @@ def _answers(rel: str, plugin: str) -> dict[str, dict]:
 
 def test_every_ms_fixture_is_covered():
     on_disk = sorted(p.relative_to(GOLDEN).as_posix() for p in GOLDEN.rglob("*_MS"))
-    assert on_disk == MS_FILES and len(MS_FILES) == 8
+    assert on_disk == MS_FILES and len(MS_FILES) == 10
 
 
 @pytest.mark.parametrize("rel", MS_FILES)

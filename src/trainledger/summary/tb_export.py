@@ -4,10 +4,13 @@ Each MindSpore event becomes one TensorBoard event with the same step and wall t
 as ``simple_value``, images with their PNG bytes unchanged, histograms as ``HistogramProto``
 (bucket limits are MindSpore's right edges), tensors as ``TensorProto`` and the graph as a
 ``GraphDef`` (``mindspore_graph``). Loss landscapes have no TensorBoard form and are counted as
-skipped. Scalars follow MindInsight's series rule (``summary.series``): a repeated step and
-the points a later session supersedes are left out (``superseded``), so TensorBoard shows
-what MindInsight showed. The source is only read: output goes to a new event file under the
-destination.
+skipped. Every plugin follows one rule, MindInsight's (``summary.series.mindinsight_keep``),
+applied per tag and plugin by ``_keeps``: a repeated step is written once (its last value) and
+the points a later session supersedes (a tag started again at step ``s`` drops the earlier
+files' points at ``s`` and after) are left out and counted as ``superseded``. One rule, so
+TensorBoard shows the scalars, images, histograms and tensors that MindInsight showed, and
+never a step's image beside a loss curve that no longer has that step. The source is only
+read: output goes to a new event file under the destination.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ class ConvertCounts:
     tensors: int = 0
     graphs: int = 0
     skipped: int = 0  # values with no TensorBoard form (loss landscapes) or undecodable tensors
-    superseded: int = 0  # scalar points MindInsight does not show (repeated steps, sessions)
+    superseded: int = 0  # points MindInsight does not show (repeated steps, purged sessions)
     corrupt: int = 0  # damaged records of the source, skipped
 
 
@@ -71,26 +74,32 @@ def _histogram(value: ms.Summary.Histogram) -> pb.HistogramProto:
     )
 
 
-def _scalar_keeps(files: list[list[ms.Event]]) -> dict[str, Iterator[bool]]:
-    """Per tag, whether each scalar point (in file and record order) is kept by MindInsight's
-    rule (``summary.series``), so the export holds the series MindInsight shows."""
-    points: dict[str, tuple[list[int], list[int]]] = {}
+# the values a step rule applies to; graphs are one per run, landscapes are skipped
+_SERIES_KINDS = frozenset({"scalar_value", "image", "histogram", "tensor"})
+_Keeps = dict[tuple[str, str], Iterator[bool]]
+
+
+def _keeps(files: list[list[ms.Event]]) -> _Keeps:
+    """Per ``(plugin, tag)``, whether each point (in file and record order) is kept by
+    MindInsight's rule (``summary.series``). MindInsight keys its series by tag and plugin, so
+    an image and a histogram of one tag are two series; every plugin goes through this one
+    function so that no plugin can show a step another has dropped."""
+    points: dict[tuple[str, str], tuple[list[int], list[int]]] = {}
     for session, events in enumerate(files):
         for event in events:
             for value in event.summary.value:
-                if value.HasField("scalar_value"):
-                    steps, sessions = points.setdefault(value.tag, ([], []))
+                kind = value.WhichOneof("value")
+                if kind in _SERIES_KINDS:
+                    steps, sessions = points.setdefault((kind, value.tag), ([], []))
                     steps.append(event.step)
                     sessions.append(session)
     return {
-        tag: iter(mindinsight_keep(np.array(steps), np.array(sessions)).tolist())
-        for tag, (steps, sessions) in points.items()
+        key: iter(mindinsight_keep(np.array(steps), np.array(sessions)).tolist())
+        for key, (steps, sessions) in points.items()
     }
 
 
-def _convert(
-    event: ms.Event, counts: ConvertCounts, keeps: dict[str, Iterator[bool]]
-) -> Iterator[pb.Event]:
+def _convert(event: ms.Event, counts: ConvertCounts, keeps: _Keeps) -> Iterator[pb.Event]:
     if event.HasField("graph_def"):
         counts.graphs += 1
         graph = graph_def_from_mindspore(event.graph_def).SerializeToString()
@@ -98,11 +107,11 @@ def _convert(
         return
     values = []
     for value in event.summary.value:
-        kind = value.WhichOneof("value")
+        kind = value.WhichOneof("value") or ""
+        if kind in _SERIES_KINDS and not next(keeps[(kind, value.tag)], True):
+            counts.superseded += 1
+            continue
         if kind == "scalar_value":
-            if not next(keeps[value.tag], True):
-                counts.superseded += 1
-                continue
             counts.scalars += 1
             values.append(pb.Summary.Value(tag=value.tag, simple_value=value.scalar_value))
         elif kind == "image":
@@ -139,7 +148,7 @@ def convert_mindspore_run(
         raise FileExistsError(f"{dst} already holds TensorBoard event files; choose another DST")
     reader = RunReader(src_run)
     files = [reader.read_mindspore_events_of(path) for path in list_mindspore_files(src_run)]
-    keeps = _scalar_keeps(files)
+    keeps = _keeps(files)
     counts = ConvertCounts()
     writer = EventFileWriter(dst, min_free_bytes=0)
     try:

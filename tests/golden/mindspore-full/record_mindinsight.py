@@ -1,13 +1,16 @@
 """Record what MindInsight 2.3.1's ``MSDataLoader`` reads from every ``_MS`` file under
 tests/golden. Never run by the tests; run from the repository root with the MindInsight venv::
 
-    /work/venvs/mindinsight/bin/python tests/golden/mindspore-full/record_mindinsight.py
+    /tmp/venv-mi/bin/python tests/golden/mindspore-full/record_mindinsight.py
+
+(``/work/shared/tools/mindinsight-venv.sh /tmp/venv-mi`` builds that venv, NumPy < 2.)
 
 Each file is loaded alone (copied into an empty directory), because the loader merges all
 files of a directory and drops points whose step goes backwards; ``by_file`` holds those
 answers. ``by_dir`` holds the loader's answer for each whole run directory as well. Output:
 ``mindinsight-summaries.json`` next to this script (images as size and SHA-256 of the
-encoded bytes; histograms as MindInsight's original buckets; tensors as values).
+encoded bytes; histograms as MindInsight's original buckets; tensors as values), and the
+MindInsight and NumPy versions that answered (``recorded_with``).
 """
 
 from __future__ import annotations
@@ -22,13 +25,11 @@ from typing import Any
 
 import numpy as np
 
-# MindInsight 2.3.1 still uses NumPy 1 aliases that NumPy 2 removed; without them it drops
-# every event holding a histogram or tensor (and the scalars sharing that event). Restore the
-# aliases, with their NumPy 1 values, before MindInsight is imported (at module level, so its
-# worker processes, which re-import this module, get them too).
-for _name, _value in (("PINF", np.inf), ("NINF", -np.inf), ("NaN", np.nan), ("Inf", np.inf)):
-    if _name not in np.__dict__:
-        setattr(np, _name, _value)
+# MindInsight 2.3.1 reads histograms and tensors with NumPy 1 names (np.PINF) that NumPy 2
+# removed: on NumPy 2 it raises there and drops whole events (and the scalars sharing them).
+# Patching the names back is not MindInsight as its users run it, so refuse instead.
+if int(np.__version__.split(".")[0]) >= 2:
+    sys.exit(f"MindInsight 2.3.1 needs NumPy < 2 (found {np.__version__}): mindinsight-venv.sh")
 
 from mindinsight.datavisual.data_transform.ms_data_loader import MSDataLoader  # noqa: E402
 
@@ -81,7 +82,10 @@ def load(summary_dir: Path) -> dict:
 
 def main() -> int:
     files = sorted(GOLDEN.rglob("*_MS"))
-    result: dict = {"by_file": {}, "by_dir": {}}
+    import mindinsight  # noqa: PLC0415
+
+    versions = {"mindinsight": mindinsight.__version__, "numpy": np.__version__}
+    result: dict = {"by_file": {}, "by_dir": {}, "recorded_with": versions}
     for path in files:
         with tempfile.TemporaryDirectory() as tmp:
             shutil.copy2(path, tmp)
