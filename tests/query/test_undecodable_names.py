@@ -106,3 +106,32 @@ def test_postgresql_holds_it(tmp_path: Path, pg_url: str) -> None:
     base, _ = _base(tmp_path)
     with LineageIndex(base, index=pg_url) as index:
         assert sorted(o["summary_dir"] for o in index.query()["object"]) == ["./good", f"./{ID}"]
+
+
+def test_file_names_that_are_not_utf8_inside_runs_are_read(tmp_path: Path) -> None:
+    """Names of lineage and event files too (a host name in a file name, another tool's)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    base = tmp_path / "base"
+    sample_run(base, "good", 0, scalars=3)
+    odd = sample_run(base, "odd", 1, scalars=3)
+    for path in list(odd.glob("events.*")):  # the host in each file name: another machine's
+        raw = os.fsencode(path)
+        host = raw.rsplit(b"/", 1)[1].split(b".")[-3]
+        os.rename(raw, raw.replace(b"." + host + b".", b"." + host + b"\xff."))
+    tb = base / "tb"
+    with SummaryWriter(str(tb)) as writer:
+        writer.add_scalar("loss", 1.5, 1)
+    for path in list(tb.iterdir()):
+        os.rename(os.fsencode(path), os.fsencode(path) + b"\xfe")
+    found = filter_summary_lineage(
+        str(base), {"sorted_name": "summary_dir", "series": ["max(loss)"]}
+    )
+    assert [o["summary_dir"] for o in found["object"]] == ["./good", "./odd", "./tb"]
+    assert found["object"][1]["model_lineage"]["optimizer"] == "SGD"  # its lineage was read
+    assert any(
+        b"\xff" in os.fsencode(p.name) and p.name.endswith("_lineage") for p in odd.iterdir()
+    )
+    assert found["object"][2]["series"]["max(loss)"] == 1.5
+    with LineageIndex(base) as index:  # a new process, warm from what the first one saved
+        assert index.query()["count"] == 3

@@ -60,13 +60,17 @@ class RunFiles:
         run's record is read from (a TensorBoard run's: every file, parts included)."""
         if self.tensorboard:
             return self.series_signature
-        return ";".join(f"{n}:{s}:{m}" for n, s, m in self.files if n.endswith(LINEAGE_SUFFIX))
+        return ";".join(
+            f"{id_of_name(n)}:{s}:{m}" for n, s, m in self.files if n.endswith(LINEAGE_SUFFIX)
+        )  # (a name that is not UTF-8 as its id: the signature is stored as text)
 
     @functools.cached_property
     def series_signature(self) -> str:
         """The same for the summary files (event files, ``_MS`` files): their series
         statistics are read again only when it changes (``query.series_index``)."""
-        return ";".join(f"{n}:{s}:{m}" for n, s, m in self.files if not n.endswith(LINEAGE_SUFFIX))
+        return ";".join(
+            f"{id_of_name(n)}:{s}:{m}" for n, s, m in self.files if not n.endswith(LINEAGE_SUFFIX)
+        )
 
     @property
     def update_time(self) -> float:

@@ -97,7 +97,7 @@ def store_series(conn: Connection, summary_dir: str, signature: str, state: Seri
     saved = {"positions": state.positions, "scalar_tags": state.scalar_tags}
     conn.execute(
         "INSERT INTO series_files (summary_dir, signature, state) VALUES (?, ?, ?)",
-        (summary_dir, signature, json.dumps(saved, ensure_ascii=False)),
+        (summary_dir, signature, json.dumps(saved)),
     )
 
 
