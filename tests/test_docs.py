@@ -86,11 +86,22 @@ def test_quickstart_runs_without_warnings_and_learns(tmp_path: Path) -> None:
     logged warning counts too) and reach 0.9 held-out accuracy on data whose majority class is
     at most half. The block runs as a file of its own; the wrapper only reads its globals."""
     (tmp_path / "quickstart.py").write_text(quickstart_code())
+    # every metric and eval field the examples of docs/queries.md write is one the quick start
+    # records (a field no run has only warns and answers nothing: under -W error, it fails)
+    examples = "".join(
+        re.findall(r"```\w*\n(.*?)```", (REPO / "docs" / "queries.md").read_text(), re.S)
+    )
+    fields = sorted(set(re.findall(r"\b(?:metric|eval)/[A-Za-z][A-Za-z_]*\b", examples)))
     probe = (
         "import runpy\n"
         "ns = runpy.run_path('quickstart.py', run_name='__main__')\n"
         "counts = ns['y'].bincount()\n"
         "print('MAJORITY', float(counts.max()) / len(ns['y']), 'CLASSES', len(counts))\n"
+        "from trainledger import filter_summary_lineage\n"
+        f"for field in {fields!r}:\n"
+        "    series = [] if field.startswith('metric/') else [f'max({field})']\n"
+        "    cond = {'sorted_name': series[0] if series else field, 'series': series}\n"
+        "    assert filter_summary_lineage('runs', cond)['count'] == 1, field\n"
     )
     result = subprocess.run(
         [sys.executable, "-W", "error", "-c", probe],
