@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import threading
 import time
 import urllib.error
@@ -17,6 +18,7 @@ import pytest
 
 from tests.runs import make_base
 from tests.server.browser_support import LiveServer
+from trainledger.query import filter_summary_lineage
 
 RUNS = 120
 
@@ -53,7 +55,7 @@ def _probe(url: str, stop: threading.Event, seen: list[str], i: int) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how", ["delete", "replace"])
+@pytest.mark.parametrize("how", ["delete", "replace", "another-base", "whole-directory"])
 def test_a_deleted_or_replaced_index_is_never_an_empty_answer(tmp_path: Path, how: str) -> None:
     base = make_base(tmp_path / "b", n=RUNS, scalars=0)
     server = LiveServer(base).start()
@@ -68,12 +70,19 @@ def test_a_deleted_or_replaced_index_is_never_an_empty_answer(tmp_path: Path, ho
             probe.start()
         time.sleep(0.3)
         index = base / ".trainledger" / "index.db"
+        other = make_base(tmp_path / "other", n=7, scalars=0)
+        filter_summary_lineage(str(other))  # a built index of another base, to copy in
         for _ in range(3):  # more than once: each new file is a new rebuild
             if how == "delete":
                 index.unlink()
-            else:  # an empty file in its place (a careless copy, a restore gone wrong)
+            elif how == "replace":  # an empty file in its place (a restore gone wrong)
                 (tmp_path / "empty").write_bytes(b"")
                 os.replace(tmp_path / "empty", index)
+            elif how == "another-base":  # another base's index copied over this one's
+                shutil.copy(other / ".trainledger" / "index.db", tmp_path / "copy.db")
+                os.replace(tmp_path / "copy.db", index)
+            else:
+                shutil.rmtree(base / ".trainledger")
             time.sleep(2.0)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and (not seen or seen[-1] != "ok"):

@@ -149,7 +149,7 @@ class LineageIndex:
         """Record in the index that a full scan filled it (once per file and process). Only
         a SQLite file can be deleted or replaced under a reader; a shared database cannot."""
         if self._built_epoch != self.db.epoch and isinstance(self.db, SqliteDb):
-            self._write(scan_state.mark_built, bump=False)
+            self._write(functools.partial(scan_state.mark_built, base=self.base), bump=False)
             self._built_epoch = self.db.epoch
 
     def _check_built(self, conn: Connection) -> None:
@@ -158,7 +158,7 @@ class LineageIndex:
         "no runs". One meta lookup per file; nothing once it was seen built."""
         if self._built_epoch == self.db.epoch or not isinstance(self.db, SqliteDb):
             return
-        if not scan_state.is_built(conn):
+        if not scan_state.is_built(conn, self.base):
             raise IndexRebuildingError(
                 f"the lineage index {self.path} is being rebuilt from the run files (it was "
                 "deleted or replaced); retry in a few seconds"

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import os
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -162,12 +163,18 @@ def _same_files(base: str, files: Iterable[tuple[str, int, int]]) -> bool:
     return True
 
 
-def mark_built(conn: Connection) -> None:
-    """Note that a full scan filled this index (``is_built``)."""
-    if read_meta(conn, "built") is None:
-        set_meta(conn, "built", 1)
+def _base_tag(base: str) -> int:
+    """A number naming the base a scan filled the index from (crc32 of its real path)."""
+    return zlib.crc32(base.encode("utf-8", "surrogateescape"))
 
 
-def is_built(conn: Connection) -> bool:
-    """Whether a full scan ever completed into this index (a new file: not until it did)."""
-    return read_meta(conn, "built") is not None
+def mark_built(conn: Connection, base: str) -> None:
+    """Note that a full scan of ``base`` filled this index (``is_built``)."""
+    if read_meta(conn, "built") != _base_tag(base):
+        set_meta(conn, "built", _base_tag(base))
+
+
+def is_built(conn: Connection, base: str) -> bool:
+    """Whether a full scan of ``base`` completed into this index: a new file is not, nor a
+    copy of another base's index put in its place, until a scan of this base completed."""
+    return read_meta(conn, "built") == _base_tag(base)
