@@ -20,23 +20,31 @@ _OLD_TABLES = (
 )
 
 
+def to_schema_12(conn: Connection, dialect: Dialect) -> None:
+    """Rewrite the index behind ``conn`` (schema 13, inside a write transaction) as schema 12:
+    no kind of the first non-finite value."""
+    conn.execute("ALTER TABLE series_stats DROP COLUMN nonfinite_kind")
+    schema.set_meta(conn, "schema_version", 12)
+
+
 def to_schema_11(conn: Connection, dialect: Dialect) -> None:
-    """Rewrite the index behind ``conn`` (schema 12, inside a write transaction) as schema 11:
+    """Rewrite the index behind ``conn`` (schema 13, inside a write transaction) as schema 11:
     the index of text values holds every row."""
+    to_schema_12(conn, dialect)
     conn.execute("DROP INDEX custom_by_text")
     conn.execute("CREATE INDEX custom_by_text ON custom (name, txt, run_id)")
     schema.set_meta(conn, "schema_version", 11)
 
 
 def to_schema_10(conn: Connection, dialect: Dialect) -> None:
-    """Rewrite the index behind ``conn`` (schema 12, inside a write transaction) as schema 10."""
+    """Rewrite the index behind ``conn`` (schema 13, inside a write transaction) as schema 10."""
     to_schema_11(conn, dialect)
     conn.execute("DROP TABLE series_overviews")
     schema.set_meta(conn, "schema_version", 10)
 
 
 def to_schema_9(conn: Connection, dialect: Dialect) -> None:
-    """Rewrite the index behind ``conn`` (schema 12, inside a write transaction) as schema 9."""
+    """Rewrite the index behind ``conn`` (schema 13, inside a write transaction) as schema 9."""
     to_schema_10(conn, dialect)
     for name in ("series_stats_last", "series_stats_min", "series_stats_max"):
         conn.execute(f"DROP INDEX {name}")
@@ -44,14 +52,14 @@ def to_schema_9(conn: Connection, dialect: Dialect) -> None:
 
 
 def to_schema_8(conn: Connection, dialect: Dialect) -> None:
-    """Rewrite the index behind ``conn`` (schema 12, inside a write transaction) as schema 8."""
+    """Rewrite the index behind ``conn`` (schema 13, inside a write transaction) as schema 8."""
     to_schema_9(conn, dialect)
     conn.execute("DROP TABLE scan_state")
     schema.set_meta(conn, "schema_version", 8)
 
 
 def to_schema_7(conn: Connection, dialect: Dialect) -> None:
-    """Rewrite the index behind ``conn`` (schema 12, inside a write transaction) as schema 7."""
+    """Rewrite the index behind ``conn`` (schema 13, inside a write transaction) as schema 7."""
     to_schema_8(conn, dialect)
     for table in ("series_stats", "series_files"):
         conn.execute(f"DROP TABLE {table}")
@@ -63,7 +71,7 @@ def to_schema_7(conn: Connection, dialect: Dialect) -> None:
 
 
 def to_schema_6(conn: Connection, dialect: Dialect) -> None:
-    """Rewrite the index behind ``conn`` (schema 12, inside a write transaction) as schema 6."""
+    """Rewrite the index behind ``conn`` (schema 13, inside a write transaction) as schema 6."""
     to_schema_7(conn, dialect)
     conn.execute("DROP INDEX IF EXISTS runs_default_order")
     conn.execute("DROP INDEX IF EXISTS custom_by_text")  # (SQLite's version 6 had none)

@@ -141,6 +141,9 @@ class FakeStore:
         self._get(run_id)
         return ["loss", "accuracy"]
 
+    def nonfinite(self, run_id: str) -> list[dict[str, Any]]:
+        return []  # (no index: no series went non-finite)
+
     def scalar_overview(self, run_id: str, tag: str) -> None:
         return None  # (no index: every series is read as points)
 

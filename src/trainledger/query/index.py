@@ -320,6 +320,13 @@ class LineageIndex:
         with self._lock:
             return self._recovering(lambda: self._read(series_tables.series_tags))  # type: ignore[no-any-return]
 
+    def nonfinite_series(self, summary_dirs: list[str]) -> dict[str, list[dict[str, Any]]]:
+        """``series_tables.nonfinite_series`` as the index holds it now (no refresh): the
+        series of these runs that went NaN or infinite."""
+        read = functools.partial(series_tables.nonfinite_series, summary_dirs=summary_dirs)
+        with self._lock:
+            return self._recovering(lambda: self._read(read))  # type: ignore[no-any-return]
+
     def series_overview(self, summary_dir: str, tag: str) -> tuple[str, bytes] | None:
         """(signature of the files it was read from, bytes) of a long series' overview
         (``series_overviews.py``), as the index holds it now (no refresh); None: none."""

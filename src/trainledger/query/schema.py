@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from trainledger.query.fields import FIELDS, RUN_FIELDS
+from trainledger.query.series_kinds import v13
 from trainledger.query.series_overviews import MIN_POINTS, V11
 
 __all__ = [
@@ -368,6 +369,7 @@ MIGRATIONS: dict[int, tuple[Callable[[Connection, Dialect, Sequence[str]], None]
     10: (_v10, True),
     11: (_v11, True),
     12: (_v12, True),
+    13: (v13, True),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 _FIRST_MIGRATABLE = 4  # versions before this (or none, with tables present) start again

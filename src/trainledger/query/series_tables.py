@@ -27,6 +27,7 @@ __all__ = [
     "delete_series",
     "load_overviews",
     "load_series",
+    "nonfinite_series",
     "read_overview",
     "series_signatures",
     "series_tags",
@@ -51,11 +52,11 @@ COLUMNS: dict[str, str] = {
 #: TagStats' fields, in their order (rows are built and read with ``astuple``/``TagStats(*)``)
 _STAT_COLUMNS = (
     "last_value, last_step, min_value, min_step, max_value, max_step, point_count, "
-    "nonfinite_step, top_step"
+    "nonfinite_step, top_step, nonfinite_kind"
 )
 _INSERT = (
     f"INSERT INTO series_stats (summary_dir, tag, {_STAT_COLUMNS}) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -139,6 +140,24 @@ def series_values(
     return out
 
 
+def nonfinite_series(conn: Connection, summary_dirs: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """{summary_dir: [{"tag", "step", "value"}] of each series that went NaN or infinite,
+    by step} of the given runs (``value``: the kind, ``"nan"``/``"inf"``/``"-inf"``, or None
+    when an index of schema 12 stored it). The UI flags a diverged run with it."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for start in range(0, len(summary_dirs), 500):
+        part = summary_dirs[start : start + 500]
+        marks = ", ".join("?" for _ in part)
+        for summary_dir, tag, step, kind in conn.execute(
+            "SELECT summary_dir, tag, nonfinite_step, nonfinite_kind FROM series_stats "
+            f"WHERE nonfinite_step IS NOT NULL AND summary_dir IN ({marks}) "
+            "ORDER BY summary_dir, nonfinite_step, tag",
+            part,
+        ):
+            out.setdefault(summary_dir, []).append({"tag": tag, "step": step, "value": kind})
+    return out
+
+
 def stats_from_dict(stats: dict[str, Any]) -> TagStats:
     """A record's ``series`` entry ({statistic: value}) as the index stores it (records
     added without files: ``LineageIndex.add_records``)."""
@@ -153,6 +172,7 @@ def stats_from_dict(stats: dict[str, Any]) -> TagStats:
         stats.get("count") or 0,
         stats.get("nonfinite_step"),
         max((s for s in steps if s is not None), default=0),
+        stats.get("nonfinite_kind"),
     )
 
 

@@ -210,6 +210,11 @@ class QueryService:
         self.ensure_fresh()
         return self._reader.series_tags()
 
+    def nonfinite_series(self, summary_dirs: list[str]) -> dict[str, list[dict[str, Any]]]:
+        """``LineageIndex.nonfinite_series`` of the current data."""
+        self.ensure_fresh()
+        return self._reader.nonfinite_series(summary_dirs)
+
     def series_overview(self, summary_dir: str, tag: str) -> tuple[str, bytes] | None:
         """``LineageIndex.series_overview`` of the current data."""
         self.ensure_fresh()

@@ -61,6 +61,26 @@ def downsample(points: Sequence[Point], max_points: int = DEFAULT_MAX_POINTS) ->
     return [points[int(i)] for i in kept]
 
 
+def nonfinite_marks(steps: np.ndarray, values: np.ndarray) -> list[dict[str, int | str]]:
+    """The first step of each kind of non-finite value (``"nan"``, ``"inf"``, ``"-inf"``)
+    among ``values``, by step: ``[{"step": 72, "value": "inf"}, ...]``.
+
+    Why from the full data: JSON sends NaN and inf as null, and downsampling keeps only a
+    bucket's first, last, min and max (NaN ignored), so a NaN inside a bucket would never
+    reach the chart; the chart marks these steps instead."""
+    values = np.asarray(values, dtype=np.float64)
+    marks: list[dict[str, int | str]] = []
+    for kind, found in (
+        ("nan", np.isnan(values)),
+        ("inf", np.isposinf(values)),
+        ("-inf", np.isneginf(values)),
+    ):
+        at = np.flatnonzero(found)
+        if len(at):
+            marks.append({"step": int(steps[at[0]]), "value": kind})
+    return sorted(marks, key=lambda m: (m["step"], str(m["value"])))
+
+
 def json_number(value: float) -> float | None:
     """JSON has no NaN or infinity: send them as null so the chart shows a gap."""
     return value if math.isfinite(value) else None

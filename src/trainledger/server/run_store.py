@@ -37,6 +37,7 @@ from trainledger.query import (
 )
 from trainledger.server.checkpoint_listing import run_checkpoints
 from trainledger.server.columns import RUN_FIELDS
+from trainledger.server.divergence import diverged
 from trainledger.server.media_store import Kind, MediaCache
 from trainledger.server.scalar_cache import RunScalars
 from trainledger.server.security import RunNotFound, check_run_id, resolve_run
@@ -115,6 +116,10 @@ class RunStore(Protocol):
     def scalar_series(self, run_id: str, tag: str, view: str = "merged") -> SessionSeries:
         """``(steps, wall_times, values, sessions)`` arrays of one tag, read incrementally:
         ``view`` "merged" (the series rule) or "sessions" (every point, sessions apart)."""
+
+    def nonfinite(self, run_id: str) -> list[dict[str, Any]]:
+        """``[{"tag", "step", "value"}]``: each of the run's series that went NaN or
+        infinite, by step, as the index holds it (``value``: nan, inf, -inf or None)."""
 
     def scalar_overview(self, run_id: str, tag: str) -> SeriesOverview | None:
         """The overview the index holds of a long series (``view`` "merged"), only while it
@@ -228,8 +233,11 @@ class IndexedRunStore:
         if len(result["object"]) <= _RUN_INFO_MAX and (
             condition is None or "model" in _parts(condition)
         ):
-            for obj in result["object"]:
+            dirs = [str(obj.get("summary_dir", "")) for obj in result["object"]]
+            found = self.service.nonfinite_series(dirs)
+            for obj, summary_dir in zip(result["object"], dirs, strict=True):
                 obj["run"] = self.run_info(obj["run_id"])
+                obj["nonfinite"] = diverged(found.get(summary_dir, []))
 
     def run_info(self, run_id: str) -> dict[str, Any]:
         """The ``run`` extension fields the table shows (status, times, host, commit).
@@ -375,6 +383,10 @@ class IndexedRunStore:
 
     def scalar_series(self, run_id: str, tag: str, view: str = "merged") -> SessionSeries:
         return self._run_scalars(run_id).series(tag, view)
+
+    def nonfinite(self, run_id: str) -> list[dict[str, Any]]:
+        summary_dir = f"./{check_run_id(run_id)}"
+        return self.service.nonfinite_series([summary_dir]).get(summary_dir, [])
 
     def scalar_overview(self, run_id: str, tag: str) -> SeriesOverview | None:
         path = self._path(run_id)

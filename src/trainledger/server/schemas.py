@@ -99,6 +99,23 @@ class Checkpoint(BaseModel):
     kind: str = "checkpoint"
 
 
+class NonFinite(BaseModel):
+    """The first step of one kind of non-finite value in a series."""
+
+    step: int
+    value: Literal["nan", "inf", "-inf"]
+
+
+class DivergedSeries(BaseModel):
+    """A loss or metric series that went NaN or infinite (``server/divergence.py``)."""
+
+    tag: str
+    step: int = Field(description="The first step whose value is NaN or infinite.")
+    value: Literal["nan", "inf", "-inf"] | None = Field(
+        description="What it was (null: stored by an index of schema 12, kind unknown)."
+    )
+
+
 class RunDetail(BaseModel):
     run_id: str
     summary_dir: str
@@ -106,6 +123,11 @@ class RunDetail(BaseModel):
     lineage: dict[str, Any]
     added_info: dict[str, Any]
     checkpoints: list[Checkpoint]
+    nonfinite: list[DivergedSeries] = Field(
+        default_factory=list,
+        description="The run's loss and metric series that went NaN or infinite, by step "
+        "(not gradient norms or loss scales, which mixed precision makes inf routinely).",
+    )
 
 
 class WhereRequest(_Strict):
@@ -173,6 +195,11 @@ class Series(BaseModel):
     )
     sessions: list[int] = Field(
         description="The session (writer process) of each point, numbered in writing order."
+    )
+    nonfinite: list[NonFinite] = Field(
+        default_factory=list,
+        description="The first step of each kind of non-finite value in the whole series, "
+        "by step, from the full data (a NaN downsampling leaves out is still here).",
     )
 
 

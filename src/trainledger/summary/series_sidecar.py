@@ -41,7 +41,7 @@ from trainledger.summary.series_stats import TagStats, tag_stats
 
 __all__ = ["SeriesTally", "sidecar_state"]
 
-_FORMAT = "trainledger.series/1"
+_FORMAT = "trainledger.series/2"  # (2: with the kind of the first NaN/inf; 1 is read again)
 
 
 class SeriesTally:

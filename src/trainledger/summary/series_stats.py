@@ -8,7 +8,9 @@ two agree to the bit, which the index relies on when it trusts a writer's sideca
 The rule for every path: points in writing order, after the series rule of ``series.py``;
 ``last`` is the last point's value (None when it is NaN or infinite), ``min``/``max`` over the
 finite values with the step of their *first* occurrence, ``count`` every point,
-``nonfinite_step`` the step of the first NaN or infinity, ``top_step`` the largest step.
+``nonfinite_step`` the step of the first NaN or infinity and ``nonfinite_kind`` what it was
+(``"nan"``, ``"inf"`` or ``"-inf"``: a loss that overflowed is not one that went NaN),
+``top_step`` the largest step.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover - the annotations' types
     import numpy as np
 
-__all__ = ["TagStats", "tag_stats"]
+__all__ = ["TagStats", "nonfinite_kind", "tag_stats"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class TagStats:
     count: int
     nonfinite_step: int | None
     top_step: int
+    nonfinite_kind: str | None
 
     def as_dict(self) -> dict[str, Any]:
         """The statistics by their query names (``top_step`` is the index's own)."""
@@ -65,6 +68,7 @@ class TagStats:
             self.count + later.count,
             self.nonfinite_step if self.nonfinite_step is not None else later.nonfinite_step,
             max(self.top_step, later.top_step),
+            self.nonfinite_kind if self.nonfinite_step is not None else later.nonfinite_kind,
         )
 
 
@@ -97,4 +101,13 @@ def tag_stats(steps: np.ndarray, values: np.ndarray) -> TagStats:
         len(values),
         int(steps[bad[0]]) if len(bad) else None,
         int(steps.max()),
+        nonfinite_kind(float(values[bad[0]])) if len(bad) else None,
     )
+
+
+def nonfinite_kind(value: float) -> str:
+    """``"nan"``, ``"inf"`` or ``"-inf"``: the name a non-finite value goes by in the index
+    and the series API (JSON has none of them as a number)."""
+    if math.isnan(value):
+        return "nan"
+    return "inf" if value > 0 else "-inf"

@@ -20,6 +20,7 @@ from trainledger.server.columns import (
 from trainledger.server.condition_merge import merge_conditions
 from trainledger.server.csv_export import csv_parts, on_export_pool, stream_on_pool
 from trainledger.server.dataset_groups import group_datasets
+from trainledger.server.divergence import diverged
 from trainledger.server.routes import get_store, get_writer
 from trainledger.server.run_store import RunStore
 
@@ -250,4 +251,5 @@ def annotate(
 def run_detail(store: StoreDep, run_id: str) -> dict[str, Any]:
     detail = store.run_detail(run_id)
     detail["checkpoints"] = store.checkpoints(run_id)
+    detail["nonfinite"] = diverged(store.nonfinite(run_id))
     return detail

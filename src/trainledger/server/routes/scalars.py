@@ -8,7 +8,7 @@ import numpy as np
 from fastapi import APIRouter, Depends, Query
 
 from trainledger.server import schemas
-from trainledger.server.downsample import json_number, keep_indices
+from trainledger.server.downsample import json_number, keep_indices, nonfinite_marks
 from trainledger.server.routes import get_store
 from trainledger.server.run_store import RunStore
 
@@ -37,12 +37,19 @@ def scalar_series(store: StoreDep, request: schemas.SeriesRequest) -> dict[str, 
     ``step_min``/``step_max`` (a zoomed chart) only that range is downsampled, from the full
     data: a spike or a plateau inside it shows at its real resolution. A long merged series
     is answered from its overview in the index when one is fresh and spans the range with
-    enough buckets (``SeriesOverview.select``), without reading its points."""
+    enough buckets (``SeriesOverview.select``), without reading its points, unless the index
+    says the series went NaN or infinite: its ``nonfinite`` steps come from the full data."""
     out: list[dict[str, Any]] = []
     for run_id in dict.fromkeys(request.runs):
         available: set[str] | None = None  # (read only when a series is read raw)
+        diverged: set[str] | None = None
         for tag in dict.fromkeys(request.tags):
-            found = _from_overview(store, run_id, tag, request)
+            found = None
+            if request.view == "merged":
+                if diverged is None:  # (an overview drops a NaN inside a bucket: read them)
+                    diverged = {str(e["tag"]) for e in store.nonfinite(run_id)}
+                if tag not in diverged:
+                    found = _from_overview(store, run_id, tag, request)
             if found is None:
                 if available is None:
                     available = set(store.scalar_tags(run_id))
@@ -84,6 +91,7 @@ def _from_points(
 ) -> dict[str, Any]:
     steps, walls, values, sessions = store.scalar_series(run_id, tag, request.view)
     total = len(values)
+    marks = nonfinite_marks(steps, values)  # (the whole series, before any range or sampling)
     if request.step_min is not None or request.step_max is not None:
         low = request.step_min if request.step_min is not None else -(2**63)
         high = request.step_max if request.step_max is not None else 2**63 - 1
@@ -95,9 +103,10 @@ def _from_points(
             sessions[inside],
         )
     kept = keep_indices(values, request.max_points)
-    return _answer(
+    answer = _answer(
         run_id, tag, total, len(values), steps[kept], walls[kept], values[kept], sessions[kept]
     )
+    return {**answer, "nonfinite": marks}
 
 
 def _answer(
@@ -120,4 +129,5 @@ def _answer(
             for s, w, v in zip(steps.tolist(), walls.tolist(), values.tolist(), strict=True)
         ],
         "sessions": sessions.tolist(),
+        "nonfinite": [],  # (an overview is used only for a series that never went non-finite)
     }
