@@ -1,8 +1,8 @@
 """A small base of runs that go wrong, written by trainledger's own ``SummaryRecord``.
 
 Why: the UI must tell the truth when training goes wrong (issue 51): ``healthy`` trains,
-``diverged`` overflows to inf at step 72 and is NaN from step 80 on (its lr of 8 and its NaN
-eval loss in the lineage), and ``outlier`` has one huge finite eval loss. Every run also
+``diverged`` overflows to inf at step 72 and is NaN from step 80 on but for one finite point
+at step 110 (its lr of 8 and its NaN eval loss in the lineage), and ``outlier`` has one huge finite eval loss. Every run also
 writes a ``grad_norm`` with an inf (routine under mixed precision: it flags no run).
 """
 
@@ -17,6 +17,7 @@ from trainledger.summary import SummaryRecord
 
 STEPS = 120
 INF_STEP, NAN_STEP = 72, 80
+LONE_STEP = 110  # one finite loss among the diverged run's NaN: a point with no line
 OUTLIER = 6.8e25
 
 
@@ -46,6 +47,7 @@ def write_diverging_base(base: Path, long_nan_at: int | None = None) -> Path:
                 loss = loss_at(step, 1.0 + 0.1 * i)
                 if name == "diverged" and step >= INF_STEP:
                     loss = math.inf if step < NAN_STEP else math.nan
+                    loss = 3.0 if step == LONE_STEP else loss
                 if name == "healthy" and step == long_nan_at:
                     loss = math.nan
                 record.add_scalar("loss", loss, step)

@@ -5,7 +5,7 @@ import { diffHash } from "./diff.js";
 import { LineLayer, lineColors } from "./parcoords_lines.js";
 import { lineOpacity, parcoordsOption } from "./parcoords_option.js";
 import { selectRuns } from "./scalars.js";
-import { $, colorFor, debounce, escapeHtml, fmt, fmtTime, h, loadCharts, tagChip, toast } from "./util.js";
+import { $, colorFor, debounce, divergedText, escapeHtml, fmt, fmtTime, h, loadCharts, tagChip, toast } from "./util.js";
 
 const STORE_KEY = "trainledger.columns";
 const GROUP_ORDER = ["Metrics", "Series", "User defined", "Optimizer and scheduler", "Hyperparameters",
@@ -424,7 +424,10 @@ function renderTable(objects) {
           updateSelectionInfo();
         },
       })),
-      h("td", {}, h("a", { class: "run-link", href: `#/run/${id}`, text: id, title: id })),
+      h("td", {}, h("a", { class: "run-link", href: `#/run/${id}`, text: id, title: id }),
+        ...(obj.nonfinite && obj.nonfinite.length
+          ? [h("span", { class: "badge diverged", text: "diverged", title: divergedText(obj.nonfinite) })]
+          : [])),
       ...state.columns.map((c) => {
         const v = cellValue(obj, c);
         if (c === "run/status") {

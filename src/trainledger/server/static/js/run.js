@@ -4,7 +4,7 @@ import { initGraph, showGraph } from "./graph.js";
 import { initLandscapes, showLandscapes } from "./landscape.js";
 import { initMedia, showMedia } from "./media.js";
 import { showRunScalars } from "./run_scalars.js";
-import { $, fmt, fmtBytes, fmtDuration, fmtTime, h, tagChip, toast, treeOption } from "./util.js";
+import { $, divergedText, fmt, fmtBytes, fmtDuration, fmtTime, h, tagChip, toast, treeOption } from "./util.js";
 
 const TITLES = {
   run: "Run", hyper_parameters: "Hyperparameters", algorithm: "Algorithm", model: "Model",
@@ -72,6 +72,11 @@ export async function showRun(id, { onCompare } = {}) {
   const status = detail.status || "unknown";
   $("#run-status").textContent = status;
   $("#run-status").className = `badge ${status}`;
+  // a run that ran to its end with a loss gone NaN or inf did not train: say so next to it
+  const diverged = divergedText(detail.nonfinite);
+  $("#run-diverged").hidden = !diverged;
+  $("#run-diverged").textContent = diverged ? "diverged" : "";
+  $("#run-diverged").title = diverged;
   const info = detail.added_info || {};
   $("#run-tag").replaceChildren(tagChip(info.tag || 0, async (tag) => {
     await api.annotate(id, { tag });

@@ -2,6 +2,7 @@
 // TensorBoard-style debiased EMA smoothing; log scale.
 import { api } from "./api.js";
 import { groupKey, groupKeys, groupLines } from "./scalar_groups.js";
+import { markSeries, withNonfinite } from "./scalar_marks.js";
 import { $, colorFor, escapeHtml, fmt, fmtDuration, fmtTime, h } from "./util.js";
 
 const MAX_LISTED = 300;
@@ -180,7 +181,7 @@ function seriesData(points, weight = state.smoothing, sessions = []) {
 // The hover: the step and wall time, then each run's (smoothed) value; names are escaped
 function hoverText(params) {
   // (a run's faint raw line and a group's band are not values of their own)
-  const rows = params.filter((p) => !/ \((raw|low|band)\)$/.test(p.seriesName) && p.value[1] !== null);
+  const rows = params.filter((p) => !/ \((raw|low|band|non-finite|point)\)$/.test(p.seriesName) && p.value[1] !== null);
   if (!rows.length) return "";
   const [, , step, wall] = rows[0].value;
   const head = `step ${step} · ${escapeHtml(fmtTime(wall))}`;
@@ -247,7 +248,7 @@ function drawCharts(tags) {
       // which line is which run: a legend of the runs (not their faint raw lines)
       legend: { type: "scroll", top: 0, left: 8, right: 8, data: lines.map((s) => s.run_id),
                 textStyle: { color: "#3b4356", fontSize: 11 } },
-      tooltip: { trigger: "axis", formatter: hoverText },
+      tooltip: { trigger: "axis", formatter: withNonfinite(hoverText, lines) },
       // wheel/drag zooms the x axis; in steps, the zoomed range is fetched at full fidelity
       dataZoom: [{ type: "inside", xAxisIndex: 0, filterMode: "none",
                    ...(zoomed ? { startValue: zoomed.min, endValue: zoomed.max } : {}) }],
@@ -279,6 +280,7 @@ function drawCharts(tags) {
           lineStyle: { width: 1.8 }, z: 2,
           data: smoothed[i],
         })),
+        ...markSeries(lines, smoothed, lines.map((s) => colorFor(state.selected.indexOf(s.run_id)))),
       ],
     }, { notMerge: true });
     chart.off("datazoom");

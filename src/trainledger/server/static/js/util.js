@@ -212,3 +212,10 @@ export function loadScript(src) {
   }
   return scripts.get(src);
 }
+
+// A run's loss and metric series that went NaN or infinite (the API's ``nonfinite``), as the
+// badge's title says them: "loss: inf at step 72; eval/loss: nan at step 80".
+export function divergedText(entries) {
+  return (entries || [])
+    .map((e) => `${e.tag}: ${e.value || "non-finite"} at step ${e.step}`).join("; ");
+}
