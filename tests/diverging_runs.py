@@ -2,8 +2,9 @@
 
 Why: the UI must tell the truth when training goes wrong (issue 51): ``healthy`` trains,
 ``diverged`` overflows to inf at step 72 and is NaN from step 80 on but for one finite point
-at step 110 (its lr of 8 and its NaN eval loss in the lineage), and ``outlier`` has one huge finite eval loss. Every run also
-writes a ``grad_norm`` with an inf (routine under mixed precision: it flags no run).
+at step 110 (its lr of 8 and its NaN eval loss in the lineage), and ``outlier`` has one huge
+finite eval loss. Every run also writes a ``grad_norm`` with an inf (routine under mixed
+precision: it flags no run).
 """
 
 from __future__ import annotations

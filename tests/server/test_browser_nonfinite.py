@@ -6,7 +6,6 @@ run page; a single point between two gaps is drawn."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
