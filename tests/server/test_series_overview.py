@@ -1,6 +1,7 @@
 """The series route answers a long merged series from its overview in the index: the same
-shape as from the points, the same spikes, first and last points and gaps, and the points
-read instead whenever the overview cannot say (stale, sessions apart, a narrow zoom)."""
+shape as from the points, the same spikes, first and last points, and the points read instead
+whenever the overview cannot say (stale, sessions apart, a narrow zoom, a series that went
+non-finite: its NaN and infinities are reported from the full data, never a downsample)."""
 
 from __future__ import annotations
 
@@ -22,11 +23,12 @@ N = series_overviews.MIN_POINTS * 3
 SPIKE, DIP = N // 3 + 1, 2 * N // 3 + 5
 
 
-def long_run(base: Path, name: str = "long") -> np.ndarray:
+def long_run(base: Path, name: str = "long", *, finite: bool = True) -> np.ndarray:
     values = 1.0 + np.random.default_rng(3).random(N)
     values[SPIKE] = 50.0  # one step
-    values[DIP] = -np.inf
-    values[N // 2 : N // 2 + 4_000] = np.nan  # a gap of several buckets
+    values[DIP] = -20.0 if finite else -np.inf
+    if not finite:
+        values[N // 2 : N // 2 + 4_000] = np.nan  # a gap of several buckets
     run_dir = write_run(base, name, run=RunValues(status="finished", duration=1.0))
     with SummaryRecord(run_dir) as record:
         rows = [(2 * i, 1.7e9 + i, float(v)) for i, v in enumerate(values.tolist())]
@@ -70,10 +72,9 @@ def test_an_unzoomed_chart_is_answered_from_the_overview(
     assert steps == sorted(steps) and fast["points"][0] == raw["points"][0]
     assert fast["points"][-1] == raw["points"][-1]
     kept = dict((p[0], p[2]) for p in fast["points"])
-    assert kept[2 * SPIKE] == 50.0 and kept[2 * DIP] is None  # (-inf: null, as raw)
+    assert kept[2 * SPIKE] == 50.0 and kept[2 * DIP] == -20.0
     assert all(isinstance(s, int) for s in fast["sessions"])
-    # the gap shows as nulls in both, and every point served is a real point of the run
-    assert None in [p[2] for p in fast["points"] if N // 2 <= p[0] // 2 < N // 2 + 4_000]
+    # every point served is a real point of the run
     for step, wall, value in fast["points"]:
         i = step // 2
         assert wall == 1.7e9 + i
@@ -98,6 +99,21 @@ def test_a_wide_zoom_is_answered_from_it_a_narrow_one_from_the_points(
     assert abs(wide["in_range"] - (N - 2_000 + 1)) <= 64  # (exact to a bucket at each edge)
     assert narrow["in_range"] == 601 and 2 * SPIKE in [p[0] for p in narrow["points"]]
     assert narrow["total"] == wide["total"] == len(values)
+
+
+def test_a_series_that_went_nonfinite_is_read_from_its_points(
+    tmp_path: Path, no_points: list[str]
+) -> None:
+    long_run(tmp_path, finite=False)
+    with client_for(tmp_path) as c:
+        answer = ask(c, max_points=1000)
+    assert no_points == ["merged"]
+    assert answer["nonfinite"] == [
+        {"step": 2 * (N // 2), "value": "nan"},
+        {"step": 2 * DIP, "value": "-inf"},
+    ]
+    # the gap shows as nulls
+    assert None in [p[2] for p in answer["points"] if N // 2 <= p[0] // 2 < N // 2 + 4_000]
 
 
 def test_a_stale_overview_is_not_served(tmp_path: Path, no_points: list[str]) -> None:

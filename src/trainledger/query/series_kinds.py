@@ -22,7 +22,8 @@ __all__ = ["v13"]
 class _Dialect(Protocol):
     """What the migration needs of ``schema.Dialect`` (schema imports this module)."""
 
-    txt: str
+    @property
+    def txt(self) -> str: ...
 
 
 _DIVERGED = "SELECT summary_dir FROM series_stats WHERE nonfinite_step IS NOT NULL"
