@@ -152,6 +152,16 @@ class LineageIndex:
             self._write(functools.partial(scan_state.mark_built, base=self.base), bump=False)
             self._built_epoch = self.db.epoch
 
+    def _built(self, read: Callable[[Connection], Any]) -> Callable[[Connection], Any]:
+        """``read``, in the same transaction after ``_check_built`` (a file replaced between
+        two reads would otherwise be checked in the first and answered from in the second)."""
+
+        def checked(conn: Connection) -> Any:
+            self._check_built(conn)
+            return read(conn)
+
+        return checked
+
     def _check_built(self, conn: Connection) -> None:
         """Refuse to answer from an index no scan has completed: a deleted or replaced
         ``index.db`` is new and empty until the rebuild commits, and its answer would be
@@ -288,9 +298,8 @@ class LineageIndex:
                 self._refresh()
             else:
                 self._sync_annotations()
-                self._read(self._check_built)
             with gc_paused():
-                return self._read(fetch)
+                return self._read(fetch if refresh else self._built(fetch))
 
         asked = [*cond.get("series", []), *check_series(series)]
         fields = list(dict.fromkeys([*named_series_fields(cond), *asked]))
@@ -342,9 +351,10 @@ class LineageIndex:
                 self._refresh()
             else:
                 self._sync_annotations()
-                self._read(self._check_built)
             with gc_paused():
-                return self._read(index_tables.all_records)
+                return self._read(
+                    index_tables.all_records if refresh else self._built(index_tables.all_records)
+                )
 
         with self._lock:
             return self._recovering(load)  # type: ignore[no-any-return]

@@ -29,6 +29,7 @@ from trainledger.storage import (
     is_summary_file_name,
     name_of_id,
     note_change,
+    run_files,
 )
 
 __all__ = ["archive_run", "restore_run", "delete_run", "archived_runs"]
@@ -133,14 +134,11 @@ def _named_checkpoints(lineage: dict[str, Any]) -> list[str]:
 
 
 def _is_run_dir(path: str) -> bool:
-    """Whether a directory holds a run's own files (lineage or summaries), as discovery says."""
-    try:
-        with os.scandir(path) as entries:
-            return any(
-                is_lineage_file_name(e.name) or is_summary_file_name(e.name) for e in entries
-            )
-    except OSError:
-        return True  # unreadable: assume it is someone's run
+    """Whether a directory holds a run's own files (lineage or summaries), by the one checked
+    listing; one this process cannot list is taken for someone's run."""
+    if not os.access(path, os.R_OK | os.X_OK):
+        return True
+    return bool(run_files(path, lambda n: is_lineage_file_name(n) or is_summary_file_name(n)))
 
 
 def _in_another_run(real: str, base_real: str) -> bool:

@@ -111,13 +111,13 @@ def _final_pass(mirror: UploadMirror, seconds: float) -> str | None:
     return str(outcome[0]) if outcome else None
 
 
-def _finish(
-    mirrors: list[UploadMirror], deadline: float | None, end: float | None = None
-) -> list[str]:
-    """Final passes of ``mirrors``, all over by ``end`` (default: ``deadline`` from now)."""
-    if end is None:
-        limit = store_settings()["deadline"] if deadline is None else float(deadline)
-        end = time.monotonic() + limit
+def _end_of(deadline: float | None) -> float:
+    """The monotonic time ``deadline`` seconds from now (default TRAINLEDGER_OBJECT_DEADLINE)."""
+    return time.monotonic() + (store_settings()["deadline"] if deadline is None else deadline)
+
+
+def _finish(mirrors: list[UploadMirror], end: float) -> list[str]:
+    """Final passes of ``mirrors``, all over by ``end`` (monotonic)."""
     failures: list[str] = []
     for mirror in mirrors:
         error = _final_pass(mirror, end - time.monotonic())
@@ -135,9 +135,8 @@ def flush_mirrors(deadline: float | None = None) -> None:
     mirrors = _own_mirrors()
     if not mirrors:
         return
-    limit = store_settings()["deadline"] if deadline is None else float(deadline)
-    end = time.monotonic() + limit
-    failures = _finish(mirrors, None, end)
+    end = _end_of(deadline)
+    failures = _finish(mirrors, end)
     _FAILED_END[:] = [(os.getpid(), end)] if failures else []
     if failures:
         raise ObjectStoreError(
@@ -156,7 +155,7 @@ def close_mirrors() -> None:
         mirror.stop(timeout=0)
     end = next((at for pid, at in _FAILED_END if pid == os.getpid()), None)
     _FAILED_END.clear()  # spent: a later end of this process has a deadline of its own
-    for failure in _finish(mirrors, None, end):
+    for failure in _finish(mirrors, _end_of(None) if end is None else end):
         _log.error("could not upload %s; run `trainledger sync` to upload it", failure)
 
 
@@ -258,6 +257,6 @@ def sync_staging(
         if staged.writer_alive and not force:
             continue
         mirror = UploadMirror(staged.directory, ObjectLocation.parse(staged.url), interval=0)
-        failures = _finish([mirror], deadline)
+        failures = _finish([mirror], _end_of(deadline))
         results.append((staged, failures[0] if failures else None))
     return results
