@@ -141,8 +141,11 @@ class LineageIndex:
     def _refresh(self) -> ScanStats:
         with self._lock:
             self._sync_annotations()
+            self._read(lambda conn: None)  # the file as it is now: a new one is scanned in full
+            epoch = self.db.epoch
             stats = self._refresher.refresh(self._read, self._write, self.db.dialect)
-            self._mark_built()
+            if self.db.epoch == epoch:  # a file replaced mid-scan got only part of it
+                self._mark_built()
             return stats
 
     def _mark_built(self) -> None:
