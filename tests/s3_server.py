@@ -8,6 +8,8 @@ test credentials, no shared config files), exactly as a user points trainledger 
 
 from __future__ import annotations
 
+import os
+import re
 import socket
 import subprocess
 import sys
@@ -70,7 +72,9 @@ def stop_moto(server: subprocess.Popen[bytes]) -> None:
 @pytest.fixture(scope="session")
 def s3_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     pytest.importorskip("moto", reason="moto[server] is a dev dependency (make install)")
-    server, env = start_moto(tmp_path_factory.mktemp("aws"))
+    home = tmp_path_factory.mktemp("aws")
+    server, env = start_moto(home)
+    env["TRAINLEDGER_TEST_MOTO_LOG"] = str(home / "moto.log")  # (server_requests reads it)
     try:
         with pytest.MonkeyPatch.context() as mp:
             for key, value in env.items():
@@ -92,16 +96,52 @@ def s3_bucket(s3_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.Monkey
     return name
 
 
-def objects(bucket: str, prefix: str = "") -> dict[str, bytes]:
-    """Every object under ``prefix`` with its bytes, read with boto3 (not with our client)."""
+def objects(bucket: str, prefix: str = "", records: bool = False) -> dict[str, bytes]:
+    """Every object under ``prefix`` with its bytes, read with boto3 (not with our client);
+    the bucket's change records (``.trainledger/changes/``) only with ``records``."""
     import boto3
 
     client = boto3.client("s3")
     out: dict[str, bytes] = {}
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for item in page.get("Contents", []):
+            if item["Key"].startswith(".trainledger/changes/") and not records:
+                continue
             out[item["Key"]] = client.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
     return out
 
 
-__all__ = ["s3_env", "s3_bucket", "objects", "start_moto", "stop_moto"]
+class server_requests:  # noqa: N801 - used as a context manager, like a function
+    """The requests the moto server answered for ``bucket`` inside a ``with`` block, counted
+    at the server (its log), not by our client: ``with server_requests(b) as seen: ...``,
+    then ``seen.lines``."""
+
+    def __init__(self, bucket: str) -> None:
+        self.bucket = bucket
+        self.path = os.environ["TRAINLEDGER_TEST_MOTO_LOG"]
+        self.lines: list[str] = []
+
+    def __enter__(self) -> server_requests:
+        self._start = os.path.getsize(self.path)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pattern = re.compile(rf'"(GET|PUT|HEAD|POST|DELETE) /{re.escape(self.bucket)}[/? ]')
+        last = -1
+        for _ in range(50):  # (the server logs after it answered: until the log is still)
+            time.sleep(0.05)
+            size = os.path.getsize(self.path)
+            if size == last:
+                break
+            last = size
+        with open(self.path, "rb") as fh:
+            fh.seek(self._start)
+            text = fh.read().decode("utf-8", "replace")
+        self.lines = [line for line in text.splitlines() if pattern.search(line)]
+
+    def count(self, what: str = "") -> int:
+        """Requests whose log line holds ``what`` (all with "")."""
+        return sum(what in line for line in self.lines)
+
+
+__all__ = ["s3_env", "s3_bucket", "objects", "start_moto", "stop_moto", "server_requests"]

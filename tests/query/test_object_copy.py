@@ -15,12 +15,15 @@ import pytest
 from click.testing import CliRunner
 
 from tests.runs import write_run
+from tests.s3_server import server_requests
 from trainledger.cli.main import cli
 from trainledger.lineage.records import RunValues
 from trainledger.query import STATS, filter_summary_lineage
 from trainledger.query.object_copy import held_copy, index_copy
 from trainledger.storage import OBJECTS_MANIFEST, STAND_IN, ObjectLocation, ObjectStore
 from trainledger.storage.cache import index_copy_dir, sync_down
+from trainledger.storage.change_log import ChangeRecorder
+from trainledger.storage.objects import ObjectInfo
 
 FIELDS = [f"{stat}(loss)" for stat in STATS]
 
@@ -49,14 +52,18 @@ def torch_events(folder: Path, steps: range) -> None:
 
 
 def upload(local: Path, url: str) -> None:
-    """Every file under ``local`` to ``url``, as a mirror leaves it (boto3, not our client)."""
+    """Every file under ``local`` to ``url``, as a mirror leaves it: each object (boto3, not
+    our client) followed by its change record."""
     import boto3
 
     loc = ObjectLocation.parse(url)
     client = boto3.client("s3")
+    recorder = ChangeRecorder(ObjectStore(), loc.bucket)
     for path in sorted(p for p in local.rglob("*") if p.is_file()):
         key = f"{loc.key}/{path.relative_to(local).as_posix()}"
-        client.upload_file(str(path), loc.bucket, key)
+        answer = client.put_object(Bucket=loc.bucket, Key=key, Body=path.read_bytes())
+        info = ObjectInfo(path.stat().st_size, answer["ETag"].strip('"'))
+        recorder.record(ObjectLocation(loc.bucket, key), info)
 
 
 def series(base: str | Path) -> dict[str, dict[str, Any]]:
@@ -272,3 +279,27 @@ def test_the_ui_indexes_the_copy_and_reads_a_runs_points_from_the_store(
         stop.set()
     (added,) = event_files(local / "c")
     assert added.read_bytes() == bytes(added.stat().st_size)  # a stand-in there too
+
+
+def test_a_query_over_a_quiet_bucket_costs_one_request_and_a_new_run_one_list_more(
+    s3_bucket: str, tmp_path: Path, fresh: None
+) -> None:
+    """Issue 50's first target, counted at the server: once the copy is in step, a query
+    where nothing changed asks the store one thing (the records since its place), and a new
+    run costs that request plus the run's own objects."""
+    base = tmp_path / "runs"
+    for i in range(4):
+        ours(base, f"r{i}", range(1, 21))
+    url = f"s3://{s3_bucket}/b"
+    upload(base, url)
+    assert filter_summary_lineage(url)["count"] == 4
+    with server_requests(s3_bucket) as quiet:
+        assert filter_summary_lineage(url)["count"] == 4
+    assert quiet.count() == 1 and quiet.count("prefix=.trainledger/changes/r/") == 1
+    new = ours(tmp_path / "more", "r9", range(1, 21))
+    upload(new.parent, url)
+    with server_requests(s3_bucket) as added:
+        assert filter_summary_lineage(url)["count"] == 5
+    fetched = [line for line in added.lines if f"/{s3_bucket}/b/r9/" in line]
+    assert added.count("list-type") == 1 and len(fetched) == added.count() - 1
+    assert fetched and all('"GET ' in line for line in fetched)

@@ -110,8 +110,9 @@ def test_a_new_mirror_sends_what_a_killed_one_left_and_not_the_rest(
 
 # --- the download cache ---------------------------------------------------------------------
 def test_sync_down_copies_only_changed_objects_and_forgets_deleted_ones(
-    s3_bucket: str, tmp_path: Path
+    s3_bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("TRAINLEDGER_OBJECT_SAFETY_LISTING", "1e-9")  # (raw puts: listed)
     import boto3
 
     s3 = boto3.client("s3")
@@ -150,10 +151,11 @@ def test_sync_down_copies_only_changed_objects_and_forgets_deleted_ones(
 
 
 def test_a_sync_that_dies_half_way_leaves_a_copy_the_next_sync_lists_again(
-    s3_bucket: str, tmp_path: Path
+    s3_bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A young copy is used without a listing, but only one whose sync finished: a sync that
     failed (or was killed) half-way leaves the copy old, so the next one lists the store."""
+    monkeypatch.setenv("TRAINLEDGER_OBJECT_SAFETY_LISTING", "1e-9")  # (raw puts: listed)
     import boto3
 
     s3 = boto3.client("s3")

@@ -25,10 +25,21 @@ __all__ = ["sync"]
     metavar="SECONDS",
     help="Give up after this long (default: $TRAINLEDGER_OBJECT_DEADLINE, 300).",
 )
-def sync(staging: str | None, force: bool, deadline: float | None) -> None:
+@click.option(
+    "--rescan",
+    is_flag=True,
+    help="Also make every local copy of a bucket list it whole at its next refresh "
+    "(finds objects uploaded by tools that write no change records, such as aws s3 cp).",
+)
+def sync(staging: str | None, force: bool, deadline: float | None, rescan: bool) -> None:
     """Upload the runs left in STAGING (default: $TRAINLEDGER_STAGING_DIR, else
     ~/.cache/trainledger/staging) to their object store."""
     from trainledger.storage import staged_locations, sync_staging  # on use
+
+    if rescan:
+        from trainledger.storage import request_rescan_all  # on use
+
+        click.echo(f"rescan asked of {request_rescan_all()} local copies")
 
     found = staged_locations(staging)
     results = sync_staging(staging, force=force, deadline=deadline)

@@ -48,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "StandIns": "trainledger.storage.cache",
     "index_copy_lock": "trainledger.storage.cache",
     "STAND_IN": "trainledger.storage.cache",
+    "request_rescan_all": "trainledger.storage.cache",
     "ObjectInfo": "trainledger.storage.objects",
     "public_path": "trainledger.storage.locations",
     "readable_dir": "trainledger.storage.locations",
@@ -147,6 +148,7 @@ __all__ = [
     "StandIns",
     "STAND_IN",
     "index_copy_lock",
+    "request_rescan_all",
     "ObjectInfo",
     "public_path",
     "readable_dir",
@@ -230,7 +232,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         writer_alive,
     )
     from trainledger.storage.background import BackgroundWorker
-    from trainledger.storage.cache import STAND_IN, StandIns, index_copy_lock
+    from trainledger.storage.cache import (
+        STAND_IN,
+        StandIns,
+        index_copy_lock,
+        request_rescan_all,
+    )
     from trainledger.storage.changes import note_change, on_change, remove_listener
     from trainledger.storage.framing import (
         FOOTER_SIZE,

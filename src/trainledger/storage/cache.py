@@ -24,10 +24,23 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
-from trainledger.storage.atomic import atomic_write_bytes
+from trainledger.storage.atomic import atomic_write_bytes, scan_dir
+from trainledger.storage.copy_sync import (
+    listed,
+    plan_refresh,
+    read_state,
+    request_rescan,
+    save_state,
+)
 from trainledger.storage.mirror import local_for, skipped, user_root
-from trainledger.storage.naming import OBJECTS_MANIFEST, is_event_file_name
-from trainledger.storage.objects import ObjectInfo, ObjectLocation, ObjectStore, key_problem
+from trainledger.storage.naming import CHANGES_STATE, OBJECTS_MANIFEST, is_event_file_name
+from trainledger.storage.objects import (
+    ObjectInfo,
+    ObjectLocation,
+    ObjectStore,
+    key_problem,
+    shared_store,
+)
 
 __all__ = [
     "cache_dir",
@@ -38,6 +51,7 @@ __all__ = [
     "StandIns",
     "STAND_IN",
     "DOWNLOAD_THREADS",
+    "request_rescan_all",
 ]
 
 _log = logging.getLogger(__name__)
@@ -65,6 +79,17 @@ def index_copy_lock(loc: ObjectLocation) -> str:
     folder = _index_copies() / ".locks"  # (no bucket name starts with a dot)
     folder.mkdir(parents=True, exist_ok=True)
     return str(folder / loc.bucket)
+
+
+def request_rescan_all() -> int:
+    """Make every copy under ``$TRAINLEDGER_CACHE_DIR`` (download caches and index copies)
+    list its prefix at its next sync (``trainledger sync --rescan``); returns how many."""
+    done = 0
+    for parent, dirs, files in os.walk(user_root("TRAINLEDGER_CACHE_DIR", "objects")):
+        dirs.sort()
+        if CHANGES_STATE in files:
+            done += request_rescan(parent)
+    return done
 
 
 def inside(directory: str, rel: str) -> str | None:
@@ -105,8 +130,9 @@ def _usable(listing: dict[str, ObjectInfo], url: str) -> dict[str, ObjectInfo]:
 StandIns = Callable[[str, Mapping[str, ObjectInfo]], Collection[str]]
 #: a manifest entry's mark for a stand-in: a sparse local file of the object's size
 STAND_IN = "stand-in "
-#: downloads at once (each waits a round trip to the store, not for this machine's cores)
-DOWNLOAD_THREADS = 16
+#: downloads at once (each waits a round trip to the store, not for this machine's cores;
+#: 64 as the peers' clients use: the first sync of a big base is all round trips)
+DOWNLOAD_THREADS = 64
 
 
 def sync_down(
@@ -117,39 +143,65 @@ def sync_down(
     max_age: float = 0.0,
     store: ObjectStore | None = None,
     stand_ins: StandIns | None = None,
+    rescan: bool = False,
 ) -> str:
     """Copy the objects under ``url`` that ``want`` (relative path -> bool) into a local
     directory, only those changed since the last copy; return the directory.
 
-    Local files whose object is gone are deleted (inside the directory only). With
-    ``max_age`` > 0 a cache younger than that many seconds is returned as it is, without
-    listing the store (a sync that failed or was killed leaves it old). ``stand_ins`` picks
-    event files that are not downloaded: each becomes a sparse file of the object's size
-    (zeros, no disk blocks), for a reader that needs only their names and sizes (the query
-    index, where the writer's series sidecars say what the files hold); every other event
-    file is a real copy, a stand-in included.
+    What changed comes from the bucket's change records (``storage.copy_sync``): a refresh
+    where nothing changed is one LIST of records, and one where a run changed touches that
+    run's objects only. The prefix is listed instead on the first sync, on ``rescan``, once
+    per safety period, and when the records cannot be trusted to be whole. Local files whose
+    object is gone are deleted (inside the directory only). With ``max_age`` > 0 a copy
+    younger than that many seconds is returned as it is, without asking the store (a sync
+    that failed or was killed leaves it old). ``stand_ins`` picks event files that are not
+    downloaded: each becomes a sparse file of the object's size (zeros, no disk blocks), for
+    a reader that needs only their names and sizes (the query index, where the writer's
+    series sidecars say what the files hold); every other event file is a real copy.
     """
     loc = ObjectLocation.parse(url)
     local = local_dir or cache_dir(loc)
-    manifest_path = os.path.join(local, OBJECTS_MANIFEST)
-    if max_age > 0:
+    state_path = os.path.join(local, CHANGES_STATE)
+    if max_age > 0 and not rescan:
         try:
-            if time.time() - os.stat(manifest_path).st_mtime < max_age:
+            if time.time() - os.stat(state_path).st_mtime < max_age:
                 return local
         except FileNotFoundError:
             pass
-    store = store or ObjectStore()
+    store = store or shared_store()
+    state = read_state(local)
+    if state is not None:  # aged first: a sync that dies half-way never leaves a young copy
+        os.utime(state_path, (0, 0))
+    plan = plan_refresh(store, loc, state, rescan)
+    if plan.full is None and plan.changes:
+        if not _apply_changes(store, loc, local, plan.changes, want, stand_ins):
+            plan = listed(store, loc, "a change record names an object that is gone")
+    if plan.full is not None:
+        _apply_listing(store, loc, local, plan.full, want, stand_ins)
+    os.makedirs(local, exist_ok=True)
+    if plan.state == state:
+        os.utime(state_path)  # (nothing changed: young again, no write)
+    else:
+        save_state(local, plan.state)
+    return local
+
+
+def _apply_listing(
+    store: ObjectStore,
+    loc: ObjectLocation,
+    local: str,
+    listing_all: Mapping[str, ObjectInfo],
+    want: Callable[[str], bool],
+    stand_ins: StandIns | None,
+) -> None:
+    """Make the copy at ``local`` hold what a whole listing (or snapshot) of ``loc`` says."""
+    manifest_path = os.path.join(local, OBJECTS_MANIFEST)
     have = _read_manifest(manifest_path)
-    if have:  # aged first: a sync that dies half-way is never taken as a young, whole copy
-        os.utime(manifest_path, (0, 0))
-    listed = {rel: i for rel, i in store.list(loc).items() if want(rel) and not skipped(rel)}
+    listed = {rel: i for rel, i in listing_all.items() if want(rel) and not skipped(rel)}
     listing = _usable(listed, loc.url)
     os.makedirs(local, exist_ok=True)
     for rel in [r for r in have if r not in listing]:  # first: a file may become a folder
-        path = inside(local, rel) if key_problem(rel) is None else None
-        if path is not None and os.path.isfile(path) and not os.path.islink(path):
-            Path(path).unlink(missing_ok=True)
-        del have[rel]
+        _remove(local, rel, have)
     paths = {}  # rel -> its local path, for the objects that stay inside the copy
     for rel in listing:
         if (path := inside(local, rel)) is None:
@@ -162,9 +214,89 @@ def sync_down(
     for rel in sorted(kept):
         _stand_in(rel, listing[rel], paths[rel], have)
     _copy(store, loc, {r: (listing[r], paths[r]) for r in later - kept}, have)
+    _write_manifest(manifest_path, loc, have)
+
+
+def _write_manifest(path: str, loc: ObjectLocation, have: dict[str, str]) -> None:
     body = json.dumps({"source": loc.url, "files": have}, sort_keys=True).encode()
-    atomic_write_bytes(manifest_path, body)
-    return local
+    atomic_write_bytes(path, body)
+
+
+def _remove(local: str, rel: str, have: dict[str, str]) -> None:
+    """Forget ``rel``, deleting its local file (only a regular file inside the copy)."""
+    path = inside(local, rel) if key_problem(rel) is None else None
+    if path is not None and os.path.isfile(path) and not os.path.islink(path):
+        Path(path).unlink(missing_ok=True)
+    have.pop(rel, None)
+
+
+def _apply_changes(
+    store: ObjectStore,
+    loc: ObjectLocation,
+    local: str,
+    changes: Mapping[str, ObjectInfo | None],
+    want: Callable[[str], bool],
+    stand_ins: StandIns | None,
+) -> bool:
+    """Apply the changed objects of the records to the copy at ``local``, touching only
+    them (and, for stand-ins, their folders' sidecars). False when an object a record names
+    is gone: the caller lists instead. Every key passes ``key_problem`` and the cache wall,
+    as a listing's do."""
+    wanted = {rel: i for rel, i in changes.items() if want(rel) and not skipped(rel)}
+    if not wanted:
+        return True
+    manifest_path = os.path.join(local, OBJECTS_MANIFEST)
+    have = _read_manifest(manifest_path)
+    puts: dict[str, tuple[ObjectInfo, str]] = {}
+    for rel, info in sorted(wanted.items()):
+        if info is None:
+            _remove(local, rel, have)
+            continue
+        problem = key_problem(rel)
+        path = inside(local, rel) if problem is None else None
+        if problem is None and path is None:
+            problem = "it leaves the cache"
+        if problem is None and path is not None and os.path.isdir(path):
+            problem = "a name that is also a folder of other keys"
+        if problem is not None:
+            _log.warning("skipped the object %r under %s: %s", rel, loc.url, problem)
+            continue
+        for parent in _parents(rel):  # a folder now where a file was: the folder wins
+            if parent in have:
+                _remove(local, parent, have)
+        puts[rel] = (info, str(path))
+    later = {r for r in puts if stand_ins is not None and is_event_file_name(_name(r))}
+    missing = _copy(store, loc, {r: puts[r] for r in puts.keys() - later}, have)
+    if later and stand_ins is not None:
+        folders = _folder_listing(local, {r.rpartition("/")[0] for r in later}, have)
+        folders.update({r: puts[r][0] for r in puts})
+        kept = set(stand_ins(local, folders)) & later
+        for rel in sorted(kept):
+            _stand_in(rel, puts[rel][0], puts[rel][1], have)
+        missing |= _copy(store, loc, {r: puts[r] for r in later - kept}, have)
+    _write_manifest(manifest_path, loc, have)
+    return not missing
+
+
+def _parents(rel: str) -> list[str]:
+    parts = rel.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _folder_listing(
+    local: str, folders: set[str], have: Mapping[str, str]
+) -> dict[str, ObjectInfo]:
+    """What the copy holds in ``folders`` (relative), as a listing: sizes from the local
+    files (a stand-in has its object's size), ETags from the manifest."""
+    out: dict[str, ObjectInfo] = {}
+    for folder in folders:
+        path = os.path.join(local, *folder.split("/")) if folder else local
+        for entry in scan_dir(path):
+            rel = f"{folder}/{entry.name}" if folder else entry.name
+            if rel in have and entry.is_file(follow_symlinks=False):
+                etag = have[rel].removeprefix(STAND_IN)
+                out[rel] = ObjectInfo(entry.stat(follow_symlinks=False).st_size, etag)
+    return out
 
 
 def _name(rel: str) -> str:
@@ -176,10 +308,11 @@ def _copy(
     loc: ObjectLocation,
     objects: Mapping[str, tuple[ObjectInfo, str]],
     have: dict[str, str],
-) -> None:
+) -> set[str]:
     """Download each of ``objects`` (rel -> its listing, its local path) whose local file is
     not a copy of its version (a stand-in is not), ``DOWNLOAD_THREADS`` at a time: a store
-    answers each GET after a round trip, and a base holds a few small objects per run."""
+    answers each GET after a round trip, and a base holds a few small objects per run.
+    Returns those that were gone (deleted since the listing or record named them)."""
     todo = [
         (rel, path)
         for rel, (info, path) in sorted(objects.items())
@@ -200,6 +333,7 @@ def _copy(
     else:
         done = [fetch(job) for job in todo]
     have.update((rel, objects[rel][0].etag) for (rel, _), ok in zip(todo, done, strict=True) if ok)
+    return {rel for (rel, _), ok in zip(todo, done, strict=True) if not ok}
 
 
 def _stand_in(rel: str, info: ObjectInfo, path: str, have: dict[str, str]) -> None:

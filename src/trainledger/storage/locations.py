@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainledger.errors import ObjectNotFoundError, PathNotFoundError
 from trainledger.storage.atomic import exclusive_lock, scan_dir
-from trainledger.storage.naming import OBJECTS_MANIFEST
+from trainledger.storage.naming import CHANGES_STATE, OBJECTS_MANIFEST
 from trainledger.storage.objects import ObjectLocation, check_location, is_object_url
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def readable_run(path: str | os.PathLike[str], what: str = "run directory") -> s
     text = os.fspath(path)
     local = os.fspath(readable_dir(text, what))
     if is_object_url(text):
-        if not any(e.name != OBJECTS_MANIFEST for e in scan_dir(local)):
+        if not any(e.name not in (OBJECTS_MANIFEST, CHANGES_STATE) for e in scan_dir(local)):
             raise ObjectNotFoundError(
                 f"{what} expected objects under {text}, received: no such object"
             )

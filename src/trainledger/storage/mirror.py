@@ -34,9 +34,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from trainledger.errors import ObjectStoreError
 from trainledger.storage.atomic import atomic_write_bytes
-from trainledger.storage.naming import INDEX_DIRNAME, OBJECTS_MANIFEST, STAGING_STATE, is_temp_name
-from trainledger.storage.objects import ObjectLocation, ObjectStore
+from trainledger.storage.change_log import ChangeRecorder
+from trainledger.storage.compaction import maybe_compact
+from trainledger.storage.naming import (
+    CHANGES_STATE,
+    INDEX_DIRNAME,
+    OBJECTS_MANIFEST,
+    STAGING_STATE,
+    is_temp_name,
+)
+from trainledger.storage.objects import ObjectInfo, ObjectLocation, ObjectStore
 
 __all__ = ["UploadMirror", "GROWTH_BYTES", "read_state", "user_root", "local_for", "skipped"]
 
@@ -67,7 +76,7 @@ def skipped(rel: str) -> bool:
         is_temp_name(name)
         or name.endswith(".lock")
         or _PART_MARK in name
-        or name in (OBJECTS_MANIFEST, STAGING_STATE)
+        or name in (OBJECTS_MANIFEST, STAGING_STATE, CHANGES_STATE)
         or rel.split("/", 1)[0] == INDEX_DIRNAME
     )
 
@@ -139,6 +148,7 @@ class UploadMirror:
         self._thread: threading.Thread | None = None
         self._primed = False
         self._state = ""
+        self._recorder: ChangeRecorder | None = None
         self.last_error: BaseException | None = None
 
     def mark(self, state: str, error: str | None = None) -> None:
@@ -203,10 +213,12 @@ class UploadMirror:
                     continue
                 if self._state == "synced":
                     self.mark("writing")
+                target = self.remote.child(rel)
                 try:
-                    self.store.put_file(os.path.join(self.local_dir, rel), self.remote.child(rel))
+                    info = self.store.put_file(os.path.join(self.local_dir, rel), target)
                 except FileNotFoundError:  # renamed or deleted meanwhile: the next pass sees it
                     continue
+                self._record(target, info)
                 self._sent[rel] = sig  # the signature from before the upload: a later write
                 self._sent_at[rel] = time.monotonic()  # changes it, and a later pass sends it
                 changed += 1
@@ -225,6 +237,7 @@ class UploadMirror:
                     if target == rel and any(p.startswith(under) for p in present):
                         continue  # a directory that exists again under the same name
                     self.store.delete(self.remote.child(target))
+                    self._record(self.remote.child(target), None)
                     self._sent.pop(target, None)
                     self._sent_at.pop(target, None)
                     done += 1
@@ -233,6 +246,19 @@ class UploadMirror:
                 self._deletes |= requests | {rel}
             raise
         return done
+
+    def _record(self, loc: ObjectLocation, info: ObjectInfo | None) -> None:
+        """The change record of an upload or delete just done (``storage.change_log``); a
+        record that fails is logged, not raised: the object is in the store, and readers
+        find it by the gap the next record shows, or by their safety listing."""
+        if self._recorder is None:
+            self._recorder = ChangeRecorder(self.store, self.remote.bucket)
+        try:
+            self._recorder.record(loc, info)
+        except ObjectStoreError as exc:
+            _log.warning("could not record the change of %s: %s", loc.url, exc)
+            return
+        maybe_compact(self._recorder)
 
     def start(self) -> UploadMirror:
         """Run ``sync`` every ``interval`` seconds on a daemon thread until ``stop``."""

@@ -43,6 +43,7 @@ __all__ = [
     "INDEX_DIRNAME",
     "ARCHIVE_DIRNAME",
     "OBJECTS_MANIFEST",
+    "CHANGES_STATE",
     "STAGING_STATE",
     "SHARDED_MANIFEST",
     "LANDSCAPE_METADATA",
@@ -78,6 +79,8 @@ __all__ = [
 # --- object storage ---------------------------------------------------------------------
 #: a download cache's record of which object version each local file is (ETag per path)
 OBJECTS_MANIFEST = ".trainledger-objects.json"
+#: a copy's place in the bucket's change records (``storage.copy_sync``)
+CHANGES_STATE = ".trainledger-changes.json"
 #: a staging directory's state: its URL, its writer, and whether everything was uploaded
 STAGING_STATE = ".trainledger-staging.json"
 

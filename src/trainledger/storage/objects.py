@@ -43,6 +43,7 @@ __all__ = [
     "check_location",
     "key_problem",
     "store_settings",
+    "shared_store",
 ]
 
 #: URL schemes trainledger stores runs under; any other ``scheme://`` is refused
@@ -206,6 +207,7 @@ class ObjectStore:
                     "connect_timeout": limits["connect_timeout"],
                     "read_timeout": limits["read_timeout"],
                     "retries": {"max_attempts": int(limits["attempts"]), "mode": "standard"},
+                    "max_pool_connections": 64,  # (as many as downloads at once: storage.cache)
                 },
             )
             fs.retries = 1  # botocore retries (with backoff): s3fs's own loop would multiply them
@@ -230,20 +232,75 @@ class ObjectStore:
         except Exception as exc:
             raise ObjectStoreError(f"could not reach the bucket of {loc.url}: {exc}") from exc
 
-    def put_file(self, local: str, loc: ObjectLocation) -> None:
+    def put_file(self, local: str, loc: ObjectLocation) -> ObjectInfo:
         """Upload ``local`` as one object; visible only once complete (PutObject or multipart).
+        Returns the object's size and ETag, which its change record names
+        (``storage.change_log``): from PutObject's own answer, or one HEAD after a multipart
+        upload.
 
         ``FileNotFoundError`` means the local file vanished (the next pass sees why); a bucket
         that vanished is an ``ObjectStoreError`` (s3fs reports both as ``FileNotFoundError``).
         """
         try:
+            size = os.path.getsize(local)
+            if size < MULTIPART_CHUNK:
+                with open(local, "rb") as fh:
+                    body = fh.read()
+                answer = self.fs.call_s3("put_object", Bucket=loc.bucket, Key=loc.key, Body=body)
+                return ObjectInfo(len(body), str(answer.get("ETag", "")).strip('"'))
             self.fs.put_file(local, self._path(loc), chunksize=MULTIPART_CHUNK)
+            info = self.fs.info(self._path(loc))
+            return ObjectInfo(int(info.get("size") or 0), str(info.get("ETag", "")).strip('"'))
         except FileNotFoundError as exc:
             if not os.path.exists(local):
                 raise
             raise ObjectStoreError(f"could not upload {local!r} to {loc.url}: {exc}") from exc
         except Exception as exc:
             raise ObjectStoreError(f"could not upload {local!r} to {loc.url}: {exc}") from exc
+
+    def put_bytes(self, loc: ObjectLocation, body: bytes) -> None:
+        """One small object (a change record, a snapshot), in one PutObject."""
+        try:
+            self.fs.call_s3("put_object", Bucket=loc.bucket, Key=loc.key, Body=body)
+        except Exception as exc:
+            raise ObjectStoreError(f"could not write {loc.url}: {exc}") from exc
+
+    def get_bytes(self, loc: ObjectLocation) -> bytes:
+        """A small object's bytes (``FileNotFoundError`` when there is none)."""
+        try:
+            return bytes(self.fs.cat_file(self._path(loc)))
+        except FileNotFoundError:
+            raise
+        except Exception as exc:
+            raise ObjectStoreError(f"could not read {loc.url}: {exc}") from exc
+
+    def list_keys(
+        self, bucket: str, prefix: str, start_after: str = "", limit: int = 1000
+    ) -> tuple[list[str], bool]:
+        """Keys under ``prefix`` after ``start_after``, in key order: at most ``limit`` (one
+        LIST request of up to 1,000 keys) and whether more follow."""
+        params: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": limit}
+        if start_after:
+            params["StartAfter"] = start_after
+        try:
+            answer = self.fs.call_s3("list_objects_v2", **params)
+        except FileNotFoundError as exc:
+            raise ObjectStoreError(f"could not list s3://{bucket}/{prefix}: {exc}") from exc
+        except Exception as exc:
+            raise ObjectStoreError(f"could not list s3://{bucket}/{prefix}: {exc}") from exc
+        keys = [str(item["Key"]) for item in answer.get("Contents", [])]
+        return keys, bool(answer.get("IsTruncated"))
+
+    def delete_keys(self, bucket: str, keys: list[str]) -> None:
+        """Delete many keys, 1,000 a request (compaction's old records)."""
+        for start in range(0, len(keys), 1000):
+            objects = [{"Key": k} for k in keys[start : start + 1000]]
+            try:
+                self.fs.call_s3(
+                    "delete_objects", Bucket=bucket, Delete={"Objects": objects, "Quiet": True}
+                )
+            except Exception as exc:
+                raise ObjectStoreError(f"could not delete in s3://{bucket}: {exc}") from exc
 
     def get_file(self, loc: ObjectLocation, local: str) -> None:
         """Download to ``local`` through a temporary name, so a reader never sees half a file."""
@@ -290,6 +347,32 @@ class ObjectStore:
                 mtime_ns = int(modified.timestamp() * 1e9) if hasattr(modified, "timestamp") else 0
                 out[rel] = ObjectInfo(int(info.get("size") or 0), etag, mtime_ns)
         return out
+
+
+_SHARED: dict[tuple[Any, ...], ObjectStore] = {}
+
+
+def shared_store() -> ObjectStore:
+    """This process's client for the environment's store: a new s3fs client costs about
+    0.1 s (its session and credential chain), more than a quiet refresh's one LIST. Keyed by
+    the process and the variables that choose the store and its credentials, so a fork or a
+    changed setting gets a client of its own."""
+    names = (
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_S3",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_PROFILE",
+        "AWS_CONFIG_FILE",
+        "AWS_SHARED_CREDENTIALS_FILE",
+        "TRAINLEDGER_OBJECT_CONNECT_TIMEOUT",
+        "TRAINLEDGER_OBJECT_READ_TIMEOUT",
+        "TRAINLEDGER_OBJECT_ATTEMPTS",
+    )
+    key = (os.getpid(), *(os.environ.get(n) for n in names))
+    store = _SHARED.get(key)
+    if store is None:
+        store = _SHARED[key] = ObjectStore()
+    return store
 
 
 def _no_expect_continue(params: dict[str, Any], **_: Any) -> None:

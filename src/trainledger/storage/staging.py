@@ -31,6 +31,7 @@ from pathlib import Path
 
 from trainledger.errors import ObjectStoreError
 from trainledger.storage.atomic import pid_alive
+from trainledger.storage.change_log import ChangeRecorder
 from trainledger.storage.mirror import UploadMirror, local_for, read_state, user_root
 from trainledger.storage.naming import STAGING_STATE
 from trainledger.storage.objects import ObjectLocation, ObjectStore, store_settings
@@ -200,8 +201,10 @@ def _delete_unmirrored(path: str) -> None:
         return
     try:
         store = ObjectStore()
+        recorder = ChangeRecorder(store, loc.bucket)
         for rel in store.list(loc):
             store.delete(loc.child(rel))
+            recorder.record(loc.child(rel), None)
         store.delete(loc)
     except (ObjectStoreError, OSError) as exc:
         _log.warning("could not delete %s from the store: %s", loc.url, exc)

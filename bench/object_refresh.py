@@ -1,0 +1,192 @@
+"""Queries over an ``s3://`` base that cost what changed (issue 50): latency and requests,
+counted at the server, per case, with the counts projected to 100,000 runs.
+
+A base of ``--runs`` runs of five objects each (a lineage file from ``bench/query.py``'s
+generator, an event file and its series sidecar written by trainledger's ``SummaryRecord``,
+and two checkpoints) is **put straight into a local moto server** with boto3 and 64 threads
+(so, as from a writer that records nothing, the reader's first sync lists the prefix); one
+run is then changed through trainledger's own writer (``UploadMirror``, which records its
+changes).
+Cases, each timed in the one process run, requests counted in moto's log:
+
+- first query of a new reader (``filter_summary_lineage``, SQLite index copy), against the
+  peer: boto3 fetching, with 64 threads, the objects a lineage query needs and ours
+  downloads (each run's lineage file and series sidecar; the event files stay in the store
+  as stand-ins, the checkpoints are never read), in alternating rounds;
+- a query when nothing changed (the copy's refresh forced: ``READ_MAX_AGE`` = 0), against the
+  same query over a local copy of the base;
+- a query after one run gained a point (its event file and sidecar re-sent).
+
+    .venv/bin/python bench/object_refresh.py [--runs 1000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # (for tests.s3_server)
+from query import generate  # noqa: E402 (the sibling bench module)
+
+CONDITION = {"learning_rate": {"gt": 0.05}, "sorted_name": "metric/accuracy", "limit": 10}
+
+
+def make_base(base: Path, runs: int) -> None:
+    from trainledger.summary import SummaryRecord
+
+    generate(base, runs)
+    for i, run in enumerate(sorted(base.iterdir())):
+        with SummaryRecord(run) as record:
+            for step in range(1, 6):
+                record.add_scalar("loss", 1.0 / (step + i % 7), step)
+        (run / "m-1_5.ckpt").write_bytes(b"w" * 1000)
+        (run / "m-1_10.ckpt").write_bytes(b"w" * 1000)
+
+
+def put_all(base: Path, bucket: str, prefix: str) -> list[str]:
+    import boto3
+
+    client = boto3.client("s3")
+    files = sorted(p for p in base.rglob("*") if p.is_file())
+    keys = [f"{prefix}/{p.relative_to(base).as_posix()}" for p in files]
+    with ThreadPoolExecutor(64) as pool:
+        list(
+            pool.map(
+                lambda pk: client.upload_file(str(pk[0]), bucket, pk[1]),
+                zip(files, keys, strict=True),
+            )
+        )
+    return keys
+
+
+def fetch_all(bucket: str, keys: list[str], into: Path) -> float:
+    """The peer: boto3 GETs of ``keys`` with 64 threads; seconds."""
+    import boto3
+
+    client = boto3.client("s3")
+    start = time.perf_counter()
+
+    def get(key: str) -> None:
+        body = client.get_object(Bucket=bucket, Key=key)["Body"].read()
+        (into / key.replace("/", "_")).write_bytes(body)
+
+    with ThreadPoolExecutor(64) as pool:
+        list(pool.map(get, keys))
+    return time.perf_counter() - start
+
+
+def requests_in(log: Path, start: int) -> int:
+    time.sleep(0.2)
+    with open(log, "rb") as fh:
+        fh.seek(start)
+        return sum(1 for line in fh if b'HTTP/1.1"' in line)
+
+
+def timed(fn: Any, log: Path) -> tuple[float, int]:
+    start = log.stat().st_size
+    began = time.perf_counter()
+    fn()
+    return time.perf_counter() - began, requests_in(log, start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    from tests.s3_server import start_moto, stop_moto
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        server, env = start_moto(work)
+        log = work / "moto.log"
+        os.environ.update(env, TRAINLEDGER_WATCH="0")
+        try:
+            run_cases(args, work, log)
+        finally:
+            stop_moto(server)
+
+
+def run_cases(args: argparse.Namespace, work: Path, log: Path) -> None:
+    import boto3
+
+    from trainledger.query import filter_summary_lineage, lineage_api
+    from trainledger.storage import locations
+    from trainledger.storage.mirror import UploadMirror
+    from trainledger.storage.objects import ObjectLocation
+
+    boto3.client("s3").create_bucket(Bucket="bench")
+    make_base(work / "base", args.runs)
+    keys = put_all(work / "base", "bench", "team")
+    name = lambda k: k.rsplit("/", 1)[1]  # noqa: E731
+    lineage_keys = [k for k in keys if "lineage" in name(k) or name(k).endswith(".json")]
+    url = "s3://bench/team"
+    print(f"{args.runs} runs, {len(keys)} objects put straight into moto (boto3, 64 threads)")
+    firsts, peers = [], []
+    for k in range(args.rounds):
+        os.environ["TRAINLEDGER_CACHE_DIR"] = str(work / f"cache{k}")
+        lineage_api._indexes.clear()
+        ours = timed(lambda: filter_summary_lineage(url, CONDITION), log)
+        (work / f"peer{k}").mkdir()
+        peer = fetch_all("bench", lineage_keys, work / f"peer{k}")
+        firsts.append(ours)
+        peers.append(peer)
+    locations.READ_MAX_AGE = 0.0
+    quiet = [timed(lambda: filter_summary_lineage(url, CONDITION), log) for _ in range(9)]
+    local_base = str(work / "base")
+    filter_summary_lineage(local_base, CONDITION)
+    local = [timed(lambda: filter_summary_lineage(local_base, CONDITION), log)[0] for _ in range(9)]
+    staged = work / "staged"
+    staged.mkdir()
+    run = keys[0].split("/")[1]  # (a run of the bucket; the local base now holds an index too)
+    mirror = UploadMirror(staged, ObjectLocation("bench", f"team/{run}"), interval=0)
+    changed = []
+    from trainledger.summary import SummaryRecord
+
+    for i in range(5):
+        with SummaryRecord(staged) as record:  # a new point: a new event file and sidecar
+            record.add_scalar("loss", 0.1, 100 + i)
+        mirror.sync()
+        changed.append(timed(lambda: filter_summary_lineage(url, CONDITION), log))
+    report(args.runs, firsts, peers, quiet, local, changed)
+
+
+def _med(values: list[float]) -> str:
+    return f"{statistics.median(values):.3f} s [{min(values):.3f}-{max(values):.3f}]"
+
+
+def report(runs: int, firsts: Any, peers: Any, quiet: Any, local: Any, changed: Any) -> None:
+    scale = 100_000 / runs
+    first_req = statistics.median(r for _, r in firsts)
+    print("| case | time (median [range]) | requests at the server | projected to 100,000 runs |")
+    print("| --- | --- | --- | --- |")
+    print(
+        f"| first query of a new reader | {_med([t for t, _ in firsts])} | {first_req:.0f} "
+        f"| {first_req * scale:,.0f} |"
+    )
+    print(f"| peer: boto3 GETs of the lineage objects, 64 threads | {_med(peers)} | - | - |")
+    ratios = [o[0] / p for o, p in zip(firsts, peers, strict=True)]
+    print(
+        f"| ratio first query / peer | {statistics.median(ratios):.2f} "
+        f"[{min(ratios):.2f}-{max(ratios):.2f}] | | |"
+    )
+    q = [r for _, r in quiet]
+    print(f"| query, nothing changed | {_med([t for t, _ in quiet])} | {max(q)} | {max(q)} |")
+    print(f"| same query, local base | {_med(local)} | 0 | 0 |")
+    c = [r for _, r in changed]
+    print(
+        f"| query after one run's event file and sidecar changed | {_med([t for t, _ in changed])} "
+        f"| {statistics.median(c):.0f} | {statistics.median(c):.0f} |"
+    )
+
+
+if __name__ == "__main__":
+    main()
