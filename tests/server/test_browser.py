@@ -295,7 +295,9 @@ def test_sessions_apart_draws_each_session_as_its_own_segment(page: Any, tmp_pat
         page.wait_for_function("document.querySelector('.chart-scalar')?.dataset.lines === '1'")
         [merged] = page.evaluate(script)
         assert merged["steps"] == list(range(1, 13)) and merged["marks"] == [6]
-        texts = page.eval_on_selector_all(".chart-scalar svg text", "ts => ts.map(t => t.textContent)")
+        texts = page.eval_on_selector_all(
+            ".chart-scalar svg text", "ts => ts.map(t => t.textContent)"
+        )
         assert "resumed @6" in texts  # drawn, not only configured
         page.check("#sessions-apart")
         page.wait_for_function(f"({script})().length === 2")
@@ -308,7 +310,9 @@ def test_sessions_apart_draws_each_session_as_its_own_segment(page: Any, tmp_pat
             ".getOption().legend[0].data"
         )
         assert legend == ["resumed · session 1", "resumed · session 2"]
-        texts = page.eval_on_selector_all(".chart-scalar svg text", "ts => ts.map(t => t.textContent)")
+        texts = page.eval_on_selector_all(
+            ".chart-scalar svg text", "ts => ts.map(t => t.textContent)"
+        )
         assert {"resumed · session 1", "resumed · session 2"} <= set(texts)
         shot(page, "scalars-sessions-apart")
     finally:

@@ -33,7 +33,7 @@ export function yRange(values, { log = false, ignoreOutliers = true } = {}) {
     const half = log ? 0.05 : (mid ? Math.abs(mid) * 0.1 : 1);
     [lo, hi] = [mid - half, mid + half];
     if (!log) return { min: lo, max: hi };
-  } else {
+  } else if (!log) {  // (a log axis is padded by its rounding out to powers of ten)
     const pad = (hi - lo) * 0.1;
     [lo, hi] = [lo - pad, hi + pad];
   }
