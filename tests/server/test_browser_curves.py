@@ -135,6 +135,7 @@ def test_groups_align_on_epochs_count_their_runs_and_band_on_a_log_axis(
         s for n, s in drawn.items() if n.startswith("optimizer = SGD") and n.endswith("(band)")
     )
     assert band["type"] == "custom" and max(p[0] for p in band["data"]) == 5
+    doc_image(page.locator(f"[data-chart-tag='{tag}']"), "scalars-grouped")
     assert "(2 runs)" in hover_at(page, tag, 3)
     page.check("#log-scale")
     page.wait_for_function(f"{chart(tag)}.getOption().yAxis[0].type === 'log'")

@@ -27,7 +27,7 @@ export function sessionsCard(sessions) {
       h("td", { text: s.hostname ? String(s.hostname) : "—" }),
       h("td", { class: "num", text: fmt(s.pid) }));
   });
-  return h("div", { class: "card", id: "run-sessions" },
+  return h("div", { class: "card", id: "run-sessions", style: "grid-column: 1 / -1" },
     h("div", { class: "card-head" }, h("h2", { text: `Sessions (${sessions.length})` })),
     h("div", { class: "table-wrap" }, h("table", { class: "runs" },
       h("thead", {}, h("tr", {}, ...HEAD.map((t) => h("th", { text: t })))),

@@ -38,7 +38,11 @@ export function yRange(values, { log = false, ignoreOutliers = true } = {}) {
     [lo, hi] = [lo - pad, hi + pad];
   }
   if (log) return { min: 10 ** Math.floor(lo), max: 10 ** Math.ceil(hi) };
-  const step = niceStep(hi - lo, 5);
+  // the padding never takes a curve that stays on one side of 0 across it (a loss's axis
+  // does not go negative)
+  if (ys[0] >= 0 && lo < 0) lo = 0;
+  if (ys[ys.length - 1] <= 0 && hi > 0) hi = 0;
+  const step = niceStep(hi - lo, 10);
   return { min: round(Math.floor(lo / step) * step), max: round(Math.ceil(hi / step) * step) };
 }
 
@@ -64,10 +68,11 @@ export function tickFormatter({ min, max }, log = false) {
     const plain = min >= 1e-3 && max <= 1e4;
     return (v) => (plain ? String(Number(v.toPrecision(6))) : exp(v));
   }
-  const step = niceStep(max - min, 5);
-  if (big >= 1e6 || step < 1e-4) return (v) => exp(v);
+  // (finer than any step ECharts or the rounded ends use here: trailing zeros are trimmed)
+  const step = niceStep(max - min, 50);
+  if (big >= 1e6 || step < 1e-5) return (v) => exp(v);
   const d = decimals(step);
-  return (v) => (Math.abs(v) < step * 1e-9 ? "0" : v.toFixed(d));
+  return (v) => (Math.abs(v) < step * 1e-9 ? "0" : String(Number(v.toFixed(d))));
 }
 
 // Scatter series marking, at the edge they cross, the points of `lines` ({name, color, data:
