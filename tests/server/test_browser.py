@@ -279,25 +279,41 @@ def test_a_constant_series_is_flat_and_raw_points_show_behind_smoothing(
 
 
 def test_sessions_apart_draws_each_session_as_its_own_segment(page: Any, tmp_path: Path) -> None:
-    """A resumed run: merged (the default) draws steps 1..12 once, no line back; "Sessions
-    apart" draws the first writer's 1..10 and the resumed 6..12 as two segments."""
+    """A resumed run: merged (the default) draws steps 1..12 once, no line back, with the
+    resume marked at step 6; "Sessions apart" draws the first writer's 1..10 and the resumed
+    6..12 as two lines, each its own shade of the run's colour, named in the legend (its key)."""
     from tests.server.test_series_sessions import _resumed_run
 
     _resumed_run(tmp_path)
     server = LiveServer(tmp_path).start()
     script = """() => echarts.getInstanceByDom(document.querySelector('.chart-scalar'))
-        .getOption().series.filter((s) => !s.name.endsWith(' (raw)'))[0].data"""
+        .getOption().series.filter((s) => s.type === 'line' && !s.name.endsWith(' (raw)'))
+        .map((s) => ({ name: s.name, color: s.color, steps: s.data.map((p) => p[2]),
+                       marks: ((s.markLine || {}).data || []).map((m) => m.xAxis) }))"""
     try:
         open_view(page, server.url, "scalars")
         page.wait_for_function("document.querySelector('.chart-scalar')?.dataset.lines === '1'")
-        merged = page.evaluate(script)
-        assert [p[0] for p in merged] == list(range(1, 13))
-        assert all(p[1] is not None for p in merged)
+        [merged] = page.evaluate(script)
+        assert merged["steps"] == list(range(1, 13)) and merged["marks"] == [6]
+        texts = page.eval_on_selector_all(
+            ".chart-scalar svg text", "ts => ts.map(t => t.textContent)"
+        )
+        assert "resumed @6" in texts  # drawn, not only configured
         page.check("#sessions-apart")
-        page.wait_for_function(f"({script})().length === 18")  # 10 + a break + 7
-        apart = page.evaluate(script)
-        assert [p[0] for p in apart] == [*range(1, 11), 6, *range(6, 13)]
-        assert [i for i, p in enumerate(apart) if p[1] is None] == [10]  # the break
+        page.wait_for_function(f"({script})().length === 2")
+        first, second = page.evaluate(script)
+        assert first["steps"] == list(range(1, 11)) and second["steps"] == list(range(6, 13))
+        assert first["name"] == "resumed · session 1" and second["name"] == "resumed · session 2"
+        assert first["color"] != second["color"]
+        legend = page.evaluate(
+            "() => echarts.getInstanceByDom(document.querySelector('.chart-scalar'))"
+            ".getOption().legend[0].data"
+        )
+        assert legend == ["resumed · session 1", "resumed · session 2"]
+        texts = page.eval_on_selector_all(
+            ".chart-scalar svg text", "ts => ts.map(t => t.textContent)"
+        )
+        assert {"resumed · session 1", "resumed · session 2"} <= set(texts)
         shot(page, "scalars-sessions-apart")
     finally:
         server.stop()

@@ -162,7 +162,7 @@ def _series(page: Any, tag: str) -> list[dict[str, Any]]:
         """(tag) => {
           const host = document.querySelector(`[data-chart-tag="${tag}"] .chart-scalar`);
           return echarts.getInstanceByDom(host).getOption().series
-            .map((s) => ({name: s.name, data: s.data.map((p) => [p[0], p[1]])}));
+            .map((s) => ({name: s.name, type: s.type, data: s.data.map((p) => p.slice(0, 3))}));
         }""",
         tag,
     )
@@ -181,21 +181,22 @@ def test_runs_grouped_by_a_field_draw_each_groups_mean_and_band(
     )
     assert page.locator("#group-by").input_value() == "optimizer"
     series = _series(page, "loss")
-    means = {s["name"]: s["data"] for s in series if not s["name"].endswith(("(low)", "(band)"))}
+    means = {s["name"]: s["data"] for s in series if not s["name"].endswith("(band)")}
     assert len(means) == 3 and all(name.startswith("optimizer = ") for name in means)
     # tests/runs.py: run i has optimizer OPTIMIZERS[i % 3] and loss 2 exp(-step/20) + 0.1 i
     for k, optimizer in enumerate(OPTIMIZERS):
         members = [i for i in range(6) if i % 3 == k]
         mean = next(d for n, d in means.items() if n.startswith(f"optimizer = {optimizer} "))
-        step, value = mean[5]
+        step, value, _ = mean[5]
         expected = sum(2 * math.exp(-step / 20) + 0.1 * i for i in members) / len(members)
         assert value == pytest.approx(expected)
         band = next(
             s["data"] for s in series if s["name"].endswith("(band)") and optimizer in s["name"]
         )
-        assert band[5][1] == pytest.approx(0.1 * (max(members) - min(members)))  # max - min
-    # the band is on screen: a filled area per group
-    areas = page.locator('[data-chart-tag="loss"] svg path[fill-opacity="0.18"]')
+        assert band[5][0] == step  # min and max of the group's runs at the step
+        assert band[5][2] - band[5][1] == pytest.approx(0.1 * (max(members) - min(members)))
+    # the band is on screen: a filled polygon per group
+    areas = page.locator('[data-chart-tag="loss"] svg path[fill-opacity="0.2"]')
     assert areas.count() == 3
     # the run list's swatches are the groups' colours: a run's is its group's mean line's
     swatches = page.evaluate(
@@ -205,7 +206,7 @@ def test_runs_grouped_by_a_field_draw_each_groups_mean_and_band(
           const host = document.querySelector('[data-chart-tag="loss"] .chart-scalar');
           const lines = {};
           for (const s of echarts.getInstanceByDom(host).getOption().series) {
-            if (!/\((low|band)\)$/.test(s.name)) lines[s.name.split(' ')[2]] = rgb(s.color);
+            if (!/\(band\)$/.test(s.name)) lines[s.name.split(' ')[2]] = rgb(s.color);
           }
           return [...document.querySelectorAll('#scalar-runs .swatch[data-group]')].map((e) =>
             [e.dataset.group, getComputedStyle(e).backgroundColor, lines[e.dataset.group]]);

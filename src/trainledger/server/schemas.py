@@ -170,6 +170,15 @@ class SeriesRequest(_Strict):
     step_max: int | None = Field(
         None, description="Only points at this step or earlier (a zoomed chart's right edge)."
     )
+    smoothing: float = Field(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description="TensorBoard's debiased exponential smoothing weight (0: none), applied to "
+        "the whole series at full resolution before the range and the downsampling (each "
+        "session on its own with view=sessions): a step has the same smoothed value at every "
+        "zoom. The values are in `smoothed`, next to the raw points.",
+    )
 
     @model_validator(mode="after")
     def _ordered_range(self) -> SeriesRequest:
@@ -200,6 +209,11 @@ class Series(BaseModel):
         default_factory=list,
         description="The first step of each kind of non-finite value in the whole series, "
         "by step, from the full data (a NaN downsampling leaves out is still here).",
+    )
+    smoothed: list[float | None] | None = Field(
+        None,
+        description="With smoothing > 0: the smoothed value of each of `points` (null where "
+        "the point's value is NaN or infinite), computed over the full series; else null.",
     )
 
 

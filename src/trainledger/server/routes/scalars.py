@@ -11,6 +11,7 @@ from trainledger.server import schemas
 from trainledger.server.downsample import json_number, keep_indices, nonfinite_marks
 from trainledger.server.routes import get_store
 from trainledger.server.run_store import RunStore
+from trainledger.server.smoothing import smooth, smooth_sessions
 
 router = APIRouter(prefix="/api/v1/scalars", tags=["scalars"])
 
@@ -38,14 +39,16 @@ def scalar_series(store: StoreDep, request: schemas.SeriesRequest) -> dict[str, 
     data: a spike or a plateau inside it shows at its real resolution. A long merged series
     is answered from its overview in the index when one is fresh and spans the range with
     enough buckets (``SeriesOverview.select``), without reading its points, unless the index
-    says the series went NaN or infinite: its ``nonfinite`` steps come from the full data."""
+    says the series went NaN or infinite: its ``nonfinite`` steps come from the full data.
+    With ``smoothing`` the points are always read: the average runs over every point as
+    written (``server/smoothing.py``), then the range and the downsampling pick from it."""
     out: list[dict[str, Any]] = []
     for run_id in dict.fromkeys(request.runs):
         available: set[str] | None = None  # (read only when a series is read raw)
         diverged: set[str] | None = None
         for tag in dict.fromkeys(request.tags):
             found = None
-            if request.view == "merged":
+            if request.view == "merged" and not request.smoothing:
                 if diverged is None:  # (an overview drops a NaN inside a bucket: read them)
                     diverged = {str(e["tag"]) for e in store.nonfinite(run_id)}
                 if tag not in diverged:
@@ -92,6 +95,7 @@ def _from_points(
     steps, walls, values, sessions = store.scalar_series(run_id, tag, request.view)
     total = len(values)
     marks = nonfinite_marks(steps, values)  # (the whole series, before any range or sampling)
+    smoothed = _smoothed(values, sessions, request)
     if request.step_min is not None or request.step_max is not None:
         low = request.step_min if request.step_min is not None else -(2**63)
         high = request.step_max if request.step_max is not None else 2**63 - 1
@@ -102,11 +106,26 @@ def _from_points(
             values[inside],
             sessions[inside],
         )
+        smoothed = smoothed[inside] if smoothed is not None else None
     kept = keep_indices(values, request.max_points)
     answer = _answer(
         run_id, tag, total, len(values), steps[kept], walls[kept], values[kept], sessions[kept]
     )
+    if smoothed is not None:
+        answer["smoothed"] = [json_number(v) for v in smoothed[kept].tolist()]
     return {**answer, "nonfinite": marks}
+
+
+def _smoothed(
+    values: np.ndarray, sessions: np.ndarray, request: schemas.SeriesRequest
+) -> np.ndarray | None:
+    """The whole series smoothed (before any range: a zoom's left edge does not restart the
+    average), each session apart when drawn apart; None without smoothing."""
+    if not request.smoothing:
+        return None
+    if request.view == "sessions":
+        return smooth_sessions(values, sessions, request.smoothing)
+    return smooth(values, request.smoothing)
 
 
 def _answer(

@@ -4,6 +4,7 @@ import { initGraph, showGraph } from "./graph.js";
 import { initLandscapes, showLandscapes } from "./landscape.js";
 import { initMedia, showMedia } from "./media.js";
 import { showRunScalars } from "./run_scalars.js";
+import { sessionsCard } from "./run_sessions.js";
 import { $, divergedText, fmt, fmtBytes, fmtDuration, fmtTime, h, tagChip, toast, treeOption } from "./util.js";
 
 const TITLES = {
@@ -109,9 +110,12 @@ export async function showRun(id, { onCompare } = {}) {
     const value = lineage[key];
     if (value === null || value === undefined) continue;
     const entries = typeof value === "object" && !Array.isArray(value)
-      ? Object.entries(value).filter(([k]) => k !== "checkpoints") : [[key, value]];
+      ? Object.entries(value).filter(([k]) => k !== "checkpoints" && k !== "sessions") : [[key, value]];
     if (!entries.length) continue;
     cards.push(card(TITLES[key] || key, kv(entries, key)));
+    // a resumed run's sessions: a table of their own (run_sessions.js)
+    const sessions = key === "run" ? sessionsCard(value.sessions) : null;
+    if (sessions) cards.push(sessions);
   }
   if (!cards.length) cards.push(card("Lineage", h("div", { class: "empty", text: "No lineage recorded." })));
   $("#run-cards").replaceChildren(...cards);

@@ -1,9 +1,12 @@
-// Compare scalars: one chart per tag, one line per run; x = step, relative or wall time;
-// TensorBoard-style debiased EMA smoothing; log scale.
+// Compare scalars: one chart per tag, one line per run (or per group of runs); x = step,
+// epoch, samples seen, relative or wall time; TensorBoard's debiased EMA smoothing, computed
+// by the server over the full series; log scale; outliers kept off the axis. The charts
+// themselves: scalar_chart.js.
 import { api } from "./api.js";
-import { groupKey, groupKeys, groupLines } from "./scalar_groups.js";
-import { markSeries, withNonfinite } from "./scalar_marks.js";
-import { $, colorFor, escapeHtml, fmt, fmtDuration, fmtTime, h } from "./util.js";
+import { drawScalarChart } from "./scalar_chart.js";
+import { groupKey, groupKeys } from "./scalar_groups.js";
+import { xInfo } from "./scalar_lines.js";
+import { $, colorFor, debounce, h } from "./util.js";
 
 const MAX_LISTED = 300;
 const state = {
@@ -13,7 +16,9 @@ const state = {
   chosenTags: null,       // Set, null until the first tags arrive (then: first few)
   x: "step",
   smoothing: 0.6,
+  smoothingSet: false,    // chosen by the user (or a link): then short series are smoothed too
   log: false,
+  ignoreOutliers: true,
   view: "merged",         // or "sessions": every point, each session its own segment
   series: [],
   charts: new Map(),      // tag -> echarts instance
@@ -21,6 +26,8 @@ const state = {
   search: "",
   group: "",              // a field to group the runs by ("" = each run its own line)
   groupValues: {},        // run id -> its value of that field
+  xinfo: {},              // run id -> {stepsPerEpoch, batch}: the epoch and samples axes
+  windows: new Map(),     // tag -> {min, max}: a zoomed chart's x window (any x axis)
   wired: false,
 };
 
@@ -28,25 +35,6 @@ export const scalarState = state;
 
 export function selectRuns(ids) {
   state.selected = [...new Set(ids)];
-}
-
-function isConstant(values) {
-  const finite = values.filter((v) => Number.isFinite(v));
-  return finite.length > 0 && finite.every((v) => v === finite[0]);
-}
-
-function smooth(values, weight) {
-  // a constant series is drawn as it is, as TensorBoard does: the debiased average's
-  // rounding would otherwise make a zig-zag that the axis then zooms into
-  if (!weight || isConstant(values)) return values;
-  let last = 0;
-  let n = 0;
-  return values.map((v) => {
-    if (v === null || !Number.isFinite(v)) return v;
-    last = last * weight + (1 - weight) * v;
-    n += 1;
-    return last / (1 - weight ** n);
-  });
 }
 
 function renderRunList() {
@@ -88,6 +76,7 @@ async function toggleRun(id, on) {
   renderRunList();
   await loadTags();
   await loadGroupValues();
+  await loadXInfo();
   renderRunList();  // (grouped: the new run's swatch takes its group's colour)
   await loadSeries();
 }
@@ -105,41 +94,55 @@ async function loadTags() {
   renderTagList();
 }
 
+const chosenTags = () => state.tags.filter((t) => state.chosenTags && state.chosenTags.has(t));
+
 async function loadSeries() {
-  const tags = state.tags.filter((t) => state.chosenTags && state.chosenTags.has(t));
+  const tags = chosenTags();
   if (!state.selected.length || !tags.length) {
     state.series = [];
   } else {
-    state.series = (await api.series(state.selected, tags, state.view)).series;
+    state.series = (await api.series(state.selected, tags, state.view,
+                                     { smoothing: state.smoothing })).series;
   }
   state.zoom.clear();  // new runs, tags or view: every chart shows its whole range again
+  state.windows.clear();
   drawCharts(tags);
   syncUrl();
 }
 
-// Zoom (x = step): the visible steps are fetched again, downsampled from the full data, so a
-// spike or a plateau inside them shows at its real resolution; the whole range clears it.
+// Zoom: the y axis fits the visible points. In steps, the visible steps are also fetched
+// again, downsampled from the full data (and smoothed over it, so a step keeps its smoothed
+// value), so a spike or a plateau inside them shows at its real resolution; the whole range
+// clears it.
 let zoomTimer = null;
 function onZoom(tag, chart) {
   clearTimeout(zoomTimer);
   zoomTimer = setTimeout(async () => {
     const [zoom] = chart.getOption().dataZoom || [];
-    if (!zoom || state.x !== "step") return;
+    if (!zoom) return;
     if (zoom.start <= 0 && zoom.end >= 100) {
-      if (state.zoom.delete(tag)) drawChart(tag);
+      const had = state.zoom.delete(tag) | state.windows.delete(tag);
+      if (had) drawChart(tag);
+      return;
+    }
+    if (state.x !== "step") {
+      state.windows.set(tag, { min: zoom.startValue, max: zoom.endValue });
+      drawChart(tag);
       return;
     }
     const min = Math.floor(zoom.startValue);
     const max = Math.ceil(zoom.endValue);
     const runs = state.series.filter((s) => s.tag === tag).map((s) => s.run_id);
     if (!runs.length || !(max >= min)) return;
-    const { series } = await api.series(runs, [tag], state.view, { step_min: min, step_max: max });
+    const { series } = await api.series(runs, [tag], state.view,
+                                        { step_min: min, step_max: max, smoothing: state.smoothing });
     state.zoom.set(tag, { min, max, series });
+    state.windows.set(tag, { min, max });
     drawChart(tag);
   }, 200);
 }
 
-// The steps of a tag's unzoomed lines: the x axis of its zoomed chart
+// The x extent of a tag's unzoomed lines (in steps): the x axis of its zoomed chart
 function stepExtent(tag) {
   let min = Infinity;
   let max = -Infinity;
@@ -152,58 +155,15 @@ function stepExtent(tag) {
 }
 
 function drawChart(tag) {
-  const chosen = state.tags.filter((t) => state.chosenTags && state.chosenTags.has(t));
+  const chosen = chosenTags();
   if (chosen.includes(tag)) drawCharts(chosen);
 }
 
-function seriesData(points, weight = state.smoothing, sessions = []) {
-  // each session's segment is smoothed on its own (its average starts afresh)
-  const ys = [];
-  for (let start = 0; start < points.length;) {
-    let end = start + 1;
-    while (end < points.length && (!sessions.length || sessions[end] === sessions[start])) end += 1;
-    ys.push(...smooth(points.slice(start, end).map((p) => p[2]), weight));
-    start = end;
-  }
-  const t0 = points.length ? points[0][1] : 0;
-  const out = [];
-  points.forEach((p, i) => {
-    const x = state.x === "step" ? p[0] : state.x === "relative" ? p[1] - t0 : p[1] * 1000;
-    const y = ys[i];
-    // a new session starts a new segment (null breaks the line): never a diagonal back
-    // [x, y, step, wall time]: the hover names the step and the time whatever the x axis
-    if (i && sessions.length && sessions[i] !== sessions[i - 1]) out.push([x, null, p[0], p[1]]);
-    out.push([x, state.log && !(y > 0) ? null : y, p[0], p[1]]);
-  });
-  return out;
-}
-
-// The hover: the step and wall time, then each run's (smoothed) value; names are escaped
-function hoverText(params) {
-  // (a run's faint raw line and a group's band are not values of their own)
-  const rows = params.filter((p) => !/ \((raw|low|band|non-finite|point)\)$/.test(p.seriesName) && p.value[1] !== null);
-  if (!rows.length) return "";
-  const [, , step, wall] = rows[0].value;
-  const head = `step ${step} · ${escapeHtml(fmtTime(wall))}`;
-  const lines = rows.map((p) => `${p.marker}${escapeHtml(p.seriesName)}: <b>${fmt(p.value[1])}</b>`);
-  return [head, ...lines].join("<br>");
-}
-
-// A flat (or float-noise flat) chart gets an axis of +-10 % around its value, not one zoomed
-// into rounding errors; other charts keep the automatic axis.
-function flatAxis(datasets) {
-  let low = Infinity;
-  let high = -Infinity;
-  for (const data of datasets) {
-    for (const [, y] of data) {
-      if (Number.isFinite(y)) { low = Math.min(low, y); high = Math.max(high, y); }
-    }
-  }
-  if (low > high) return {};
-  const mid = (low + high) / 2;
-  if (high - low > Math.abs(mid) * 1e-6) return {};
-  const half = mid ? Math.abs(mid) * 0.1 : 1;
-  return { min: mid - half, max: mid + half };
+function chartCard(grid, tag) {
+  return grid.querySelector(`[data-chart-tag="${CSS.escape(tag)}"]`)
+    || h("div", { class: "card chart-card", dataset: { chartTag: tag } },
+      h("div", { class: "card-head" }, h("h2", { text: tag }), h("span", { class: "muted chart-note" })),
+      h("div", { class: "chart chart-scalar" }));
 }
 
 function drawCharts(tags) {
@@ -211,17 +171,10 @@ function drawCharts(tags) {
   for (const [tag, chart] of state.charts) {
     if (!tags.includes(tag)) { chart.dispose(); state.charts.delete(tag); }
   }
-  const cards = tags.map((tag) => {
-    let el = grid.querySelector(`[data-chart-tag="${CSS.escape(tag)}"]`);
-    if (!el) {
-      el = h("div", { class: "card chart-card", dataset: { chartTag: tag } },
-        h("div", { class: "card-head" }, h("h2", { text: tag })),
-        h("div", { class: "chart chart-scalar" }));
-    }
-    return el;
-  });
+  const cards = tags.map((tag) => chartCard(grid, tag));
   grid.replaceChildren(...cards);
   $("#scalar-empty").hidden = tags.length > 0 && state.selected.length > 0;
+  const order = state.group ? groupOrder() : [];
   tags.forEach((tag, i) => {
     const host = cards[i].querySelector(".chart-scalar");
     let chart = state.charts.get(tag);
@@ -235,113 +188,50 @@ function drawCharts(tags) {
     host.dataset.lines = String(lines.length);
     host.dataset.zoom = zoomed ? `${zoomed.min}-${zoomed.max}` : "";
     host.dataset.points = String(lines.reduce((n, s) => n + s.points.length, 0));
-    if (state.group) {
-      drawGroups(chart, tag, lines, zoomed);
-      return;
-    }
-    const apart = (s) => (state.view === "sessions" ? s.sessions : []);
-    const smoothed = lines.map((s) => seriesData(s.points, state.smoothing, apart(s)));
-    const raw = state.smoothing ? lines.map((s) => seriesData(s.points, 0, apart(s))) : [];
-    chart.setOption({
-      animation: false,
-      grid: { left: 58, right: 18, top: 34, bottom: 36 },
-      // which line is which run: a legend of the runs (not their faint raw lines)
-      legend: { type: "scroll", top: 0, left: 8, right: 8, data: lines.map((s) => s.run_id),
-                textStyle: { color: "#3b4356", fontSize: 11 } },
-      tooltip: { trigger: "axis", formatter: withNonfinite(hoverText, lines) },
-      // wheel/drag zooms the x axis; in steps, the zoomed range is fetched at full fidelity
-      dataZoom: [{ type: "inside", xAxisIndex: 0, filterMode: "none",
-                   ...(zoomed ? { startValue: zoomed.min, endValue: zoomed.max } : {}) }],
-      xAxis: {
-        type: state.x === "wall" ? "time" : "value", scale: true,
-        // zoomed: the axis keeps the whole run's steps, so zooming out is still possible
-        ...(zoomed ? stepExtent(tag) : {}),
-        name: state.x === "step" ? "step" : "", nameLocation: "end", nameGap: 4,
-        axisLabel: { color: "#6b7489", hideOverlap: true,
-                     formatter: state.x === "relative" ? fmtDuration : undefined },
-        splitLine: { show: false },
-      },
-      yAxis: {
-        type: state.log ? "log" : "value", scale: true,
-        ...(state.log ? {} : flatAxis([...smoothed, ...raw])),
-        axisLabel: { color: "#6b7489", formatter: (v) => fmt(v) },
-        splitLine: { lineStyle: { color: "#eef1f6" } },
-      },
-      series: [
-        // the raw points, faint, behind each smoothed line (as TensorBoard draws them)
-        ...raw.map((data, i) => ({
-          type: "line", name: `${lines[i].run_id} (raw)`, showSymbol: false,
-          connectNulls: false, color: colorFor(state.selected.indexOf(lines[i].run_id)),
-          lineStyle: { width: 1, opacity: 0.25 }, z: 1, data,
-        })),
-        ...lines.map((s, i) => ({
-          type: "line", name: s.run_id, showSymbol: false, connectNulls: false,
-          color: colorFor(state.selected.indexOf(s.run_id)),
-          lineStyle: { width: 1.8 }, z: 2,
-          data: smoothed[i],
-        })),
-        ...markSeries(lines, smoothed, lines.map((s) => colorFor(state.selected.indexOf(s.run_id)))),
-      ],
-    }, { notMerge: true });
+    const drawn = drawScalarChart(chart, lines, {
+      x: state.x, weight: state.smoothing, explicit: state.smoothingSet,
+      apart: state.view === "sessions", log: state.log, ignoreOutliers: state.ignoreOutliers,
+      group: state.group, window: state.windows.get(tag), extent: zoomed ? stepExtent(tag) : null,
+      colorOf: (id) => colorFor(state.selected.indexOf(id)),
+      infoOf: (id) => state.xinfo[id] || {},
+      groupOf: (id) => state.groupValues[id],
+      groupColor: (key) => colorFor(order.indexOf(key)),
+    });
+    // a run the x axis cannot place (no epochs or batch size recorded) is named, not hidden
+    const missing = lines.filter((s) => !drawn.models.some((m) => m.run_id === s.run_id)).map((s) => s.run_id);
+    cards[i].querySelector(".chart-note").textContent = missing.length
+      ? `not drawn (no ${state.x === "epoch" ? "epochs" : "batch size"} recorded): ${missing.join(", ")}` : "";
     chart.off("datazoom");
     chart.on("datazoom", () => onZoom(tag, chart));
-    chart.resize();
   });
 }
 
-// One mean line per group (smoothed as a run's line is) and its min-max band: the low edge
-// an invisible line, the band the spread stacked on it.
 function groupOrder() {
   return groupKeys(state.selected, (id) => state.groupValues[id]);
 }
 
-function drawGroups(chart, tag, lines, zoomed) {
-  const groups = groupLines(lines, (id) => state.groupValues[id]);
-  const order = groupOrder();
-  const name = (g) => `${state.group} = ${g.key} (${g.runs.length} run${g.runs.length > 1 ? "s" : ""})`;
-  const series = [];
-  groups.forEach((g, i) => {
-    const color = colorFor(order.indexOf(g.key));
-    const mean = seriesData(g.points.map(([s, w, m]) => [s, w, m]), state.smoothing);
-    const low = seriesData(g.points.map(([s, w, , lo]) => [s, w, lo]), 0);
-    const spread = seriesData(g.points.map(([s, w, , lo, hi]) => [s, w, hi - lo]), 0);
-    series.push(
-      { type: "line", name: `${name(g)} (low)`, stack: `band-${i}`, showSymbol: false, silent: true,
-        lineStyle: { opacity: 0 }, data: low, z: 1 },
-      { type: "line", name: `${name(g)} (band)`, stack: `band-${i}`, showSymbol: false, silent: true,
-        lineStyle: { opacity: 0 }, areaStyle: { color, opacity: 0.18 }, data: spread, z: 1 },
-      { type: "line", name: name(g), showSymbol: false, color, lineStyle: { width: 1.8 }, z: 2,
-        data: mean },
-    );
-  });
-  chart.setOption({
-    animation: false,
-    grid: { left: 58, right: 18, top: 34, bottom: 36 },
-    legend: { type: "scroll", top: 0, left: 8, right: 8, data: groups.map(name),
-              textStyle: { color: "#3b4356", fontSize: 11 } },
-    tooltip: { trigger: "axis", formatter: hoverText },
-    xAxis: { type: state.x === "wall" ? "time" : "value", scale: true,
-             ...(zoomed ? stepExtent(tag) : {}),
-             axisLabel: { color: "#6b7489", hideOverlap: true,
-                          formatter: state.x === "relative" ? fmtDuration : undefined },
-             splitLine: { show: false } },
-    yAxis: { type: "value", scale: true, axisLabel: { color: "#6b7489", formatter: (v) => fmt(v) },
-             splitLine: { lineStyle: { color: "#eef1f6" } } },
-    series,
-  }, { notMerge: true });
-  chart.getDom().dataset.groups = String(groups.length);
-  chart.resize();
+// What the epoch and samples axes need of each chosen run (one request, on choosing them)
+async function loadXInfo() {
+  if (!["epoch", "samples"].includes(state.x) || !state.selected.length) return;
+  const cond = { summary_dir: { in: state.selected.map((id) => `./${id}`) } };
+  const data = await api.points(cond, [], ["run/total_steps", "epoch", "batch_size", "train_dataset_count"]);
+  state.xinfo = {};
+  data.run_ids.forEach((id, i) => { state.xinfo[id] = xInfo(data.columns, i); });
 }
 
 // The view's state in the URL (#/scalars?run=a&tag=loss&smooth=0.6&group=optimizer...), so a
-// link shows the same chart; replaced in place, never a new history entry per click.
+// link shows the same chart; replaced in place, never a new history entry per click. The
+// smoothing is written only once chosen (a link with it smooths short series too).
+const X_AXES = ["step", "epoch", "samples", "relative", "wall"];
+
 function syncUrl() {
   const q = new URLSearchParams();
   for (const id of state.selected) q.append("run", id);
-  for (const tag of state.tags.filter((t) => state.chosenTags && state.chosenTags.has(t))) q.append("tag", tag);
+  for (const tag of chosenTags()) q.append("tag", tag);
   q.set("x", state.x);
-  q.set("smooth", String(state.smoothing));
+  if (state.smoothingSet) q.set("smooth", String(state.smoothing));
   if (state.log) q.set("log", "1");
+  if (!state.ignoreOutliers) q.set("outliers", "1");
   if (state.view !== "merged") q.set("view", state.view);
   if (state.group) q.set("group", state.group);
   history.replaceState(null, "", `#/scalars?${q}`);
@@ -351,16 +241,21 @@ function applyUrl(query) {
   const q = new URLSearchParams(query);
   if (q.has("run")) state.selected = [...new Set(q.getAll("run"))];
   if (q.has("tag")) state.chosenTags = new Set(q.getAll("tag"));
-  if (["step", "relative", "wall"].includes(q.get("x"))) state.x = q.get("x");
+  if (X_AXES.includes(q.get("x"))) state.x = q.get("x");
   const smooth = Number(q.get("smooth"));
-  if (q.has("smooth") && smooth >= 0 && smooth < 1) state.smoothing = smooth;
+  if (q.has("smooth") && smooth >= 0 && smooth < 1) {
+    state.smoothing = smooth;
+    state.smoothingSet = true;
+  }
   state.log = q.get("log") === "1";
+  state.ignoreOutliers = q.get("outliers") !== "1";
   state.view = q.get("view") === "sessions" ? "sessions" : "merged";
   state.group = q.get("group") || "";
   // the controls show the state
   $("#smoothing").value = String(state.smoothing);
   $("#smoothing-value").textContent = state.smoothing.toFixed(2);
   $("#log-scale").checked = state.log;
+  $("#ignore-outliers").checked = state.ignoreOutliers;
   $("#sessions-apart").checked = state.view === "sessions";
   document.querySelectorAll("#x-axis button").forEach((b) => b.classList.toggle("on", b.dataset.x === state.x));
 }
@@ -389,17 +284,27 @@ function wire() {
     renderRunList();
   });
   for (const button of document.querySelectorAll("#x-axis button")) {
-    button.addEventListener("click", () => {
+    button.addEventListener("click", async () => {
       state.x = button.dataset.x;
       document.querySelectorAll("#x-axis button").forEach((b) => b.classList.toggle("on", b === button));
-      drawCharts(state.tags.filter((t) => state.chosenTags.has(t)));
+      state.windows.clear();
+      state.zoom.clear();
+      await loadXInfo();
+      drawCharts(chosenTags());
       syncUrl();
     });
   }
+  // the server smooths (over the full series): a new weight is a new request, once it settles
+  const resmooth = debounce(() => loadSeries(), 250);
   $("#smoothing").addEventListener("input", (event) => {
     state.smoothing = Number(event.target.value);
+    state.smoothingSet = true;
     $("#smoothing-value").textContent = state.smoothing.toFixed(2);
-    drawCharts(state.tags.filter((t) => state.chosenTags && state.chosenTags.has(t)));
+    resmooth();
+  });
+  $("#ignore-outliers").addEventListener("change", (event) => {
+    state.ignoreOutliers = event.target.checked;
+    drawCharts(chosenTags());
     syncUrl();
   });
   $("#sessions-apart").addEventListener("change", (event) => {
@@ -410,12 +315,12 @@ function wire() {
     state.group = event.target.value;
     await loadGroupValues();
     renderRunList();
-    drawCharts(state.tags.filter((t) => state.chosenTags && state.chosenTags.has(t)));
+    drawCharts(chosenTags());
     syncUrl();
   });
   $("#log-scale").addEventListener("change", (event) => {
     state.log = event.target.checked;
-    drawCharts(state.tags.filter((t) => state.chosenTags && state.chosenTags.has(t)));
+    drawCharts(chosenTags());
     syncUrl();
   });
   window.addEventListener("resize", () => { for (const c of state.charts.values()) c.resize(); });
@@ -437,6 +342,7 @@ export async function showScalars(query = "") {
   await renderGroupChoices();
   await loadTags();
   await loadGroupValues();
+  await loadXInfo();
   renderRunList();
   await loadSeries();
 }
