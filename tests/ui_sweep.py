@@ -41,13 +41,23 @@ def write_sweep_base(base: Path) -> Path:
             path.write_bytes(b"x" * 64)
             checkpoints.append((str(path), 64, epoch * STEPS_PER_EPOCH))
         start = START + 3600 * k
-        sessions = [{"start_time": start, "end_time": start + 600.0, "first_step": 1,
-                     "last_step": epochs * STEPS_PER_EPOCH}]
+        sessions = [
+            {
+                "start_time": start,
+                "end_time": start + 600.0,
+                "first_step": 1,
+                "last_step": epochs * STEPS_PER_EPOCH,
+            }
+        ]
         if k == 3:  # resumed: a second process trained it on
             sessions = [
                 {"start_time": start, "end_time": start + 300.0, "first_step": 1, "last_step": 25},
-                {"start_time": start + 900, "end_time": start + 1200.0, "first_step": 26,
-                 "last_step": epochs * STEPS_PER_EPOCH},
+                {
+                    "start_time": start + 900,
+                    "end_time": start + 1200.0,
+                    "first_step": 26,
+                    "last_step": epochs * STEPS_PER_EPOCH,
+                },
             ]
         diverged = k == HEALTHY
         write_run(
