@@ -208,3 +208,50 @@ def test_the_checkpoint_table_shows_the_global_step(page: Any, sweep: LiveServer
     assert steps == [STEPS_PER_EPOCH * e for e in (1, 2, 3, 4)]
     assert all(r[2][1].startswith(f"step {STEPS_PER_EPOCH} of epoch ") for r in rows)
     doc_image(page.locator("#run-checkpoints"), "run-checkpoints")
+
+
+def run_importance(page: Any, url: str, metric: str) -> None:
+    open_chart(page, url)
+    page.click("#importance-card summary")
+    page.select_option("#importance-metric", metric)
+    page.evaluate("document.querySelector('#importance-card').dataset.ready = ''")
+    page.click("#importance-run")
+    page.wait_for_selector("#importance-card[data-ready='1']")
+
+
+def test_importance_draws_no_bars_for_a_metric_it_does_not_explain(
+    page: Any, sweep: LiveServer
+) -> None:
+    """Item 13: the sweep's accuracy is noise: the verdict says the parameters do not explain
+    it, and no bar and no scatter is drawn under it."""
+    run_importance(page, sweep.url, "metric/accuracy")
+    assert page.locator("#importance-card").get_attribute("data-explains") == "false"
+    assert "do not explain metric/accuracy" in page.locator("#importance-note").inner_text()
+    bars = page.evaluate(
+        "(echarts.getInstanceByDom(document.querySelector('#importance-bars'))"
+        "?.getOption().series[0]?.data || []).length"
+    )
+    assert bars == 0
+    assert not page.locator("#importance-bars").is_visible()
+    assert page.locator("#importance-scatter .chart.scatter").count() == 0
+
+
+def test_importance_shows_one_value_under_two_names_once_with_a_log_scatter(
+    page: Any, sweep: LiveServer
+) -> None:
+    """Item 13: ``learning_rate`` and ``optimizer/lr`` are one bar named with its alias, and
+    its scatter's x axis is logarithmic (the lr spans four decades)."""
+    run_importance(page, sweep.url, "metric/eval_loss")
+    assert page.locator("#importance-card").get_attribute("data-explains") == "true"
+    names = page.evaluate(
+        "echarts.getInstanceByDom(document.querySelector('#importance-bars'))"
+        ".getOption().yAxis[0].data"
+    )
+    assert "learning_rate (= optimizer/lr)" in names
+    assert not [n for n in names if n.startswith("optimizer/lr")]
+    axis = page.evaluate(
+        "echarts.getInstanceByDom(document.querySelector("
+        "'#importance-scatter [data-param=\"learning_rate\"]')).getOption().xAxis[0].type"
+    )
+    assert axis == "log"
+    shot(page, "importance-sweep")

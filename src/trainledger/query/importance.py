@@ -78,6 +78,32 @@ def _columns(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return out
 
 
+def same_parameters(
+    rows: list[dict[str, Any]], columns: list[tuple[str, str]]
+) -> dict[str, list[str]]:
+    """{kept name: [its other names]}: columns holding the same value in every row are one
+    parameter under several names (``learning_rate`` and ``optimizer/lr``); the first in
+    ``columns``' order (the standard field before a prefixed one) is kept. Why: two copies
+    of one value split its importance between them, and show one knob as two."""
+    kept: dict[tuple[str, ...], str] = {}
+    aliases: dict[str, list[str]] = {}
+    for name, _ in columns:
+        key = tuple(repr(r.get(name)) for r in rows)
+        if key in kept:
+            aliases[kept[key]].append(name)
+        else:
+            kept[key] = name
+            aliases[name] = []
+    return aliases
+
+
+def log_scaled(values: list[Any]) -> bool:
+    """A positive parameter spanning two decades or more (a learning rate, a weight decay):
+    its scatter gets a log axis, as the runs page's chart does."""
+    numbers = [float(v) for v in values if _number(v) is not None]
+    return bool(numbers) and min(numbers) > 0 and max(numbers) / min(numbers) >= 100
+
+
 def _matrix(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> list[list[float]]:
     table: list[list[float]] = [[] for _ in rows]
     for name, kind in columns:
@@ -148,11 +174,13 @@ def hyperparameter_importance(
 
     ``metric`` is a metric name (``accuracy``) or field (``metric/accuracy``). Returns
     ``{"metric", "runs", "heldout_r2", "explains", "verdict", "left_out", "parameters":
-    [{"name", "kind", "importance", "spread", "per_fold", "direction", "values",
-    "metric_values"}, ...]}`` sorted by importance (the mean drop in held-out R^2 when the
+    [{"name", "kind", "aliases", "log", "importance", "spread", "per_fold", "direction",
+    "values", "metric_values"}, ...]}`` sorted by importance (the mean drop in held-out R^2 when the
     parameter is shuffled, over the folds x ``repeats`` shuffles; ``spread`` is the standard
     deviation over the folds; ``values`` / ``metric_values`` are the points of a scatter
-    plot), or with ``"reason"`` instead of parameters when there is too little data.
+    plot; ``aliases`` the other names of a parameter holding the same values in every run,
+    counted once: ``same_parameters``; ``log``: its scatter wants a log axis), or with
+    ``"reason"`` instead of parameters when there is too little data.
     ``include_ids`` keeps id-like fields (see the module's docstring); ``seeds`` is unused
     (kept for callers of the earlier signature: the folds give the spread now).
     """
@@ -172,6 +200,8 @@ def hyperparameter_importance(
     )
     columns = [c for c in columns if c[0] not in left_out]
     answer["left_out"] = left_out
+    aliases = same_parameters(rows, columns)
+    columns = [c for c in columns if c[0] in aliases]
     if not columns:
         answer["reason"] = "every hyperparameter has the same value in all these runs"
         return answer
@@ -202,6 +232,8 @@ def hyperparameter_importance(
             {
                 "name": name,
                 "kind": kind,
+                "aliases": aliases[name],
+                "log": kind == "numeric" and log_scaled(values),
                 "importance": statistics.fmean(means),
                 "spread": statistics.pstdev(means),
                 "per_fold": means,
