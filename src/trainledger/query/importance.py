@@ -162,6 +162,29 @@ def _held_out(
     return float(r2_score(y, predicted)), per_fold
 
 
+def _parameter(
+    name: str,
+    kind: str,
+    values: list[Any],
+    target: list[float],
+    means: list[float],
+    aliases: list[str],
+) -> dict[str, Any]:
+    """One parameter of the answer (``hyperparameter_importance`` says what each key holds)."""
+    return {
+        "name": name,
+        "kind": kind,
+        "aliases": aliases,
+        "log": kind == "numeric" and log_scaled(values),
+        "importance": statistics.fmean(means),
+        "spread": statistics.pstdev(means),
+        "per_fold": means,
+        "direction": _direction(kind, values, target),
+        "values": values,
+        "metric_values": target,
+    }
+
+
 def hyperparameter_importance(
     result: Mapping[str, Any],
     metric: str,
@@ -226,21 +249,8 @@ def hyperparameter_importance(
         f"predicts it no better than its mean (held-out R² {r2:.2f})"
     )
     for j, (name, kind) in enumerate(columns):
-        means = [fold_means[j] for fold_means in per_fold]
         values = [r.get(name) for r in rows]
-        answer["parameters"].append(
-            {
-                "name": name,
-                "kind": kind,
-                "aliases": aliases[name],
-                "log": kind == "numeric" and log_scaled(values),
-                "importance": statistics.fmean(means),
-                "spread": statistics.pstdev(means),
-                "per_fold": means,
-                "direction": _direction(kind, values, target),
-                "values": values,
-                "metric_values": target,
-            }
-        )
+        means = [fold_means[j] for fold_means in per_fold]
+        answer["parameters"].append(_parameter(name, kind, values, target, means, aliases[name]))
     answer["parameters"].sort(key=lambda p: -p["importance"])
     return answer

@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from trainledger.lineage.records import json_float
+from trainledger.lineage import json_float
 from trainledger.query import flatten_object, parse_series_field
 
 __all__ = [

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, Query
 from fastapi.responses import Response, StreamingResponse
 
-from trainledger.lineage.records import json_float
+from trainledger.lineage import json_float
 from trainledger.query import PREFIXES, flatten_object, missing_field_notes, parse_series_field
 from trainledger.server import schemas
 from trainledger.server.columns import (
