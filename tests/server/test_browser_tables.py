@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.server.browser_support import LiveServer, doc_image, shot
+from tests.server.browser_support import LiveServer, shot
 from tests.server.test_browser import open_view
 from tests.ui_sweep import HEALTHY, STEPS_PER_EPOCH, write_sweep_base
 
@@ -207,7 +207,7 @@ def test_the_checkpoint_table_shows_the_global_step(page: Any, sweep: LiveServer
     steps = sorted(int(r[2][0]) for r in rows)
     assert steps == [STEPS_PER_EPOCH * e for e in (1, 2, 3, 4)]
     assert all(r[2][1].startswith(f"step {STEPS_PER_EPOCH} of epoch ") for r in rows)
-    doc_image(page.locator("#run-checkpoints"), "run-checkpoints")
+    shot(page, "run-checkpoints")
 
 
 def run_importance(page: Any, url: str, metric: str) -> None:
