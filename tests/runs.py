@@ -140,7 +140,10 @@ def sample_run(
         start_time=now - 60,
         end_time=now,
         hostname="host",
-        checkpoints=[(str(ckpt), 100 + i)] if ckpt else [],
+        # (50 steps an epoch: the global step the lineage records, not the file name's)
+        checkpoints=[(str(ckpt), 100 + i, (values["epoch"] - 1) * 50 + 10 * (i + 1))]
+        if ckpt
+        else [],
     )
     write_run(
         base,

@@ -90,7 +90,7 @@ def test_fit_records_train_eval_and_final_checkpoint(tmp_path: Path) -> None:
     assert latest is not None and json.loads(d["model"]["path"]) == {"ckpt": latest}
     assert d["model"]["size"] == os.path.getsize(latest)
     assert d["run"]["status"] == "finished" and d["run"]["total_steps"] == 12
-    assert {"path": latest, "size": os.path.getsize(latest)} in d["run"]["checkpoints"]
+    assert {"path": latest, "size": os.path.getsize(latest), "step": 12} in d["run"]["checkpoints"]
     assert len(list_lineage_files(run)) == 1  # train and eval share the process's file
 
 
@@ -179,3 +179,16 @@ def test_sigkill_mid_training_leaves_a_readable_running_record(tmp_path: Path) -
     assert r["epochs_done"] == 2 and r["total_steps"] == 8  # our epoch-2 snapshot ran first
     assert d["dataset_graph"]["batch_size"] == 8
     assert d["hyper_parameters"] == {}  # the train lineage is written at the end
+
+
+def test_checkpoints_are_recorded_with_the_global_step_they_hold(tmp_path: Path) -> None:
+    """The lineage's checkpoint list says the global step each file was saved at, the step
+    the curves use (issue 51 item 10): the file name holds only the step within its epoch
+    (``mlp-2_4.ckpt`` is step 10 of 6-step epochs), and on ``s3://`` no header is read."""
+    run = tmp_path / "run"
+    ckpt = ModelCheckpoint("mlp", tmp_path / "ckpt", CheckpointConfig(save_checkpoint_steps=5))
+    _model(0.12).fit(2, DataLoader(_data(), batch_size=8), callbacks=[ckpt, TrainLineage(run)])
+    recorded = {
+        Path(c["path"]).name: c.get("step") for c in read_lineage(run)["run"]["checkpoints"]
+    }
+    assert recorded == {"mlp-1_5.ckpt": 5, "mlp-2_4.ckpt": 10, "mlp-2_6.ckpt": 12}

@@ -84,7 +84,7 @@ def test_readers_see_one_checkpoint_with_its_total_size(tmp_path: Path) -> None:
     assert file_size(str(path)) == total  # what lineage records
     (entry,) = list_checkpoints(run)  # the UI's table
     assert entry["name"] == "ckpt/m-1_3.ckpt" and entry["size"] == total
-    assert (entry["epoch"], entry["step"]) == (1, 3)
+    assert (entry["epoch"], entry["step_in_epoch"]) == (1, 3)
 
     manager = CheckpointManager(run / "ckpt", "m", keep_checkpoint_max=1)
     manager.add(path)

@@ -135,3 +135,46 @@ def test_the_api_answers_again_from_its_cache_until_the_data_change(
         write_run(base, "r99", learning_rate=0.1, metrics={"accuracy": 0.7}, mtime=10**10)
         later = client.get("/api/v1/importance", params={"metric": "accuracy"}).json()
         assert len(calls) == 2 and later["runs"] == first["runs"] + 1
+
+
+def test_one_value_under_two_names_is_one_parameter_and_decades_want_a_log_axis() -> None:
+    """``learning_rate`` and ``optimizer/lr`` hold the same value in every run: one parameter
+    (the standard name kept, the other its alias), so its importance is not split in two; a
+    positive parameter spanning two decades or more gets a log scatter (issue 51 item 13)."""
+    from trainledger.query.importance import log_scaled, same_parameters
+
+    rows = [
+        {"learning_rate": lr, "optimizer/lr": lr, "batch_size": b, "optimizer/momentum": 0.9 + b}
+        for lr, b in [(1e-4, 16), (1e-3, 32), (1e-2, 16)]
+    ]
+    columns = [
+        ("learning_rate", "numeric"),
+        ("batch_size", "numeric"),
+        ("optimizer/lr", "numeric"),
+        ("optimizer/momentum", "numeric"),
+    ]
+    assert same_parameters(rows, columns) == {
+        "learning_rate": ["optimizer/lr"],
+        "batch_size": [],
+        "optimizer/momentum": [],
+    }
+    assert log_scaled([1e-4, 1e-3, 1e-2]) and not log_scaled([16, 32, 64])
+    assert not log_scaled([-1.0, 10.0, 1000.0]) and not log_scaled([None, "adam"])
+
+
+def test_the_answer_names_an_alias_once(tmp_path: Path) -> None:
+    for i in range(12):
+        lr = 10 ** (-4 + i * 0.25)
+        write_run(
+            tmp_path,
+            f"r{i}",
+            learning_rate=lr,
+            optimizer_settings={"lr": lr},
+            batch_size=(16, 32)[i % 2],
+            metrics={"accuracy": 0.5 + i / 30},
+        )
+    answer = hyperparameter_importance(filter_summary_lineage(str(tmp_path)), "accuracy")
+    names = [p["name"] for p in answer["parameters"]]
+    assert "optimizer/lr" not in names and "learning_rate" in names
+    lr = next(p for p in answer["parameters"] if p["name"] == "learning_rate")
+    assert lr["aliases"] == ["optimizer/lr"] and lr["log"] is True

@@ -157,7 +157,8 @@ def test_run_detail_has_lineage_status_and_checkpoints(client) -> None:  # type:
     assert "summary_dir" not in body["lineage"]  # no absolute paths to the page
     [ckpt] = body["checkpoints"]
     assert ckpt["name"] == "ckpt/mlp-2_20.ckpt"
-    assert (ckpt["size"], ckpt["epoch"], ckpt["step"]) == (101, 2, 20)
+    assert (ckpt["size"], ckpt["epoch"], ckpt["step_in_epoch"]) == (101, 2, 20)
+    assert ckpt["step"] == 70  # the global step, as the lineage records it (not the name's 20)
     assert body["added_info"] == {"tag": 0, "remark": ""}
 
 

@@ -80,7 +80,8 @@ def test_show_all_lists_every_field_with_whether_it_is_the_same() -> None:
         "run/git_commit": True,
         "loss": True,
     }
-    assert rows["loss"]["values"][0] == {"missing": False, "value": None, "text": "nan"}
+    # a NaN is sent as protobuf JSON's "NaN" (as the runs table gets it), never as null
+    assert rows["loss"]["values"][0] == {"missing": False, "value": "NaN", "text": "nan"}
     assert [g["group"] for g in result["groups"]] == [
         "Hyper-parameters",
         "Scheduler",

@@ -117,7 +117,7 @@ class TrainLineage(LineageCallback):
         self._dataset: DatasetInfo | None = None
         self._env: EnvironmentInfo | None = None
         self._seed: int | None = None
-        self._checkpoints: dict[str, None] = {}
+        self._checkpoints: dict[str, int | None] = {}  # path -> the global step it holds
         self._last: CallbackParams | None = None
         self._recorded_ckpt: str | None = None
         self._uid: str | None = None
@@ -187,7 +187,7 @@ class TrainLineage(LineageCallback):
             params["lineage_dir"] = os.path.realpath(self._log_dir)
         for entry in recorded.get("checkpoints") or ():
             if isinstance(entry, dict) and isinstance(entry.get("path"), str):
-                self._checkpoints[entry["path"]] = None
+                self._checkpoints[entry["path"]] = as_int(entry.get("step"))
 
     def _begin(self, params: CallbackParams) -> None:
         self._prepare(params)
@@ -228,7 +228,15 @@ class TrainLineage(LineageCallback):
     def _note_checkpoint(self, params: CallbackParams) -> None:
         path = saved_checkpoint_of(params)
         if path:
-            self._checkpoints[os.path.abspath(path)] = None
+            path = os.path.abspath(path)
+            # the global step ModelCheckpoint saved it at, published with latest_ckpt_file
+            # (0, cb_params' default, is "none": its saves follow a step)
+            step = (
+                as_int(params.get("last_save_ckpt_step"))
+                if params.get("latest_ckpt_file")
+                else None
+            )
+            self._checkpoints[path] = step if step else self._checkpoints.get(path)
 
     def _train_values(self, params: CallbackParams) -> TrainValues:
         ds = self._dataset or DatasetInfo()
@@ -278,10 +286,10 @@ class TrainLineage(LineageCallback):
             error = f"{type(exception).__name__}: {exception}"[:2000]
         elif status == "stopped":
             error = str(params.get("stop_reason"))
-        checkpoints = [(p, file_size(p)) for p in self._checkpoints]
+        checkpoints = [(p, file_size(p), step) for p, step in self._checkpoints.items()]
         if final:
-            checkpoints = [(p, s) for p, s in checkpoints if s is not None]
-        checkpoints = [(public_path(p), s) for p, s in checkpoints]  # s3:// when uploaded
+            checkpoints = [c for c in checkpoints if c[1] is not None]
+        checkpoints = [(public_path(p), s, st) for p, s, st in checkpoints]  # s3:// when uploaded
         steps = (self._first_step, as_int(params.get("cur_step_num")))
         host = env.hostname if env else None
         sessions = [

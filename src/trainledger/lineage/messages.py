@@ -228,7 +228,12 @@ def run_dict(run: pb.RunInfo, warn: list[str]) -> dict[str, Any]:
     elif command:
         out["command"] = shlex.join(command)
     checkpoints = [
-        {"path": c.path, "size": c.size if c.HasField("size") else None} for c in run.checkpoints
+        {
+            "path": c.path,
+            "size": c.size if c.HasField("size") else None,
+            **({"step": c.step} if c.HasField("step") else {}),
+        }
+        for c in run.checkpoints
     ]
     if checkpoints:
         out["checkpoints"] = drop_bytes(checkpoints, "run.checkpoints", warn)

@@ -101,7 +101,11 @@ class RunValues:
     git_dirty: bool | None = None
     seed: int | None = None
     dataset_fingerprint: str | None = None
-    checkpoints: Sequence[tuple[str, int | None]] = field(default_factory=list)
+    #: (path, size) or (path, size, global step): the step it was saved at, as the curves
+    #: count steps (a file name holds only the step within its epoch)
+    checkpoints: Sequence[tuple[str, int | None] | tuple[str, int | None, int | None]] = field(
+        default_factory=list
+    )
     error: str | None = None
     bad_records: int | None = None
     #: a resumed run's processes, oldest first: dicts of ``SESSION_FIELDS``
@@ -243,9 +247,10 @@ def run_event(values: RunValues, wall_time: float | None = None) -> pb.LineageEv
     if values.seed is not None and 0 <= int(values.seed) < 2**64:
         run.seed = int(values.seed)
     run.command.extend(str(a) for a in values.command)
-    for path, size in values.checkpoints:
+    for path, size, *step in values.checkpoints:
         ckpt = run.checkpoints.add(path=str(path))
         _set(ckpt, "size", size)
+        _set(ckpt, "step", step[0] if step else None)
     for session in values.sessions:
         added = run.sessions.add()
         for name in SESSION_FIELDS:

@@ -78,6 +78,32 @@ def _columns(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return out
 
 
+def same_parameters(
+    rows: list[dict[str, Any]], columns: list[tuple[str, str]]
+) -> dict[str, list[str]]:
+    """{kept name: [its other names]}: columns holding the same value in every row are one
+    parameter under several names (``learning_rate`` and ``optimizer/lr``); the first in
+    ``columns``' order (the standard field before a prefixed one) is kept. Why: two copies
+    of one value split its importance between them, and show one knob as two."""
+    kept: dict[tuple[str, ...], str] = {}
+    aliases: dict[str, list[str]] = {}
+    for name, _ in columns:
+        key = tuple(repr(r.get(name)) for r in rows)
+        if key in kept:
+            aliases[kept[key]].append(name)
+        else:
+            kept[key] = name
+            aliases[name] = []
+    return aliases
+
+
+def log_scaled(values: list[Any]) -> bool:
+    """A positive parameter spanning two decades or more (a learning rate, a weight decay):
+    its scatter gets a log axis, as the runs page's chart does."""
+    numbers = [float(v) for v in values if _number(v) is not None]
+    return bool(numbers) and min(numbers) > 0 and max(numbers) / min(numbers) >= 100
+
+
 def _matrix(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> list[list[float]]:
     table: list[list[float]] = [[] for _ in rows]
     for name, kind in columns:
@@ -136,6 +162,29 @@ def _held_out(
     return float(r2_score(y, predicted)), per_fold
 
 
+def _parameter(
+    name: str,
+    kind: str,
+    values: list[Any],
+    target: list[float],
+    means: list[float],
+    aliases: list[str],
+) -> dict[str, Any]:
+    """One parameter of the answer (``hyperparameter_importance`` says what each key holds)."""
+    return {
+        "name": name,
+        "kind": kind,
+        "aliases": aliases,
+        "log": kind == "numeric" and log_scaled(values),
+        "importance": statistics.fmean(means),
+        "spread": statistics.pstdev(means),
+        "per_fold": means,
+        "direction": _direction(kind, values, target),
+        "values": values,
+        "metric_values": target,
+    }
+
+
 def hyperparameter_importance(
     result: Mapping[str, Any],
     metric: str,
@@ -148,11 +197,13 @@ def hyperparameter_importance(
 
     ``metric`` is a metric name (``accuracy``) or field (``metric/accuracy``). Returns
     ``{"metric", "runs", "heldout_r2", "explains", "verdict", "left_out", "parameters":
-    [{"name", "kind", "importance", "spread", "per_fold", "direction", "values",
-    "metric_values"}, ...]}`` sorted by importance (the mean drop in held-out R^2 when the
+    [{"name", "kind", "aliases", "log", "importance", "spread", "per_fold", "direction",
+    "values", "metric_values"}, ...]}`` sorted by importance (the mean drop in held-out R^2 when the
     parameter is shuffled, over the folds x ``repeats`` shuffles; ``spread`` is the standard
     deviation over the folds; ``values`` / ``metric_values`` are the points of a scatter
-    plot), or with ``"reason"`` instead of parameters when there is too little data.
+    plot; ``aliases`` the other names of a parameter holding the same values in every run,
+    counted once: ``same_parameters``; ``log``: its scatter wants a log axis), or with
+    ``"reason"`` instead of parameters when there is too little data.
     ``include_ids`` keeps id-like fields (see the module's docstring); ``seeds`` is unused
     (kept for callers of the earlier signature: the folds give the spread now).
     """
@@ -172,6 +223,8 @@ def hyperparameter_importance(
     )
     columns = [c for c in columns if c[0] not in left_out]
     answer["left_out"] = left_out
+    aliases = same_parameters(rows, columns)
+    columns = [c for c in columns if c[0] in aliases]
     if not columns:
         answer["reason"] = "every hyperparameter has the same value in all these runs"
         return answer
@@ -196,19 +249,8 @@ def hyperparameter_importance(
         f"predicts it no better than its mean (held-out R² {r2:.2f})"
     )
     for j, (name, kind) in enumerate(columns):
-        means = [fold_means[j] for fold_means in per_fold]
         values = [r.get(name) for r in rows]
-        answer["parameters"].append(
-            {
-                "name": name,
-                "kind": kind,
-                "importance": statistics.fmean(means),
-                "spread": statistics.pstdev(means),
-                "per_fold": means,
-                "direction": _direction(kind, values, target),
-                "values": values,
-                "metric_values": target,
-            }
-        )
+        means = [fold_means[j] for fold_means in per_fold]
+        answer["parameters"].append(_parameter(name, kind, values, target, means, aliases[name]))
     answer["parameters"].sort(key=lambda p: -p["importance"])
     return answer

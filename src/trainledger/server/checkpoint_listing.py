@@ -34,8 +34,9 @@ def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
     """Checkpoint files under a run directory (a few levels deep, links not followed); a
     sharded checkpoint (a directory with a manifest) is one entry with its files' total size.
 
-    The step and epoch come from the ``<prefix>-<epoch>_<step>[_breakpoint].ckpt`` names
-    ModelCheckpoint (and MindSpore) writes; other names report None. ``kind`` is
+    The epoch and ``step_in_epoch`` come from the ``<prefix>-<epoch>_<step>[_breakpoint].ckpt``
+    names ModelCheckpoint (and MindSpore) writes; other names report None. ``step``, the
+    global step, is None here: only the lineage records it (``run_checkpoints``). ``kind`` is
     ``"landscape"`` for ``collect_landscape``'s weight snapshots (files of ``ckpt_dir/`` beside
     its ``train_metadata.json``: inputs of a landscape, not checkpoints to resume from), else
     ``"checkpoint"``. Sorted by modification time, oldest first.
@@ -71,7 +72,8 @@ def list_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
                     "name": entry.relative_to(run_dir).as_posix(),
                     "size": size,
                     "epoch": parsed.epoch if parsed else None,
-                    "step": parsed.step if parsed else None,
+                    "step": None,
+                    "step_in_epoch": parsed.step if parsed else None,
                     "time": st.st_mtime,
                     "kind": (
                         "landscape" if landscape and entry.parent == snapshots else "checkpoint"
@@ -86,18 +88,27 @@ def run_checkpoints(path: Path, run_id: str, remote: str | None) -> list[dict[st
     """The checkpoints of the run ``run_id`` in ``path`` (resolved inside BASE): the files
     under it, those in the object store when BASE is a copy of the ``s3://`` base ``remote``,
     plus checkpoints the lineage lists elsewhere (from the record only: nothing outside BASE
-    is opened)."""
+    is opened).
+
+    ``step`` is the global step each was saved at, the step the curves use, as the lineage's
+    checkpoint list records it (issue 51 item 10): the file name holds only the step within
+    its epoch (``step_in_epoch``), and on ``s3://`` no checkpoint header is read. A file the
+    lineage does not list (or an older lineage without steps) has ``step`` None."""
     found = list_checkpoints(path)
-    on_disk = {str(path / c["name"]) for c in found}
+    where = {str(path / c["name"]): c for c in found}
     if remote is not None:  # the local copy holds no checkpoint: list the store's
         url = f"{remote.rstrip('/')}/{check_run_id(run_id)}"
         stored = object_checkpoints(url)
-        on_disk |= {f"{url}/{c['name']}" for c in stored}  # how lineage names them
+        where |= {f"{url}/{c['name']}": c for c in stored}  # how lineage names them
         found += stored
     recorded = (read_lineage(path).get("run") or {}).get("checkpoints") or []
     for item in recorded:
         name = str(item.get("path", ""))
-        if not name or name in on_disk or os.path.realpath(os.path.join(path, name)) in on_disk:
+        step = item.get("step")
+        listed = where.get(name) or where.get(os.path.realpath(os.path.join(path, name)))
+        if not name or listed is not None:
+            if listed is not None and isinstance(step, int):
+                listed["step"] = step
             continue
         parsed = parse_checkpoint_name(Path(name).name)
         found.append(
@@ -105,7 +116,8 @@ def run_checkpoints(path: Path, run_id: str, remote: str | None) -> list[dict[st
                 "name": name,
                 "size": item.get("size") or 0,
                 "epoch": parsed.epoch if parsed else None,
-                "step": parsed.step if parsed else None,
+                "step": step if isinstance(step, int) else None,
+                "step_in_epoch": parsed.step if parsed else None,
                 "time": None,
                 "kind": "checkpoint",
             }

@@ -25,9 +25,9 @@ _MANIFEST = SHARDED_MANIFEST
 
 
 def object_checkpoints(url: str, store: ObjectStore | None = None) -> list[dict[str, Any]]:
-    """``[{"name", "size", "epoch", "step", "time", "kind"}]`` of the checkpoints under
-    ``url`` (names relative to it; ``kind`` as ``checkpoint_listing.list_checkpoints``), oldest
-    first."""
+    """``[{"name", "size", "epoch", "step", "step_in_epoch", "time", "kind"}]`` of the
+    checkpoints under ``url`` (names relative to it; ``kind`` as
+    ``checkpoint_listing.list_checkpoints``; ``step`` None: the lineage has it), oldest first."""
     listing = (store or ObjectStore()).list(ObjectLocation.parse(url))
     sharded = {rel[: -len(_MANIFEST) - 1] for rel in listing if rel.endswith(f".ckpt/{_MANIFEST}")}
     entries: dict[str, dict[str, Any]] = {}
@@ -45,5 +45,6 @@ def object_checkpoints(url: str, store: ObjectStore | None = None) -> list[dict[
         entry["kind"] = "landscape" if landscape and folder == LANDSCAPE_DIR else "checkpoint"
         parsed = parse_checkpoint_name(base)
         entry["epoch"] = parsed.epoch if parsed else None
-        entry["step"] = parsed.step if parsed else None
+        entry["step"] = None  # the global step: the lineage's (checkpoint_listing)
+        entry["step_in_epoch"] = parsed.step if parsed else None
     return sorted(entries.values(), key=lambda c: (c["time"], c["name"]))

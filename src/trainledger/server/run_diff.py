@@ -22,6 +22,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from trainledger.lineage import json_float
 from trainledger.query import flatten_object, parse_series_field
 
 __all__ = [
@@ -154,8 +155,12 @@ def _text(value: Any) -> str:
 
 
 def _cell(value: Any) -> dict[str, Any]:
+    """A run's value of a field: ``value`` (a non-finite number as protobuf JSON's string,
+    ``"NaN"``, as the runs table gets it; in containers null) and ``text``, its exact form."""
     if value is _MISSING:
         return {"missing": True, "text": "(missing)"}
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"missing": False, "value": json_float(value), "text": _text(value)}
     return {"missing": False, "value": _json_safe(value), "text": _text(value)}
 
 

@@ -92,7 +92,14 @@ class AnnotationResult(BaseModel):
 class Checkpoint(BaseModel):
     name: str
     size: int
-    step: int | None = None
+    step: int | None = Field(
+        None,
+        description="The global step it was saved at (the step the curves use), as the "
+        "run's lineage records it; null when the lineage does not say.",
+    )
+    step_in_epoch: int | None = Field(
+        None, description="The step within its epoch, from the file name (<prefix>-<epoch>_<step>)."
+    )
     epoch: int | None = None
     time: float | None = None
     #: "checkpoint", or "landscape" for collect_landscape's weight snapshots

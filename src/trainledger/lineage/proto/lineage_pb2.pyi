@@ -234,12 +234,14 @@ class Setting(_message.Message):
     def __init__(self, name: _Optional[str] = ..., number: _Optional[float] = ..., integer: _Optional[int] = ..., text: _Optional[str] = ...) -> None: ...
 
 class Checkpoint(_message.Message):
-    __slots__ = ("path", "size")
+    __slots__ = ("path", "size", "step")
     PATH_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
     path: str
     size: int
-    def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ...) -> None: ...
+    step: int
+    def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ..., step: _Optional[int] = ...) -> None: ...
 
 class RunInfo(_message.Message):
     __slots__ = ("status", "start_time", "end_time", "duration", "total_steps", "epochs_done", "hostname", "pid", "rank", "command", "python_version", "torch_version", "trainledger_version", "git_commit", "git_dirty", "seed", "dataset_fingerprint", "checkpoints", "error", "bad_records", "sessions", "uid")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query
 from fastapi.responses import Response, StreamingResponse
 
+from trainledger.lineage import json_float
 from trainledger.query import PREFIXES, flatten_object, missing_field_notes, parse_series_field
 from trainledger.server import schemas
 from trainledger.server.columns import (
@@ -57,8 +59,11 @@ LIST_FIELD_CHARS = 4096
 
 def cap_long_values(value: Any) -> Any:
     """``value`` with every string over ``LIST_FIELD_CHARS`` cut, ending in a visible marker
-    (a copy: the store's cached result is shared). A 150 MB ``user_defined`` string would
-    otherwise travel with every table page."""
+    (a copy: the store's cached result is shared), and every non-finite float as protobuf
+    JSON's string (``nonfinite_json``). A 150 MB ``user_defined`` string would otherwise
+    travel with every table page."""
+    if isinstance(value, float):
+        return nonfinite_json(value)
     if isinstance(value, str):
         if len(value) <= LIST_FIELD_CHARS:
             return value
@@ -71,6 +76,26 @@ def cap_long_values(value: Any) -> Any:
     if isinstance(value, list):
         return [cap_long_values(v) for v in value]
     return value
+
+
+def nonfinite_json(value: Any) -> Any:
+    """A NaN or infinite float as ``"NaN"``, ``"Infinity"`` or ``"-Infinity"`` (protobuf
+    JSON's strings, as the lineage's own ``loss`` already arrives); anything else unchanged.
+
+    Why: JSON has no NaN, and the response model sends one as null, which the UI cannot tell
+    from a missing value: a run whose eval loss went NaN would read as a run without one
+    (issue 51, items 1 and 12)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return json_float(value)
+    return value
+
+
+def _nonfinite_deep(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _nonfinite_deep(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_nonfinite_deep(v) for v in value]
+    return nonfinite_json(value)
 
 
 def _empty_result() -> dict[str, Any]:
@@ -146,7 +171,9 @@ def run_points(store: StoreDep, request: schemas.PointsRequest) -> dict[str, Any
     rows = [flatten_object(obj, scalar_cells=True) for obj in result["object"][: request.max_runs]]
     return {
         "run_ids": [row["run_id"] for row in rows],
-        "columns": {name: [row.get(name) for row in rows] for name in request.columns},
+        "columns": {
+            name: [nonfinite_json(row.get(name)) for row in rows] for name in request.columns
+        },
         "count": result["count"],
     }
 
@@ -250,6 +277,7 @@ def annotate(
 )
 def run_detail(store: StoreDep, run_id: str) -> dict[str, Any]:
     detail = store.run_detail(run_id)
+    detail["lineage"] = _nonfinite_deep(detail.get("lineage"))
     detail["checkpoints"] = store.checkpoints(run_id)
     detail["nonfinite"] = diverged(store.nonfinite(run_id))
     return detail

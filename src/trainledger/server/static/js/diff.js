@@ -3,7 +3,7 @@
 // The server decides what differs (GET /api/v1/diff: 1e-3 equals 0.001, a missing field is
 // not a null one); this view only draws its answer, and "Show all fields" asks for every field.
 import { api } from "./api.js";
-import { $, h } from "./util.js";
+import { $, fmtField, h } from "./util.js";
 
 let runs = [];
 
@@ -18,9 +18,12 @@ export function diffHash(ids) {
   return `#/diff?${params}`;
 }
 
-function cell(value) {
+// a run's value as every view shows it (format.js: 5 digits, dates, durations with a unit,
+// NaN as "NaN"), its exact text in the title; lists and mappings as the server wrote them
+function cell(name, value) {
   const cls = value.missing ? "missing" : value.value === null ? "null" : "";
-  return h("td", { class: cls, title: value.text, text: value.text });
+  const whole = value.missing || (value.value !== null && typeof value.value === "object");
+  return h("td", { class: cls, title: value.text, text: whole ? value.text : fmtField(name, value.value) });
 }
 
 function draw(answer) {
@@ -33,7 +36,7 @@ function draw(answer) {
       h("th", { colspan: String(answer.runs.length + 1), scope: "rowgroup", text: group.group })));
     for (const field of group.fields) {
       body.push(h("tr", { class: field.same ? "same" : "differs", dataset: { field: field.name } },
-        h("td", { class: "field", text: field.name }), field.values.map(cell)));
+        h("td", { class: "field", text: field.name }), field.values.map((v) => cell(field.name, v))));
     }
   }
   table.replaceChildren(h("thead", {}, head), h("tbody", {}, body));

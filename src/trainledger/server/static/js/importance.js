@@ -26,7 +26,8 @@ function drawBars(parameters) {
     animation: false,
     grid: { left: 150, right: 90, top: 10, bottom: 30 },
     xAxis: { type: "value", name: "drop in R² when shuffled", nameLocation: "middle", nameGap: 24 },
-    yAxis: { type: "category", data: shown.map((p) => p.name), axisLabel: { width: 140, overflow: "truncate" } },
+    yAxis: { type: "category", data: shown.map((p) => (p.aliases && p.aliases.length ? `${p.name} (= ${p.aliases.join(", ")})` : p.name)),
+             axisLabel: { width: 140, overflow: "truncate" } },
     series: [{
       type: "bar", data: shown.map((p) => p.importance), itemStyle: { color: "#3563e9" },
       label: {
@@ -43,19 +44,23 @@ function drawScatters(parameters, metric) {
   const grid = $("#importance-scatter");
   grid.replaceChildren();
   for (const p of parameters.slice(0, SCATTERS)) {
-    const box = h("div", { class: "chart scatter", dataset: { param: p.name } });
+    const box = h("div", { class: "chart scatter", dataset: { param: p.name, log: p.log ? "1" : "" } });
     grid.append(box);
     const chart = echarts.init(box, null, { renderer: "svg" });
     const categorical = p.kind === "categorical";
     const xs = p.values.map((v) => (v === null ? "—" : v));
     chart.setOption({
-      title: { text: p.name, left: "center", textStyle: { fontSize: 12, fontWeight: "normal" } },
+      // one value under two names (learning_rate, optimizer/lr) is one parameter: its others named
+      title: { text: p.aliases && p.aliases.length ? `${p.name} (= ${p.aliases.join(", ")})` : p.name,
+               left: "center", textStyle: { fontSize: 12, fontWeight: "normal" } },
       animation: false,
       grid: { left: 50, right: 12, top: 28, bottom: 30 },
       tooltip: { trigger: "item" },
       xAxis: categorical
         ? { type: "category", data: [...new Set(xs.map(String))] }
-        : { type: "value", scale: true, name: p.name, nameLocation: "middle", nameGap: 20 },
+        // a parameter spanning decades (a learning rate): a log axis, as the runs chart's
+        : { type: p.log ? "log" : "value", scale: true, name: p.name, nameLocation: "middle", nameGap: 20,
+            axisLabel: { formatter: (v) => fmt(v) } },
       yAxis: { type: "value", scale: true, name: metric.slice(7), nameGap: 8 },
       series: [{
         type: "scatter", symbolSize: 6,
@@ -82,6 +87,7 @@ async function compute() {
   }
   if (answer.reason) {
     note.textContent = answer.reason;
+    $("#importance-bars").hidden = true;
     drawBars([]);
     drawScatters([], metric);
     return;
@@ -89,8 +95,12 @@ async function compute() {
   const left = answer.left_out.length ? ` · left out as id-like: ${answer.left_out.join(", ")}` : "";
   note.textContent = `${answer.runs} runs · ${answer.verdict} · mean drop in held-out R² when one parameter is shuffled, ± its spread over 5 folds${left}`;
   $("#importance-card").dataset.explains = String(answer.explains);
-  drawBars(answer.parameters);
-  drawScatters(answer.parameters, metric);
+  // below its own threshold the answer says the parameters explain nothing: bars would
+  // rank noise, so none are drawn (the verdict says why)
+  const shown = answer.explains ? answer.parameters : [];
+  drawBars(shown);
+  drawScatters(shown, metric);
+  $("#importance-bars").hidden = !answer.explains;
   $("#importance-card").dataset.ready = "1";
 }
 

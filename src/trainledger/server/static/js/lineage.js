@@ -2,10 +2,11 @@
 // the table is sorted and paged by the server; tags, remarks, selection, CSV, --where filter.
 import { api } from "./api.js";
 import { diffHash } from "./diff.js";
+import { buildAxis, place } from "./parcoords_axes.js";
 import { LineLayer, lineColors } from "./parcoords_lines.js";
-import { lineOpacity, parcoordsOption } from "./parcoords_option.js";
+import { colorAxisOf, lineOpacity, parcoordsOption } from "./parcoords_option.js";
 import { selectRuns } from "./scalars.js";
-import { $, colorFor, debounce, divergedText, escapeHtml, fmt, fmtTime, h, loadCharts, tagChip, toast } from "./util.js";
+import { $, colorFor, debounce, divergedText, escapeHtml, exact, fmt, fmtField, h, loadCharts, nonFiniteText, tagChip, toast } from "./util.js";
 
 const STORE_KEY = "trainledger.columns";
 const GROUP_ORDER = ["Metrics", "Series", "User defined", "Optimizer and scheduler", "Hyperparameters",
@@ -271,13 +272,7 @@ async function loadChart(after = null) {
       constant.push(`${label(column)} = ${fmt(values[0])}`);
       continue;
     }
-    const numeric = present.every((v) => typeof v === "number");
-    const categories = numeric ? null : [...new Set(present.map(String))].sort();
-    // a positive field spanning two decades or more (a learning rate): a log axis, so
-    // 0.001 and 0.01 do not overlap
-    const log = numeric && present.every((v) => v > 0)
-      && Math.max(...present) / Math.min(...present) >= 100;
-    axes.push({ column, numeric, categories, values, log });
+    axes.push(buildAxis(column, values));
   }
   state.axes = axes;
   for (const [column, value] of state.leftOut || []) {
@@ -285,21 +280,22 @@ async function loadChart(after = null) {
   }
   $("#chart-constant").hidden = !constant.length;
   $("#chart-constant").textContent = `same in every run, not shown: ${constant.join(", ")}`;
+  // every run has a place on every axis: a missing or non-finite value too (parcoords_axes.js)
   const rows = data.run_ids.map((id, i) => {
-    const row = axes.map((a) => {
-      const v = a.values[i];
-      if (v === null || v === undefined) return a.numeric ? null : "—";
-      return a.numeric ? v : String(v);
-    });
+    const row = axes.map((a) => place(a, a.values[i]));
     row.runId = id;
     return row;
   });
+  state.runIndex = new Map(data.run_ids.map((id, i) => [id, i]));
   const big = rows.length > SVG_MAX_LINES && axes.length > 0;
-  const { option, colorIndex } = parcoordsOption(axes, rows, {
-    label, tip: lineTip, big, empty: data.count ? "Choose numeric or text columns to draw" : "No runs to draw",
+  const colorAxis = colorAxisOf(axes);
+  const colors = colorAxis
+    ? lineColors(colorAxis.values, { min: colorAxis.lo, max: colorAxis.hi }, colorFor(0)) : [];
+  const { option } = parcoordsOption(axes, rows, {
+    label, tip: lineTip, big, colors, empty: data.count ? "Choose numeric or text columns to draw" : "No runs to draw",
   });
   const drawn = { axes: option.parallelAxis.map((a, i) => ({ numeric: axes[i].numeric, log: a.type === "log", data: a.data })),
-    rows, colors: big ? lineColors(rows, colorIndex, option.visualMap, colorFor(0)) : null, opacity: lineOpacity(rows.length) };
+    rows, colors: colorAxis ? colors : rows.map(() => colorFor(0)), opacity: lineOpacity(rows.length) };
   state.chart.setOption(option, { notMerge: true });
   if (big) {
     lineLayer().show(state.chart, drawn);
@@ -309,11 +305,13 @@ async function loadChart(after = null) {
   el.dataset.lines = String(rows.length);
 }
 
+// a line's hover: its run, and its value on every axis as the table shows it (NaN as "NaN",
+// not the place it is drawn at)
 function lineTip(params) {
   if (params.seriesType !== "parallel") return "";
-  const values = params.value || [];
-  const lines = state.axes.map((a, i) =>
-    `${escapeHtml(label(a.column))}: <b>${escapeHtml(a.numeric && values[i] !== null ? fmt(values[i]) : String(values[i] ?? "—"))}</b>`);
+  const i = state.runIndex.get(params.name);
+  const lines = state.axes.map((a) =>
+    `${escapeHtml(label(a.column))}: <b>${escapeHtml(fmtField(a.column, a.values[i]))}</b>`);
   return [`<b>${escapeHtml(params.name)}</b> · click to open`, ...lines].join("<br>");
 }
 
@@ -434,14 +432,13 @@ function renderTable(objects) {
           return h("td", { dataset: { column: c }, title: v || "" },
             v ? h("span", { class: `badge ${v}`, text: v }) : "—");
         }
-        if ((c === "run/start_time" || c === "run/end_time") && typeof v === "number") {
-          return h("td", { dataset: { column: c }, title: String(v) }, fmtTime(v));
-        }
-        const numeric = typeof v === "number";
+        // one formatting everywhere (format.js): times as dates, durations with a unit, NaN as
+        // "NaN" and a missing value as "—"; the title holds the exact value
+        const numeric = typeof v === "number" || nonFiniteText(v) !== null;
         return h("td", {
           class: `${numeric ? "num" : ""} ${v === null || v === undefined ? "null" : ""}`,
-          title: v === null || v === undefined ? "" : String(v), dataset: { column: c },
-        }, fmt(v));
+          title: exact(v), dataset: { column: c },
+        }, fmtField(c, v));
       }),
       h("td", {}, tagChip(info.tag || 0, (tag) => saveAnnotation(id, { tag }))),
       h("td", {}, remarkInput(id, info.remark || "")));

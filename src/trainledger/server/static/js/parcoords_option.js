@@ -2,7 +2,8 @@
 // axis a column, a line a run, coloured by the last metric axis. For a large result (`big`)
 // the lines are the page's own layer (parcoords_lines.js): ECharts gets only the axes'
 // extents, and no tooltip (the layer names the line under the mouse).
-import { extentSeries } from "./parcoords_lines.js";
+import { axisOption } from "./parcoords_axes.js";
+import { NONFINITE_COLOR, extentSeries } from "./parcoords_lines.js";
 import { colorFor, fmt } from "./util.js";
 
 // a line's opacity when nothing is brushed: fainter the more lines cross
@@ -10,11 +11,12 @@ export function lineOpacity(lines) {
   return lines > 300 ? 0.2 : 0.75;
 }
 
-// axes: [{column, numeric, categories, values, log}]; rows: each run's value on them (with
-// `runId`); label(column): an axis's name; tip(params): a line's tooltip; empty: the
-// chart's title when there is nothing to draw. Returns the option and the colour axis's index.
-export function parcoordsOption(axes, rows, { label, tip, big, empty }) {
-  const colorAxis = [...axes].reverse().find((a) => a.numeric && (a.column.startsWith("metric/") || a.column === "loss"));
+// axes: parcoords_axes.js's; rows: each run's place on them (with `runId`); colors: each
+// run's line colour (lineColors); label(column): an axis's name; tip(params): a line's
+// tooltip; empty: the chart's title when there is nothing to draw. Returns the option and the
+// colour axis's index.
+export function parcoordsOption(axes, rows, { label, tip, big, empty, colors }) {
+  const colorAxis = colorAxisOf(axes);
   const colorIndex = colorAxis ? axes.indexOf(colorAxis) : -1;
   const option = {
     animation: false,
@@ -30,17 +32,7 @@ export function parcoordsOption(axes, rows, { label, tip, big, empty }) {
         areaSelectStyle: { width: 18, color: "rgba(53,99,233,0.25)", borderColor: "#3563e9", opacity: 1 },
       },
     },
-    parallelAxis: axes.map((a, i) => ({
-      id: `ax-${i}`, dim: i, name: label(a.column),
-      type: a.log ? "log" : a.numeric ? "value" : "category",
-      data: a.numeric ? undefined : [...a.categories, ...(a.values.some((v) => v === null || v === undefined) ? ["—"] : [])],
-      scale: a.numeric,
-      // labels with a white halo, above the lines, stay readable over thousands of them
-      axisLabel: {
-        ...(a.numeric ? { formatter: (v) => fmt(v) } : { width: 80, overflow: "truncate" }),
-        textBorderColor: "#fff", textBorderWidth: 3,
-      },
-    })),
+    parallelAxis: axes.map((a, i) => axisOption(a, i, label(a.column))),
   };
   option.series = [big
     ? extentSeries(option.parallelAxis.map((a, i) => ({ numeric: axes[i].numeric, data: a.data })), rows)
@@ -53,19 +45,28 @@ export function parcoordsOption(axes, rows, { label, tip, big, empty }) {
       progressive: 0,
       lineStyle: { width: 1.5, opacity: lineOpacity(rows.length), color: colorFor(0) },
       emphasis: { lineStyle: { width: 3, opacity: 1 } },
-      data: rows.map((row) => ({ name: row.runId, value: row })),
+      // each line's colour is its own (lineColors): a value off the scale (NaN, inf) gets the
+      // key's colour, which a visualMap cannot give
+      data: rows.map((row, i) => ({ name: row.runId, value: row, lineStyle: { color: colors[i] } })),
     }];
   if (colorIndex >= 0) {
-    const vals = colorAxis.values.filter((v) => typeof v === "number");
+    const { lo, hi } = colorAxis;
     option.visualMap = {
-      type: "continuous", dimension: colorIndex, min: Math.min(...vals), max: Math.max(...vals),
+      type: "continuous", dimension: colorIndex, min: lo, max: hi, seriesIndex: [],
       right: 8, top: "middle", itemHeight: 160, calculable: false, precision: 3,
       // the colour bar says what it shows, and its ends' values
-      text: [`${label(colorAxis.column)}: ${fmt(Math.max(...vals))}`, fmt(Math.min(...vals))],
+      text: [`${label(colorAxis.column)}: ${fmt(hi)}`, fmt(lo)],
       textGap: 8,
       textStyle: { color: "#6b7489", fontSize: 11 },
       inRange: { color: ["#3563e9", "#8e4ec6", "#f76b15"] },
     };
+    if (colorAxis.oddLabel) {  // the key of the colour outside the scale
+      option.graphic = [{
+        type: "text", id: "nonfinite-key", right: 8, bottom: 8, z: 100,
+        style: { text: `━ ${colorAxis.oddLabel} ${label(colorAxis.column)}`, fill: NONFINITE_COLOR,
+                 fontSize: 11, fontWeight: 600 },
+      }];
+    }
   }
   if (!rows.length || !axes.length) {
     option.title = {
@@ -74,4 +75,9 @@ export function parcoordsOption(axes, rows, { label, tip, big, empty }) {
     };
   }
   return { option, colorIndex };
+}
+
+// the axis lines are coloured by: the last metric (or loss) axis that is numeric
+export function colorAxisOf(axes) {
+  return [...axes].reverse().find((a) => a.numeric && (a.column.startsWith("metric/") || a.column === "loss"));
 }

@@ -5,7 +5,7 @@ import { initLandscapes, showLandscapes } from "./landscape.js";
 import { initMedia, showMedia } from "./media.js";
 import { showRunScalars } from "./run_scalars.js";
 import { sessionsCard } from "./run_sessions.js";
-import { $, divergedText, fmt, fmtBytes, fmtDuration, fmtTime, h, tagChip, toast, treeOption } from "./util.js";
+import { $, divergedText, exact, fmt, fmtBytes, fmtField, fmtTime, h, tagChip, toast, treeOption } from "./util.js";
 
 const TITLES = {
   run: "Run", hyper_parameters: "Hyperparameters", algorithm: "Algorithm", model: "Model",
@@ -29,8 +29,7 @@ const BYTE_KEYS = /(^|_)size$/;
 // a model path ('{"ckpt": "..."}', MindSpore's form) as the path, and a model size of 0
 // without a model path as "no checkpoint" (MindSpore records 0 then).
 export function shown(section, key, value, all = {}) {
-  if (typeof value === "number" && TIME_KEYS.test(key) && value > 1e9) return fmtTime(value);
-  if (typeof value === "number" && key === "duration") return fmtDuration(value);
+  if (TIME_KEYS.test(key) || key === "duration") return fmtField(key === "duration" ? key : "time", value);
   if (section === "model" && key === "path" && typeof value === "string") {
     try {
       const parsed = JSON.parse(value);
@@ -48,7 +47,7 @@ function kv(entries, section = "") {
   const all = Object.fromEntries(entries);
   for (const [key, value] of entries) {
     const text = shown(section, key, value, all);
-    dl.append(h("dt", { text: key }), h("dd", { text, title: value === null ? "" : String(value) }));
+    dl.append(h("dt", { text: key }), h("dd", { text, title: exact(value) }));
   }
   return dl;
 }
@@ -125,9 +124,14 @@ export async function showRun(id, { onCompare } = {}) {
   const checkpoints = all.filter((c) => c.kind !== "landscape");
   const snapshots = all.filter((c) => c.kind === "landscape");
   const tbody = $("#run-checkpoints tbody");
-  tbody.replaceChildren(...checkpoints.map((c) => h("tr", {},
+  // the global step, the one the curves use (the lineage records it; the file name holds the
+  // step within the epoch, shown in the title)
+  tbody.replaceChildren(...checkpoints.map((c) => h("tr", { dataset: { step: c.step ?? "" } },
     h("td", { text: c.name }), h("td", { class: "num", text: fmt(c.epoch) }),
-    h("td", { class: "num", text: fmt(c.step) }), h("td", { class: "num", text: fmtBytes(c.size) }),
+    h("td", {
+      class: "num", text: fmt(c.step),
+      title: c.step_in_epoch === null || c.step_in_epoch === undefined ? "" : `step ${c.step_in_epoch} of epoch ${fmt(c.epoch)}`,
+    }), h("td", { class: "num", text: fmtBytes(c.size) }),
     h("td", { text: fmtTime(c.time) }))));
   if (!checkpoints.length) {
     tbody.append(h("tr", {}, h("td", { colspan: "5", class: "null", text: "No checkpoints." })));

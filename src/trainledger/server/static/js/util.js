@@ -1,5 +1,6 @@
 // Small helpers shared by the views. Every value from the server goes into the page through
 // textContent or attributes, never through innerHTML, so a run named "<img onerror=...>" is text.
+import { fmt } from "./format.js";
 
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
@@ -20,6 +21,9 @@ export function h(tag, attrs = {}, ...children) {
 
 export const $ = (sel, root = document) => root.querySelector(sel);
 
+// the one formatting of values (format.js), re-exported for the views that import it from here
+export { exact, fmt, fmtBytes, fmtDuration, fmtField, fmtTime, nonFiniteText } from "./format.js";
+
 // ECharts (1 MB, about 150 ms of the main thread to run on two cores) is preloaded by
 // index.html and run when a view first needs it: the runs page starts it once its first
 // long request is out, so it runs while the server answers. Resolves to the library.
@@ -35,18 +39,6 @@ export function loadCharts() {
     document.head.append(script);
   });
   return charts;
-}
-
-export function fmt(value) {
-  if (value === null || value === undefined) return "—";
-  if (typeof value === "number") {
-    if (Number.isInteger(value)) return String(value);
-    const abs = Math.abs(value);
-    if (abs !== 0 && (abs < 1e-3 || abs >= 1e6)) return value.toExponential(3);
-    return String(Number(value.toPrecision(5)));
-  }
-  if (typeof value === "object") return JSON.stringify(value);
-  return String(value);
 }
 
 // The round step (1, 2, 2.5 or 5 times a power of ten) that cuts `span` into about `count`
@@ -65,28 +57,6 @@ export function niceTicks(lo, hi, count) {
   const out = [];
   for (let k = first; k * step <= hi + step * 1e-9; k += 1) out.push(Number((k * step).toPrecision(12)));
   return out;
-}
-
-export function fmtBytes(n) {
-  if (n === null || n === undefined) return "—";
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let i = 0;
-  while (n >= 1024 && i < units.length - 1) { n /= 1024; i += 1; }
-  return `${i ? n.toFixed(1) : n} ${units[i]}`;
-}
-
-// seconds as 12.3s, 4m05s or 1h02m (a duration, an axis of relative time)
-export function fmtDuration(seconds) {
-  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return "—";
-  const s = Math.abs(seconds);
-  if (s < 60) return `${Number(seconds.toFixed(1))}s`;
-  if (s < 3600) return `${Math.floor(seconds / 60)}m${String(Math.round(s % 60)).padStart(2, "0")}s`;
-  return `${Math.floor(seconds / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
-}
-
-export function fmtTime(seconds) {
-  if (!seconds) return "—";
-  return new Date(seconds * 1000).toLocaleString();
 }
 
 export function debounce(fn, ms) {
