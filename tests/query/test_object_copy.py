@@ -6,6 +6,7 @@ answers equal those over the same runs on local disk, and every file the index m
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -303,3 +304,50 @@ def test_a_query_over_a_quiet_bucket_costs_one_request_and_a_new_run_one_list_mo
     fetched = [line for line in added.lines if f"/{s3_bucket}/b/r9/" in line]
     assert added.count("list-type") == 1 and len(fetched) == added.count() - 1
     assert fetched and all('"GET ' in line for line in fetched)
+
+
+def test_on_a_shared_postgresql_index_one_process_refreshes_for_everyone(
+    s3_bucket: str, tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 50 item 5: a process that refreshed the shared index from the bucket stamps it;
+    another process (here: another cache directory, as on another machine) within the
+    staleness bound answers from the index with no request to the bucket and no copy."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("TRAINLEDGER_INDEX_URL", pg_url)
+    base = tmp_path / "runs"
+    for i in range(3):
+        ours(base, f"r{i}", range(1, 11))
+    url = f"s3://{s3_bucket}/team"
+    upload(base, url)
+    assert filter_summary_lineage(url)["count"] == 3  # this process syncs and refreshes
+    script = (
+        "import sys; from trainledger.query import filter_summary_lineage; "
+        "print('COUNT', filter_summary_lineage(sys.argv[1])['count'])"
+    )
+    env = {**os.environ, "TRAINLEDGER_CACHE_DIR": str(tmp_path / "elsewhere")}
+    env["TRAINLEDGER_OBJECT_MAX_AGE"] = "60"
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "src")
+    with server_requests(s3_bucket) as seen:
+        done = subprocess.run(
+            [sys.executable, "-c", script, url],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr
+    assert "COUNT 3" in done.stdout and seen.count() == 0
+    copy = tmp_path / "elsewhere" / "_index-copies" / s3_bucket / "team"
+    assert not any(p.is_file() for p in copy.rglob("*"))  # nothing synced there
+    env["TRAINLEDGER_OBJECT_MAX_AGE"] = "0.001"  # older than the bound: it syncs its own copy
+    with server_requests(s3_bucket) as synced:
+        done = subprocess.run(
+            [sys.executable, "-c", script, url],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert "COUNT 3" in done.stdout and synced.count("prefix=team") == 1, done.stderr

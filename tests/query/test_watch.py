@@ -169,3 +169,28 @@ def test_closing_the_last_index_stops_its_watcher(tmp_path: Path) -> None:
     assert watcher.failed and watcher.users == 0
     watcher._thread.join(5)  # noqa: SLF001
     assert not watcher._thread.is_alive()  # noqa: SLF001
+
+
+def test_the_first_query_starts_what_makes_the_next_ones_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 50 item 6: after a process's first answer, the watcher starts and, once trusted,
+    the index proves itself fresh on the watcher's thread, with no query asking: the next
+    query stats no run directory. Another process's write after that is still seen."""
+    base = make_base(tmp_path / "b", n=30, scalars=0)
+    with LineageIndex(base) as earlier:  # (an index built by an earlier process)
+        earlier.refresh()
+    index = _index(base)
+    assert len(_dirs(index)) == 30  # the first answer
+    deadline = time.monotonic() + 10
+    watch = index._scanner._watch  # noqa: SLF001 - the state under test
+    while index._refresher._proof is None and watch.since is None:  # noqa: SLF001
+        assert time.monotonic() < deadline, "no proof without a second query"
+        time.sleep(0.02)
+    count, result = _stats(monkeypatch, lambda: _dirs(index))
+    assert len(result) == 30 and count <= 5, count  # type: ignore[arg-type]
+    subprocess.run([sys.executable, "-c", _WRITE, str(base), "1"], cwd=REPO, check=True, timeout=60)
+    deadline = time.monotonic() + 5
+    while "./p0" not in _dirs(index):
+        assert time.monotonic() < deadline, "another process's run never showed"
+        time.sleep(0.02)

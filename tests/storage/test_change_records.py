@@ -137,8 +137,14 @@ def test_a_writer_that_records_nothing_is_found_by_the_safety_listing_or_a_resca
     boto3.client("s3").put_object(Bucket=s3_bucket, Key="base/cp/b", Body=b"aws s3 cp")
     sync_down(url, local_dir=copy)
     assert "cp/b" not in copy_files(copy)  # no record: not seen before the safety listing
+    other = str(tmp_path / "other-copy")  # another reader, in step before the cp
+    sync_down(url, local_dir=other)
+    boto3.client("s3").put_object(Bucket=s3_bucket, Key="base/cp/b2", Body=b"again")
     sync_down(url, local_dir=copy, rescan=True)
     assert copy_files(copy)["cp/b"] == b"aws s3 cp"
+    with server_requests(s3_bucket) as told:  # the rescan recorded what it found, for others
+        sync_down(url, local_dir=other)
+    assert told.count("prefix=base") == 0 and copy_files(other)["cp/b2"] == b"again"
     boto3.client("s3").put_object(Bucket=s3_bucket, Key="base/cp/c", Body=b"later")
     monkeypatch.setenv("TRAINLEDGER_OBJECT_SAFETY_LISTING", "0.5")
     time.sleep(0.6)

@@ -89,8 +89,10 @@ class LineageIndex:
         self._epoch: int | None = None
         self._built_epoch: int | None = None  # the epoch whose file a full scan completed
         self._lock = threading.RLock()
+        self._closed = False
         self._scanner = Scanner(self.base, max_depth, watch=watch)
         self._refresher = IndexRefresh(self._scanner, reader)
+        self._refresher.on_watch_trusted = self._watch_trusted
         self._records = RecordCache()  # decoded records between queries (record_cache.py)
         self._counts = CountCache()  # a condition's count between its pages (count_cache.py)
 
@@ -122,6 +124,7 @@ class LineageIndex:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._scanner.close()  # lets its base watcher go when no one else uses it
             self.db.close()
 
@@ -137,6 +140,13 @@ class LineageIndex:
         """Cheap scan; re-parse new/changed runs, drop vanished ones, sync annotations."""
         with self._lock:
             return self._recovering(self._refresh)  # type: ignore[no-any-return]
+
+    def _watch_trusted(self) -> None:
+        """The base watcher became trusted: refresh now, on its thread, so that the proof
+        that spares later queries any check is in place before the next query (an index
+        closed meanwhile is left alone)."""
+        if not self._closed:
+            self.refresh()
 
     def _refresh(self) -> ScanStats:
         with self._lock:

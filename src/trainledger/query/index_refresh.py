@@ -100,6 +100,9 @@ class IndexRefresh:
         self._dirs_tag: int | None = None  # the directory part it saved, while still current
         self._state_saved_at = -math.inf  # (time.monotonic) when the state was last saved
         self._scan_generation: int | None = None  # the generation this refresh compared at
+        #: called (on the watcher's thread) when the base watcher becomes trusted: the index
+        #: refreshes then, so its proof (``_trusted``) is in place before the next query
+        self.on_watch_trusted: Callable[[], None] | None = None
 
     def forget(self) -> None:
         """Drop what was cached about the index (it may have changed without a generation
@@ -118,7 +121,7 @@ class IndexRefresh:
 
         A new process first tries the saved scan state (``scan_state.py``): when it proves
         the index in step with the runs, nothing is scanned or loaded (``ScanStats.trusted``),
-        and so on while it does (``_trusted``).
+        and so on while it does (``_trusted``). The first check starts the base watcher.
         """
         if not self._listings_loaded:
             runs = self._trusted(read)
@@ -141,9 +144,11 @@ class IndexRefresh:
         """The runs the index holds while it is provably in step with the base without a
         scan, else None. Why more than once: loading every run's listing for the first scan
         took 2.5-3.5 s at 100,000 runs, where the saved state's check takes 0.2-0.3 s (a
-        script's second query, the web UI's). A process's second check starts the base
-        watcher; once a check passed with the watcher trusted, a refresh while the watcher
-        saw no change (and no process wrote to the index) checks nothing: the proof holds."""
+        script's second query, the web UI's). A process's first check starts the base
+        watcher, and ``on_watch_trusted`` checks again once it is trusted (a fraction of a
+        second later); once a check passed with the watcher trusted, a refresh while the
+        watcher saw no change (and no process wrote to the index) checks nothing: the proof
+        holds."""
         watched = self._scanner.watched
         proof = self._proof
         if proof is not None and watched.quiet_since(proof.mark, proof.at):
@@ -152,8 +157,10 @@ class IndexRefresh:
         mark, at = watched.mark(), time.monotonic()  # (before: a change meanwhile is after it)
         base, depth = self._scanner.base, self._scanner.max_depth
         runs, generation = read(lambda conn: _checked_state(conn, base, depth))
-        if self._state_checks:  # (after the check: the watcher's start walks the whole base)
+        if not self._state_checks:  # (after the check: the watcher's start walks the base)
             watched.start()
+            if self.on_watch_trusted is not None:  # the proof as soon as it can be had
+                watched.when_trusted(self.on_watch_trusted)
         self._state_checks += 1  # (after the read: its first use may call ``forget``)
         self._proof = None
         if runs is not None and mark is not None:

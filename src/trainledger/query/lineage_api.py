@@ -20,7 +20,8 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from trainledger.errors import (
@@ -37,6 +38,7 @@ from trainledger.query.index import LineageIndex
 from trainledger.query.index_urls import index_url
 from trainledger.query.object_copy import held_copy, index_copy
 from trainledger.query.safe_paths import validate_base, validate_run_dir
+from trainledger.query.shared_refresh import fresh_elsewhere, mark_refreshed
 from trainledger.storage import is_object_url, list_lineage_files
 
 __all__ = [
@@ -209,12 +211,11 @@ def filter_summary_lineage(
             ``optimizer/`` or ``scheduler/`` field no run has; it names the nearest they have.
     """
     url = index_url(index)
-    with held_copy(summary_base_dir, "summary_base_dir") as local:
-        lineage_index = _index_at(local, summary_base_dir, max_depth, (index, url))
+    with _queried(summary_base_dir, max_depth, (index, url)) as (lineage_index, refresh):
         try:
-            result = lineage_index.query(search_condition, series=series)
+            result = lineage_index.query(search_condition, refresh=refresh, series=series)
             # an empty answer: tell "nothing matched" from "no runs at all" (a cached re-scan)
-            runs = lineage_index.refresh().runs if result["count"] == 0 else 1
+            runs = 1 if result["count"] else _runs(lineage_index, refresh)
         except lineage_index.db.errors as exc:
             raise LineageQuerySummaryDataError(
                 f"Query summary data error: Filter summary lineage failed. {exc}"
@@ -227,6 +228,40 @@ def filter_summary_lineage(
         )
     _warn_missing_fields(lineage_index, search_condition, result)
     return result
+
+
+@contextmanager
+def _queried(
+    summary_base_dir: str | os.PathLike[str],
+    max_depth: int,
+    index: tuple[str | None, str | None],
+) -> Iterator[tuple[LineageIndex, bool]]:
+    """The index to answer from, and whether to refresh it first: an ``s3://`` base on a
+    shared PostgreSQL index that another process refreshed within the staleness bound is
+    answered as it is, with no sync (``shared_refresh``); otherwise the copy is synced, and
+    the index refreshed from it and stamped."""
+    text = os.fspath(summary_base_dir) if isinstance(summary_base_dir, (str, os.PathLike)) else ""
+    if index[1] is not None and is_object_url(text):
+        from trainledger.storage import ObjectLocation, index_copy_dir, read_max_age
+
+        local = index_copy_dir(ObjectLocation.parse(text))
+        os.makedirs(local, exist_ok=True)
+        found = _index_at(local, summary_base_dir, max_depth, index)
+        if fresh_elsewhere(found, read_max_age()):
+            yield found, False
+            return
+    with held_copy(summary_base_dir, "summary_base_dir") as local:
+        found = _index_at(local, summary_base_dir, max_depth, index)
+        yield found, True
+        if index[1] is not None and is_object_url(text):
+            mark_refreshed(found)
+
+
+def _runs(found: LineageIndex, refreshed: bool) -> int:
+    """How many runs the index holds (a refresh of the copy only where this query synced it)."""
+    if refreshed:
+        return found.refresh().runs
+    return int(found.query({"limit": 1}, refresh=False)["count"])
 
 
 def _warn_missing_fields(

@@ -21,7 +21,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from trainledger.storage import ARCHIVE_DIRNAME, INDEX_DIRNAME, on_change, remove_listener
 
@@ -40,7 +40,9 @@ WATCH_ENV = "TRAINLEDGER_WATCH"  # "0" turns watching off
 FULL_RESCAN_SECONDS = 60.0
 _PROBE = ".watch-probe"
 _LOG_MAX = 100_000
-_PROBE_WAIT = 3.0
+#: how long a probe waits for its event before the next is written: short, because the first
+#: probe often lands before the kernel watches are in place, and trust should come at once
+_PROBE_WAIT = 0.1
 
 
 class BaseWatcher:
@@ -59,6 +61,7 @@ class BaseWatcher:
         self.users = 0  # scanners using it (watcher_for / release_watcher)
         self._stop = threading.Event()
         self._probed = threading.Event()
+        self._on_trusted: list[Callable[[], None]] = []
         self._thread = threading.Thread(
             target=self._run, name=f"trainledger-watch {base_real}", daemon=True
         )
@@ -120,8 +123,21 @@ class BaseWatcher:
             except OSError:
                 return
             if self._probed.wait(_PROBE_WAIT):
-                self.trusted = True
+                with self._lock:
+                    self.trusted = True
+                    waiting, self._on_trusted = self._on_trusted, []
+                for callback in waiting:
+                    _call(callback)
                 return
+
+    def when_trusted(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (on the probe's thread) once the watcher is trusted, or now if it
+        is: a reader proves its index fresh right then, not at its next query."""
+        with self._lock:
+            if not self.trusted:
+                self._on_trusted.append(callback)
+                return
+        _call(callback)
 
     def changes_since(self, generation: int) -> set[str] | None:
         """Paths changed after ``generation``; None when that cannot be told (scan all)."""
@@ -135,6 +151,13 @@ class BaseWatcher:
         self._stop.set()
         self.failed = True
         remove_listener(self._noted)
+
+
+def _call(callback: Callable[[], None]) -> None:
+    try:
+        callback()
+    except Exception as exc:  # noqa: BLE001 - advice only: the next query checks anyway
+        _log.info("a watcher's trust callback failed: %s", exc)
 
 
 _WATCHERS: dict[str, BaseWatcher] = {}
@@ -171,8 +194,9 @@ class WatchedScans:
     ``begin()`` answers the directories that changed since the last scan (an empty set: none,
     nothing to stat), or None for "scan everything": no trusted watcher yet, or the last full
     scan is older than ``FULL_RESCAN_SECONDS``. ``end(full)`` closes the scan. The watcher
-    starts at the second scan (or at ``start``: a process's second check of the saved scan
-    state), so a one-shot command never pays for it.
+    starts at the first scan (or at ``start``: a process's first check of the saved scan
+    state), on its own threads, so that queries from a fraction of a second after a process's
+    first answer on are cheap (a one-shot command pays a thread that its exit ends).
     """
 
     def __init__(self, base_real: str, enabled: bool) -> None:
@@ -190,6 +214,11 @@ class WatchedScans:
         while every query so far was answered without a scan (``IndexRefresh``)."""
         if self.enabled and self.watcher is None:
             self.watcher = watcher_for(self.base)
+
+    def when_trusted(self, callback: Callable[[], None]) -> None:
+        """``BaseWatcher.when_trusted`` of the started watcher (nothing without one)."""
+        if self.watcher is not None:
+            self.watcher.when_trusted(callback)
 
     def mark(self) -> int | None:
         """The trusted watcher's generation now (events after it are changes after now), or
@@ -209,8 +238,7 @@ class WatchedScans:
 
     def begin(self) -> set[str] | None:
         self._scans += 1
-        if self._scans == 2:
-            self.start()
+        self.start()
         watcher = self.watcher
         if watcher is None:
             return None

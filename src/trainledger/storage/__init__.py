@@ -43,6 +43,8 @@ _EXPORTS: dict[str, str] = {
     "read_varint": "trainledger.storage.framing",
     "run_files": "trainledger.storage.listing",
     "READ_MAX_AGE": "trainledger.storage.locations",
+    "read_max_age": "trainledger.storage.locations",
+    "index_copy_dir": "trainledger.storage.cache",
     "no_checkpoints": "trainledger.storage.locations",
     "held_index_copy": "trainledger.storage.locations",
     "StandIns": "trainledger.storage.cache",
@@ -140,6 +142,8 @@ __all__ = [
     "redaction_kinds",
     "machine_name",
     "READ_MAX_AGE",
+    "read_max_age",
+    "index_copy_dir",
     "check_location",
     "is_object_url",
     "location_scheme",
@@ -235,6 +239,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.storage.cache import (
         STAND_IN,
         StandIns,
+        index_copy_dir,
         index_copy_lock,
         request_rescan_all,
     )
@@ -257,6 +262,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         held_index_copy,
         no_checkpoints,
         public_path,
+        read_max_age,
         readable_dir,
         readable_file,
         readable_run,

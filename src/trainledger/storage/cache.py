@@ -24,7 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
+from trainledger.errors import ObjectStoreError
 from trainledger.storage.atomic import atomic_write_bytes, scan_dir
+from trainledger.storage.change_log import ChangeRecorder
 from trainledger.storage.copy_sync import (
     listed,
     plan_refresh,
@@ -177,7 +179,9 @@ def sync_down(
         if not _apply_changes(store, loc, local, plan.changes, want, stand_ins):
             plan = listed(store, loc, "a change record names an object that is gone")
     if plan.full is not None:
-        _apply_listing(store, loc, local, plan.full, want, stand_ins)
+        missed = _apply_listing(store, loc, local, plan.full, want, stand_ins)
+        if state is not None and missed:  # what the records did not say: say it for others
+            _record_missed(store, loc, missed)
     os.makedirs(local, exist_ok=True)
     if plan.state == state:
         os.utime(state_path)  # (nothing changed: young again, no write)
@@ -193,10 +197,12 @@ def _apply_listing(
     listing_all: Mapping[str, ObjectInfo],
     want: Callable[[str], bool],
     stand_ins: StandIns | None,
-) -> None:
-    """Make the copy at ``local`` hold what a whole listing (or snapshot) of ``loc`` says."""
+) -> dict[str, ObjectInfo | None]:
+    """Make the copy at ``local`` hold what a whole listing (or snapshot) of ``loc`` says;
+    returns the objects that changed (None: gone)."""
     manifest_path = os.path.join(local, OBJECTS_MANIFEST)
     have = _read_manifest(manifest_path)
+    before = dict(have)
     listed = {rel: i for rel, i in listing_all.items() if want(rel) and not skipped(rel)}
     listing = _usable(listed, loc.url)
     os.makedirs(local, exist_ok=True)
@@ -215,6 +221,22 @@ def _apply_listing(
         _stand_in(rel, listing[rel], paths[rel], have)
     _copy(store, loc, {r: (listing[r], paths[r]) for r in later - kept}, have)
     _write_manifest(manifest_path, loc, have)
+    gone: dict[str, ObjectInfo | None] = {r: None for r in before if r not in have}
+    return gone | {r: listing[r] for r in have if have[r] != before.get(r) and r in listing}
+
+
+def _record_missed(
+    store: ObjectStore, loc: ObjectLocation, missed: Mapping[str, ObjectInfo | None]
+) -> None:
+    """Write change records for what a safety listing found and the records never said (an
+    ``aws s3 cp``, a writer killed before its record), so other readers learn of it by their
+    records, not each at its own next listing. Best effort: a reader may not write."""
+    recorder = ChangeRecorder(store, loc.bucket)
+    try:
+        for rel, info in sorted(missed.items()):
+            recorder.record(loc.child(rel), None if info is None else info)
+    except ObjectStoreError as exc:
+        _log.info("could not record what the listing of %s found: %s", loc.url, exc)
 
 
 def _write_manifest(path: str, loc: ObjectLocation, have: dict[str, str]) -> None:

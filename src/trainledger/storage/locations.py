@@ -28,11 +28,17 @@ __all__ = [
     "readable_run",
     "public_path",
     "READ_MAX_AGE",
+    "read_max_age",
     "no_checkpoints",
 ]
 
 #: seconds a copy of a remote base is used before the store is listed again (staleness bound)
 READ_MAX_AGE = float(os.environ.get("TRAINLEDGER_OBJECT_MAX_AGE", "5"))
+
+
+def read_max_age() -> float:
+    """``READ_MAX_AGE`` as it is now (a value imported elsewhere is a copy)."""
+    return READ_MAX_AGE
 
 
 def writable_dir(path: Any, what: str = "directory") -> Any:
