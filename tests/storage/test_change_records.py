@@ -314,3 +314,42 @@ def test_sync_rescan_makes_every_copy_list_its_prefix(s3_bucket: str, tmp_path: 
     assert "rescan asked of 1 local copies" in done.output
     sync_down(url)
     assert copy_files(cache_dir(ObjectLocation.parse(url)))["cp/x"] == b"x"
+
+
+def test_a_running_ui_over_a_quiet_bucket_asks_once_a_period_and_sees_a_new_run_at_once(
+    s3_bucket: str, tmp_path: Path
+) -> None:
+    """The UI's refresh loop (``cli.locations.keep_fresh``, as ``trainledger ui s3://...``
+    runs it): one LIST of records per period while nothing changes, and a run uploaded by a
+    trainledger writer is in the index's copy within the 5-second bound."""
+    from trainledger.cli.locations import keep_fresh
+    from trainledger.storage import index_copy_dir
+
+    local, mirror = mirror_of(tmp_path, s3_bucket, "r0")
+    write(local, {"a_lineage": b"L"})
+    mirror.sync()
+    url = f"s3://{s3_bucket}/base"
+    copy = Path(index_copy_dir(ObjectLocation.parse(url)))
+    period = 0.25
+    with server_requests(s3_bucket) as quiet:
+        stop = keep_fresh(url, period)
+        began = time.monotonic()
+        time.sleep(3)
+        stop.set()
+        elapsed = time.monotonic() - began
+    periods = int(elapsed / period) + 1
+    first = quiet.count("prefix=base") + quiet.count("/base/r0/a_lineage")  # the first sync
+    records = quiet.count("prefix=.trainledger/changes/r/")
+    assert first == 2 and records + first == quiet.count(), quiet.lines
+    assert records <= periods, (records, periods)
+    stop = keep_fresh(url, period)
+    try:
+        new, new_mirror = mirror_of(tmp_path, s3_bucket, "r9")
+        write(new, {"b_lineage": b"new run"})
+        new_mirror.sync()
+        uploaded = time.monotonic()
+        while not (copy / "r9" / "b_lineage").exists():
+            assert time.monotonic() - uploaded < 5, "the new run was not seen within 5 s"
+            time.sleep(0.02)
+    finally:
+        stop.set()
