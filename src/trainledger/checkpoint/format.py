@@ -35,10 +35,12 @@ from trainledger.checkpoint.header import (
     META_KEY,
     Entry,
     crc32c_combine,
+    crc_of,
     encode_header,
     parse_header,
     seal_header,
     split_prefix,
+    tensor_crc,
     validate_entries,
     verify_tensor_crc,
 )
@@ -176,14 +178,6 @@ def _check_raw(name: str, raw: RawTensor) -> None:
         )
 
 
-def _crc_of(items: Sequence[tuple[str, RawTensor]], order: Sequence[int]) -> int:
-    crc = 0
-    for i in order:
-        for piece in _pieces(items[i][1].data):
-            crc = _crc32c.crc32c(piece, crc)  # releases the GIL for large buffers
-    return crc
-
-
 def _pieces(data: memoryview | StreamedBytes) -> Iterator[memoryview]:
     if isinstance(data, memoryview):
         yield data
@@ -204,15 +198,16 @@ def _materialized(items: list[tuple[str, RawTensor]]) -> list[tuple[str, RawTens
     return out
 
 
-def _write_streamed(fh: BinaryIO, items: list[tuple[str, RawTensor]], order: list[int]) -> int:
+def _write_streamed(
+    fh: BinaryIO, items: list[tuple[str, RawTensor]], order: list[int]
+) -> tuple[int, list[int]]:
     """Write the tensor bytes piece by piece, the checksum taken from each piece while it is
-    at hand (a streamed piece is gone once the next is asked for); returns their crc32c."""
-    crc = 0
+    at hand (a streamed piece is gone once the next is asked for); returns their crc32c and
+    each tensor's."""
+    crc, each = 0, []
     for i in order:
-        for piece in _pieces(items[i][1].data):
-            crc = _crc32c.crc32c(piece, crc)
-            fh.write(piece)
-    return crc
+        crc = tensor_crc(_pieces(items[i][1].data), items[i][1].data.nbytes, crc, each, fh.write)
+    return crc, each
 
 
 def _seekable(fh: Any) -> bool:
@@ -249,24 +244,27 @@ def write_container(
     if streamed and _seekable(fh):
         start = fh.tell()
         fh.write(head)
-        crc = _write_streamed(fh, items, order)
+        crc, each = _write_streamed(fh, items, order)
         end = fh.tell()
         fh.seek(start)
-        fh.write(seal_header(head, crc))  # same length: only the placeholders change
+        fh.write(seal_header(head, crc, each))  # same length: only the placeholders change
         fh.seek(end)
         return len(head) + total
     if streamed:
         items = _materialized(items)
+    sizes = [items[i][1].data.nbytes for i in order]
     if not _seekable(fh):
-        head = seal_header(head, _crc_of(items, order))
+        head = seal_header(head, *crc_of([_pieces(items[i][1].data) for i in order], sizes))
         fh.write(head)
         for i in order:
             for piece in _pieces(items[i][1].data):
                 fh.write(piece)
         return len(head) + total
-    result: list[int] = []
+    result: list[tuple[int, list[int]]] = []
     worker = threading.Thread(
-        target=lambda: result.append(_crc_of(items, order)), name="trainledger-crc32c", daemon=True
+        target=lambda: result.append(crc_of([_pieces(items[i][1].data) for i in order], sizes)),
+        name="trainledger-crc32c",
+        daemon=True,
     )
     start = fh.tell()
     worker.start()
@@ -281,7 +279,7 @@ def write_container(
         raise CheckpointFormatError("computing the crc32c of the tensor bytes failed")
     end = fh.tell()
     fh.seek(start)
-    fh.write(seal_header(head, result[0]))  # same length: only the placeholders change
+    fh.write(seal_header(head, *result[0]))  # same length: only the placeholders change
     fh.seek(end)
     return len(head) + total
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,8 @@ __all__ = [
     "META_KEY",
     "Entry",
     "crc32c_combine",
+    "crc_of",
+    "tensor_crc",
     "encode_header",
     "parse_header",
     "seal_header",
@@ -84,13 +86,15 @@ def _token(key: str) -> bytes:
 
 
 _CRC_TOKEN = _token("crc32c")
+_DIGESTS_TOKEN = _token("tensor_crc32c")
 _HEAD_TOKEN = _token("header_crc32c")
 # Traces only our writer leaves in a header (keys of the JSON nested inside a metadata string).
 # A header that holds one but whose metadata has no trainledger entry is ours with its key
 # damaged: loading it as another writer's file would skip every check.
 _OUR_TRACES = (_token("format_version")[:-2], _CRC_TOKEN, _HEAD_TOKEN)
 _ZERO = b"00000000"
-_OURS = ("format_version", "crc32c", "header_crc32c")  # never taken from the caller's info
+# never taken from the caller's info
+_OURS = ("format_version", "tensor_crc32c", "crc32c", "header_crc32c")
 
 
 def encode_header(
@@ -108,7 +112,11 @@ def encode_header(
             "data_offsets": [e.begin, e.end],
         }
     base = {k: v for k, v in info.items() if k not in _OURS}
-    inner = {"format_version": FORMAT_VERSION, **base, "crc32c": "00000000"}
+    inner = {"format_version": FORMAT_VERSION, **base}
+    # each tensor's crc32c, 8 hex digits each in data order: its digest, which later runs'
+    # weights are matched against (docs/lineage.md, "Across runs")
+    inner["tensor_crc32c"] = "0" * 8 * len(entries)
+    inner["crc32c"] = "00000000"
     inner["header_crc32c"] = "00000000"  # the last key: its placeholder is the last token
     metadata = {"format": "pt", **(extra_metadata or {})}
     metadata.pop(META_KEY, None)
@@ -126,9 +134,16 @@ def _header_crc(head: bytes | bytearray, slot: int) -> int:
     return int(_crc32c.crc32c(head[slot + 8 :], crc))
 
 
-def seal_header(head: bytes, tensor_crc: int) -> bytes:
-    """``head`` from ``encode_header`` with the tensor crc and then the header crc filled in."""
+def seal_header(head: bytes, tensor_crc: int, per_tensor: Sequence[int] = ()) -> bytes:
+    """``head`` from ``encode_header`` with each tensor's crc (data order), the whole crc and
+    then the header crc filled in."""
     out = bytearray(head)
+    if per_tensor:
+        slot = out.rindex(_DIGESTS_TOKEN) + len(_DIGESTS_TOKEN)
+        digits = "".join(f"{c:08x}" for c in per_tensor).encode()
+        if out[slot : slot + len(digits)] != b"0" * len(digits):
+            raise ValueError("the header holds no room for these tensor digests")
+        out[slot : slot + len(digits)] = digits
     crc_slot = out.rindex(_CRC_TOKEN) + len(_CRC_TOKEN)
     out[crc_slot : crc_slot + 8] = f"{tensor_crc:08x}".encode()
     head_slot = out.rindex(_HEAD_TOKEN) + len(_HEAD_TOKEN)
@@ -313,6 +328,42 @@ def _multmodp(a: int, b: int) -> int:
 _X2N = [1 << 30]  # x^(2^k) modulo the polynomial
 for _ in range(31):
     _X2N.append(_multmodp(_X2N[-1], _X2N[-1]))
+
+
+#: below this many bytes a tensor's bytes are summed twice (its own crc and the whole's), at
+#: or above its own crc is combined into the whole (``crc32c_combine``: about 30 us, the time
+#: the crc of half a megabyte takes): every tensor's digest costs at most a few percent
+COMBINE_FROM = 512 * 1024
+
+
+def tensor_crc(
+    pieces: Iterable[memoryview],
+    nbytes: int,
+    crc: int,
+    each: list[int],
+    write: Callable[[memoryview], Any] | None = None,
+) -> int:
+    """The whole crc ``crc`` continued over one tensor's ``pieces`` (each written first with
+    ``write``), its own crc appended to ``each``."""
+    one = 0
+    small = nbytes < COMBINE_FROM
+    for piece in pieces:
+        one = _crc32c.crc32c(piece, one)  # releases the GIL for large buffers
+        if small:
+            crc = _crc32c.crc32c(piece, crc)
+        if write is not None:
+            write(piece)
+    each.append(one)
+    return crc if small else crc32c_combine(crc, one, nbytes)
+
+
+def crc_of(tensors: Sequence[Iterable[memoryview]], sizes: Sequence[int]) -> tuple[int, list[int]]:
+    """The crc32c of the tensors' bytes one after another, and of each (its digest), from one
+    pass over the bytes."""
+    crc, each = 0, []
+    for pieces, nbytes in zip(tensors, sizes, strict=True):
+        crc = tensor_crc(pieces, nbytes, crc, each)
+    return crc, each
 
 
 def crc32c_combine(crc1: int, crc2: int, len2: int) -> int:

@@ -21,6 +21,7 @@ from typing import Any
 from trainledger.checkpoint.async_save import SyncSaver, ThreadSaver
 from trainledger.checkpoint.config import check_append_values
 from trainledger.checkpoint.crypto import check_key
+from trainledger.checkpoint.digests import Digests, header_digests, note_loaded
 from trainledger.checkpoint.exit_wait import drain_at_exit
 from trainledger.checkpoint.format import is_checkpoint_path, read_container, read_info
 from trainledger.errors import CheckpointFormatError, CheckpointLoadError, CheckpointWriteError
@@ -157,6 +158,7 @@ class Checkpoint:
     tensors: dict[str, Any]
     optimizer_state: dict[str, Any] | None
     info: dict[str, Any] = field(default_factory=dict)
+    digests: Digests | None = None  # each tensor's, from the header (None: not there)
 
     @property
     def append_info(self) -> dict[str, Any]:
@@ -221,7 +223,8 @@ def read_checkpoint(
             raise CheckpointFormatError(
                 f"{ckpt_file_name}: the optimizer state in the header is malformed ({exc!r})"
             ) from exc
-    return Checkpoint(tensors, opt, container.info)
+    digests = header_digests(container.info, container.entries)
+    return Checkpoint(tensors, opt, container.info, digests)
 
 
 def _local_file(path: str | os.PathLike[str]) -> str | os.PathLike[str]:
@@ -294,6 +297,7 @@ def load_checkpoint(
         return choice_func is None or bool(choice_func(name))
 
     params: dict[str, Any] = {k: v for k, v in ckpt.tensors.items() if keep(k)}
+    note_loaded(os.fspath(ckpt_file_name), ckpt.digests, params)
     if device is not None:
         params = _to_device(params, device)
     params.update({k: v for k, v in ckpt.append_info.items() if keep(k) and k not in params})
@@ -410,8 +414,7 @@ def load_param_into_net(
 def checkpoint_info(
     ckpt_file_name: str | os.PathLike[str], dec_key: bytes | None = None, dec_mode: str = "AES-GCM"
 ) -> dict[str, Any]:
-    """The JSON header of a checkpoint (epoch, step, step_in_epoch, batch_num, append_info...);
-    an ``s3://`` URL is read as ``read_checkpoint`` reads it."""
+    """The JSON header of a checkpoint (epoch, step, append_info...); ``s3://`` URLs too."""
     return read_info(_local_file(ckpt_file_name), dec_key, dec_mode)
 
 
