@@ -664,6 +664,8 @@ def test_importance_panel_ranks_parameters_and_draws_scatters(page: Any, tmp_pat
         assert page.locator("#importance-scatter .chart.scatter").count() >= 3
         assert "40 runs" in page.locator("#importance-note").inner_text()
         shot(page, "importance")
+        page.mouse.move(1, 1)  # no hover label in the picture
+        doc_image(page.locator("#importance-card"), "importance")
     finally:
         server.stop()
 
