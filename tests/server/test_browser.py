@@ -664,6 +664,8 @@ def test_importance_panel_ranks_parameters_and_draws_scatters(page: Any, tmp_pat
         assert page.locator("#importance-scatter .chart.scatter").count() >= 3
         assert "40 runs" in page.locator("#importance-note").inner_text()
         shot(page, "importance")
+        page.mouse.move(1, 1)  # no hover label in the picture
+        doc_image(page.locator("#importance-card"), "importance")
     finally:
         server.stop()
 
@@ -735,7 +737,7 @@ def test_landscape_surface_and_contour_draw_with_the_training_path(
     assert surface["coloured"] > 0.05 * surface["total"], surface
     assert surface["red"] > 30, surface  # ... and the path on it
     contour = pixels(page, section.locator(".landscape-contour"))
-    # drawn to scale, this landscape (x range 2.9, y range 0.5) is a flat strip of the box
+    # (x range 2.9, y range 0.5: drawn at most twice as wide as high, test_browser_run_layout)
     assert contour["coloured"] > 0.05 * contour["total"] and contour["red"] > 30, contour
     page.mouse.move(10, 10)  # no hover label in the pictures
     doc_image(section.locator(".landscape-views"), "landscape")

@@ -255,3 +255,26 @@ def test_importance_shows_one_value_under_two_names_once_with_a_log_scatter(
     )
     assert axis == "log"
     shot(page, "importance-sweep")
+
+
+def test_a_nan_metric_is_on_its_axis_nan_place_in_the_keys_colour(
+    page: Any, sweep: LiveServer
+) -> None:
+    """Item 1 for a metric: the index stores the diverged run's NaN eval loss as NULL, yet the
+    chart draws it at the eval-loss axis's "NaN" place (not "—", the place of a missing
+    value), in the red outside the colour scale that the key names "NaN"."""
+    open_chart(page, sweep.url)
+    names = page.evaluate(f"{CHART}.getOption().parallelAxis.map((a) => a.name)")
+    [name] = [n for n in names if "eval" in n and "loss" in n]
+    axis = axis_of(page, name)
+    labels = {label: v for v, label in axis["labels"]}
+    assert "NaN" in labels, axis["labels"]
+    value, _, stroke = line_points(page, "diverged")[axis["index"]]
+    assert value == labels["NaN"] and labels.get("—") != value
+    assert stroke.lower() == "#e5484d"  # NONFINITE_COLOR (parcoords_lines.js)
+    key = page.evaluate(
+        f"{CHART}.getOption().graphic[0].elements.find((e) => e.id === 'nonfinite-key').style.text"
+    )
+    assert key.startswith("━ NaN")
+    healthy = {line_points(page, r)[0][2] for r in ("run-00", "run-05", "run-11")}
+    assert stroke not in healthy

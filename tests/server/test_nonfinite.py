@@ -75,3 +75,44 @@ def test_which_tags_flag_a_run() -> None:
         assert watched(tag), tag
     for tag in ("grad_norm", "loss_scale", "learning_rate/auto", "device/memory", "lr"):
         assert not watched(tag), tag
+
+
+def test_a_nan_metric_reads_nan_in_rows_and_points_yet_matches_no_condition(
+    tmp_path: Path,
+) -> None:
+    """The index stores a NaN as NULL (SQL has no NaN); the rows and the chart's points say
+    "NaN" (not missing) while conditions and sorting treat it as before: no comparison
+    matches it, it sorts last, and MindInsight's own answer keeps None (issue 51 item 1)."""
+    from tests.ui_sweep import write_sweep_base
+    from trainledger.query import filter_summary_lineage
+
+    base = write_sweep_base(tmp_path / "runs")
+    with client_for(base) as client:
+        rows = client.post("/api/v1/runs", json={"limit": 20}).json()["object"]
+        points = client.post(
+            "/api/v1/runs/points", json={"columns": ["metric/eval_loss", "metric/accuracy"]}
+        ).json()
+        above = client.post("/api/v1/runs", json={"metric/eval_loss": {"gt": 0.0}}).json()
+        below = client.post("/api/v1/runs", json={"metric/eval_loss": {"lt": 100.0}}).json()
+        orders = [
+            [
+                row["run_id"]
+                for row in client.post(
+                    "/api/v1/runs", json={"sorted_name": "metric/eval_loss", "sorted_type": way}
+                ).json()["object"]
+            ]
+            for way in ("ascending", "descending")
+        ]
+    metrics = {row["run_id"]: row["model_lineage"]["metric"] for row in rows}
+    assert metrics["diverged"] == {"eval_loss": "NaN", "accuracy": "Infinity"}
+    assert metrics["run-00"] == {"eval_loss": 0.3, "accuracy": 0.5}
+    at = points["run_ids"].index("diverged")
+    assert points["columns"]["metric/eval_loss"][at] == "NaN"
+    assert points["columns"]["metric/accuracy"][at] == "Infinity"
+    assert None not in points["columns"]["metric/eval_loss"]
+    assert above["count"] == below["count"] == 12  # every run but the NaN one
+    assert "diverged" not in [r["run_id"] for r in above["object"] + below["object"]]
+    # sorted as a missing value is (MindInsight's order: the least of all)
+    assert [orders[0][0], orders[1][-1]] == ["diverged", "diverged"]
+    mindinsight = filter_summary_lineage(str(base), {"summary_dir": {"in": ["./diverged"]}})
+    assert mindinsight["object"][0]["model_lineage"]["metric"]["eval_loss"] is None

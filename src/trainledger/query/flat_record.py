@@ -8,6 +8,7 @@ queries need MindInsight's flat "filtration" view (``learning_rate``, ``test_dat
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from trainledger.query.fields import SETTINGS_GROUPS
@@ -76,11 +77,56 @@ def to_record(lineage: dict[str, Any], summary_dir: str, update_time: float) -> 
     for group in SETTINGS_GROUPS:
         if lineage.get(group):
             record[group] = _clean_dict(lineage.get(group))
+    nan = nan_fields(lineage)
+    if nan:
+        record[NAN_FIELDS] = nan
     record["dataset_graph"] = lineage.get("dataset_graph") or {}
     record["update_time"] = float(update_time)
     record["status"] = status_of(lineage)
     record["duration"], record["sessions"] = run_time_fields(lineage.get("run"))
     return record
+
+
+#: the record's key listing the fields whose value was NaN (present only when one was)
+NAN_FIELDS = "nan_fields"
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and value != value
+
+
+def nan_fields(lineage: dict[str, Any]) -> list[list[str]]:
+    """Where the run's lineage holds a NaN: ``[field]`` for a fixed field (``learning_rate``),
+    ``[group, key]`` in metric, user_defined or a settings group (``["metric", "eval_loss"]``).
+
+    Why: the record stores NaN as None (``semantics.clean_value``: SQL cannot hold NaN, and a
+    condition must not match it), so without this list the UI would show a metric that went
+    NaN as missing (issue 51 item 1); ``LineageIndex.query(nan_values=True)`` puts the NaN
+    back into the answer objects."""
+    out: list[list[str]] = []
+    for field, (section, key) in FIELD_SOURCES.items():
+        part = lineage.get(section)
+        if isinstance(part, dict) and _is_nan(part.get(key)):
+            out.append([field])
+    for group in ("metric", "user_defined", *SETTINGS_GROUPS):
+        part = lineage.get(group)
+        if isinstance(part, dict) and not floats_without_nan(part.values()):
+            out.extend([group, str(k)] for k, v in part.items() if _is_nan(v))
+    return out
+
+
+def restore_nan(objects: list[dict[str, Any]], records: list[Record]) -> None:
+    """Set NaN back where each record's ``nan_fields`` say, in its answer object's
+    ``model_lineage`` (the objects are fresh copies, ``semantics.build_object``)."""
+    for obj, record in zip(objects, records, strict=True):
+        where = record.get(NAN_FIELDS)
+        lineage = obj.get("model_lineage")
+        if not where or not isinstance(lineage, dict):
+            continue
+        for path in where:
+            part = lineage if len(path) == 1 else lineage.get(path[0])
+            if isinstance(part, dict) and path[-1] in part and part[path[-1]] is None:
+                part[path[-1]] = math.nan
 
 
 def status_of(lineage: dict[str, Any]) -> str | None:

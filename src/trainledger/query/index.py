@@ -38,6 +38,7 @@ from trainledger.query.conditions import lineage_types, page_bounds, validate_co
 from trainledger.query.count_cache import CountCache
 from trainledger.query.database import SqliteDb
 from trainledger.query.discovery import Scanner
+from trainledger.query.flat_record import restore_nan
 from trainledger.query.gc_pause import gc_paused
 from trainledger.query.index_location import durable_dir, index_dir
 from trainledger.query.index_refresh import IndexRefresh, ScanStats
@@ -286,10 +287,17 @@ class LineageIndex:
         return out
 
     def query(
-        self, search_condition: Any = None, *, refresh: bool = True, series: Sequence[str] = ()
+        self,
+        search_condition: Any = None,
+        *,
+        refresh: bool = True,
+        series: Sequence[str] = (),
+        nan_values: bool = False,
     ) -> dict[str, Any]:
         """``filter_summary_lineage`` over this index: validate, scan, filter/sort/page in SQL.
-        ``series``: statistics to add to each object besides those the condition names."""
+        ``series``: statistics to add to each object besides those the condition names.
+        ``nan_values``: a value that was NaN is NaN in the objects (the web UI's answer), not
+        None (MindInsight's, and what conditions and sorting see: ``flat_record.nan_fields``)."""
         cond = self._resolve_all(validate_condition(search_condition))
         start, stop = page_bounds(cond)
         fetch = functools.partial(
@@ -329,6 +337,8 @@ class LineageIndex:
             )
         with gc_paused():
             objects = answer_forms.build_page(records, lineage_types(cond), values)
+        if nan_values:
+            restore_nan(objects, [record for (record, _), _ in records])
         return {
             "customized": semantics.copied_customized(customized),
             "object": objects,

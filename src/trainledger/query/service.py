@@ -160,7 +160,7 @@ class QueryService:
     def _query(self, condition: dict[str, Any] | None) -> dict[str, Any]:
         """The reader's answer; an index being rebuilt starts its rebuild and is raised."""
         try:
-            return self._reader.query(condition, refresh=False)
+            return self._reader.query(condition, refresh=False, nan_values=True)
         except IndexRebuildingError:
             self._rebuild_started()
             raise

@@ -2,6 +2,7 @@
 // it, and a contour view (ECharts, 2-D canvas) with the same path, which needs no WebGL.
 // plotly.js (1.7 MB) is fetched only when the section is first opened.
 import { api } from "./api.js";
+import { expandable } from "./expand.js";
 import { $, escapeHtml, fmt, h, loadScript, niceStep, niceTicks } from "./util.js";
 
 const PLOTLY = "/static/vendor/plotly-gl3d-4.1.1/plotly-gl3d.min.js";
@@ -11,6 +12,7 @@ const PATH_COLOR = "#e5484d";
 const TICK_MARGIN = 0.15; // 3-D: no tick this close (a fraction of the range) to an axis's end
 const BOX = 0.5; // 3-D: plotly's scene box, in camera units, is [-BOX, BOX] on each axis
 const LIFT = 0.03; // 3-D: the final-weights marker this far (of the loss range) above its loss
+const MAX_ASPECT = 2; // contour: the plot at most this much wider than high (or higher than wide)
 
 let runId = null;
 let items = [];
@@ -33,6 +35,29 @@ function axisName(item, k) {
     return `PC${k + 1} (${Number((100 * ratio).toFixed(1))} % of variance)`;
   }
   return `${item.decomposition === "Random" ? "random " : ""}direction ${k + 1}`;
+}
+
+// The 3-D scene's axis titles: short ("PC1", "dir. 1"), since plotly draws them at the box's
+// corners, where a long one ran off the canvas ("PC1 (95.9 % of varianc"); the caption above
+// the views gives the long names.
+function shortName(item, k) {
+  return item.explained_variance?.[k] !== undefined && item.explained_variance?.[k] !== null
+    ? `PC${k + 1}` : `dir. ${k + 1}`;
+}
+
+// One colour scale for both views: viridis' COLORS spread evenly over [lo, hi] (the contour
+// levels' ends), linear in RGB as plotly and ECharts both interpolate.
+function colorAt(value, lo, hi) {
+  const t = Math.min(1, Math.max(0, (value - lo) / ((hi - lo) || 1))) * (COLORS.length - 1);
+  const k = Math.min(COLORS.length - 2, Math.floor(t));
+  const rgb = (c) => [1, 3, 5].map((i) => parseInt(c.slice(i, i + 2), 16));
+  const [a, b] = [rgb(COLORS[k]), rgb(COLORS[k + 1])];
+  const mix = a.map((v, i) => Math.round(v + (b[i] - v) * (t - k)));
+  return `rgb(${mix.join(",")})`;
+}
+
+function colorscale() {
+  return COLORS.map((c, k) => [k / (COLORS.length - 1), c]);
 }
 
 function zRange(item) {
@@ -74,7 +99,8 @@ function surfaceTraces(item) {
   const [xName, yName] = [axisName(item, 0), axisName(item, 1)];
   const traces = [{
     type: "surface", name: "loss", x: item.x, y: item.y, z: item.z,
-    colorscale: "Viridis", colorbar: { title: { text: "loss" }, len: 0.8, thickness: 14 },
+    colorscale: colorscale(), cmin: lv[0], cmax: lv.at(-1),
+    colorbar: { title: { text: "loss" }, len: 0.8, thickness: 14, tickvals: lv, ticktext: lv.map(fmt) },
     contours: { z: { show: true, start: lv[0], end: lv.at(-1), size: lv[1] - lv[0],
                      usecolormap: true, project: { z: true }, width: 1 } },
     hovertemplate: `${xName} %{x:.4g}<br>${yName} %{y:.4g}<br>loss %{z:.5g}<extra></extra>`,
@@ -143,8 +169,8 @@ async function drawSurface(box, item) {
   const [lo, hi] = zRange(item);
   const layout = {
     margin: { l: 0, r: 0, t: 10, b: 0 }, showlegend: true, legend: { x: 0, y: 1 },
-    scene: { xaxis: sceneAxis(axisName(item, 0), item.x[0], item.x.at(-1)),
-             yaxis: sceneAxis(axisName(item, 1), item.y[0], item.y.at(-1)),
+    scene: { xaxis: sceneAxis(shortName(item, 0), item.x[0], item.x.at(-1)),
+             yaxis: sceneAxis(shortName(item, 1), item.y[0], item.y.at(-1)),
              zaxis: sceneAxis("loss", lo, hi), camera: { eye: eye(item) } },
     uirevision: "keep",
   };
@@ -152,15 +178,18 @@ async function drawSurface(box, item) {
     { displaylogo: false, responsive: true });
 }
 
-// The plot rectangle with one scale for both axes (a unit of direction 1 as long on screen as
-// a unit of direction 2), as large as the box allows and centred in it.
-function equalGrid(box, xSpan, ySpan) {
+// The plot rectangle, as large as the box allows and centred in it: with one scale for both
+// axes (a unit of direction 1 as long on screen as a unit of direction 2) unless that makes
+// it more than MAX_ASPECT times wider than high or higher than wide: a PCA plane whose first
+// direction holds 97 % of the variance was a 420 x 75 px strip. `toScale` says which.
+function plotGrid(box, xSpan, ySpan) {
   const m = { left: 80, right: 150, top: 20, bottom: 56 };
-  const width = box.clientWidth - m.left - m.right;
-  const height = box.clientHeight - m.top - m.bottom;
-  const scale = Math.min(width / xSpan, height / ySpan);
-  return { left: m.left + (width - xSpan * scale) / 2, top: m.top + (height - ySpan * scale) / 2,
-           width: xSpan * scale, height: ySpan * scale };
+  const width = Math.max(1, box.clientWidth - m.left - m.right);
+  const height = Math.max(1, box.clientHeight - m.top - m.bottom);
+  const aspect = Math.min(MAX_ASPECT, Math.max(1 / MAX_ASPECT, xSpan / ySpan));
+  const [w, h] = width / height > aspect ? [height * aspect, height] : [width, width / aspect];
+  return { left: m.left + (width - w) / 2, top: m.top + (height - h) / 2, width: w, height: h,
+           toScale: aspect === xSpan / ySpan };
 }
 
 // The heatmap's cells on hidden category axes; the visible value axes (and the path on them)
@@ -171,7 +200,7 @@ function contourOption(item, box) {
   const half = (axis) => (axis.length > 1 ? (axis[1] - axis[0]) / 2 : 0.5);
   const span = (axis) => [axis[0] - half(axis), axis.at(-1) + half(axis)];
   const [[x0, x1], [y0, y1]] = [span(item.x), span(item.y)];
-  const grid = equalGrid(box, x1 - x0, y1 - y0);
+  const { toScale, ...grid } = plotGrid(box, x1 - x0, y1 - y0);
   const cells = [];
   item.z.forEach((row, i) => row.forEach((v, j) => { if (v !== null) cells.push([j, i, v]); }));
   const valueAxis = (name, [lo, hi], pixels, gap) => ({
@@ -202,6 +231,8 @@ function contourOption(item, box) {
   return {
     animation: false,
     grid,
+    title: toScale ? undefined : { text: "(the two axes to different scales)", right: 150, bottom: 0,
+      textStyle: { fontSize: 11, fontWeight: "normal", color: "#6b7489" } },
     tooltip: {
       trigger: "item",
       formatter: (p) => (p.seriesType === "heatmap"
@@ -212,8 +243,9 @@ function contourOption(item, box) {
     yAxis: [valueAxis(yName, [y0, y1], grid.height, 55), hiddenCategory(item.y)],
     visualMap: {
       type: "piecewise", seriesIndex: 0, orient: "vertical", right: 0, top: "middle",
-      itemWidth: 14, itemHeight: 10, textStyle: { fontSize: 10 }, inRange: { color: COLORS },
-      pieces: lv.slice(0, -1).map((a, k) => ({ min: a, max: lv[k + 1], label: `${fmt(a)} – ${fmt(lv[k + 1])}` })),
+      itemWidth: 14, itemHeight: 10, textStyle: { fontSize: 10 },
+      pieces: lv.slice(0, -1).map((a, k) => ({ min: a, max: lv[k + 1], label: `${fmt(a)} – ${fmt(lv[k + 1])}`,
+        color: colorAt((a + lv[k + 1]) / 2, lv[0], lv.at(-1)) })),
     },
     series,
   };
@@ -224,7 +256,7 @@ function drawContour(box, item) {
     contour = echarts.init(box, null, { renderer: "canvas" });
     window.addEventListener("resize", () => { // the equal scale depends on the box's size
       contour.resize();
-      if (contourItem) contour.setOption({ grid: contourOption(contourItem, box).grid });
+      if (contourItem) contour.setOption(contourOption(contourItem, box), { notMerge: true });
     });
   }
   contourItem = item;
@@ -238,6 +270,8 @@ async function draw(section) {
   $(".landscape-info", section).textContent = `${item.x.length} × ${item.y.length} grid` +
     (item.path ? `, path of ${item.path.x.length} points` : "") +
     (item.source === "mindspore" ? ", written by MindSpore" : "");
+  $(".landscape-axes", section).textContent = [0, 1].map((k) => (shortName(item, k) === axisName(item, k)
+    ? "" : `${shortName(item, k)}: ${axisName(item, k)}`)).filter(Boolean).join(" · ");
   drawContour($(".landscape-contour", section), item);
   section.dataset.contour = item.tag;
   const surface = $(".landscape-surface", section);
@@ -273,6 +307,8 @@ async function load(section) {
 
 export function initLandscapes() {
   const section = document.getElementById("run-landscapes");
+  expandable($(".landscape-surface", section));
+  expandable($(".landscape-contour", section));
   section.addEventListener("toggle", () => { if (section.open && runId) load(section); });
   $("select", section).addEventListener("change", () => draw(section));
 }

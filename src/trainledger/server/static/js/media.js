@@ -3,6 +3,7 @@
 // Tags and values reach the page through textContent / attributes only (see util.h), and the
 // chart's tooltips go through escapeHtml.
 import { api } from "./api.js";
+import { expandable } from "./expand.js";
 import { $, escapeHtml, fmt, h } from "./util.js";
 
 let runId = null;
@@ -56,12 +57,16 @@ function blend(a, b, t) {
   return `rgb(${mix(0)},${mix(1)},${mix(2)})`;
 }
 
+const OLDEST = [255, 152, 0]; // a step's colour: from the first step's orange ...
+const NEWEST = [33, 82, 160]; // ... to the last step's blue, in proportion to the step
 const PEAK_ROWS = 3; // offset mode: the tallest bar rises this many rows above its baseline
 const STEP_LABEL_PX = 18; // offset mode: the least height between two step labels
 
 // Offset mode draws row i (the newest at the bottom) on baseline n - 1 - i, counts scaled so
 // the peak is PEAK_ROWS rows: the y axis is then in rows, and its labels name the steps of
 // every k-th baseline, k chosen so labels never overlap. Overlay mode's y axis is the count.
+// Overlay mode has a key for the steps' colours: a colour bar from the first step to the last
+// (an ECharts visualMap on an empty series: it colours nothing, each line has its own colour).
 // Both value axes sit at the plot's edges (onZero off), not where the other axis crosses 0.
 // In offset mode each line is filled white down to its baseline, so a newer step hides the
 // older ones behind it (TensorBoard's look) instead of a tangle of crossing lines.
@@ -72,12 +77,13 @@ function histogramOption(data, mode, plotHeight) {
   const offset = mode === "offset";
   const n = rows.length;
   const top = offset ? n - 1 + PEAK_ROWS : undefined;
+  const [first, last] = [rows[0].step, rows.at(-1).step];
   const series = rows.map((row, i) => {
     const base = offset ? n - 1 - i : 0;
     const scale = offset ? PEAK_ROWS / peak : 1;
     return {
       type: "line", name: `step ${row.step}`, showSymbol: false, smooth: false,
-      z: i, lineStyle: { width: 1.2, color: blend([255, 152, 0], [33, 82, 160], n > 1 ? i / (n - 1) : 1) },
+      z: i, lineStyle: { width: 1.2, color: blend(OLDEST, NEWEST, last > first ? (row.step - first) / (last - first) : 1) },
       data: centers.map((x, j) => [x, base + row.counts[j] * scale, row.counts[j]]),
       areaStyle: offset ? { color: "#fff", opacity: 1, origin: base } : undefined,
     };
@@ -88,9 +94,17 @@ function histogramOption(data, mode, plotHeight) {
     return Number.isInteger(i) && i >= 0 && i < n ? String(rows[i].step) : "";
   };
   const edge = { show: true, onZero: false };
+  const key = offset ? undefined : {
+    type: "continuous", seriesIndex: n, min: first, max: Math.max(last, first + 1e-9),
+    calculable: false, orient: "horizontal", right: 44, top: 0, itemWidth: 10, itemHeight: 160,
+    text: [`step ${last}`, `step ${first}`], textGap: 6, textStyle: { fontSize: 11 },
+    inRange: { color: [blend(OLDEST, NEWEST, 0), blend(OLDEST, NEWEST, 1)] },
+  };
+  if (key) series.push({ type: "line", name: "", data: [], silent: true });
   return {
     animation: false,
-    grid: { left: offset ? 30 : 70, right: offset ? 70 : 30, top: 20, bottom: 40 },
+    grid: { left: offset ? 30 : 70, right: offset ? 70 : 30, top: offset ? 20 : 40, bottom: 40 },
+    visualMap: key,
     tooltip: {
       trigger: "item",
       formatter: (p) => `${escapeHtml(p.seriesName)}<br>x ${fmt(p.value[0])}: ${fmt(p.value[2])}`,
@@ -209,6 +223,7 @@ export function initMedia() {
     });
   }
   const hist = document.getElementById("run-histograms");
+  expandable($(".hist-chart", hist));
   $("select", hist).addEventListener("change", () => drawHistogram(hist));
   for (const radio of hist.querySelectorAll("input[name=hist-mode]")) {
     radio.addEventListener("change", () => drawHistogram(hist));

@@ -1,5 +1,6 @@
 // Run detail: every lineage field, checkpoints, user fields, status, annotation, dataset graph.
 import { api } from "./api.js";
+import { expandable } from "./expand.js";
 import { initGraph, showGraph } from "./graph.js";
 import { initLandscapes, showLandscapes } from "./landscape.js";
 import { initMedia, showMedia } from "./media.js";
@@ -22,6 +23,7 @@ let currentId = null;
 initMedia();
 initLandscapes();
 initGraph();
+expandable($("#run-tree"));
 
 const BYTE_KEYS = /(^|_)size$/;
 

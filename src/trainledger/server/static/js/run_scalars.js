@@ -1,6 +1,7 @@
 // The run page's own curves: its first scalar tags as small charts (every point as the series
 // API serves it, merged view, no smoothing); Compare scalars has the rest and the controls.
 import { api } from "./api.js";
+import { expandable } from "./expand.js";
 import { $, escapeHtml, fmt, fmtTime, h } from "./util.js";
 
 const SHOWN = 6;
@@ -34,6 +35,7 @@ export async function showRunScalars(id, onOpen) {
     const line = series.find((s) => s.tag === tag);
     const host = h("div", { class: "chart chart-small", dataset: { tag } });
     box.append(h("div", { class: "mini" }, h("h3", { text: tag }), host));
+    expandable(host);
     const chart = echarts.init(host, null, { renderer: "svg" });
     const points = line ? line.points.map(([step, wall, value]) => [step, value, wall]) : [];
     host.dataset.points = String(points.length);
