@@ -234,17 +234,41 @@ class Setting(_message.Message):
     def __init__(self, name: _Optional[str] = ..., number: _Optional[float] = ..., integer: _Optional[int] = ..., text: _Optional[str] = ...) -> None: ...
 
 class Checkpoint(_message.Message):
-    __slots__ = ("path", "size", "step")
+    __slots__ = ("path", "size", "step", "tensors")
     PATH_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
+    TENSORS_FIELD_NUMBER: _ClassVar[int]
     path: str
     size: int
     step: int
-    def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ..., step: _Optional[int] = ...) -> None: ...
+    tensors: TensorDigests
+    def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ..., step: _Optional[int] = ..., tensors: _Optional[_Union[TensorDigests, _Mapping]] = ...) -> None: ...
+
+class TensorDigests(_message.Message):
+    __slots__ = ("crc32c", "kind", "constant", "name")
+    CRC32C_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    CONSTANT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    crc32c: bytes
+    kind: _containers.RepeatedScalarFieldContainer[str]
+    constant: bytes
+    name: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, crc32c: _Optional[bytes] = ..., kind: _Optional[_Iterable[str]] = ..., constant: _Optional[bytes] = ..., name: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class LoadedWeights(_message.Message):
+    __slots__ = ("path", "tensors", "time")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    TENSORS_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    tensors: TensorDigests
+    time: float
+    def __init__(self, path: _Optional[str] = ..., tensors: _Optional[_Union[TensorDigests, _Mapping]] = ..., time: _Optional[float] = ...) -> None: ...
 
 class RunInfo(_message.Message):
-    __slots__ = ("status", "start_time", "end_time", "duration", "total_steps", "epochs_done", "hostname", "pid", "rank", "command", "python_version", "torch_version", "trainledger_version", "git_commit", "git_dirty", "seed", "dataset_fingerprint", "checkpoints", "error", "bad_records", "sessions", "uid")
+    __slots__ = ("status", "start_time", "end_time", "duration", "total_steps", "epochs_done", "hostname", "pid", "rank", "command", "python_version", "torch_version", "trainledger_version", "git_commit", "git_dirty", "seed", "dataset_fingerprint", "checkpoints", "error", "bad_records", "sessions", "uid", "initial", "loaded")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
     END_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -267,6 +291,8 @@ class RunInfo(_message.Message):
     BAD_RECORDS_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
+    INITIAL_FIELD_NUMBER: _ClassVar[int]
+    LOADED_FIELD_NUMBER: _ClassVar[int]
     status: str
     start_time: float
     end_time: float
@@ -289,7 +315,9 @@ class RunInfo(_message.Message):
     bad_records: int
     sessions: _containers.RepeatedCompositeFieldContainer[RunSession]
     uid: str
-    def __init__(self, status: _Optional[str] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., duration: _Optional[float] = ..., total_steps: _Optional[int] = ..., epochs_done: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., rank: _Optional[int] = ..., command: _Optional[_Iterable[str]] = ..., python_version: _Optional[str] = ..., torch_version: _Optional[str] = ..., trainledger_version: _Optional[str] = ..., git_commit: _Optional[str] = ..., git_dirty: bool = ..., seed: _Optional[int] = ..., dataset_fingerprint: _Optional[str] = ..., checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., error: _Optional[str] = ..., bad_records: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[RunSession, _Mapping]]] = ..., uid: _Optional[str] = ...) -> None: ...
+    initial: TensorDigests
+    loaded: _containers.RepeatedCompositeFieldContainer[LoadedWeights]
+    def __init__(self, status: _Optional[str] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., duration: _Optional[float] = ..., total_steps: _Optional[int] = ..., epochs_done: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., rank: _Optional[int] = ..., command: _Optional[_Iterable[str]] = ..., python_version: _Optional[str] = ..., torch_version: _Optional[str] = ..., trainledger_version: _Optional[str] = ..., git_commit: _Optional[str] = ..., git_dirty: bool = ..., seed: _Optional[int] = ..., dataset_fingerprint: _Optional[str] = ..., checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., error: _Optional[str] = ..., bad_records: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[RunSession, _Mapping]]] = ..., uid: _Optional[str] = ..., initial: _Optional[_Union[TensorDigests, _Mapping]] = ..., loaded: _Optional[_Iterable[_Union[LoadedWeights, _Mapping]]] = ...) -> None: ...
 
 class RunSession(_message.Message):
     __slots__ = ("start_time", "end_time", "first_step", "last_step", "hostname", "pid")
