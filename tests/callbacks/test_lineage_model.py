@@ -178,4 +178,15 @@ def test_sigkill_mid_training_leaves_a_readable_running_record(tmp_path: Path) -
     assert r["status"] == "running" and r["pid"] == proc.pid
     assert r["epochs_done"] == 2 and r["total_steps"] == 8  # our epoch-2 snapshot ran first
     assert d["dataset_graph"]["batch_size"] == 8
-    assert d["hyper_parameters"] == {}  # the train lineage is written at the end
+    # what was known at train begin (our train_begin event); loss and checkpoint at the end
+    assert d["hyper_parameters"] == {
+        "optimizer": "Adam",
+        "learning_rate": 0.003,
+        "loss_function": "CrossEntropyLoss",
+        "epoch": 5,
+        "parallel_mode": "stand_alone",
+        "device_num": 1,
+        "batch_size": 8,
+    }
+    assert d["algorithm"] == {"network": "Linear"} and d["model"] == {}
+    assert d["train_dataset"] == {"train_dataset_size": 32}
