@@ -154,7 +154,40 @@ def test_running_record_after_begin(tmp_path: Path) -> None:
     d = read_lineage(tmp_path)
     assert d["run"]["status"] == "running" and "end_time" not in d["run"]
     assert d["dataset_graph"]["batch_size"] == 4
-    assert d["hyper_parameters"] == {}
+    # what is known at train begin is there already (our train_begin event), loss and model not
+    assert d["hyper_parameters"] == {
+        "optimizer": "SGD",
+        "learning_rate": 0.12,
+        "loss_function": "CrossEntropyLoss",
+        "epoch": 2,
+        "parallel_mode": "stand_alone",
+        "device_num": 1,
+        "batch_size": 4,
+    }
+    assert d["algorithm"] == {"network": "MLP"} and d["model"] == {}
+    assert d["train_dataset"] == {"train_dataset_size": 40}
+    assert d["optimizer_settings"]["lr"] == 0.12
+
+
+def test_the_final_train_lineage_wins_over_train_begin(tmp_path: Path) -> None:
+    params = _params(tmp_path)
+    cb = TrainLineage(tmp_path)
+    rc = RunContext(params)
+    cb.on_train_begin(rc)
+    assert read_lineage(tmp_path)["algorithm"] == {"network": "MLP"}
+    params["network"] = nn.Linear(3, 2)  # (a host's swap: only to tell the records apart)
+    params["epoch_num"] = 3
+    params["net_outputs"] = torch.tensor(0.25)
+    cb.on_train_end(rc)
+    d = read_lineage(tmp_path)
+    assert d["algorithm"] == {"network": "Linear", "loss": 0.25}
+    assert d["hyper_parameters"]["epoch"] == 3 and d["model"] == {"size": 0}
+    # a second training of the same process (same file) is read by its own begin values
+    params2 = _params(tmp_path, epoch_num=7)
+    cb.on_train_begin(RunContext(params2))
+    d = read_lineage(tmp_path)
+    assert d["run"]["status"] == "running" and d["hyper_parameters"]["epoch"] == 7
+    assert d["algorithm"] == {"network": "MLP"} and d["model"] == {}
 
 
 def test_initial_lr_is_taken_at_begin(tmp_path: Path) -> None:

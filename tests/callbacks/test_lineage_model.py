@@ -178,7 +178,53 @@ def test_sigkill_mid_training_leaves_a_readable_running_record(tmp_path: Path) -
     assert r["status"] == "running" and r["pid"] == proc.pid
     assert r["epochs_done"] == 2 and r["total_steps"] == 8  # our epoch-2 snapshot ran first
     assert d["dataset_graph"]["batch_size"] == 8
-    assert d["hyper_parameters"] == {}  # the train lineage is written at the end
+    # what was known at train begin (our train_begin event); loss and checkpoint at the end
+    assert d["hyper_parameters"] == {
+        "optimizer": "Adam",
+        "learning_rate": 0.003,
+        "loss_function": "CrossEntropyLoss",
+        "epoch": 5,
+        "parallel_mode": "stand_alone",
+        "device_num": 1,
+        "batch_size": 8,
+    }
+    assert d["algorithm"] == {"network": "Linear"} and d["model"] == {}
+    assert d["train_dataset"] == {"train_dataset_size": 32}
+
+
+def test_a_run_queried_mid_fit_has_its_hyperparameters(tmp_path: Path) -> None:
+    from trainledger.query import filter_summary_lineage, get_summary_lineage
+
+    seen: list[dict[str, object]] = []
+
+    class Query(Callback):  # asks the index while the run trains, as the web UI does
+        def on_train_step_end(self, run_context: RunContext) -> None:
+            if run_context.original_args().cur_step_num == 6:
+                (found,) = filter_summary_lineage(str(tmp_path))["object"]
+                seen.append(found["model_lineage"])
+                seen.append(get_summary_lineage(str(tmp_path / "run"))["run"])
+
+    net = nn.Linear(4, 2)
+    data = TensorDataset(torch.randn(32, 4), torch.randint(0, 2, (32,)))
+    opt = torch.optim.SGD(net.parameters(), lr=0.2, momentum=0.5)
+    model = Model(net, nn.CrossEntropyLoss(), opt, metrics={"accuracy"})
+    train, valid = DataLoader(data, batch_size=8), DataLoader(data, batch_size=16)
+    run = str(tmp_path / "run")
+    model.fit(3, train, valid, callbacks=[TrainLineage(run), EvalLineage(run), Query()])
+    during, run_record = seen
+    assert run_record["status"] == "running"
+    assert {k: during[k] for k in ("optimizer", "learning_rate", "batch_size", "epoch")} == {
+        "optimizer": "SGD",
+        "learning_rate": 0.2,
+        "batch_size": 8,
+        "epoch": 3,
+    }
+    assert during["network"] == "Linear" and during["train_dataset_count"] == 32
+    assert during["loss"] is None and during["metric"]["accuracy"] >= 0  # epoch 1's evaluation
+    assert during["optimizer_settings"]["momentum"] == 0.5  # type: ignore[index]
+    (after,) = filter_summary_lineage(str(tmp_path))["object"]
+    final = after["model_lineage"]
+    assert final["loss"] is not None and final["optimizer"] == "SGD" and final["epoch"] == 3
 
 
 def test_checkpoints_are_recorded_with_the_global_step_they_hold(tmp_path: Path) -> None:

@@ -108,3 +108,101 @@ def test_a_killed_and_resumed_run_is_one_run_with_two_sessions(tmp_path: Path) -
     theirs = accumulator.Scalars("loss/auto")
     assert [e.step for e in theirs] == steps.tolist()
     np.testing.assert_allclose([e.value for e in theirs], read_scalars(run)["loss/auto"][2])
+
+
+_CHILD_FLUSHED = (
+    _SETUP
+    + """
+import os, signal, sys
+from trainledger.run import Callback
+
+class KillAt(Callback):
+    def on_train_step_end(self, run_context):
+        if run_context.original_args().cur_step_num == 23:
+            # steps 21..23 written out (as a long epoch's rows are, every second), no snapshot
+            collector = callbacks[0]
+            collector._rows.flush(collector._record)
+            collector._record.flush(fsync=False)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+net, model, data, callbacks = parts(sys.argv[1])
+model.train(8, data, callbacks=[*callbacks, KillAt()])
+"""
+)
+
+
+@pytest.mark.slow
+def test_each_session_of_a_resumed_run_ends_at_the_last_step_of_its_points(
+    tmp_path: Path,
+) -> None:
+    """Killed at step 23 after its snapshot of step 20, with its points up to 23 written, the
+    first session ends at 23 (not at its snapshot's 20); the resumed one, 21..40, overlaps it."""
+    run = tmp_path / "run"
+    child = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_CHILD_FLUSHED), str(run)],
+        cwd=REPO,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
+    assert child.returncode == -signal.SIGKILL
+    killed = get_summary_lineage(str(run))["run"]["sessions"]
+    assert killed[0]["last_step"] == 20  # its last snapshot: the epoch end before the kill
+    namespace: dict[str, object] = {}
+    exec(textwrap.dedent(_SETUP), namespace)
+    net, model, data, callbacks = namespace["parts"](str(run))  # type: ignore[operator]
+    latest = latest_checkpoint(str(run), "m")
+    assert latest is not None and latest.endswith("m-4_5.ckpt")
+    load_param_into_net(net, load_checkpoint(latest))
+    model.train(8, data, callbacks=callbacks, initial_epoch=4)
+
+    sessions = get_summary_lineage(str(run))["run"]["sessions"]
+    steps, _, _, of_session = read_scalar_sessions(run, raw=True)["loss/auto"]
+    ends = [int(steps[of_session == k].max()) for k in sorted(set(of_session.tolist()))]
+    assert [s["last_step"] for s in sessions] == ends == [23, 40]
+    assert [s["first_step"] for s in sessions] == [1, 21]  # 21..23 trained twice
+    assert read_scalars(run)["loss/auto"][0].tolist() == list(range(1, 41))  # resumed win
+
+
+_CHILD_FAILING = (
+    _SETUP
+    + """
+import sys
+from trainledger.run import Callback
+
+class Boom(Callback):
+    def on_train_step_begin(self, run_context):
+        if run_context.original_args().cur_step_num == 7:
+            raise RuntimeError("boom")
+
+net, model, data, callbacks = parts(sys.argv[1])
+model.train(3, data, callbacks=[*callbacks, Boom()])
+"""
+)
+
+
+@pytest.mark.slow
+def test_a_session_that_failed_in_a_step_ends_at_its_last_point_once_resumed(
+    tmp_path: Path,
+) -> None:
+    """The step count includes the step that raised (it was begun), which wrote no point: the
+    resumed run's record ends that session at its last point, one step earlier."""
+    run = tmp_path / "run"
+    child = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_CHILD_FAILING), str(run)],
+        cwd=REPO,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        capture_output=True,
+    )
+    assert child.returncode == 1 and b"boom" in child.stderr
+    failed = get_summary_lineage(str(run))["run"]
+    assert failed["status"] == "failed" and failed["sessions"][0]["last_step"] == 7  # counted
+    namespace: dict[str, object] = {}
+    exec(textwrap.dedent(_SETUP), namespace)
+    _, model, data, callbacks = namespace["parts"](str(run))  # type: ignore[operator]
+    model.train(3, data, callbacks=callbacks, initial_epoch=1)
+    sessions = get_summary_lineage(str(run))["run"]["sessions"]
+    steps, _, _, of_session = read_scalar_sessions(run, raw=True)["loss/auto"]
+    ends = [int(steps[of_session == k].max()) for k in sorted(set(of_session.tolist()))]
+    assert [s["last_step"] for s in sessions] == ends == [6, 15]
+    assert [s["first_step"] for s in sessions] == [1, 6]

@@ -11,6 +11,8 @@ Differences from MindInsight's callbacks, on purpose:
   SIGKILL leaves a readable record), "failed" when the error reaches us (the loop sets
   ``cb_params.exception`` before ``on_train_end``, and ``__exit__`` sees escaping errors),
   "stopped" for a requested or signalled stop (or Ctrl-C), else "finished";
+* what is known at train begin (hyperparameters, network, train dataset) is written then, in
+  an event kind of our own, so a running run shows them; the final train lineage wins;
 * a progress snapshot (steps, epochs, checkpoints) is written at each epoch end;
 * only rank 0 writes under ``torch.distributed`` (``all_ranks=True`` to change that);
 * the summary record may also be a plain directory path.
@@ -57,6 +59,7 @@ from trainledger.lineage import (
     run_uid,
     saved_checkpoint_of,
     torch_seed,
+    train_begin_event,
     train_event,
 )
 from trainledger.lineage import lineage_pb2 as pb
@@ -81,8 +84,11 @@ class TrainLineage(LineageCallback):
         user_defined_info: flat dict of str -> int/float/str recorded with the lineage.
         all_ranks: under torch.distributed, let every rank write (default: rank 0 only).
 
-    ``begin``/``on_train_begin`` records user info, the train dataset graph, the initial
-    learning rate and a "running" status; ``end``/``on_train_end`` records optimizer, loss
+    ``begin``/``on_train_begin`` records user info, the train dataset graph, a "running"
+    status, and what is known of the training already (optimizer and its settings, initial
+    learning rate, loss function, epochs, parallel mode, device count, batch size, network,
+    train dataset path and size) in our ``train_begin`` event, which a running run is read
+    with and which MindInsight skips; ``end``/``on_train_end`` records optimizer, loss
     function, network (the backbone's class when the network wraps one), learning rate,
     epochs, steps, parallel mode, device count, the real batch size, train dataset path and
     size in samples, final loss, the latest checkpoint (``{"ckpt": path}``) and its size, and
@@ -196,6 +202,8 @@ class TrainLineage(LineageCallback):
         events = self._user_events()
         if self._dataset is not None and self._dataset.graph:
             events.append(dataset_graph_event(self._dataset.graph))
+        # what is known now, so a running run has its hyperparameters (lineage/records.py)
+        events.append(train_begin_event(self._train_values(params, final=False)))
         events.append(run_event(self._run_values(params, "running")))
         self._write(events)
 
@@ -238,13 +246,19 @@ class TrainLineage(LineageCallback):
             )
             self._checkpoints[path] = step if step else self._checkpoints.get(path)
 
-    def _train_values(self, params: CallbackParams) -> TrainValues:
+    def _train_values(self, params: CallbackParams, *, final: bool = True) -> TrainValues:
+        """The train lineage: at the end (``final``), or what is known at train begin (no
+        loss, no checkpoint: the ``train_begin`` event)."""
         ds = self._dataset or DatasetInfo()
         network = params.get("network") or params.get("train_network")
         rank_info = distributed_info()
-        ckpt = self._recorded_ckpt = saved_checkpoint_of(params)
         model_path: str | None = None
         model_size: int | None = 0  # no checkpoint: size 0, as MindSpore and MindInsight
+        ckpt = None
+        if final:
+            ckpt = self._recorded_ckpt = saved_checkpoint_of(params)
+        else:
+            model_size = None  # not known yet, rather than "no checkpoint"
         if ckpt:
             ckpt = os.path.abspath(ckpt)
             model_path = json.dumps({"ckpt": public_path(ckpt)})  # s3:// when uploaded
@@ -269,7 +283,7 @@ class TrainLineage(LineageCallback):
             train_dataset_size=ds.size,
             train_dataset_fingerprint=ds.fingerprint,
             network=network_name(network),
-            loss=loss_value(params.get("net_outputs")),
+            loss=loss_value(params.get("net_outputs")) if final else None,
             model_path=model_path,
             model_size=model_size,
             step=as_int(params.get("cur_step_num")),

@@ -5,7 +5,9 @@ run. Its resuming ``TrainLineage`` reads the sessions the directory's lineage al
 (``read_lineage``), adds its own, and writes them all in trainledger's run record
 (``run.sessions``: start, end, first and last step, host, pid; never in MindInsight's fields).
 ``start_time`` is the first session's start and ``duration`` the sum of the sessions' own
-durations. A session whose process was killed ends at its lineage's last write.
+durations. A session whose process was killed ends at its lineage's last write, and at the
+last step of the points it wrote (``ended_at_its_points``), as does one that failed: its step
+count is either the last epoch-end snapshot or counts the step that raised.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from trainledger.lineage import Redaction, read_lineage
-from trainledger.storage import list_lineage_files
+from trainledger.storage import list_lineage_files, safe_host
+from trainledger.summary import writer_last_steps
 
 __all__ = [
     "current_session",
     "earlier_sessions",
+    "ended_at_its_points",
     "recorded_run",
     "session_duration",
     "session_start",
@@ -67,7 +71,36 @@ def earlier_sessions(run_dir: str | None, hostname: str | None) -> list[dict[str
         files = list_lineage_files(run_dir)
         if files:
             sessions[-1]["end_time"] = max(f.mtime for f in files)
+    if sessions and run.get("status") in _UNSURE_END:
+        sessions[-1] = ended_at_its_points(run_dir, sessions[-1])
     return sessions
+
+
+#: the statuses whose last session's step count may not be where it ended: "running" (the
+#: process was killed: its count is its last epoch-end snapshot) and "failed" (the count
+#: includes the step that raised, which wrote no point)
+_UNSURE_END = ("running", "failed")
+
+
+def ended_at_its_points(run_dir: str, session: dict[str, Any]) -> dict[str, Any]:
+    """``session`` ending at the last step of the scalar points its process wrote in
+    ``run_dir`` (its event files' host and pid are the session's), when it wrote any.
+
+    Why: the lineage counts steps apart from the summaries, and for a process that did not
+    end its training the count is not where it ended; its points are (a resumed run's first
+    session killed at step 23 after its snapshot of step 20 ends at 23, its points' last
+    step, which the resumed session's 21..23 then overlap). Its count stays when it wrote no
+    point (no summaries, or MindSpore's ``_MS`` files, which name no process)."""
+    host, pid = session.get("hostname"), session.get("pid")
+    if not isinstance(host, str) or not isinstance(pid, int):
+        return session
+    try:
+        last = writer_last_steps(run_dir).get((safe_host(host), pid))
+    except Exception:  # noqa: BLE001 - unreadable summaries: the recorded count stays
+        return session
+    if last is None:
+        return session
+    return {**session, "last_step": last}
 
 
 def session_start(sessions: Sequence[dict[str, Any]], fallback: float | None) -> float | None:

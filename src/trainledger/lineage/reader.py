@@ -46,7 +46,13 @@ Semantics (MindInsight's ``LineageParser``): files are read oldest first by ``<u
 (equal timestamps: name descending); within a file the last event of each kind wins; a file
 with no train/eval/dataset-graph/run event is ignored entirely; a file holding a train lineage,
 a dataset graph or a run event starts a new training, so everything read before is dropped; a
-file holding only an evaluation updates metric and valid dataset and merges user info. Damaged
+file holding only an evaluation updates metric and valid dataset and merges user info.
+
+Our ``train_begin`` event (field 101, unknown to MindInsight) holds what a training was given
+when it began; it also starts a new training, and gives the record its train lineage's
+sections until a ``train_lineage`` written after it in the same file (the training's end)
+replaces it. So a running run has its hyperparameters, network and train dataset, and a
+finished one reads exactly as MindInsight reads it. Damaged
 records are skipped and counted, a truncated tail (file still being written) is not an error.
 
 Damaged content never hides a run: a field that cannot be read (a string that is not UTF-8, a
@@ -102,6 +108,9 @@ class FileLineage:
     """The last event of each kind in one file, already converted to plain values."""
 
     train: dict[str, Any] | None = None  # hyper_parameters/algorithm/train_dataset/model (+ raw)
+    #: a training's values as known at its begin (our ``train_begin`` event), in ``train``'s
+    #: form; kept only when no ``train_lineage`` follows it in the file (that one is final)
+    train_begin: dict[str, Any] | None = None
     evaluation: dict[str, Any] | None = None  # metric/valid_dataset (+ raw)
     dataset_graph: dict[str, Any] | None = None
     run: dict[str, Any] | None = None
@@ -113,7 +122,8 @@ class FileLineage:
     @property
     def has_lineage(self) -> bool:
         return any(
-            x is not None for x in (self.train, self.evaluation, self.dataset_graph, self.run)
+            x is not None
+            for x in (self.train, self.train_begin, self.evaluation, self.dataset_graph, self.run)
         )
 
 
@@ -248,7 +258,8 @@ def parse_lineage_file(path: str | os.PathLike[str]) -> FileLineage:
     result = FileLineage(records=len(payloads), corrupt=corrupt)
     warn = result.warnings
     last: dict[str, Any] = {}  # kind -> message; converted once, after the last one is known
-    for payload in payloads:
+    order: dict[str, int] = {}  # kind -> the position of its last event
+    for position, payload in enumerate(payloads):
         event = pb.LineageEvent()
         try:
             event.ParseFromString(payload)
@@ -260,8 +271,12 @@ def parse_lineage_file(path: str | os.PathLike[str]) -> FileLineage:
             result.user_defined.append(user_info(event.user_defined_info, warn))
         elif kind is not None and kind != "version":
             last[kind] = getattr(event, kind)
+            order[kind] = position
+    if order.get("train_begin", -1) < order.get("train_lineage", -1):
+        last.pop("train_begin", None)  # the training it began has ended: its final values win
     converters: dict[str, tuple[str, Any]] = {
         "train_lineage": ("train", train_dict),
+        "train_begin": ("train_begin", train_dict),
         "evaluation_lineage": ("evaluation", eval_dict),
         "dataset_graph": ("dataset_graph", lambda m, w: drop_bytes(organize_graph(m), "graph", w)),
         "run": ("run", run_dict),
@@ -296,14 +311,15 @@ def merge_file_lineages(
         if (
             record is None
             or part.train is not None
+            or part.train_begin is not None
             or part.dataset_graph is not None
             or part.run is not None
         ):
             record = LineageRecord(summary_dir)  # a new training: drop what came before
         for info in part.user_defined:
             record.user_defined.update(info)
-        if part.train is not None:
-            train = part.train
+        train = part.train if part.train_begin is None else part.train_begin
+        if train is not None:
             record.hyper_parameters = dict(train["hyper_parameters"])
             record.algorithm = dict(train["algorithm"])
             record.train_dataset = dict(train["train_dataset"])

@@ -28,6 +28,7 @@ __all__ = [
     "RunValues",
     "RUN_STATUSES",
     "train_event",
+    "train_begin_event",
     "eval_event",
     "run_event",
     "dataset_graph_event",
@@ -163,7 +164,22 @@ def _int32(value: int | None, name: str) -> int | None:
 def train_event(values: TrainValues, wall_time: float | None = None) -> pb.LineageEvent:
     """A ``train_lineage`` event; float fields also carry their float64 extension."""
     event = _event(wall_time, values.step)
-    train = event.train_lineage
+    _fill_train(event.train_lineage, values)
+    return event
+
+
+def train_begin_event(values: TrainValues, wall_time: float | None = None) -> pb.LineageEvent:
+    """A ``train_begin`` event (our extension, field 101): what a training is known to be
+    given when it begins, in the train lineage's own layout. Why a kind of its own, not a
+    first ``train_lineage``: a reader that does not know it (MindInsight, trainledger before
+    0.2) skips it, so it still sees one train lineage per run, the final one; ours shows it
+    until that final one lands (``reader.merge_file_lineages``)."""
+    event = _event(wall_time, values.step)
+    _fill_train(event.train_begin, values)
+    return event
+
+
+def _fill_train(train: pb.TrainLineage, values: TrainValues) -> None:
     hp = train.hyper_parameters
     _set(hp, "optimizer", values.optimizer)
     if values.learning_rate is not None:
@@ -188,7 +204,6 @@ def train_event(values: TrainValues, wall_time: float | None = None) -> pb.Linea
     if values.model_path is not None or values.model_size is not None:
         _set(train.model, "path", values.model_path)
         _set(train.model, "size", values.model_size)
-    return event
 
 
 def _add_settings(target: Any, settings: Mapping[str, int | float | str]) -> None:

@@ -114,8 +114,9 @@ def redact_event(event: pb.LineageEvent, policy: Redaction) -> pb.LineageEvent:
     out = pb.LineageEvent()
     out.CopyFrom(event)
     kind = out.WhichOneof("what")
-    if kind == "train_lineage":
-        ds, model = out.train_lineage.train_dataset, out.train_lineage.model
+    if kind in ("train_lineage", "train_begin"):
+        train = out.train_lineage if kind == "train_lineage" else out.train_begin
+        ds, model = train.train_dataset, train.model
         if ds.HasField("train_dataset_path"):
             ds.train_dataset_path = policy.path(ds.train_dataset_path)
         if model.HasField("path"):

@@ -6,8 +6,8 @@ status. Filling it must not cost a re-parse of every lineage file (dataset graph
 metric JSON), so this walks each record's top-level field numbers, skips every other event
 unread, and decodes only the ``RunInfo`` of the last run event of each file.
 
-The answer is ``read_lineage(run_dir)["run"]`` by the reader's merge rules
-(files oldest first; a file holding a train lineage, a dataset graph or a run event starts a
+The answer is ``read_lineage(run_dir)["run"]`` by the reader's merge rules (files oldest
+first; a file holding a train lineage, a train begin, a dataset graph or a run event starts a
 new training; the last run event of a file wins); damaged records aside, which the reader
 drops after decoding them and this skim cannot always see.
 """
@@ -27,9 +27,9 @@ __all__ = ["read_run", "read_status"]
 
 # LineageEvent's oneof ``what`` (lineage.proto): the kinds that start a new training, the
 # evaluation, which only updates the current one, and the members that are not lineage
-_TRAIN, _EVAL, _GRAPH, _RUN = 6, 7, 9, 100
+_TRAIN, _EVAL, _GRAPH, _RUN, _TRAIN_BEGIN = 6, 7, 9, 100, 101
 _VERSION, _USER_INFO = 3, 10
-_STARTS_TRAINING = frozenset({_TRAIN, _GRAPH, _RUN})
+_STARTS_TRAINING = frozenset({_TRAIN, _GRAPH, _RUN, _TRAIN_BEGIN})
 _LENGTH_DELIMITED, _VARINT, _FIXED64, _FIXED32 = 2, 0, 1, 5
 
 
@@ -47,7 +47,7 @@ def _kind(payload: bytes) -> tuple[int | None, bytes]:
             pos += 4
         elif wire == _LENGTH_DELIMITED:
             size, pos = read_varint(payload, pos)
-            if field in (_TRAIN, _EVAL, _GRAPH, _RUN):
+            if field in (_TRAIN, _EVAL, _GRAPH, _RUN, _TRAIN_BEGIN):
                 kind, body = field, payload[pos : pos + size]
             elif field in (_VERSION, _USER_INFO):  # the oneof's last member wins
                 kind, body = None, b""

@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "read_images": "trainledger.summary.reader",
     "read_scalars": "trainledger.summary.reader",
     "read_scalar_sessions": "trainledger.summary.reader",
+    "writer_last_steps": "trainledger.summary.reader",
     "ScalarSeries": "trainledger.summary.reader",
     "SessionSeries": "trainledger.summary.reader",
     "resolve_series": "trainledger.summary.series",
@@ -81,6 +82,7 @@ __all__ = [
     "read_images",
     "read_landscapes",
     "read_scalar_sessions",
+    "writer_last_steps",
     "read_scalars",
     "read_tensors",
     "resolve_series",
@@ -132,6 +134,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         read_scalar_sessions,
         read_scalars,
         read_tensors,
+        writer_last_steps,
     )
     from trainledger.summary.record import SummaryRecord
     from trainledger.summary.series import MINDSPORE, resolve_series

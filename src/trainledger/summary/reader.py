@@ -54,6 +54,7 @@ __all__ = [
     "read_histograms",
     "read_images",
     "read_scalar_sessions",
+    "writer_last_steps",
     "read_scalars",
     "read_tensors",
 ]
@@ -344,6 +345,29 @@ def read_scalar_sessions(
         return points
     formats, starts = reader.session_formats, reader.session_starts
     return {tag: resolve_series(*s, formats, starts) for tag, s in points.items()}
+
+
+def writer_last_steps(run_dir: str | os.PathLike[str]) -> dict[tuple[str, int], int]:
+    """The last (largest) step of the scalar points each writer process wrote in ``run_dir``:
+    ``{(host, pid): step}``, host and pid as its TensorBoard event files' names give them
+    (``storage.event_writer``). Why: a run's lineage counts a session's steps apart from its
+    summaries, and where the count cannot be exact (a process killed between two snapshots,
+    or failing inside a step it had counted) the points it wrote say where it ended
+    (``callbacks/run_sessions.py``). MindSpore's ``_MS`` files name no process: not here."""
+    reader = RunReader(readable_run(run_dir))
+    points = reader.read_scalar_sessions()
+    writers: dict[int, tuple[str, int]] = {}
+    for (file_format, key), session in reader._session_ids.items():
+        host, _, pid = key.rpartition(".")
+        if file_format == TENSORBOARD and host and pid.isdigit():
+            writers[session] = (host, int(pid))
+    out: dict[tuple[str, int], int] = {}
+    for steps, _, _, sessions in points.values():
+        for session, writer in writers.items():
+            mine = steps[sessions == session]
+            if len(mine):
+                out[writer] = max(out.get(writer, int(mine.max())), int(mine.max()))
+    return out
 
 
 def read_images(run_dir: str | os.PathLike[str]) -> dict[str, list[ImageEvent]]:

@@ -6,7 +6,7 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class LineageEvent(_message.Message):
-    __slots__ = ("wall_time", "step", "version", "train_lineage", "evaluation_lineage", "dataset_graph", "user_defined_info", "run")
+    __slots__ = ("wall_time", "step", "version", "train_lineage", "evaluation_lineage", "dataset_graph", "user_defined_info", "run", "train_begin")
     WALL_TIME_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -15,6 +15,7 @@ class LineageEvent(_message.Message):
     DATASET_GRAPH_FIELD_NUMBER: _ClassVar[int]
     USER_DEFINED_INFO_FIELD_NUMBER: _ClassVar[int]
     RUN_FIELD_NUMBER: _ClassVar[int]
+    TRAIN_BEGIN_FIELD_NUMBER: _ClassVar[int]
     wall_time: float
     step: int
     version: str
@@ -23,7 +24,8 @@ class LineageEvent(_message.Message):
     dataset_graph: DatasetGraph
     user_defined_info: UserDefinedInfo
     run: RunInfo
-    def __init__(self, wall_time: _Optional[float] = ..., step: _Optional[int] = ..., version: _Optional[str] = ..., train_lineage: _Optional[_Union[TrainLineage, _Mapping]] = ..., evaluation_lineage: _Optional[_Union[EvaluationLineage, _Mapping]] = ..., dataset_graph: _Optional[_Union[DatasetGraph, _Mapping]] = ..., user_defined_info: _Optional[_Union[UserDefinedInfo, _Mapping]] = ..., run: _Optional[_Union[RunInfo, _Mapping]] = ...) -> None: ...
+    train_begin: TrainLineage
+    def __init__(self, wall_time: _Optional[float] = ..., step: _Optional[int] = ..., version: _Optional[str] = ..., train_lineage: _Optional[_Union[TrainLineage, _Mapping]] = ..., evaluation_lineage: _Optional[_Union[EvaluationLineage, _Mapping]] = ..., dataset_graph: _Optional[_Union[DatasetGraph, _Mapping]] = ..., user_defined_info: _Optional[_Union[UserDefinedInfo, _Mapping]] = ..., run: _Optional[_Union[RunInfo, _Mapping]] = ..., train_begin: _Optional[_Union[TrainLineage, _Mapping]] = ...) -> None: ...
 
 class UserDefinedInfo(_message.Message):
     __slots__ = ("user_info", "map_dict", "map_int32", "map_str", "map_double")
