@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainledger.callbacks.lineage_base import LineageCallback
+from trainledger.callbacks.lineage_weights import WeightNotes, network_event
 from trainledger.callbacks.run_sessions import (
     current_session,
     earlier_sessions,
@@ -127,6 +128,7 @@ class TrainLineage(LineageCallback):
         self._last: CallbackParams | None = None
         self._recorded_ckpt: str | None = None
         self._uid: str | None = None
+        self._weights = WeightNotes()  # checkpoints whose digests are recorded
 
     # --- hooks (old names; on_train_* fall back to them) ----------------------------------
     def begin(self, run_context: RunContext) -> None:
@@ -169,7 +171,10 @@ class TrainLineage(LineageCallback):
         exception = params.get("exception")
         status = run_status(exception, params.get("stop_reason"))
         values = self._train_values(params)
-        self._write([train_event(values), run_event(self._run_values(params, status, exception))])
+        weights = self._weights.checkpoint_events(self._checkpoints)
+        self._write(
+            [*weights, train_event(values), run_event(self._run_values(params, status, exception))]
+        )
 
     # --- bodies ---------------------------------------------------------------------------
     def _prepare(self, params: CallbackParams) -> None:
@@ -205,6 +210,8 @@ class TrainLineage(LineageCallback):
         # what is known now, so a running run has its hyperparameters (lineage/records.py)
         events.append(train_begin_event(self._train_values(params, final=False)))
         events.append(run_event(self._run_values(params, "running")))
+        # the weights it starts from, for its family (callbacks/lineage_weights.py)
+        events += network_event(params.get("network") or params.get("train_network"))
         self._write(events)
 
     def _epoch_end(self, params: CallbackParams) -> None:
@@ -212,7 +219,8 @@ class TrainLineage(LineageCallback):
             return
         self._last = params
         self._note_checkpoint(params)
-        self._write([run_event(self._run_values(params, "running"))])
+        events = self._weights.checkpoint_events(self._checkpoints)
+        self._write([*events, run_event(self._run_values(params, "running"))])
 
     def _end(self, params: CallbackParams) -> None:
         events: list[pb.LineageEvent] = []
@@ -227,7 +235,7 @@ class TrainLineage(LineageCallback):
         self._note_checkpoint(params)
         exception = params.get("exception")
         status = run_status(exception, params.get("stop_reason"))
-        events = self._user_events() + events
+        events = self._user_events() + events + self._weights.checkpoint_events(self._checkpoints)
         events.append(train_event(self._train_values(params)))
         events.append(run_event(self._run_values(params, status, exception)))
         self._write(events)
@@ -400,4 +408,6 @@ class EvalLineage(LineageCallback):
             valid_dataset_fingerprint=ds.fingerprint,
             step=as_int(params.get("cur_step_num")),
         )
-        self._write(self._user_events() + [eval_event(values)])
+        network = params.get("network") or params.get("eval_network")
+        weights = network_event(network, evaluated=True)  # what it evaluated, for its family
+        self._write(self._user_events() + [eval_event(values), *weights])

@@ -25,6 +25,9 @@ from typing import TYPE_CHECKING
 from trainledger.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "file_digests": "trainledger.checkpoint.digests",
+    "network_digests": "trainledger.checkpoint.digests",
+    "take_loads": "trainledger.checkpoint.digests",
     "Checkpoint": "trainledger.checkpoint.io",
     "build_payload": "trainledger.checkpoint.io",
     "checkpoint_info": "trainledger.checkpoint.io",
@@ -53,6 +56,9 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "file_digests",
+    "network_digests",
+    "take_loads",
     "build_payload",
     "Checkpoint",
     "checkpoint_info",
@@ -85,6 +91,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.checkpoint.async_save import SyncSaver, make_saver
     from trainledger.checkpoint.config import CheckpointConfig
+    from trainledger.checkpoint.digests import file_digests, network_digests, take_loads
     from trainledger.checkpoint.format import read_container, read_info
     from trainledger.checkpoint.io import (
         Checkpoint,

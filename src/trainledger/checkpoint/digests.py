@@ -14,16 +14,15 @@ Why no names in the match: a checkpoint loaded into a network under other names 
 
 from __future__ import annotations
 
-import math
+import os
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import crc32c as _crc32c
 
-from trainledger.checkpoint.header import DTYPE_SIZES
+from trainledger.storage import Digests, kind_of
 
 __all__ = [
     "Digests",
@@ -33,71 +32,9 @@ __all__ = [
     "note_load",
     "note_loaded",
     "take_loads",
+    "file_digests",
+    "network_digests",
 ]
-
-
-def kind_of(dtype: str, shape: Sequence[int]) -> str:
-    """``"F32:64x3x3x3"``: the dtype (safetensors' name) and shape a digest is matched with."""
-    return f"{dtype}:{'x'.join(str(int(d)) for d in shape)}"
-
-
-def _nbytes(kind: str) -> int:
-    dtype, _, dims = kind.partition(":")
-    count = math.prod(int(d) for d in dims.split("x")) if dims else 1
-    return count * DTYPE_SIZES.get(dtype, 1)
-
-
-@dataclass(frozen=True)
-class Digests:
-    """The digests of a set of tensors: parallel tuples, one entry per tensor."""
-
-    crcs: tuple[int, ...]
-    kinds: tuple[str, ...]
-    constant: tuple[bool, ...] = ()  # empty: not known (a checkpoint's, read from its header)
-    names: tuple[str, ...] = ()
-
-    def __len__(self) -> int:
-        return len(self.crcs)
-
-    def nbytes(self, i: int) -> int:
-        return _nbytes(self.kinds[i])
-
-    def keys(self) -> list[tuple[int, str]]:
-        """(crc, kind) of each tensor: what a match compares."""
-        return list(zip(self.crcs, self.kinds, strict=True))
-
-    def only(self, names: Iterable[str]) -> Digests:
-        """These digests for the tensors named (a partial load), in their order."""
-        keep = set(names)
-        picked = [i for i, n in enumerate(self.names) if n in keep]
-        return Digests(
-            tuple(self.crcs[i] for i in picked),
-            tuple(self.kinds[i] for i in picked),
-            tuple(self.constant[i] for i in picked) if self.constant else (),
-            tuple(self.names[i] for i in picked),
-        )
-
-    def to_message(self, msg: Any) -> None:
-        """Fill a ``TensorDigests`` message (lineage schema)."""
-        msg.crc32c = b"".join(int(c).to_bytes(4, "big") for c in self.crcs)
-        msg.kind.extend(self.kinds)
-        if self.constant:
-            msg.constant = bytes(int(c) for c in self.constant)
-        msg.name.extend(self.names)
-
-    @classmethod
-    def from_message(cls, msg: Any) -> Digests | None:
-        """A ``TensorDigests`` message's digests; None when it is damaged (lists that disagree
-        in length): an unreadable digest never makes a match."""
-        raw, kinds = bytes(msg.crc32c), tuple(str(k) for k in msg.kind)
-        constant = tuple(bool(b) for b in bytes(msg.constant))
-        names = tuple(str(n) for n in msg.name)
-        if len(raw) != 4 * len(kinds) or (constant and len(constant) != len(kinds)):
-            return None
-        if names and len(names) != len(kinds):
-            names = ()
-        crcs = tuple(int.from_bytes(raw[i : i + 4], "big") for i in range(0, len(raw), 4))
-        return cls(crcs, kinds, constant, names)
 
 
 def digests_of(tensors: Iterable[tuple[str, Any]]) -> Digests:
@@ -185,3 +122,35 @@ def take_loads() -> list[tuple[str, Digests, float]]:
         taken = list(_LOADS)
         _LOADS.clear()
     return taken
+
+
+def file_digests(path: str | os.PathLike[str]) -> Digests | None:
+    """A checkpoint file's digests from its header alone (no tensor byte is read); None for
+    an encrypted file (its header needs the key), another writer's file, or one that is not
+    readable now."""
+    from trainledger.checkpoint import crypto
+    from trainledger.checkpoint.header import parse_header, split_prefix
+    from trainledger.errors import CheckpointFormatError
+
+    try:
+        with open(path, "rb") as fh:
+            first = fh.read(8)
+            if crypto.is_encrypted_prefix(first):
+                return None
+            n = split_prefix(first, os.fstat(fh.fileno()).st_size, str(path))
+            raw = fh.read(n)
+        entries, _, info = parse_header(first, raw, str(path))
+    except (OSError, CheckpointFormatError):
+        return None
+    return header_digests(info, entries)
+
+
+def network_digests(network: Any) -> Digests | None:
+    """A torch network's parameters and buffers, digested as a save would write them (the
+    module inside DDP and ``torch.compile`` wrappers); None for anything that is not one."""
+    if not hasattr(network, "state_dict") or not hasattr(network, "parameters"):
+        return None
+    from trainledger.checkpoint.torch_adapter import unwrap_network
+
+    state = unwrap_network(network).state_dict()
+    return digests_of((k, v) for k, v in state.items() if hasattr(v, "untyped_storage"))

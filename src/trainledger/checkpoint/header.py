@@ -25,6 +25,7 @@ from typing import Any
 import crc32c as _crc32c
 
 from trainledger.errors import CheckpointFormatError
+from trainledger.storage import DTYPE_SIZES
 
 __all__ = [
     "DTYPE_SIZES",
@@ -48,23 +49,6 @@ META_KEY = "trainledger"
 MAX_HEADER = 100 * 1024 * 1024  # the safetensors library's own limit
 
 # safetensors dtype name -> bytes per element
-DTYPE_SIZES: dict[str, int] = {
-    "F64": 8,
-    "F32": 4,
-    "F16": 2,
-    "BF16": 2,
-    "F8_E4M3": 1,
-    "F8_E5M2": 1,
-    "I64": 8,
-    "I32": 4,
-    "I16": 2,
-    "I8": 1,
-    "U64": 8,
-    "U32": 4,
-    "U16": 2,
-    "U8": 1,
-    "BOOL": 1,
-}
 
 
 @dataclass(frozen=True)

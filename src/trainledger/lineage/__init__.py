@@ -23,6 +23,9 @@ from typing import TYPE_CHECKING
 from trainledger.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "RunWeights": "trainledger.lineage.weights",
+    "read_weights": "trainledger.lineage.weights",
+    "weights_event": "trainledger.lineage.weights",
     "DatasetInfo": "trainledger.lineage.analyzers",
     "analyze_dataset": "trainledger.lineage.analyzers",
     "Configured": "trainledger.lineage.analyzers",
@@ -69,6 +72,9 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "RunWeights",
+    "read_weights",
+    "weights_event",
     "analyze_dataset",
     "Configured",
     "configured",
@@ -161,4 +167,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         saved_checkpoint_of,
     )
     from trainledger.lineage.skim import read_run, read_status
+    from trainledger.lineage.weights import RunWeights, read_weights, weights_event
     from trainledger.lineage.writer import get_writer

@@ -269,7 +269,7 @@ def parse_lineage_file(path: str | os.PathLike[str]) -> FileLineage:
         kind = event.WhichOneof("what")
         if kind == "user_defined_info":
             result.user_defined.append(user_info(event.user_defined_info, warn))
-        elif kind is not None and kind != "version":
+        elif kind is not None and kind not in ("version", "weights"):  # (weights: weights.py)
             last[kind] = getattr(event, kind)
             order[kind] = position
     if order.get("train_begin", -1) < order.get("train_lineage", -1):

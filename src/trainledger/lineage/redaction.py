@@ -137,6 +137,12 @@ def redact_event(event: pb.LineageEvent, policy: Redaction) -> pb.LineageEvent:
             ckpt.path = policy.path(ckpt.path)
         if run.HasField("error"):
             run.error = policy.text(run.error)
+    elif kind == "weights":
+        weights = out.weights
+        if weights.HasField("checkpoint"):
+            weights.checkpoint = policy.path(weights.checkpoint)
+        for loaded in weights.loaded:
+            loaded.path = policy.path(loaded.path)
     elif kind == "dataset_graph":
         _graph(out.dataset_graph, policy)
     return out

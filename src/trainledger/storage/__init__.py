@@ -51,6 +51,9 @@ _EXPORTS: dict[str, str] = {
     "index_copy_lock": "trainledger.storage.cache",
     "STAND_IN": "trainledger.storage.cache",
     "request_rescan_all": "trainledger.storage.cache",
+    "Digests": "trainledger.storage.digests",
+    "kind_of": "trainledger.storage.digests",
+    "DTYPE_SIZES": "trainledger.storage.digests",
     "ObjectInfo": "trainledger.storage.objects",
     "public_path": "trainledger.storage.locations",
     "readable_dir": "trainledger.storage.locations",
@@ -153,6 +156,9 @@ __all__ = [
     "STAND_IN",
     "index_copy_lock",
     "request_rescan_all",
+    "Digests",
+    "kind_of",
+    "DTYPE_SIZES",
     "ObjectInfo",
     "public_path",
     "readable_dir",
@@ -244,6 +250,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         request_rescan_all,
     )
     from trainledger.storage.changes import note_change, on_change, remove_listener
+    from trainledger.storage.digests import DTYPE_SIZES, Digests, kind_of
     from trainledger.storage.framing import (
         FOOTER_SIZE,
         HEADER_SIZE,

@@ -6,7 +6,7 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class LineageEvent(_message.Message):
-    __slots__ = ("wall_time", "step", "version", "train_lineage", "evaluation_lineage", "dataset_graph", "user_defined_info", "run", "train_begin")
+    __slots__ = ("wall_time", "step", "version", "train_lineage", "evaluation_lineage", "dataset_graph", "user_defined_info", "run", "train_begin", "weights")
     WALL_TIME_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -16,6 +16,7 @@ class LineageEvent(_message.Message):
     USER_DEFINED_INFO_FIELD_NUMBER: _ClassVar[int]
     RUN_FIELD_NUMBER: _ClassVar[int]
     TRAIN_BEGIN_FIELD_NUMBER: _ClassVar[int]
+    WEIGHTS_FIELD_NUMBER: _ClassVar[int]
     wall_time: float
     step: int
     version: str
@@ -25,7 +26,8 @@ class LineageEvent(_message.Message):
     user_defined_info: UserDefinedInfo
     run: RunInfo
     train_begin: TrainLineage
-    def __init__(self, wall_time: _Optional[float] = ..., step: _Optional[int] = ..., version: _Optional[str] = ..., train_lineage: _Optional[_Union[TrainLineage, _Mapping]] = ..., evaluation_lineage: _Optional[_Union[EvaluationLineage, _Mapping]] = ..., dataset_graph: _Optional[_Union[DatasetGraph, _Mapping]] = ..., user_defined_info: _Optional[_Union[UserDefinedInfo, _Mapping]] = ..., run: _Optional[_Union[RunInfo, _Mapping]] = ..., train_begin: _Optional[_Union[TrainLineage, _Mapping]] = ...) -> None: ...
+    weights: WeightsInfo
+    def __init__(self, wall_time: _Optional[float] = ..., step: _Optional[int] = ..., version: _Optional[str] = ..., train_lineage: _Optional[_Union[TrainLineage, _Mapping]] = ..., evaluation_lineage: _Optional[_Union[EvaluationLineage, _Mapping]] = ..., dataset_graph: _Optional[_Union[DatasetGraph, _Mapping]] = ..., user_defined_info: _Optional[_Union[UserDefinedInfo, _Mapping]] = ..., run: _Optional[_Union[RunInfo, _Mapping]] = ..., train_begin: _Optional[_Union[TrainLineage, _Mapping]] = ..., weights: _Optional[_Union[WeightsInfo, _Mapping]] = ...) -> None: ...
 
 class UserDefinedInfo(_message.Message):
     __slots__ = ("user_info", "map_dict", "map_int32", "map_str", "map_double")
@@ -236,16 +238,30 @@ class Setting(_message.Message):
     def __init__(self, name: _Optional[str] = ..., number: _Optional[float] = ..., integer: _Optional[int] = ..., text: _Optional[str] = ...) -> None: ...
 
 class Checkpoint(_message.Message):
-    __slots__ = ("path", "size", "step", "tensors")
+    __slots__ = ("path", "size", "step")
     PATH_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
-    TENSORS_FIELD_NUMBER: _ClassVar[int]
     path: str
     size: int
     step: int
-    tensors: TensorDigests
-    def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ..., step: _Optional[int] = ..., tensors: _Optional[_Union[TensorDigests, _Mapping]] = ...) -> None: ...
+    def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ..., step: _Optional[int] = ...) -> None: ...
+
+class WeightsInfo(_message.Message):
+    __slots__ = ("initial", "loaded", "checkpoint", "step", "checkpoint_tensors", "evaluated")
+    INITIAL_FIELD_NUMBER: _ClassVar[int]
+    LOADED_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_TENSORS_FIELD_NUMBER: _ClassVar[int]
+    EVALUATED_FIELD_NUMBER: _ClassVar[int]
+    initial: TensorDigests
+    loaded: _containers.RepeatedCompositeFieldContainer[LoadedWeights]
+    checkpoint: str
+    step: int
+    checkpoint_tensors: TensorDigests
+    evaluated: TensorDigests
+    def __init__(self, initial: _Optional[_Union[TensorDigests, _Mapping]] = ..., loaded: _Optional[_Iterable[_Union[LoadedWeights, _Mapping]]] = ..., checkpoint: _Optional[str] = ..., step: _Optional[int] = ..., checkpoint_tensors: _Optional[_Union[TensorDigests, _Mapping]] = ..., evaluated: _Optional[_Union[TensorDigests, _Mapping]] = ...) -> None: ...
 
 class TensorDigests(_message.Message):
     __slots__ = ("crc32c", "kind", "constant", "name")
@@ -270,7 +286,7 @@ class LoadedWeights(_message.Message):
     def __init__(self, path: _Optional[str] = ..., tensors: _Optional[_Union[TensorDigests, _Mapping]] = ..., time: _Optional[float] = ...) -> None: ...
 
 class RunInfo(_message.Message):
-    __slots__ = ("status", "start_time", "end_time", "duration", "total_steps", "epochs_done", "hostname", "pid", "rank", "command", "python_version", "torch_version", "trainledger_version", "git_commit", "git_dirty", "seed", "dataset_fingerprint", "checkpoints", "error", "bad_records", "sessions", "uid", "initial", "loaded")
+    __slots__ = ("status", "start_time", "end_time", "duration", "total_steps", "epochs_done", "hostname", "pid", "rank", "command", "python_version", "torch_version", "trainledger_version", "git_commit", "git_dirty", "seed", "dataset_fingerprint", "checkpoints", "error", "bad_records", "sessions", "uid")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
     END_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -293,8 +309,6 @@ class RunInfo(_message.Message):
     BAD_RECORDS_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
-    INITIAL_FIELD_NUMBER: _ClassVar[int]
-    LOADED_FIELD_NUMBER: _ClassVar[int]
     status: str
     start_time: float
     end_time: float
@@ -317,9 +331,7 @@ class RunInfo(_message.Message):
     bad_records: int
     sessions: _containers.RepeatedCompositeFieldContainer[RunSession]
     uid: str
-    initial: TensorDigests
-    loaded: _containers.RepeatedCompositeFieldContainer[LoadedWeights]
-    def __init__(self, status: _Optional[str] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., duration: _Optional[float] = ..., total_steps: _Optional[int] = ..., epochs_done: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., rank: _Optional[int] = ..., command: _Optional[_Iterable[str]] = ..., python_version: _Optional[str] = ..., torch_version: _Optional[str] = ..., trainledger_version: _Optional[str] = ..., git_commit: _Optional[str] = ..., git_dirty: bool = ..., seed: _Optional[int] = ..., dataset_fingerprint: _Optional[str] = ..., checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., error: _Optional[str] = ..., bad_records: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[RunSession, _Mapping]]] = ..., uid: _Optional[str] = ..., initial: _Optional[_Union[TensorDigests, _Mapping]] = ..., loaded: _Optional[_Iterable[_Union[LoadedWeights, _Mapping]]] = ...) -> None: ...
+    def __init__(self, status: _Optional[str] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., duration: _Optional[float] = ..., total_steps: _Optional[int] = ..., epochs_done: _Optional[int] = ..., hostname: _Optional[str] = ..., pid: _Optional[int] = ..., rank: _Optional[int] = ..., command: _Optional[_Iterable[str]] = ..., python_version: _Optional[str] = ..., torch_version: _Optional[str] = ..., trainledger_version: _Optional[str] = ..., git_commit: _Optional[str] = ..., git_dirty: bool = ..., seed: _Optional[int] = ..., dataset_fingerprint: _Optional[str] = ..., checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., error: _Optional[str] = ..., bad_records: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[RunSession, _Mapping]]] = ..., uid: _Optional[str] = ...) -> None: ...
 
 class RunSession(_message.Message):
     __slots__ = ("start_time", "end_time", "first_step", "last_step", "hostname", "pid")

@@ -1,0 +1,61 @@
+"""What ``TrainLineage`` and ``EvalLineage`` record of a run's weights: the network's digests
+when training (or an evaluation) begins with the files the process loaded, and each
+checkpoint's digests once it is saved (docs/lineage.md, "Across runs").
+
+Why apart from the lineage callbacks: digesting is its own cost with its own budget (one host
+copy and one crc32c pass over the weights at train begin, about 0.3 s per GiB at most on one
+core; nothing per step), and a failure here must never cost the run its lineage: each part
+logs and records nothing instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from trainledger.checkpoint import file_digests, network_digests, take_loads
+from trainledger.lineage import lineage_pb2 as pb
+from trainledger.lineage import weights_event
+from trainledger.storage import public_path
+
+__all__ = ["WeightNotes", "network_event"]
+
+_log = logging.getLogger(__name__)
+
+
+def network_event(network: Any, *, evaluated: bool = False) -> list[pb.LineageEvent]:
+    """The ``weights`` event of ``network`` now (with the process's loads at train begin);
+    none when it is not a torch network or cannot be read."""
+    try:
+        digests = network_digests(network)
+    except Exception as exc:  # noqa: BLE001 - advice: the run's lineage matters more
+        _log.warning("could not digest the network's weights: %s", exc)
+        return []
+    if evaluated:
+        return [weights_event(evaluated=digests)] if digests is not None else []
+    loads = take_loads()
+    if digests is None and not loads:
+        return []
+    return [weights_event(initial=digests, loaded=loads)]
+
+
+class WeightNotes:
+    """The checkpoints of one run whose digests are already in its lineage."""
+
+    def __init__(self) -> None:
+        self._done: set[str] = set()
+
+    def checkpoint_events(self, checkpoints: Mapping[str, int | None]) -> list[pb.LineageEvent]:
+        """``weights`` events of the checkpoints (local path -> global step) not recorded
+        yet, each from its header (a file gone or unreadable is left for the next call)."""
+        events = []
+        for path, step in checkpoints.items():
+            if path in self._done or not os.path.isfile(path):
+                continue
+            digests = file_digests(path)
+            self._done.add(path)
+            if digests is not None:
+                events.append(weights_event(checkpoint=(public_path(path), step, digests)))
+        return events
