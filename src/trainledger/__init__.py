@@ -51,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     # lineage queries
     "get_summary_lineage": "trainledger.query",
     "filter_summary_lineage": "trainledger.query",
+    "run_family": "trainledger.query",
     "lineage_table": "trainledger.query",
     # other trainers
     "track": "trainledger.integrations",
@@ -66,6 +67,7 @@ __all__ = [
     "EvalLineage",
     "FileTailSource",
     "filter_summary_lineage",
+    "run_family",
     "get_summary_lineage",
     "History",
     "LambdaCallback",
@@ -136,7 +138,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from trainledger.data import FileTailSource, QueueStream
     from trainledger.integrations import track
-    from trainledger.query import filter_summary_lineage, get_summary_lineage, lineage_table
+    from trainledger.query import (
+        filter_summary_lineage,
+        get_summary_lineage,
+        lineage_table,
+        run_family,
+    )
     from trainledger.run import (
         CallbackManager,
         DynamicLossScaleManager,

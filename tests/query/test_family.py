@@ -4,6 +4,7 @@ loaded, and nothing else does (a same-seed start, constant tensors, a resume).""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,58 @@ def test_a_source_below_one_percent_is_no_parent() -> None:
     start = _d(*[(i, "F32:1000", False) for i in range(200)])
     tiny = Candidate("./p", "p.ckpt", 3, _d((0, "F32:1000", False)))  # 0.5 % of the bytes
     assert find_sources(start, [tiny]) == []
+
+
+def test_the_family_command_prints_the_tree_and_the_data(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    import trainledger
+    from trainledger.cli.main import cli
+
+    base = tmp_path / "base"
+    a = train(base, "a", make_net(0), evaluate=True)
+    net = make_net(3)
+    load_checkpoint(latest_checkpoint(a), net)
+    train(base, "b", net, evaluate=True)
+    shown = CliRunner().invoke(cli, ["family", str(base), "b"])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert lines[0].startswith("./b  accuracy ") and lines[1] == "started from"
+    assert lines[2].startswith("  ./a  accuracy ") and "step 8, match 100%" in lines[2]
+    as_json = CliRunner().invoke(cli, ["family", str(base), "./a", "--json"])
+    data = json.loads(as_json.output)
+    assert data == trainledger.run_family(base, "a")
+    assert [d["run"] for d in data["descendants"]] == ["./b"]
+    wrong = CliRunner().invoke(cli, ["family", str(base), "zz"])
+    assert wrong.exit_code == 1 and "received: 'zz'" in wrong.output
+
+
+def test_a_family_in_a_bucket_and_on_postgresql(
+    s3_bucket: str, pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writers and the child's load on ``s3://``; the family read through the index's copy,
+    with the index on PostgreSQL."""
+    from trainledger.storage import flush_mirrors
+
+    base = f"s3://{s3_bucket}/team"
+    net = make_net(0)
+    model = Model(net, nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), 0.1))
+    ckpt = ModelCheckpoint("m", f"{base}/pre", CheckpointConfig(save_checkpoint_steps=4))
+    model.train(2, data(), callbacks=[ckpt, TrainLineage(f"{base}/pre")])
+    flush_mirrors()
+    child = make_net(1)
+    load_checkpoint(f"{base}/pre/m-2_4.ckpt", child)
+    model = Model(child, nn.CrossEntropyLoss(), torch.optim.SGD(child.parameters(), 0.1))
+    model.train(1, data(), callbacks=[TrainLineage(f"{base}/fine")])
+    flush_mirrors()
+    monkeypatch.setenv("TRAINLEDGER_INDEX_URL", pg_url)
+    parent = only_parent(base, "fine")  # type: ignore[arg-type]
+    assert parent == {
+        "run": "./pre",
+        "checkpoint": f"{base}/pre/m-2_4.ckpt",
+        "step": 8,
+        "match": 1.0,
+        "child": "./fine",
+        "depth": 1,
+        "metric": {},
+    }

@@ -27,6 +27,7 @@ _COMMANDS: dict[str, str] = {
     "delete": "trainledger.cli.admin:delete",
     "demo": "trainledger.cli.demo:demo",
     "export": "trainledger.cli.export:export",
+    "family": "trainledger.cli.family:family",
     "import": "trainledger.cli.importing:import_group",
     "importance": "trainledger.cli.importance:importance",
     "lineage": "trainledger.cli.lineage:lineage",

@@ -232,7 +232,8 @@ def run_family(
     from trainledger.storage import is_object_url
 
     found = open_index(summary_base_dir, max_depth, index)
-    dirs = sorted(str(r["summary_dir"]) for r in found.records(refresh=True))
+    records = {str(r["summary_dir"]): r for r in found.records(refresh=True)}
+    dirs = sorted(records)
     wanted = _summary_dir(run, os.fspath(summary_base_dir), found.base)
     if wanted not in dirs:
         close = ", ".join(dirs[:5]) + (" ..." if len(dirs) > 5 else "")
@@ -250,7 +251,20 @@ def run_family(
         for run_dir, w in weights.runs.items()
         if w.evaluated
     }
-    return {"run": wanted, **family_of(wanted, sources, evaluations)}
+    family = family_of(wanted, sources, evaluations)
+    for entries in family.values():
+        for entry in entries:
+            entry["metric"] = _main_metric(records.get(str(entry["run"])))
+    return {"run": wanted, "metric": _main_metric(records.get(wanted)), **family}
+
+
+def _main_metric(record: Mapping[str, object] | None) -> dict[str, object]:
+    """A run's main metric (its first, by name: ``accuracy`` before ``loss``), {} for none."""
+    metric = record.get("metric") if record is not None else None
+    if not isinstance(metric, dict) or not metric:
+        return {}
+    name = sorted(metric)[0]
+    return {name: metric[name]}
 
 
 def _summary_dir(run: str, given_base: str, local_base: str) -> str:
