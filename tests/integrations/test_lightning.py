@@ -222,3 +222,22 @@ def test_under_torchrun_ddp_only_rank_zero_writes(tmp_path: Path) -> None:
     assert lineage["hyper_parameters"]["parallel_mode"] == "data_parallel"
     assert lineage["run"]["total_steps"] == 6  # 48 samples / 2 ranks / batch 8, 2 epochs
     assert lineage["metric"]["accuracy"] is not None
+
+
+def test_a_lightning_fine_tune_finds_its_parent(tmp_path: Path) -> None:
+    """Issue 53 item 7: the callback records the starting digests; a LightningModule whose
+    network was loaded from a trainledger checkpoint descends from that checkpoint's run."""
+    import trainledger
+    from trainledger.checkpoint import load_checkpoint, save_checkpoint
+
+    torch.manual_seed(0)
+    pre = MLP(16)
+    with trainledger.track(tmp_path / "pre", network=pre) as run:
+        run.log(5, loss=0.4)
+        save_checkpoint(pre, str(tmp_path / "pre" / "pre.ckpt"))
+        run.checkpoint(tmp_path / "pre" / "pre.ckpt")
+    module = LitMLP(lr=0.1, hidden=16, batch_size=8)
+    load_checkpoint(str(tmp_path / "pre" / "pre.ckpt"), module.net)
+    _trainer(callbacks=[TrainledgerCallback(tmp_path / "lit")]).fit(module, *loaders())
+    (parent,) = trainledger.run_family(tmp_path, "lit")["ancestors"]
+    assert (parent["run"], parent["step"], parent["match"]) == ("./pre", 5, 1.0)

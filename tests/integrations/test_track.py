@@ -86,3 +86,20 @@ def test_log_rejects_a_bad_step(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="received: -1"), trainledger.track(tmp_path) as run:
         run.log(-1, loss=1.0)
     assert get_summary_lineage(str(tmp_path))["run"]["status"] == "failed"
+
+
+def test_a_fine_tune_in_a_hand_written_loop_finds_its_parent(tmp_path: Path) -> None:
+    """Issue 53 item 7: ``track`` records the network's starting digests; a loop that starts
+    from another run's checkpoint is that run's child."""
+    from trainledger.checkpoint import load_checkpoint
+
+    _loop(tmp_path / "pre")
+    torch.manual_seed(3)
+    net = MLP()
+    load_checkpoint(str(tmp_path / "pre" / "final.ckpt"), net)
+    with trainledger.track(tmp_path / "fine", network=net) as run:
+        run.log(1, loss=0.5)
+    family = trainledger.run_family(tmp_path, "fine")
+    (parent,) = family["ancestors"]
+    assert (parent["run"], parent["match"]) == ("./pre", 1.0)
+    assert parent["step"] == 2 * len(loaders()[0])  # the step the loop had reached

@@ -201,3 +201,24 @@ def test_trainer_optimizer_is_recorded_as_configured(tmp_path: Path) -> None:
     assert settings["decoupled_weight_decay"] == "true" and settings["param_groups"] == 2
     assert not any(k.startswith("groups.") for k in settings)
     assert ours["scheduler_settings"] == {"type": "LambdaLR"}
+
+
+def test_a_trainer_fine_tune_finds_its_parent(tmp_path: Path) -> None:
+    """Issue 53 item 7: a Trainer run whose model was loaded from another run's checkpoint
+    (here one a ``track`` loop saved) is that run's child."""
+    import trainledger
+    from trainledger.checkpoint import load_checkpoint, save_checkpoint
+
+    pre = _model()
+    torch.nn.init.normal_(pre.classifier.weight)  # (weights no fresh model has)
+    path = tmp_path / "pre" / "pre.ckpt"
+    with trainledger.track(tmp_path / "pre", network=pre) as run:
+        run.log(3, loss=0.7)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_checkpoint(pre, str(path))
+        run.checkpoint(path)
+    trainer = _trainer(tmp_path, TrainledgerTrainerCallback(tmp_path / "hf"))
+    load_checkpoint(str(path), trainer.model)
+    trainer.train()
+    (parent,) = trainledger.run_family(tmp_path, "hf")["ancestors"]
+    assert (parent["run"], parent["step"], parent["match"]) == ("./pre", 3, 1.0)

@@ -191,8 +191,10 @@ class RunRecorder:
             )
 
     def checkpoint(self, path: str | os.PathLike[str]) -> None:
-        """A checkpoint file the host wrote; the newest becomes the lineage's model path."""
+        """A checkpoint file the host wrote; the newest becomes the lineage's model path. It
+        holds the weights of the current global step (what the family of runs reads)."""
         self.params["latest_ckpt_file"] = os.path.abspath(os.fspath(path))
+        self.params["last_save_ckpt_step"] = int(self.params.get("cur_step_num") or 0)
 
     def epoch_end(self, epochs_done: int | None = None) -> None:
         """A progress snapshot (steps, epochs, checkpoints so far)."""
