@@ -98,11 +98,13 @@ def fsync_dir(directory: str | os.PathLike[str]) -> None:
 
 
 @contextmanager
-def atomic_write(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+def atomic_write(path: str | os.PathLike[str], durable: bool = True) -> Iterator[BinaryIO]:
     """Yield a binary file that becomes ``path`` only if the block completes.
 
     On an exception the temp file is removed and ``path`` is untouched. The temp file is
-    flock-ed until it has been renamed (``writer_alive``).
+    flock-ed until it has been renamed (``writer_alive``). ``durable=False`` skips the two
+    fsyncs, for a cache file that can be made again (a download's stand-in): still never
+    seen half-written, but a power cut may lose it.
     """
     final = Path(path)
     tmp = final.with_name(temp_name(final.name, os.getpid(), os.urandom(4).hex()))
@@ -117,7 +119,8 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
                 _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)  # new file: never contended
             yield fh
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
             if _fcntl is not None:
                 _commit(tmp, final)  # still locked: a sweeper never takes a file mid-rename
         if _fcntl is None:  # pragma: no cover - Windows cannot rename an open file
@@ -130,7 +133,8 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         except FileNotFoundError:
             pass
         raise
-    fsync_dir(final.parent)
+    if durable:
+        fsync_dir(final.parent)
 
 
 @contextmanager
@@ -161,10 +165,13 @@ def exclusive_lock(path: str | os.PathLike[str]) -> Iterator[None]:
 
 
 def atomic_write_bytes(
-    path: str | os.PathLike[str], data: bytes | Callable[[BinaryIO], None]
+    path: str | os.PathLike[str],
+    data: bytes | Callable[[BinaryIO], None],
+    durable: bool = True,
 ) -> None:
-    """Atomically write ``data`` (bytes, or a function that writes into the file) to ``path``."""
-    with atomic_write(path) as fh:
+    """Atomically write ``data`` (bytes, or a function that writes into the file) to ``path``
+    (``durable``: as ``atomic_write``)."""
+    with atomic_write(path, durable) as fh:
         if callable(data):
             data(fh)
         else:

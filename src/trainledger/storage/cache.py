@@ -26,6 +26,7 @@ from typing import BinaryIO
 
 from trainledger.errors import ObjectStoreError
 from trainledger.storage.atomic import atomic_write_bytes, scan_dir
+from trainledger.storage.cache_prefetch import THREADS, Prefetch
 from trainledger.storage.change_log import ChangeRecorder
 from trainledger.storage.copy_sync import (
     listed,
@@ -101,7 +102,7 @@ def inside(directory: str, rel: str) -> str | None:
     return path if path.startswith(root + os.sep) else None
 
 
-def _read_manifest(path: str) -> dict[str, str]:
+def read_manifest(path: str) -> dict[str, str]:
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -134,7 +135,7 @@ StandIns = Callable[[str, Mapping[str, ObjectInfo]], Collection[str]]
 STAND_IN = "stand-in "
 #: downloads at once (each waits a round trip to the store, not for this machine's cores;
 #: 64 as the peers' clients use: the first sync of a big base is all round trips)
-DOWNLOAD_THREADS = 64
+DOWNLOAD_THREADS = THREADS
 
 
 def sync_down(
@@ -174,12 +175,19 @@ def sync_down(
     state = read_state(local)
     if state is not None:  # aged first: a sync that dies half-way never leaves a young copy
         os.utime(state_path, (0, 0))
-    plan = plan_refresh(store, loc, state, rescan)
-    if plan.full is None and plan.changes:
-        if not _apply_changes(store, loc, local, plan.changes, want, stand_ins):
-            plan = listed(store, loc, "a change record names an object that is gone")
+    manifest = os.path.join(local, OBJECTS_MANIFEST)
+    early = Prefetch(
+        store, loc, local, want, stand_ins is not None, lambda: read_manifest(manifest), inside
+    )
+    try:
+        plan = plan_refresh(store, loc, state, rescan, early.page)
+        if plan.full is None and plan.changes:
+            if not _apply_changes(store, loc, local, plan.changes, want, stand_ins):
+                plan = listed(store, loc, "a change record names an object that is gone")
+    finally:
+        fetched = early.finish()
     if plan.full is not None:
-        missed = _apply_listing(store, loc, local, plan.full, want, stand_ins)
+        missed = _apply_listing(store, loc, local, plan.full, want, stand_ins, fetched)
         if state is not None and missed:  # what the records did not say: say it for others
             _record_missed(store, loc, missed)
     os.makedirs(local, exist_ok=True)
@@ -197,12 +205,15 @@ def _apply_listing(
     listing_all: Mapping[str, ObjectInfo],
     want: Callable[[str], bool],
     stand_ins: StandIns | None,
+    fetched: Mapping[str, str] | None = None,
 ) -> dict[str, ObjectInfo | None]:
-    """Make the copy at ``local`` hold what a whole listing (or snapshot) of ``loc`` says;
-    returns the objects that changed (None: gone)."""
+    """Make the copy at ``local`` hold what a whole listing (or snapshot) of ``loc`` says
+    (``fetched``: objects already downloaded while it was listed, rel -> ETag); returns the
+    objects that changed (None: gone)."""
     manifest_path = os.path.join(local, OBJECTS_MANIFEST)
-    have = _read_manifest(manifest_path)
+    have = read_manifest(manifest_path)
     before = dict(have)
+    have.update(fetched or {})
     listed = {rel: i for rel, i in listing_all.items() if want(rel) and not skipped(rel)}
     listing = _usable(listed, loc.url)
     os.makedirs(local, exist_ok=True)
@@ -268,7 +279,7 @@ def _apply_changes(
     if not wanted:
         return True
     manifest_path = os.path.join(local, OBJECTS_MANIFEST)
-    have = _read_manifest(manifest_path)
+    have = read_manifest(manifest_path)
     puts: dict[str, tuple[ObjectInfo, str]] = {}
     for rel, info in sorted(wanted.items()):
         if info is None:
@@ -368,5 +379,5 @@ def _stand_in(rel: str, info: ObjectInfo, path: str, have: dict[str, str]) -> No
     def sparse(fh: BinaryIO) -> None:
         fh.truncate(info.size)  # (zeros that take no disk blocks)
 
-    atomic_write_bytes(path, sparse)
+    atomic_write_bytes(path, sparse, durable=False)  # (a cache: no fsync, made again at will)
     have[rel] = STAND_IN + info.etag

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,10 @@ class Plan:
     why: str = ""  # why a listing (for the log and the tests)
 
 
+#: sees each page of a listing as it arrives (``ObjectStore.list``'s ``on_page``)
+OnPage = Callable[[dict[str, ObjectInfo], str], None] | None
+
+
 def read_state(local: str) -> dict[str, Any] | None:
     """A copy's place in the records, or None (no usable state: list)."""
     try:
@@ -87,22 +92,27 @@ def request_rescan(local: str) -> bool:
     return True
 
 
-def listed(store: ObjectStore, loc: ObjectLocation, why: str) -> Plan:
+def listed(store: ObjectStore, loc: ObjectLocation, why: str, on_page: OnPage = None) -> Plan:
     """A safety listing of ``loc``: the whole prefix, and a fresh place in the records that
     covers from the trailing window before it (records older than that are in it)."""
     began = int(time.time() * 1000) - window_ms()
     state = {"cursor": began, "coverage": began, "listed_at": time.time(), "seen": {}}
-    return Plan(full=store.list(loc), state=state, why=why)
+    return Plan(full=store.list(loc, on_page), state=state, why=why)
 
 
 def plan_refresh(
-    store: ObjectStore, loc: ObjectLocation, state: dict[str, Any] | None, rescan: bool = False
+    store: ObjectStore,
+    loc: ObjectLocation,
+    state: dict[str, Any] | None,
+    rescan: bool = False,
+    on_page: OnPage = None,
 ) -> Plan:
-    """What the copy of ``loc`` whose saved place is ``state`` must change (module doc)."""
+    """What the copy of ``loc`` whose saved place is ``state`` must change (module doc);
+    a listing's pages are shown to ``on_page`` as they arrive (downloads start early)."""
     if state is None or rescan or state.get("rescan"):
-        return listed(store, loc, "first sync" if state is None else "rescan asked")
+        return listed(store, loc, "first sync" if state is None else "rescan asked", on_page)
     if time.time() - float(state["listed_at"]) >= safety_seconds():
-        return listed(store, loc, "safety period")
+        return listed(store, loc, "safety period", on_page)
     cursor = int(state["cursor"])
     names, more = list_records(store, loc.bucket, cursor - window_ms(), pages=1)
     if more:  # far behind: the newest snapshot, if it is newer, spares the rest

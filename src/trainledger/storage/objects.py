@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -326,27 +327,37 @@ class ObjectStore:
         except Exception as exc:
             raise ObjectStoreError(f"could not delete {loc.url}: {exc}") from exc
 
-    def list(self, prefix: ObjectLocation) -> dict[str, ObjectInfo]:
-        """Every object under ``prefix``, keyed by its path relative to the prefix."""
-        root = f"{prefix.bucket}/{prefix.key}".rstrip("/")
-        try:
-            found = self.fs.find(root, detail=True)
-        except FileNotFoundError as exc:  # s3fs: no such bucket (an empty prefix lists as {})
-            raise ObjectStoreError(f"could not list {prefix.url}: {exc}") from exc
-        except Exception as exc:
-            raise ObjectStoreError(f"could not list {prefix.url}: {exc}") from exc
+    def list(
+        self,
+        prefix: ObjectLocation,
+        on_page: Callable[[dict[str, ObjectInfo], str], None] | None = None,
+    ) -> dict[str, ObjectInfo]:
+        """Every object under ``prefix``, keyed by its path relative to the prefix.
+        ``on_page(page, last)`` sees each page (up to 1,000) as it arrives (``last``: its
+        greatest path), so a caller can start on them while the rest is listed."""
+        params: dict[str, Any] = {"Bucket": prefix.bucket}
+        params["Prefix"] = f"{prefix.key}/" if prefix.key else ""
         out: dict[str, ObjectInfo] = {}
-        for path, info in found.items():
-            if info.get("type") == "directory":
-                continue
-            key = path.split("/", 1)[1] if "/" in path else ""
-            rel = prefix.relative(key)
-            if rel:
-                etag = str(info.get("ETag") or info.get("etag") or "").strip('"')
-                modified = info.get("LastModified")
-                mtime_ns = int(modified.timestamp() * 1e9) if hasattr(modified, "timestamp") else 0
-                out[rel] = ObjectInfo(int(info.get("size") or 0), etag, mtime_ns)
-        return out
+        while True:
+            try:
+                answer = self.fs.call_s3("list_objects_v2", **params)
+            except Exception as exc:  # a missing bucket too (an empty prefix lists as {})
+                raise ObjectStoreError(f"could not list {prefix.url}: {exc}") from exc
+            page = {}
+            for item in answer.get("Contents", []):
+                if rel := prefix.relative(str(item["Key"])):
+                    modified = item.get("LastModified")
+                    page[rel] = ObjectInfo(
+                        int(item.get("Size") or 0),
+                        str(item.get("ETag") or "").strip('"'),
+                        int(modified.timestamp() * 1e9) if modified is not None else 0,
+                    )
+            out.update(page)
+            if on_page is not None and page:
+                on_page(page, max(page))
+            if not answer.get("IsTruncated") or not answer.get("NextContinuationToken"):
+                return out
+            params["ContinuationToken"] = answer["NextContinuationToken"]
 
 
 _SHARED: dict[tuple[Any, ...], ObjectStore] = {}
