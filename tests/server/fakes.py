@@ -164,6 +164,17 @@ class FakeStore:
         self._get(run_id)
         return None
 
+    def family(self, run_id: str) -> dict[str, Any]:
+        self._get(run_id)
+        return {
+            "run": f"./{run_id}",
+            "run_id": run_id,
+            "metric": {},
+            "ancestors": [],
+            "descendants": [],
+            "evaluations": [],
+        }
+
     def close(self) -> None:
         self.closed = True
 

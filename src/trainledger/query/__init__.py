@@ -45,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "LineageIndex": "trainledger.query.index",
     "filter_summary_lineage": "trainledger.query.lineage_api",
     "run_family": "trainledger.query.family",
+    "Families": "trainledger.query.family",
     "get_summary_lineage": "trainledger.query.lineage_api",
     "archive_run": "trainledger.query.run_admin",
     "archived_runs": "trainledger.query.run_admin",
@@ -79,6 +80,7 @@ __all__ = [
     "FIELD_ALIASES",
     "FIELDS",
     "filter_summary_lineage",
+    "Families",
     "run_family",
     "flatten_object",
     "flatten_result",
@@ -114,7 +116,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.query.annotations import UNSET
     from trainledger.query.audit import append_audit, cli_actor, read_audit, token_fingerprint
     from trainledger.query.conditions import lineage_types, page_bounds
-    from trainledger.query.family import run_family
+    from trainledger.query.family import Families, run_family
     from trainledger.query.field_hints import condition_fields, did_you_mean, missing_field_notes
     from trainledger.query.fields import (
         CONTROL_KEYS,

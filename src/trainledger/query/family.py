@@ -40,7 +40,15 @@ from dataclasses import dataclass
 from trainledger.lineage import RunWeights, read_weights
 from trainledger.storage import Digests
 
-__all__ = ["Candidate", "Source", "find_sources", "MIN_MATCH", "family_of", "run_family"]
+__all__ = [
+    "Candidate",
+    "Families",
+    "Source",
+    "find_sources",
+    "MIN_MATCH",
+    "family_of",
+    "run_family",
+]
 
 #: the smallest share of a run's tensor bytes a source must explain
 MIN_MATCH = 0.01
@@ -240,22 +248,45 @@ def run_family(
         raise LineageParamValueError(
             f"run expected one of the base's runs ({close}), received: {run!r}"
         )
-    weights = BaseWeights.read(found.base, dirs)
     named = base_name(summary_base_dir, found.base) if is_object_url(summary_base_dir) else None
-    root = named or found.base
-    owner = {f"{root}/{d[2:]}" if d != "." else root: d for d in dirs}
-    candidates = weights.candidates(owner)
-    sources = weights.sources(candidates)
-    evaluations = {
-        run_dir: [s for digests in w.evaluated for s in find_sources(digests, candidates, run_dir)]
-        for run_dir, w in weights.runs.items()
-        if w.evaluated
-    }
-    family = family_of(wanted, sources, evaluations)
-    for entries in family.values():
-        for entry in entries:
-            entry["metric"] = _main_metric(records.get(str(entry["run"])))
-    return {"run": wanted, "metric": _main_metric(records.get(wanted)), **family}
+    families = Families.read(found.base, named or found.base, dirs)
+    return families.of(wanted, records)
+
+
+@dataclass(frozen=True)
+class Families:
+    """Every run's sources and the sources of every run's evaluations, read once from a
+    base's weights: what ``of`` answers any run's family from (the web UI keeps one per data
+    version rather than reading every run's lineage again for each run page)."""
+
+    sources: Mapping[str, list[Source]]
+    evaluations: Mapping[str, list[Source]]
+
+    @classmethod
+    def read(cls, base: str, root: str, dirs: Sequence[str]) -> Families:
+        """The families of the runs ``dirs`` (``summary_dir``s) of the local directory
+        ``base``, whose runs' files writers named under ``root`` (the base's ``s3://`` URL
+        for a copy, else ``base``)."""
+        weights = BaseWeights.read(base, dirs)
+        owner = {f"{root}/{d[2:]}" if d != "." else root: d for d in dirs}
+        candidates = weights.candidates(owner)
+        evaluations = {
+            run_dir: [
+                s for digests in w.evaluated for s in find_sources(digests, candidates, run_dir)
+            ]
+            for run_dir, w in weights.runs.items()
+            if w.evaluated
+        }
+        return cls(weights.sources(candidates), evaluations)
+
+    def of(self, run: str, records: Mapping[str, Mapping[str, object]]) -> dict[str, object]:
+        """``run``'s family (``family_of``), each entry with its run's main metric from
+        ``records`` (``summary_dir`` -> a record with ``metric``)."""
+        family = family_of(run, self.sources, self.evaluations)
+        for entries in family.values():
+            for entry in entries:
+                entry["metric"] = _main_metric(records.get(str(entry["run"])))
+        return {"run": run, "metric": _main_metric(records.get(run)), **family}
 
 
 def _main_metric(record: Mapping[str, object] | None) -> dict[str, object]:

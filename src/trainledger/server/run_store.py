@@ -38,6 +38,7 @@ from trainledger.query import (
 from trainledger.server.checkpoint_listing import run_checkpoints
 from trainledger.server.columns import RUN_FIELDS
 from trainledger.server.divergence import diverged
+from trainledger.server.family_view import FamilyCache
 from trainledger.server.media_store import Kind, MediaCache
 from trainledger.server.scalar_cache import RunScalars
 from trainledger.server.security import RunNotFound, check_run_id, resolve_run
@@ -135,6 +136,9 @@ class RunStore(Protocol):
     def graph(self, run_id: str, max_nodes: int) -> dict[str, Any] | None:
         """The run's computational graph as JSON (``graph_view.graph_view``), or None."""
 
+    def family(self, run_id: str) -> dict[str, Any]:
+        """The run's family (``family_view.with_run_ids``); RunNotFound for an unknown run."""
+
     def close(self) -> None:
         """Release files and connections."""
 
@@ -211,6 +215,7 @@ class IndexedRunStore:
         self._scalars: OrderedDict[str, RunScalars] = OrderedDict()
         self._media = MediaCache(interval=scalar_interval, max_runs=max(1, max_cached_runs // 4))
         self._structure = StructureCache(max_runs=max(1, max_cached_runs // 4))
+        self._families = FamilyCache()
 
     def stamp(self, scan: bool = True) -> dict[str, Any]:
         """Re-scans in the caller's thread: the page's poll may wait; its table requests not."""
@@ -411,6 +416,13 @@ class IndexedRunStore:
             check_run_id(run_id), path, f"graph-{max_nodes}", lambda p: read_run_graph(p, max_nodes)
         )
         return found
+
+    def family(self, run_id: str) -> dict[str, Any]:
+        self._path(run_id)  # the run-id rules, and 404 before any file of the base is read
+        version = self.service.version  # before the search: a change after it reads again
+        objects = self.service.search(None)["object"]
+        summary_dir = f"./{check_run_id(run_id)}"
+        return self._families.family(str(self.base), self.remote, version, objects, summary_dir)
 
     def close(self) -> None:
         self.service.close()

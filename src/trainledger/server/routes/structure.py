@@ -1,4 +1,4 @@
-"""One run's loss landscapes and computational graph, for the run page.
+"""One run's loss landscapes, computational graph and family, for the run page.
 
 Registered before the ``/runs/{run_id:run}`` route, which would otherwise swallow these
 paths. The run id goes through the store, hence ``security.resolve_run``: only runs the index
@@ -45,3 +45,18 @@ def graph(
     if found is None:
         raise HTTPException(404, f"run {run_id!r} has no computational graph")
     return found
+
+
+@router.get(
+    "/{run_id:run}/family",
+    tags=["runs"],
+    summary="The run's family: the runs it started from, those that started from it, and "
+    "the evaluations of its checkpoints",
+)
+def family(store: StoreDep, run_id: str) -> dict[str, Any]:
+    """``trainledger.run_family``'s answer (``{"run", "metric", "ancestors", "descendants",
+    "evaluations"}``, each entry with ``run``, ``checkpoint``, ``step``, ``match``, ``depth``
+    and ``metric``), with ``run_id`` on the answer and on every entry (null for a file from
+    outside the base), ``child_id`` on ancestors and ``parent_id`` on descendants; 404 for a
+    run the index does not know."""
+    return store.family(run_id)

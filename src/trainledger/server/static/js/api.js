@@ -69,6 +69,7 @@ export const api = {
   landscapes: (id) => request("GET", `/runs/${enc(id)}/landscapes`),
   graph: (id, maxNodes) =>
     request("GET", `/runs/${enc(id)}/graph`, { query: maxNodes ? { max_nodes: maxNodes } : {} }),
+  family: (id) => request("GET", `/runs/${enc(id)}/family`),
   datasets: () => request("GET", "/datasets"),
   diff: (runs, all = false) => request("GET", "/diff", { query: { run: runs, all } }),
   importance: (metric, where, includeIds = false) =>

@@ -2,6 +2,7 @@
 // the table is sorted and paged by the server; tags, remarks, selection, CSV, --where filter.
 import { api } from "./api.js";
 import { diffHash } from "./diff.js";
+import { FAMILY_GROUP, PARENT_COLUMN, fillParents, indexColumn } from "./family_column.js";
 import { buildAxis, place } from "./parcoords_axes.js";
 import { LineLayer, lineColors } from "./parcoords_lines.js";
 import { colorAxisOf, lineOpacity, parcoordsOption } from "./parcoords_option.js";
@@ -10,7 +11,7 @@ import { $, colorFor, debounce, divergedText, escapeHtml, exact, fmt, fmtField, 
 
 const STORE_KEY = "trainledger.columns";
 const GROUP_ORDER = ["Metrics", "Series", "User defined", "Optimizer and scheduler", "Hyperparameters",
-  "Other"];
+  "Other", FAMILY_GROUP];
 // a series statistic of a scalar tag, e.g. max(eval/acc) (query/series_fields.py)
 const SERIES_FIELD = /^(last|min|max|count|last_step|min_step|max_step|nonfinite_step)\(.+\)$/;
 
@@ -113,7 +114,7 @@ function savedColumns() {
 
 async function loadColumns() {
   const result = await api.columns({}, []);
-  state.groups = result.groups;
+  state.groups = { ...result.groups, [FAMILY_GROUP]: [PARENT_COLUMN] };  // the page's own
   state.sortable = new Set(result.sortable);
   state.columns ??= savedColumns() || await variedDefaults(result.groups);
   renderColumnPanel();
@@ -253,7 +254,7 @@ async function pointsAndCharts(columns) {
 // drawing is one long task; a frame at most, and no wait in a hidden tab)
 async function loadChart(after = null) {
   const el = $("#parcoords");
-  const columns = axisOrder(state.columns.filter((c) => !c.startsWith("run/")));
+  const columns = axisOrder(state.columns.filter((c) => !c.startsWith("run/") && indexColumn(c)));
   const data = firstPoints(columns) || await pointsAndCharts(columns);
   await Promise.all([loadCharts(), after]);
   if (after) await painted();
@@ -444,6 +445,7 @@ function renderTable(objects) {
       h("td", {}, remarkInput(id, info.remark || "")));
     return row;
   }));
+  if (state.columns.includes(PARENT_COLUMN)) fillParents(tbody);
   $("#table-empty").hidden = objects.length > 0;
   sayEmpty();
   const start = state.count ? state.page * state.size + 1 : 0;
@@ -533,7 +535,7 @@ async function downloadCsv() {
   const cond = tableCondition();
   delete cond.offset;
   delete cond.limit;
-  const blob = await api.exportCsv(cond, state.where, ["run_id", ...state.columns, "tag", "remark"]);
+  const blob = await api.exportCsv(cond, state.where, ["run_id", ...state.columns.filter(indexColumn), "tag", "remark"]);
   const url = URL.createObjectURL(blob);
   const a = h("a", { href: url, download: "trainledger-runs.csv" });
   document.body.append(a);

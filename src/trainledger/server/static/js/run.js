@@ -1,6 +1,7 @@
 // Run detail: every lineage field, checkpoints, user fields, status, annotation, dataset graph.
 import { api } from "./api.js";
 import { expandable } from "./expand.js";
+import { showFamily } from "./family.js";
 import { initGraph, showGraph } from "./graph.js";
 import { initLandscapes, showLandscapes } from "./landscape.js";
 import { initMedia, showMedia } from "./media.js";
@@ -102,6 +103,7 @@ export async function showRun(id, { onCompare } = {}) {
   showLandscapes(id);
   showGraph(id);
   showRunScalars(id, onCompare);
+  showFamily(id);
 
   const lineage = detail.lineage || {};
   const keys = [...ORDER.filter((k) => k in lineage),

@@ -1,0 +1,116 @@
+"""The run's family in headless Chromium (issue 53 item 6): the run page's Family card, its
+nodes and edge labels where they are drawn, and no family request on the runs table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.server.browser_support import LiveServer, doc_image
+from tests.server.family_runs import make_family_base
+from tests.server.test_browser import open_view
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def family_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    server = LiveServer(make_family_base(tmp_path_factory.mktemp("family") / "base")).start()
+    yield server
+    server.stop()
+
+
+def _family(page: Any, url: str, run: str) -> Any:
+    open_view(page, url, f"run/{run}")
+    page.wait_for_function(f"document.getElementById('run-family').dataset.loaded === {run!r}")
+    return page.locator("#run-family")
+
+
+def _box(page: Any, selector: str) -> dict[str, float]:
+    box: dict[str, float] = page.locator(selector).bounding_box()
+    return box
+
+
+def test_a_childs_family_card_draws_its_parent_left_and_its_evaluation_below(
+    page: Any, family_server: LiveServer
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    card = _family(page, family_server.url, "fine")
+    assert card.is_visible()
+    parent = card.locator(".family-link.ancestor")
+    assert parent.locator(".family-edge").inner_text() == "step 8 · 100%"
+    assert parent.locator("a.family-run").get_attribute("href") == "#/run/pre"
+    me = _box(page, "#run-family .family-node.self")
+    left = _box(page, "#run-family .family-node.ancestor")
+    below = _box(page, "#run-family .family-node.evaluation")
+    assert left["x"] + left["width"] <= me["x"], (left, me)  # the parent to the left
+    assert below["y"] >= me["y"] + me["height"], (below, me)  # the evaluation below
+    ev = card.locator(".family-link.evaluation")
+    assert ev.locator(".family-edge").inner_text() == "step 8 · 100%"
+    assert ev.locator("a.family-run").inner_text() == "fine-eval"
+    assert card.locator(".family-node.descendant").count() == 0
+    doc_image(card, "family")
+    # the parent's link opens its page, where the child is drawn to its right
+    parent.locator("a.family-run").click()
+    page.wait_for_function("document.getElementById('run-family').dataset.loaded === 'pre'")
+    me = _box(page, "#run-family .family-node.self")
+    right = _box(page, "#run-family .family-node.descendant")
+    assert right["x"] >= me["x"] + me["width"], (right, me)
+    assert page.locator("#run-family .family-link.descendant .family-edge").inner_text() == (
+        "step 8 · 100%"
+    )
+    assert page.locator("#run-family .family-node.descendant").get_attribute("data-run") == "fine"
+
+
+def test_a_run_without_family_has_no_card(page: Any, family_server: LiveServer) -> None:
+    card = _family(page, family_server.url, "alone")
+    assert card.is_hidden()
+    assert page.locator("#run-family .family-node").count() == 0
+
+
+def test_the_curves_stay_above_the_fold_with_a_family(page: Any, family_server: LiveServer) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    _family(page, family_server.url, "fine")
+    page.wait_for_selector("#run-scalars:not([hidden]) .chart-small[data-points]")
+    first = _box(page, "#run-scalars .chart-small")
+    assert first["y"] >= 0 and first["y"] + first["height"] <= 800, first
+
+
+def test_the_runs_table_asks_for_no_family(page: Any, family_server: LiveServer) -> None:
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    open_view(page, family_server.url, "lineage")
+    page.wait_for_function("document.querySelectorAll('#runs-table tbody tr').length === 4")
+    assert [u for u in asked if "/api/" in u and u.endswith("/family")] == []
+
+
+def test_the_parent_column_shows_each_runs_parent_once_chosen(
+    page: Any, family_server: LiveServer
+) -> None:
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    open_view(page, family_server.url, "lineage")
+    page.wait_for_function("document.querySelectorAll('#runs-table tbody tr').length === 4")
+    page.click("#columns-btn")
+    page.locator('#columns-panel input[data-column="parent/run"]').check()
+    cells = 'td[data-column="parent/run"]'
+    page.wait_for_function(
+        f"[...document.querySelectorAll('#runs-table {cells}')].length === 4 && "
+        f"[...document.querySelectorAll('#runs-table {cells}')].every(c => c.dataset.loaded)"
+    )
+    fine = page.locator(f'#runs-table tr[data-run="fine"] {cells}')
+    assert fine.inner_text() == "pre @8"
+    assert fine.locator("a").get_attribute("href") == "#/run/pre"
+    assert page.locator(f'#runs-table tr[data-run="pre"] {cells}').inner_text() == "—"
+    assert page.locator(f'#runs-table tr[data-run="fine-eval"] {cells}').inner_text() == "—"
+    # one request per run of the page, and only once the column was chosen
+    assert len([u for u in asked if u.endswith("/family")]) == 4
+    # no axis for it on the chart (the index does not hold it)
+    axes = page.evaluate(
+        "echarts.getInstanceByDom(document.getElementById('parcoords'))"
+        ".getOption().parallelAxis.map(a => a.name)"
+    )
+    assert "parent/run" not in axes
+    page.evaluate("localStorage.clear()")
