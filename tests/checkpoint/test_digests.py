@@ -38,7 +38,9 @@ def test_the_header_holds_each_tensors_crc_of_its_bytes(tmp_path: Path) -> None:
         assert crc == crc32c.crc32c(raw.tobytes()), name  # the bytes' own crc, by itself
         assert kind.split(":")[1] == "x".join(map(str, state[name].shape)), name
     memory = digests_of(state.items())
-    assert dict(zip(memory.names, memory.keys())) == dict(zip(found.names, found.keys()))
+    assert dict(zip(memory.names, memory.keys(), strict=True)) == dict(
+        zip(found.names, found.keys(), strict=True)
+    )
     # the big weight (600x300 floats) is above the combine threshold, the small ones below
     assert state["2.weight"].numel() * 4 >= COMBINE_FROM > state["0.weight"].numel() * 4
     assert set(load_file(str(path))) == set(state)  # the safetensors library reads it
@@ -69,6 +71,6 @@ def test_a_load_records_what_it_read(tmp_path: Path, foreign: bool) -> None:
     assert where == str(path)
     assert sorted(digests.names) == sorted(k for k in state if not k.startswith("2."))
     expected = digests_of((k, v) for k, v in state.items() if not k.startswith("2."))
-    assert dict(zip(digests.names, digests.keys())) == dict(
-        zip(expected.names, expected.keys())
+    assert dict(zip(digests.names, digests.keys(), strict=True)) == dict(
+        zip(expected.names, expected.keys(), strict=True)
     )

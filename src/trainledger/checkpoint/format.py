@@ -204,7 +204,7 @@ def _write_streamed(
     """Write the tensor bytes piece by piece, the checksum taken from each piece while it is
     at hand (a streamed piece is gone once the next is asked for); returns their crc32c and
     each tensor's."""
-    crc, each = 0, []
+    crc, each = 0, list[int]()
     for i in order:
         crc = tensor_crc(_pieces(items[i][1].data), items[i][1].data.nbytes, crc, each, fh.write)
     return crc, each

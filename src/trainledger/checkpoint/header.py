@@ -344,7 +344,7 @@ def tensor_crc(
 def crc_of(tensors: Sequence[Iterable[memoryview]], sizes: Sequence[int]) -> tuple[int, list[int]]:
     """The crc32c of the tensors' bytes one after another, and of each (its digest), from one
     pass over the bytes."""
-    crc, each = 0, []
+    crc, each = 0, list[int]()
     for pieces, nbytes in zip(tensors, sizes, strict=True):
         crc = tensor_crc(pieces, nbytes, crc, each)
     return crc, each

@@ -24,7 +24,7 @@ def family(base: str, run: str, as_json: bool, index: str | None) -> None:
     from trainledger.query import run_family
 
     try:
-        answer = run_family(user_location(base), run, index=index)
+        answer: dict[str, Any] = run_family(user_location(base), run, index=index)
     except (LineageError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
