@@ -74,3 +74,14 @@ def test_a_load_records_what_it_read(tmp_path: Path, foreign: bool) -> None:
     assert dict(zip(digests.names, digests.keys(), strict=True)) == dict(
         zip(expected.names, expected.keys(), strict=True)
     )
+
+
+def test_a_name_that_is_not_utf8_is_recorded_with_its_bad_bytes_replaced() -> None:
+    """A foreign file's tensor names may hold any bytes: the lineage's string field takes
+    them replaced, and the train begin that records them does not fail."""
+    from trainledger.lineage import weights_event
+    from trainledger.storage import Digests
+
+    digests = Digests((1, 2), ("F32:1", "F32:1"), (), (b"a\x94b", "c\udc94d"))
+    event = weights_event(initial=digests)
+    assert list(event.weights.initial.name) == ["a\ufffdb", "c?d"]

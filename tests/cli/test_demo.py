@@ -34,7 +34,10 @@ def test_demo_trains_runs_and_prints_lineage_table(tmp_path: Path) -> None:
         assert "loss/auto" in read_scalars(run)  # TensorBoard summaries
         assert f"\n{name} " in result.output or f" {name} " in result.output
     # the table is the lineage query's answer, not squeezed when the output is not a terminal
-    assert "4 of 4 runs" in result.output
+    assert "5 of 5 runs" in result.output
+    # the fine-tune's parent, found from the weights (issue 53: the demo shows a family)
+    assert "mlp_finetune started from ./mlp_sgd at step" in result.output
+    assert "(100% of its weights)" in result.output
     assert "DigitsCNN" in result.output and "accuracy" in result.output
     assert f"trainledger ui {out}" in result.output
 

@@ -27,18 +27,19 @@ _log = logging.getLogger(__name__)
 
 def network_event(network: Any, *, evaluated: bool = False) -> list[pb.LineageEvent]:
     """The ``weights`` event of ``network`` now (with the process's loads at train begin);
-    none when it is not a torch network or cannot be read."""
+    none when it is not a torch network or cannot be read (logged: the run's lineage
+    matters more than its digests)."""
     try:
         digests = network_digests(network)
-    except Exception as exc:  # noqa: BLE001 - advice: the run's lineage matters more
-        _log.warning("could not digest the network's weights: %s", exc)
+        if evaluated:
+            return [weights_event(evaluated=digests)] if digests is not None else []
+        loads = take_loads()
+        if digests is None and not loads:
+            return []
+        return [weights_event(initial=digests, loaded=loads)]
+    except Exception as exc:  # noqa: BLE001 - advice, as the module doc says
+        _log.warning("could not record the network's weight digests: %s", exc)
         return []
-    if evaluated:
-        return [weights_event(evaluated=digests)] if digests is not None else []
-    loads = take_loads()
-    if digests is None and not loads:
-        return []
-    return [weights_event(initial=digests, loaded=loads)]
 
 
 class WeightNotes:

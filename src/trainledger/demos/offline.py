@@ -30,10 +30,10 @@ from trainledger.callbacks import (
     ModelCheckpoint,
     SummaryCollector,
 )
-from trainledger.checkpoint import CheckpointConfig
+from trainledger.checkpoint import CheckpointConfig, latest_checkpoint, load_checkpoint
 from trainledger.cli import cli_command, render_table
 from trainledger.demos.dirs import next_run_dir
-from trainledger.query import filter_summary_lineage
+from trainledger.query import filter_summary_lineage, run_family
 from trainledger.run import Callback, Model
 
 __all__ = [
@@ -241,11 +241,32 @@ def run_cnn_adam(out: Path, data: DigitsData) -> dict[str, Any]:
     )
 
 
+def run_mlp_finetune(out: Path, data: DigitsData) -> dict[str, Any]:
+    """A fine-tune: the newest ``mlp_sgd`` run's last checkpoint, trained on with Adam at a
+    small learning rate. Nothing declares where it started: its family is found from the
+    weights themselves (``trainledger family``)."""
+    torch.manual_seed(SEED + 1)
+    parent = max(out.glob("mlp_sgd*"), key=lambda p: p.stat().st_mtime)
+    run_dir = next_run_dir(out, "mlp_finetune")
+    net = mlp()
+    load_checkpoint(latest_checkpoint(parent / "ckpt"), net)
+    return fit_and_score(
+        run_dir=run_dir,
+        network=net,
+        optimizer=torch.optim.Adam(net.parameters(), lr=0.0005),
+        data=data,
+        batch_size=32,
+        epochs=3,
+        callbacks=[History()],
+    )
+
+
 RUNS: tuple[Callable[[Path, DigitsData], dict[str, Any]], ...] = (
     run_mlp_sgd,
     run_mlp_momentum,
     run_mlp_adam,
     run_cnn_adam,
+    run_mlp_finetune,
 )
 
 
@@ -265,7 +286,20 @@ def run_demo(out: Path, console: Console | None = None) -> list[dict[str, Any]]:
         console.print(f"  {Path(row['run_dir']).name}: accuracy {row['accuracy']:.4f}")
         rows.append(row)
     print_lineage(out, console)
+    print_family(out, Path(rows[-1]["run_dir"]).name, console)
     return rows
+
+
+def print_family(out: Path, run: str, console: Console) -> None:
+    """Where the fine-tune's weights came from, found from the weights themselves."""
+    family = run_family(str(out), run)
+    for parent in family["ancestors"]:
+        console.print(
+            f"{run} started from {parent['run']} at step {parent['step']} "
+            f"({parent['match']:.0%} of its weights), found from the weights themselves: "
+            f"{cli_command()} family {out} {run}",
+            soft_wrap=True,
+        )
 
 
 def print_lineage(out: Path, console: Console) -> None:

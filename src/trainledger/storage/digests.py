@@ -82,7 +82,7 @@ class Digests:
         msg.kind.extend(self.kinds)
         if self.constant:
             msg.constant = bytes(int(c) for c in self.constant)
-        msg.name.extend(self.names)
+        msg.name.extend(_text(n) for n in self.names)
 
     @classmethod
     def from_message(cls, msg: Any) -> Digests | None:
@@ -97,3 +97,11 @@ class Digests:
             names = ()
         crcs = tuple(int.from_bytes(raw[i : i + 4], "big") for i in range(0, len(raw), 4))
         return cls(crcs, kinds, constant, names)
+
+
+def _text(name: object) -> str:
+    """A tensor name as the lineage's UTF-8 string field takes it: a name that is not valid
+    UTF-8 (a foreign file's bytes, a surrogate-escaped str) with its bad bytes replaced."""
+    if isinstance(name, bytes):
+        return name.decode("utf-8", "replace")
+    return str(name).encode("utf-8", "replace").decode("utf-8")
