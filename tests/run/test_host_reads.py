@@ -36,6 +36,9 @@ RECORD_EVERY = 10
 class Phases(Callback):
     """First in the list: names the hook that every later read happens in."""
 
+    def on_train_begin(self, run_context: RunContext) -> None:
+        READS.phase = ("begin",)
+
     def on_train_step_begin(self, run_context: RunContext) -> None:
         READS.phase = ("step", run_context.original_args().cur_step_num)
 
@@ -109,6 +112,9 @@ def _between_records() -> list[tuple[Any, str]]:
 def test_default_callbacks_read_no_device_value_between_records(tmp_path, capsys):
     _run(True, tmp_path / "device")
     assert _between_records() == []
+    # train begin: one host copy of each of the network's 4 tensors (their digests, for the
+    # run's family), shared by the two lineage writers
+    assert sum(phase == ("begin",) for phase, _ in READS.reads) <= 4
     per_phase = collections.Counter(phase for phase, _ in READS.reads)
     # a record reads the loss and the histograms in one batched copy (one dtype)
     assert max(n for phase, n in per_phase.items() if phase[0] == "step") == 1

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainledger.callbacks.lineage_base import LineageCallback
-from trainledger.callbacks.lineage_weights import WeightNotes, network_event
+from trainledger.callbacks.lineage_weights import WeightNotes, begin_events, network_event
 from trainledger.callbacks.run_sessions import (
     current_session,
     earlier_sessions,
@@ -211,7 +211,7 @@ class TrainLineage(LineageCallback):
         events.append(train_begin_event(self._train_values(params, final=False)))
         events.append(run_event(self._run_values(params, "running")))
         # the weights it starts from, for its family (callbacks/lineage_weights.py)
-        events += network_event(params.get("network") or params.get("train_network"))
+        events += begin_events(params)
         self._write(events)
 
     def _epoch_end(self, params: CallbackParams) -> None:
@@ -408,6 +408,9 @@ class EvalLineage(LineageCallback):
             valid_dataset_fingerprint=ds.fingerprint,
             step=as_int(params.get("cur_step_num")),
         )
+        # what an evaluation on its own evaluated, for its family (inside a training, the
+        # run's own checkpoints say it: no copy of the weights at each evaluation)
+        inside_training = params.get("train_network") is not None
         network = params.get("network") or params.get("eval_network")
-        weights = network_event(network, evaluated=True)  # what it evaluated, for its family
+        weights = [] if inside_training else network_event(network, evaluated=True)
         self._write(self._user_events() + [eval_event(values), *weights])

@@ -15,12 +15,18 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from trainledger.checkpoint import file_digests, network_digests, take_loads
+from trainledger.checkpoint import (
+    file_digests,
+    is_fsdp,
+    network_digests,
+    take_loads,
+    unwrap_network,
+)
 from trainledger.lineage import lineage_pb2 as pb
 from trainledger.lineage import weights_event
 from trainledger.storage import public_path
 
-__all__ = ["WeightNotes", "network_event"]
+__all__ = ["WeightNotes", "network_event", "begin_events"]
 
 _log = logging.getLogger(__name__)
 
@@ -30,6 +36,8 @@ def network_event(network: Any, *, evaluated: bool = False) -> list[pb.LineageEv
     none when it is not a torch network or cannot be read (logged: the run's lineage
     matters more than its digests)."""
     try:
+        if hasattr(network, "modules") and is_fsdp(unwrap_network(network)):
+            return []  # gathering its state is a collective the other ranks do not join
         digests = network_digests(network)
         if evaluated:
             return [weights_event(evaluated=digests)] if digests is not None else []
@@ -40,6 +48,17 @@ def network_event(network: Any, *, evaluated: bool = False) -> list[pb.LineageEv
     except Exception as exc:  # noqa: BLE001 - advice, as the module doc says
         _log.warning("could not record the network's weight digests: %s", exc)
         return []
+
+
+def begin_events(params: Any) -> list[pb.LineageEvent]:
+    """``network_event`` of the training's network, once per training: every lineage writer
+    of the run (``TrainLineage``, ``SummaryCollector``'s) records the same event, from one
+    host copy of each tensor (kept in the cb_params)."""
+    cached = params.get("weights_at_begin")
+    if cached is None:
+        network = params.get("network") or params.get("train_network")
+        cached = params["weights_at_begin"] = network_event(network)
+    return list(cached)
 
 
 class WeightNotes:

@@ -22,7 +22,7 @@ from typing import Any
 
 import crc32c as _crc32c
 
-from trainledger.storage import Digests, kind_of
+from trainledger.storage import DTYPE_SIZES, Digests, kind_of
 
 __all__ = [
     "Digests",
@@ -53,29 +53,31 @@ def digests_of(tensors: Iterable[tuple[str, Any]]) -> Digests:
 
 
 def _raw_and_constant(name: str, value: Any) -> tuple[Any, bool]:
-    """The tensor's bytes as a save writes them, and whether its elements are all equal
-    (checked where the tensor lives: on a GPU, before its one host copy)."""
+    """The tensor's bytes as a save writes them (for a GPU tensor, its one host copy: no other
+    read of the device), and whether its elements are all equal, told from those bytes."""
     if hasattr(value, "untyped_storage"):  # a torch tensor
-        import torch
-
         from trainledger.checkpoint.torch_adapter import tensor_to_raw
 
-        flat = value.detach().reshape(-1)
-        if flat.numel() == 0:
-            same = True
-        elif flat.dtype.is_floating_point or flat.dtype in (torch.int32, torch.int64):
-            low, high = torch.aminmax(flat)  # one pass, no mask (NaN: never constant)
-            same = bool(low == high)
-        else:
-            same = bool((flat == flat[0]).all())
-        return tensor_to_raw(name, value), same
+        raw = tensor_to_raw(name, value)
+    else:
+        import numpy as np
+
+        from trainledger.checkpoint.format import numpy_to_raw
+
+        raw = numpy_to_raw(np.ascontiguousarray(value))
+    return raw, _constant(raw.data, DTYPE_SIZES.get(raw.dtype, 1))
+
+
+def _constant(data: Any, itemsize: int) -> bool:
+    """Whether every element holds the same bytes: the bytes as unsigned integers of the
+    element's width, their minimum equal to their maximum (two passes, no mask; -0.0 beside
+    0.0 is not constant, a tensor of NaNs is)."""
     import numpy as np
 
-    from trainledger.checkpoint.format import numpy_to_raw
-
-    array = np.ascontiguousarray(value)
-    flat = array.reshape(-1)
-    return numpy_to_raw(array), bool(flat.size == 0 or (flat == flat[0]).all())
+    view = memoryview(data).cast("B")
+    width = itemsize if itemsize in (1, 2, 4, 8) and len(view) % itemsize == 0 else 1
+    values = np.frombuffer(view, dtype=f"u{width}")
+    return bool(values.size == 0 or values.min() == values.max())
 
 
 def header_digests(info: Mapping[str, Any], entries: Sequence[Any]) -> Digests | None:
@@ -147,7 +149,8 @@ def file_digests(path: str | os.PathLike[str]) -> Digests | None:
 
 def network_digests(network: Any) -> Digests | None:
     """A torch network's parameters and buffers, digested as a save would write them (the
-    module inside DDP and ``torch.compile`` wrappers); None for anything that is not one."""
+    module inside DDP and ``torch.compile`` wrappers); None for anything that is not one. Not
+    for an FSDP module: its state dict is a collective (the caller checks, ``is_fsdp``)."""
     if not hasattr(network, "state_dict") or not hasattr(network, "parameters"):
         return None
     from trainledger.checkpoint.torch_adapter import unwrap_network

@@ -249,7 +249,10 @@ def run_mlp_finetune(out: Path, data: DigitsData) -> dict[str, Any]:
     parent = max(out.glob("mlp_sgd*"), key=lambda p: p.stat().st_mtime)
     run_dir = next_run_dir(out, "mlp_finetune")
     net = mlp()
-    load_checkpoint(latest_checkpoint(parent / "ckpt"), net)
+    start = latest_checkpoint(parent / "ckpt")
+    if start is None:
+        raise FileNotFoundError(f"the fine-tune expected a checkpoint in {parent / 'ckpt'}")
+    load_checkpoint(start, net)
     return fit_and_score(
         run_dir=run_dir,
         network=net,
@@ -292,7 +295,7 @@ def run_demo(out: Path, console: Console | None = None) -> list[dict[str, Any]]:
 
 def print_family(out: Path, run: str, console: Console) -> None:
     """Where the fine-tune's weights came from, found from the weights themselves."""
-    family = run_family(str(out), run)
+    family: dict[str, Any] = run_family(str(out), run)
     for parent in family["ancestors"]:
         console.print(
             f"{run} started from {parent['run']} at step {parent['step']} "

@@ -190,11 +190,12 @@ class RunRecorder:
                 int(self.params["cur_step_num"]), {f"eval/{k}": v for k, v in clean.items()}
             )
 
-    def checkpoint(self, path: str | os.PathLike[str]) -> None:
-        """A checkpoint file the host wrote; the newest becomes the lineage's model path. It
-        holds the weights of the current global step (what the family of runs reads)."""
+    def checkpoint(self, path: str | os.PathLike[str], step: int | None = None) -> None:
+        """A checkpoint file the host wrote; the newest becomes the lineage's model path.
+        ``step``: the global step its weights are of, where the host knows it (a best-model
+        file written earlier is not of the current step)."""
         self.params["latest_ckpt_file"] = os.path.abspath(os.fspath(path))
-        self.params["last_save_ckpt_step"] = int(self.params.get("cur_step_num") or 0)
+        self.params["last_save_ckpt_step"] = int(step) if step is not None else 0
 
     def epoch_end(self, epochs_done: int | None = None) -> None:
         """A progress snapshot (steps, epochs, checkpoints so far)."""

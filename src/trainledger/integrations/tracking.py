@@ -58,10 +58,11 @@ class Tracker:
         self._recorder.epoch_end(epochs_done)
 
     def checkpoint(self, path: str | os.PathLike[str]) -> str:
-        """Record a checkpoint file written by the loop; returns its absolute path."""
+        """Record a checkpoint file written by the loop, of the weights at the step last
+        logged; returns its absolute path."""
         if not os.path.isfile(path):
             raise FileNotFoundError(f"checkpoint expected an existing file, received: {path!s}")
-        self._recorder.checkpoint(path)
+        self._recorder.checkpoint(path, self._recorder.params.get("cur_step_num"))
         return os.path.abspath(os.fspath(path))
 
     def hparams(self, **values: Any) -> None:

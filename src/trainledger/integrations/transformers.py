@@ -224,7 +224,7 @@ class TrainledgerTrainerCallback(TrainerCallback):  # type: ignore[misc]
         checkpoint_dir = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
         weights = _weights_file(checkpoint_dir)
         if weights is not None:
-            rec.checkpoint(weights)
+            rec.checkpoint(weights, int(state.global_step))
 
     def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         rec = self._recorder

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import functools
 import time
+from typing import TYPE_CHECKING
 
-from trainledger.query.index import LineageIndex
-from trainledger.query.postgres import PgDb
 from trainledger.query.schema import read_meta, set_meta
+
+if TYPE_CHECKING:
+    from trainledger.query.index import LineageIndex
 
 __all__ = ["fresh_elsewhere", "mark_refreshed"]
 
@@ -28,7 +30,7 @@ _KEY = "objects_refreshed_ms"
 def fresh_elsewhere(index: LineageIndex, max_age: float) -> bool:
     """Whether a process refreshed this shared index from its bucket less than ``max_age``
     seconds ago (only a PostgreSQL index is shared: a SQLite copy's index is this user's)."""
-    if not isinstance(index.db, PgDb) or max_age <= 0:
+    if not _shared(index) or max_age <= 0:
         return False
     stamp = index.db.read(functools.partial(read_meta, key=_KEY))
     return stamp is not None and time.time() * 1000 - stamp < max_age * 1000
@@ -36,6 +38,12 @@ def fresh_elsewhere(index: LineageIndex, max_age: float) -> bool:
 
 def mark_refreshed(index: LineageIndex) -> None:
     """Stamp the shared index as refreshed from its bucket now (after a sync and refresh)."""
-    if isinstance(index.db, PgDb):
+    if _shared(index):
         now = int(time.time() * 1000)
         index.db.write(functools.partial(set_meta, key=_KEY, value=now), False)
+
+
+def _shared(index: LineageIndex) -> bool:
+    from trainledger.query.postgres import PgDb  # (only an s3:// base asks: on use)
+
+    return isinstance(index.db, PgDb)
