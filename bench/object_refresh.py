@@ -17,7 +17,12 @@ Cases, each timed in the one process run, requests counted in moto's log:
   same query over a local copy of the base;
 - a query after one run gained a point (its event file and sidecar re-sent).
 
-    .venv/bin/python bench/object_refresh.py [--runs 1000] [--rounds 3]
+With ``--postgres URL`` (an empty database) the same base is then queried with the index on
+PostgreSQL: this process's first query (it syncs and stamps the shared index), a query where
+nothing changed, and another process's query within the staleness bound (it answers from the
+shared index: no request to the bucket, no copy of its own).
+
+    .venv/bin/python bench/object_refresh.py [--runs 1000] [--rounds 3] [--postgres URL]
 """
 
 from __future__ import annotations
@@ -101,6 +106,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--postgres", default=None, metavar="URL")
     args = parser.parse_args()
     from tests.s3_server import start_moto, stop_moto
 
@@ -157,6 +163,59 @@ def run_cases(args: argparse.Namespace, work: Path, log: Path) -> None:
         mirror.sync()
         changed.append(timed(lambda: filter_summary_lineage(url, CONDITION), log))
     report(args.runs, firsts, peers, quiet, local, changed)
+    if args.postgres:
+        postgres_cases(args.postgres, url, work, log)
+
+
+CHILD = """
+import json, sys, time
+from trainledger.query import filter_summary_lineage
+cond = json.loads(sys.argv[2])
+t = time.perf_counter(); filter_summary_lineage(sys.argv[1], cond)
+print(time.perf_counter() - t)
+"""
+
+
+def postgres_cases(pg: str, url: str, work: Path, log: Path) -> None:
+    """The shared index's rows of the table (see the module doc)."""
+    import json
+    import subprocess
+
+    from trainledger.query import filter_summary_lineage, lineage_api
+    from trainledger.storage import locations
+
+    os.environ["TRAINLEDGER_INDEX_URL"] = pg
+    os.environ["TRAINLEDGER_CACHE_DIR"] = str(work / "cache-pg")
+    lineage_api._indexes.clear()
+    first = timed(lambda: filter_summary_lineage(url, CONDITION), log)
+    quiet = [timed(lambda: filter_summary_lineage(url, CONDITION), log) for _ in range(5)]
+    env = {**os.environ, "TRAINLEDGER_CACHE_DIR": str(work / "cache-other")}
+    env["TRAINLEDGER_OBJECT_MAX_AGE"] = "60"
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
+    others = []
+    for _ in range(3):
+        filter_summary_lineage(url, CONDITION)  # (this process refreshes and stamps)
+        start = log.stat().st_size
+        done = subprocess.run(
+            [sys.executable, "-W", "ignore", "-c", CHILD, url, json.dumps(CONDITION)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=600,
+        )
+        others.append((float(done.stdout.split()[-1]), requests_in(log, start)))
+    locations.READ_MAX_AGE = 0.0
+    print("| PostgreSQL index: case | time (median [range]) | requests at the server |")
+    print("| --- | --- | --- |")
+    print(f"| first query of this process (sync, index, stamp) | {_med([first[0]])} | {first[1]} |")
+    q = [r for _, r in quiet]
+    print(f"| query, nothing changed | {_med([t for t, _ in quiet])} | {max(q)} |")
+    o = [r for _, r in others]
+    print(
+        f"| another process, within the bound (query time in it) | {_med([t for t, _ in others])} "
+        f"| {max(o)} |"
+    )
 
 
 def _med(values: list[float]) -> str:

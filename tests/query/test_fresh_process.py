@@ -347,10 +347,12 @@ def test_a_trusted_watcher_keeps_the_proof_until_it_sees_a_change(
         scan_state, "trusted_runs", lambda *a, **k: (checks.append(1), real_check(*a, **k))[1]
     )
     with LineageIndex(base, watch=True) as index:
-        assert index.refresh().trusted and index.refresh().trusted  # (the second starts it)
-        watcher = index._scanner.watched.watcher  # noqa: SLF001 - the state under test
-        assert watcher is not None
+        assert index.refresh().trusted and index.refresh().trusted  # (the first starts it)
         deadline = time.monotonic() + 20
+        while index._scanner.watched.watcher is None:  # noqa: SLF001 - (just after the answer)
+            assert time.monotonic() < deadline, "the watcher never started"
+            time.sleep(0.01)
+        watcher = index._scanner.watched.watcher  # noqa: SLF001 - the state under test
         while not watcher.trusted:
             assert time.monotonic() < deadline, "the watcher never became trusted"
             time.sleep(0.05)

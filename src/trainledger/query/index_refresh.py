@@ -157,10 +157,8 @@ class IndexRefresh:
         mark, at = watched.mark(), time.monotonic()  # (before: a change meanwhile is after it)
         base, depth = self._scanner.base, self._scanner.max_depth
         runs, generation = read(lambda conn: _checked_state(conn, base, depth))
-        if not self._state_checks:  # (after the check: the watcher's start walks the base)
-            watched.start()
-            if self.on_watch_trusted is not None:  # the proof as soon as it can be had
-                watched.when_trusted(self.on_watch_trusted)
+        if not self._state_checks:  # the proof as soon as it can be had, after this answer
+            watched.start_soon(self.on_watch_trusted)
         self._state_checks += 1  # (after the read: its first use may call ``forget``)
         self._proof = None
         if runs is not None and mark is not None:

@@ -36,6 +36,8 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 WATCH_ENV = "TRAINLEDGER_WATCH"  # "0" turns watching off
+#: seconds after a process's first query its base watcher starts (``WatchedScans.start_soon``)
+WATCH_START_DELAY = 0.05
 #: even with a trusted watcher, scan everything this often (writers the kernel cannot see)
 FULL_RESCAN_SECONDS = 60.0
 _PROBE = ".watch-probe"
@@ -208,12 +210,31 @@ class WatchedScans:
         self._trusted_at_start = False
         self._full_at = -math.inf
         self._scans = 0
+        self._starting = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._closed = False
 
     def start(self) -> None:
-        """Start the base watcher now, before a second scan: a process that queries again
-        while every query so far was answered without a scan (``IndexRefresh``)."""
-        if self.enabled and self.watcher is None:
-            self.watcher = watcher_for(self.base)
+        """Start the base watcher now (once)."""
+        with self._starting:
+            if self.enabled and self.watcher is None and not self._closed:
+                self.watcher = watcher_for(self.base)
+
+    def start_soon(self, when_trusted: Callable[[], None] | None = None) -> None:
+        """Start the base watcher ``WATCH_START_DELAY`` seconds from now, on a daemon timer
+        (then ``when_trusted`` once it is trusted): after the answer that asked, so neither
+        the first answer nor a one-shot command waits for the watcher's import and walk."""
+        if not self.enabled or self.watcher is not None or self._timer is not None:
+            return
+
+        def start() -> None:
+            self.start()
+            if when_trusted is not None:
+                self.when_trusted(when_trusted)
+
+        self._timer = threading.Timer(WATCH_START_DELAY, start)
+        self._timer.daemon = True
+        self._timer.start()
 
     def when_trusted(self, callback: Callable[[], None]) -> None:
         """``BaseWatcher.when_trusted`` of the started watcher (nothing without one)."""
@@ -238,7 +259,7 @@ class WatchedScans:
 
     def begin(self) -> set[str] | None:
         self._scans += 1
-        self.start()
+        self.start_soon()
         watcher = self.watcher
         if watcher is None:
             return None
@@ -264,6 +285,10 @@ class WatchedScans:
             self._full_at = time.monotonic()
 
     def close(self) -> None:
-        watcher, self.watcher = self.watcher, None
+        if self._timer is not None:
+            self._timer.cancel()
+        with self._starting:
+            self._closed = True
+            watcher, self.watcher = self.watcher, None
         if watcher is not None:
             release_watcher(watcher)
