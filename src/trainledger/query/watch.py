@@ -16,6 +16,7 @@ events: there the scanners fall back to a full scan every ``FULL_RESCAN_SECONDS`
 
 from __future__ import annotations
 
+import atexit
 import logging
 import math
 import os
@@ -162,6 +163,21 @@ def _call(callback: Callable[[], None]) -> None:
         _log.info("a watcher's trust callback failed: %s", exc)
 
 
+_TIMERS: set[threading.Timer] = set()
+_TIMERS_LOCK = threading.Lock()
+
+
+def _cancel_timers() -> None:
+    """At interpreter exit: no watcher starts (a one-shot command ending right after its
+    answer would otherwise pay for one)."""
+    atexit.unregister(_cancel_timers)
+    with _TIMERS_LOCK:
+        timers = list(_TIMERS)
+        _TIMERS.clear()
+    for timer in timers:
+        timer.cancel()
+
+
 _WATCHERS: dict[str, BaseWatcher] = {}
 _WATCHERS_LOCK = threading.Lock()
 
@@ -234,6 +250,10 @@ class WatchedScans:
 
         self._timer = threading.Timer(WATCH_START_DELAY, start)
         self._timer.daemon = True
+        with _TIMERS_LOCK:
+            if not _TIMERS:
+                atexit.register(_cancel_timers)  # (a process that ends never starts one)
+            _TIMERS.add(self._timer)
         self._timer.start()
 
     def when_trusted(self, callback: Callable[[], None]) -> None:
