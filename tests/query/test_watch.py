@@ -194,3 +194,19 @@ def test_the_first_query_starts_what_makes_the_next_ones_free(
     while "./p0" not in _dirs(index):
         assert time.monotonic() < deadline, "another process's run never showed"
         time.sleep(0.02)
+
+
+def test_a_watched_process_still_saves_the_scan_state_a_new_process_trusts(
+    tmp_path: Path,
+) -> None:
+    """A listing taken less than 2 s after its directory changed is not trusted, so no scan
+    state is saved from it. With a watcher trusted at once, later scans are incremental and
+    used to skip that directory for good: the state was never saved, and every new process
+    loaded every listing. Such listings are taken again once they can be trusted."""
+    base = make_base(tmp_path / "b", n=20, scalars=0)
+    index = _index(base)
+    _trusted(index, base)  # (the first build touched the base: its listing is not trusted)
+    time.sleep(2.1)
+    _dirs(index)
+    with LineageIndex(base, watch=False) as fresh:
+        assert fresh.refresh().trusted  # the saved state proved it: nothing loaded

@@ -1,9 +1,8 @@
 """Find run directories under a base directory, safely and cheaply.
 
-Why its own module: this is the per-query "cheap scan" (a directory listing plus a stat of
-each lineage file, and of each event file of a run without lineage files), so it must do
-nothing else: no file is read here. It stays inside the base: a symlink leading
-outside it is never followed (``safe_paths.py`` holds what a path may be).
+Why its own module: the per-query "cheap scan" (a listing, a stat of each lineage file and
+of each event file of a run without one) must do nothing else: no file is read here. It stays
+inside the base: a symlink out of it is never followed (``safe_paths.py``).
 """
 
 from __future__ import annotations
@@ -112,10 +111,9 @@ class Scanner:
     files and live writers' files are stat'ed every time. (Not covered: a tool rewriting a
     finished lineage file in place, under the same name, without touching the directory.)
 
-    In a long-lived process (from the second scan on, unless ``watch=False``), a trusted
-    ``query.watch.BaseWatcher`` says which directories changed since the last scan: only those
-    are stat'ed, and when none changed a scan costs nothing. A full scan still runs every
-    ``FULL_RESCAN_SECONDS`` for writers the kernel does not report (network file systems).
+    Once a ``query.watch.BaseWatcher`` is trusted (unless ``watch=False``), it says which
+    directories changed since the last scan: only those (and listings due to be trusted) are
+    stat'ed. A full scan still runs every ``FULL_RESCAN_SECONDS`` (network file systems).
     """
 
     RACY_NS = RACY_NS
@@ -238,6 +236,8 @@ class Scanner:
         Symlinked directories are followed only if they resolve inside the base, once each.
         """
         dirty = self._watch.begin()
+        if dirty is not None:  # (a watched scan: see _settled)
+            dirty = dirty | self._settled()
         if dirty is not None and not dirty:  # the watcher saw no change at all: no stat
             self.changed = {}
             self._watch.end(full=False)
@@ -259,6 +259,12 @@ class Scanner:
         self._last = walk.runs
         self._watch.end(full=dirty is None)
         return walk.runs
+
+    def _settled(self) -> set[str]:
+        """Listings too young to trust that can be now: a watched scan takes them again (the
+        saved scan state needs them all trusted; unchanged, they would never be taken again)."""
+        now, racy = time.time_ns(), self.RACY_NS
+        return {p for p, ls in self._cache.items() if not ls.trusted and now - ls.mtime_ns >= racy}
 
     def _walk_level(
         self, walk: _Walk, level: list[tuple[str, str]], depth: int
