@@ -101,8 +101,7 @@ class Scanner:
     files are stat'ed (an append changes their size and mtime, not the directory's). A listing
     taken less than two seconds after the directory's last change is not trusted, because a
     second change inside the same timestamp tick would not move the mtime (git's "racy"
-    rule). The listings can be saved and loaded (``listings``/``load``) so that a new process
-    starts warm.
+    rule). Listings are saved and loaded (``listings``/``load``): a new process starts warm.
 
     A lineage file written by trainledger is named after its writer (host and pid) and only
     that process ever appends to it. Once that process is gone (checked on this host, before
