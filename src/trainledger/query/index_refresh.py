@@ -121,8 +121,16 @@ class IndexRefresh:
 
         A new process first tries the saved scan state (``scan_state.py``): when it proves
         the index in step with the runs, nothing is scanned or loaded (``ScanStats.trusted``),
-        and so on while it does (``_trusted``). The first check starts the base watcher.
+        and so on while it does (``_trusted``). The base watcher starts just after the first
+        refresh (``WatchedScans.start_soon``), never during one (a cold build of a big base
+        would share its cores with the watcher's walk).
         """
+        try:
+            return self._refresh(read, write, dialect)
+        finally:  # (once; 50 ms after this refresh is over)
+            self._scanner.watched.start_soon(self.on_watch_trusted)
+
+    def _refresh(self, read: Read, write: Write, dialect: Any) -> ScanStats:
         if not self._listings_loaded:
             runs = self._trusted(read)
             if runs is not None:
@@ -157,8 +165,6 @@ class IndexRefresh:
         mark, at = watched.mark(), time.monotonic()  # (before: a change meanwhile is after it)
         base, depth = self._scanner.base, self._scanner.max_depth
         runs, generation = read(lambda conn: _checked_state(conn, base, depth))
-        if not self._state_checks:  # the proof as soon as it can be had, after this answer
-            watched.start_soon(self.on_watch_trusted)
         self._state_checks += 1  # (after the read: its first use may call ``forget``)
         self._proof = None
         if runs is not None and mark is not None:

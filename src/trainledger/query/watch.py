@@ -237,9 +237,9 @@ class WatchedScans:
                 self.watcher = watcher_for(self.base)
 
     def start_soon(self, when_trusted: Callable[[], None] | None = None) -> None:
-        """Start the base watcher ``WATCH_START_DELAY`` seconds from now, on a daemon timer
-        (then ``when_trusted`` once it is trusted): after the answer that asked, so neither
-        the first answer nor a one-shot command waits for the watcher's import and walk."""
+        """Start the base watcher ``WATCH_START_DELAY`` seconds after the refresh that asks
+        is over, on a daemon timer (then ``when_trusted`` once it is trusted), once: neither
+        that answer nor a one-shot command waits for the watcher's import and walk."""
         if not self.enabled or self.watcher is not None or self._timer is not None:
             return
 
@@ -279,7 +279,6 @@ class WatchedScans:
 
     def begin(self) -> set[str] | None:
         self._scans += 1
-        self.start_soon()
         watcher = self.watcher
         if watcher is None:
             return None
