@@ -42,6 +42,7 @@ from trainledger.server.family_view import FamilyCache
 from trainledger.server.media_store import Kind, MediaCache
 from trainledger.server.scalar_cache import RunScalars
 from trainledger.server.security import RunNotFound, check_run_id, resolve_run
+from trainledger.server.session_ends import sessions_ending_at_their_points
 from trainledger.server.structure_store import (
     StructureCache,
     read_run_graph,
@@ -293,6 +294,7 @@ class IndexedRunStore:
         if lineage_files(path):
             lineage = get_summary_lineage(str(path))
             lineage.pop("summary_dir", None)  # an absolute path: the page needs none
+            lineage = sessions_ending_at_their_points(path, lineage)
         else:
             lineage = self._tensorboard_lineage(f"./{run_id}")
         annotation = self.service.annotation(f"./{run_id}")
