@@ -101,7 +101,10 @@ def test_one_changed_run_costs_its_own_stats_only(
             break
         assert time.monotonic() < deadline, "the changed run never showed"
         time.sleep(0.02)
-    assert count < 12, count  # the changed directory and its files, not 41 directories
+    # the changed directory and its files, and the few directories changed in the last seconds
+    # whose listings became trustable meanwhile (taken again once: discovery._settled), not
+    # 41 directories
+    assert count < 16, count
 
 
 def test_our_own_writes_show_at_once_and_deletions_too(tmp_path: Path) -> None:
