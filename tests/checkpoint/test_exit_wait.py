@@ -49,7 +49,9 @@ def _start(path: Path) -> tuple[subprocess.Popen[str], list[str]]:
     assert proc.stdout is not None and proc.stderr is not None
     lines: list[str] = []
     stderr = proc.stderr
-    threading.Thread(target=lambda: lines.extend(stderr), daemon=True).start()
+    reader = threading.Thread(target=lambda: lines.extend(stderr), daemon=True)
+    reader.start()
+    _READERS[proc.pid] = reader
     assert proc.stdout.readline().strip() == "returning", lines
     _wait_for_handlers(proc.pid)
     assert _temps(path.parent), "the save ended before the test could interrupt it"
@@ -80,6 +82,11 @@ def _wait_for(lines: list[str], text: str, seconds: float) -> None:
         time.sleep(0.02)
 
 
+#: each started process's stderr reader: ``_end`` waits for it to read the last line (a fixed
+#: sleep after the exit lost the last line once, under a loaded CI run)
+_READERS: dict[int, threading.Thread] = {}
+
+
 def _end(proc: subprocess.Popen[str]) -> int:
     try:
         return proc.wait(timeout=120)
@@ -87,6 +94,9 @@ def _end(proc: subprocess.Popen[str]) -> int:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        reader = _READERS.pop(proc.pid, None)
+        if reader is not None:
+            reader.join(30)  # (the pipe closes with the process: EOF ends the reader)
 
 
 @pytest.mark.slow
