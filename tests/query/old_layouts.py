@@ -8,6 +8,8 @@ filled from this version's rows, so the runs, values and annotations are known e
 
 from __future__ import annotations
 
+import json
+
 from trainledger.query import schema
 from trainledger.query.schema import Connection, Dialect
 
@@ -20,9 +22,38 @@ _OLD_TABLES = (
 )
 
 
+_DERIVED = ("parent", "parents", "run")
+
+
+def to_schema_13(conn: Connection, dialect: Dialect) -> None:
+    """Rewrite the index behind ``conn`` (schema 14, inside a write transaction) as schema 13:
+    no weights table, and no record holds the parent fields or the data fingerprint (their
+    type sets may still name them: the runs that had them are stored again by the
+    backfill)."""
+    conn.execute("DROP TABLE run_weights")
+    rows = conn.execute("SELECT run_id, record FROM records").fetchall()
+    for run_id, text in rows:
+        record = json.loads(text)
+        if any(key in record for key in _DERIVED):
+            for key in _DERIVED:
+                record.pop(key, None)
+            conn.execute(
+                "UPDATE records SET record = ? WHERE run_id = ?", (json.dumps(record), run_id)
+            )
+    conn.execute("DELETE FROM custom WHERE name LIKE 'parent/%' OR name LIKE 'run/%'")
+    if dialect.custom_json:
+        for name in [*(f"parent/{k}" for k in ("run", "step", "checkpoint", "match", "count"))]:
+            conn.execute("UPDATE runs SET custom_values = custom_values - ?", (name,))
+        conn.execute(
+            "UPDATE runs SET custom_values = custom_values - 'run/train_dataset_fingerprint'"
+        )
+    schema.set_meta(conn, "schema_version", 13)
+
+
 def to_schema_12(conn: Connection, dialect: Dialect) -> None:
-    """Rewrite the index behind ``conn`` (schema 13, inside a write transaction) as schema 12:
+    """Rewrite the index behind ``conn`` (schema 14, inside a write transaction) as schema 12:
     no kind of the first non-finite value."""
+    to_schema_13(conn, dialect)
     conn.execute("ALTER TABLE series_stats DROP COLUMN nonfinite_kind")
     schema.set_meta(conn, "schema_version", 12)
 

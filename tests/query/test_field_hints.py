@@ -23,7 +23,8 @@ def test_an_unknown_field_keeps_mindinsights_text_and_names_the_field(golden_bas
     assert caught.value.field == "optimzer"
     assert caught.value.__notes__ == [
         "the field 'optimzer' is not one a condition takes; did you mean 'optimizer'? "
-        "(or metric/<name>, user_defined/<name>, <stat>(<tag>))"
+        "(or metric/<name>, user_defined/<name>, <stat>(<tag>), parent/run, parent/step, "
+        "parent/checkpoint, parent/match, parent/count, run/train_dataset_fingerprint)"
     ]
 
 

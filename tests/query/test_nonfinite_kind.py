@@ -51,5 +51,5 @@ def test_a_schema_12_index_learns_the_kinds_of_the_diverged_runs_only(
         meta = index.db.read(
             lambda c: [schema.read_meta(c, k) for k in ("schema_version", "compatible_from")]
         )
-        assert meta[0] == schema.SCHEMA_VERSION == 13
+        assert meta[0] == schema.SCHEMA_VERSION == 14
         assert schema.usable(meta[0], meta[1], known=12)  # version 12 code keeps using it

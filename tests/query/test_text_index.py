@@ -55,7 +55,7 @@ def test_a_schema_11_index_gets_the_partial_text_index(
         meta = index.db.read(
             lambda c: [schema.read_meta(c, k) for k in ("schema_version", "compatible_from")]
         )
-        assert meta[0] == schema.SCHEMA_VERSION == 13
+        assert meta[0] == schema.SCHEMA_VERSION == 14
         assert schema.usable(meta[0], meta[1], known=11)  # version 11 code keeps using it
 
 

@@ -37,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "FIELDS": "trainledger.query.fields",
     "HYPERPARAMETERS": "trainledger.query.fields",
     "PREFIXES": "trainledger.query.fields",
+    "is_field": "trainledger.query.fields",
     "RUN_FIELDS": "trainledger.query.fields",
     "index_url": "trainledger.query.index_urls",
     "redact_url": "trainledger.query.index_urls",
@@ -97,6 +98,7 @@ __all__ = [
     "page_bounds",
     "parse_where",
     "PREFIXES",
+    "is_field",
     "parse_series_field",
     "STATS",
     "QueryService",
@@ -124,6 +126,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         HYPERPARAMETERS,
         PREFIXES,
         RUN_FIELDS,
+        is_field,
     )
     from trainledger.query.importance import MIN_RUNS, hyperparameter_importance
     from trainledger.query.index import LineageIndex

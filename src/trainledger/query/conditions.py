@@ -38,6 +38,7 @@ from trainledger.query.condition_messages import FIELD_MESSAGES as _FIELD_MESSAG
 from trainledger.query.field_hints import did_you_mean
 from trainledger.query.fields import (
     CONTROL_KEYS,
+    DERIVED_PREFIXES,
     FIELDS,
     INT_FIELDS,
     LINEAGE_TYPES,
@@ -130,7 +131,8 @@ def _unknown_field(attr: str) -> LineageSearchConditionParamError:
     known = [*FIELDS, *RUN_FIELDS, "tag"]
     exc.add_note(
         f"the field {attr!r} is not one a condition takes{did_you_mean(attr, known)} "
-        "(or metric/<name>, user_defined/<name>, <stat>(<tag>))"
+        "(or metric/<name>, user_defined/<name>, <stat>(<tag>), parent/run, parent/step, "
+        "parent/checkpoint, parent/match, parent/count, run/train_dataset_fingerprint)"
     )
     return exc
 
@@ -275,8 +277,9 @@ def _validate_fields(cond: dict[str, Any]) -> None:
         except _Invalid as exc:
             raise _field_error(field, str(exc)) from None
     for attr, ops in cond.items():
-        # user_defined/ and trainledger's optimizer/ and scheduler/: any plain scalar
-        if attr.startswith(PARAMETER_PREFIXES):
+        # user_defined/ and trainledger's optimizer/, scheduler/, parent/ and run/: any plain
+        # scalar
+        if attr.startswith(PARAMETER_PREFIXES + DERIVED_PREFIXES):
             try:
                 _check_typed(ops, "any")
             except _Invalid as exc:

@@ -91,26 +91,46 @@ LINEAGE_TYPES: tuple[str, ...] = ("dataset", "model")
 #: ``metric/`` (evaluation results) and ``user_defined/`` (the user's keys), and trainledger's
 #: ``optimizer/`` and ``scheduler/`` (the optimizer and scheduler as configured,
 #: ``lineage.analyzers.settings``). The record keeps each group as a dict under its key.
+#: Two groups take only the names listed for them: ``parent/`` (where the run's starting
+#: weights came from, ``family_index.py``: its largest source's run, step, checkpoint and
+#: match, and the number of sources) and ``run/`` (values of the run record worth a
+#: condition: the fingerprint of the data it trained on).
 GROUPS: dict[str, str] = {
     "metric/": "metric",
     "user_defined/": "user_defined",
     "optimizer/": "optimizer_settings",
     "scheduler/": "scheduler_settings",
+    "parent/": "parent",
+    "run/": "run",
 }
 PREFIXES: tuple[str, ...] = tuple(GROUPS)
-#: the grouped fields that are settings of a run, not results: every group but ``metric/``
-PARAMETER_PREFIXES: tuple[str, ...] = tuple(p for p in GROUPS if p != "metric/")
+#: the names the closed groups take (see ``GROUPS``), number-valued ones marked
+CLOSED_GROUPS: dict[str, dict[str, bool]] = {
+    "parent/": {"run": False, "step": True, "checkpoint": False, "match": True, "count": True},
+    "run/": {"train_dataset_fingerprint": False},
+}
+#: the grouped fields that are settings of a run, not results or where it came from
+PARAMETER_PREFIXES: tuple[str, ...] = ("user_defined/", "optimizer/", "scheduler/")
+#: the groups trainledger derives from more than the run's own values
+DERIVED_PREFIXES: tuple[str, ...] = tuple(CLOSED_GROUPS)
 #: a group's prefix by its record key (``optimizer_settings`` -> ``optimizer/``)
 GROUP_PREFIXES: dict[str, str] = {group: prefix for prefix, group in GROUPS.items()}
 #: the groups trainledger added (a run's answer has their key only when it has values)
 SETTINGS_GROUPS: tuple[str, ...] = SETTINGS_KEYS
+#: the groups an answer's ``model_lineage`` shows after metric and user_defined, when a run has
+#: values in them
+SHOWN_GROUPS: tuple[str, ...] = (*SETTINGS_GROUPS, "parent", "run")
 
 
 def group_field(name: str) -> tuple[str, str] | None:
     """(the record's group key, the name inside it) of a grouped field, e.g.
-    ``optimizer/betas.0`` -> ``("optimizer_settings", "betas.0")``; None for another field."""
+    ``optimizer/betas.0`` -> ``("optimizer_settings", "betas.0")``; None for another field
+    (``run/status``, which no closed group holds, among them)."""
     for prefix, group in GROUPS.items():
         if name.startswith(prefix) and len(name) > len(prefix):
+            closed = CLOSED_GROUPS.get(prefix)
+            if closed is not None and name[len(prefix) :] not in closed:
+                return None
             return group, name[len(prefix) :]
     return None
 
@@ -136,11 +156,13 @@ def normalize_field(name: str) -> str:
 def is_number_field(name: str) -> bool:
     """Whether ``name``'s values are numbers (a condition on it compares numbers): the
     int and float fields, ``duration``, ``sessions``, ``tag``, ``metric/``, statistics."""
+    prefix, _, rest = name.partition("/")
     return (
         name in INT_FIELDS
         or name in FLOAT_FIELDS
         or name in ("duration", "sessions", "tag")
         or name.startswith("metric/")
+        or CLOSED_GROUPS.get(prefix + "/", {}).get(rest, False)
         or parse_series_field(name) is not None
     )
 
@@ -152,6 +174,6 @@ def is_field(name: Any) -> bool:
     return (
         name in FIELDS
         or name in RUN_FIELDS
-        or any(name.startswith(p) and len(name) > len(p) for p in PREFIXES)
+        or group_field(name) is not None
         or parse_series_field(name) is not None
     )

@@ -77,6 +77,10 @@ def to_record(lineage: dict[str, Any], summary_dir: str, update_time: float) -> 
     for group in SETTINGS_GROUPS:
         if lineage.get(group):
             record[group] = _clean_dict(lineage.get(group))
+    run = lineage.get("run")
+    fingerprint = run.get("train_dataset_fingerprint") if isinstance(run, dict) else None
+    if isinstance(fingerprint, str) and fingerprint:  # (a query field: ``run/...``)
+        record["run"] = {"train_dataset_fingerprint": fingerprint}
     nan = nan_fields(lineage)
     if nan:
         record[NAN_FIELDS] = nan

@@ -92,7 +92,7 @@ class LineageIndex:
         self._lock = threading.RLock()
         self._closed = False
         self._scanner = Scanner(self.base, max_depth, watch=watch)
-        self._refresher = IndexRefresh(self._scanner, reader)
+        self._refresher = IndexRefresh(self._scanner, reader, name or self.base)
         self._refresher.on_watch_trusted = self._watch_trusted
         self._records = RecordCache()  # decoded records between queries (record_cache.py)
         self._counts = CountCache()  # a condition's count between its pages (count_cache.py)

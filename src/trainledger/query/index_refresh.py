@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from trainledger.query import (
     bulk_build,
+    family_index,
     index_tables,
     scan_state,
     schema,
@@ -80,9 +81,16 @@ class IndexRefresh:
     ``forget`` first when the backend changed under it.
     """
 
-    def __init__(self, scanner: Scanner, reader: Callable[[str], dict[str, Any]] | None) -> None:
+    def __init__(
+        self,
+        scanner: Scanner,
+        reader: Callable[[str], dict[str, Any]] | None,
+        root: str | None = None,
+    ) -> None:
         self._scanner = scanner
         self._reader = reader
+        self._root = root or scanner.base  # (the base's name: its runs' files start with it)
+        self._extras: dict[str, dict[str, Any]] = {}  # a parsed run's parent groups
         # summary_dir -> signature of what the index holds, valid while the generation holds
         self._known: dict[str, str] = {}
         self._known_generation: int | None = None
@@ -190,6 +198,7 @@ class IndexRefresh:
         stats = ScanStats(runs=len(on_disk))
         if not self._statuses_filled:
             stats.statuses = fill_statuses(read, write, on_disk)
+            family_index.backfill(read, write, on_disk, self._root, dialect)
             self._statuses_filled = True
         if self._synced_generation != self._known_generation:
             self._synced = {}
@@ -215,7 +224,10 @@ class IndexRefresh:
         stats.removed = len(gone)
         if gone:
             write(functools.partial(index_tables.delete_runs, summary_dirs=gone), True)
+        self._extras = read(family_index.extras) if changed else {}
         self._store(changed, len(on_disk), stats, read, write, dialect)
+        if changed or gone:
+            family_index.refresh_families(read, write, changed, gone, self._root, dialect)
         self._checked = None if (changed or gone) else on_disk
         return stats
 
@@ -260,7 +272,7 @@ class IndexRefresh:
             from trainledger.query import parse_worker  # (here: a query parsing no run skips it)
 
             if parse_worker.usable(sum(not run.tensorboard for run in changed)):
-                return parse_worker.parsed_chunks(changed, parse)
+                return parse_worker.parsed_chunks(changed, parse, self._extras)
         return (
             [(run, parse(run)) for run in changed[start : start + _CHUNK]]
             for start in range(0, len(changed), _CHUNK)
@@ -376,10 +388,11 @@ class IndexRefresh:
     ) -> semantics.Record | index_tables.Prepared | None:
         if run.tensorboard:
             return self._parse_tensorboard(run, read)
+        extra = self._extras.get(run.summary_dir)
         if self._reader is None:
             from trainledger.query.parse_worker import parse_run
 
-            return parse_run(run.path, run.summary_dir, run.update_time, dialect)
+            return parse_run(run.path, run.summary_dir, run.update_time, dialect, extra)
         try:
             lineage = self._reader(run.path)
         except Exception as exc:  # a damaged run must not break queries over the others
@@ -387,7 +400,7 @@ class IndexRefresh:
             return None
         if not lineage:
             return None
-        return to_record(lineage, run.summary_dir, run.update_time)
+        return {**to_record(lineage, run.summary_dir, run.update_time), **(extra or {})}
 
     @staticmethod
     def _parse_tensorboard(run: RunFiles, read: Read) -> semantics.Record:

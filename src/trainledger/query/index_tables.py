@@ -387,7 +387,7 @@ def insert_prepared(
         conn.executemany(_INSERT_CUSTOM, [(run_id, *row) for row in rows.others])
 
 
-def _record(row: tuple[Any, ...]) -> semantics.Record:
+def stored_record(row: tuple[Any, ...]) -> semantics.Record:
     """A stored record with its annotation and the run fields its columns hold."""
     record: semantics.Record = json.loads(row[0])
     record["added_info"] = added_info(row[1], row[2])
@@ -397,7 +397,7 @@ def _record(row: tuple[Any, ...]) -> semantics.Record:
     return record
 
 
-_RECORD_SELECT = (
+RECORD_SELECT = (
     "SELECT runs.id, r.record, a.tag, a.remark, runs.status_txt, runs.duration_num, "
     "runs.sessions_num FROM runs "
     "JOIN records AS r ON r.run_id = runs.id "
@@ -407,7 +407,7 @@ _RECORD_SELECT = (
 
 def all_records(conn: Connection) -> list[semantics.Record]:
     """Every indexed run's record (with dataset_mark and added_info)."""
-    return [_record(tuple(row[1:])) for row in conn.execute(_RECORD_SELECT)]
+    return [stored_record(tuple(row[1:])) for row in conn.execute(RECORD_SELECT)]
 
 
 def load_listings(conn: Connection) -> dict[str, DirListing]:

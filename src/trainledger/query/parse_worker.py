@@ -11,9 +11,10 @@ default reader, where this process may use two CPUs or more. A TensorBoard run i
 in its place (its record needs the index's series statistics).
 
 How, without pickle (nothing is ever unpickled): the parent writes one JSON line per chunk to
-a child's stdin, ``[file, [[path, summary_dir, update_time], ...]]`` (the chunks go to the
-children in turn); the child writes the chunk's runs to that file, one frame each, then
-prints the file's name. A frame is a header
+a child's stdin, ``[file, [[path, summary_dir, update_time, extra], ...]]`` (the chunks go to the
+children in turn; each run's entry ends with the groups its record takes besides its
+lineage's, ``family_index.extras``, or null); the child writes the chunk's runs to that file,
+one frame each, then prints the file's name. A frame is a header
 (JSON: the run's warnings, its graph hash, its ``runs`` values, its non-float custom rows, and
 its labels and type string by number, sent once each), the record's JSON text and the float
 values as float64: three parts, each after its 8-byte length. The files live in a private
@@ -32,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 from array import array
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from typing import IO, Any
 
 from trainledger.query.discovery import RunFiles
@@ -65,13 +66,13 @@ Parse = Callable[[RunFiles], Any]
 
 
 def parsed_chunks(
-    runs: list[RunFiles], parse_here: Parse
+    runs: list[RunFiles], parse_here: Parse, extras: Mapping[str, dict[str, Any]] | None = None
 ) -> Generator[list[tuple[RunFiles, Any]], None, None]:
     """(run, its ``Prepared`` rows or None: no usable lineage) for ``runs``, chunk by chunk, in
     order, parsed by ``PROCESSES`` processes (fewer where fewer CPUs), chunk ``k`` by process
     ``k`` modulo their number; ``parse_here`` parses a run in this process (a record or None):
     a TensorBoard run, in its place, and every run from the first chunk a process failed to
-    answer on."""
+    answer on. ``extras``: groups a run's record takes (``family_index.extras``)."""
     chunks = [runs[i : i + CHUNK] for i in range(0, len(runs), CHUNK)]
     sent = [[run for run in chunk if not run.tensorboard] for chunk in chunks]
     work = tempfile.mkdtemp(prefix="trainledger-parse-")
@@ -84,7 +85,7 @@ def parsed_chunks(
 
         def ask(k: int) -> None:
             if k < len(chunks):
-                _ask(children[k % len(children)], work, k, sent[k])
+                _ask(children[k % len(children)], work, k, sent[k], extras or {})
 
         for k in range(AHEAD):
             ask(k)
@@ -111,10 +112,16 @@ def _start() -> subprocess.Popen[bytes]:
     return start_ours("trainledger.query.parse_worker")
 
 
-def _ask(child: subprocess.Popen[bytes], work: str, k: int, chunk: list[RunFiles]) -> None:
+def _ask(
+    child: subprocess.Popen[bytes],
+    work: str,
+    k: int,
+    chunk: list[RunFiles],
+    extras: Mapping[str, dict[str, Any]],
+) -> None:
     request = [
         os.path.join(work, f"{k}.bin"),
-        [[r.path, r.summary_dir, r.update_time] for r in chunk],
+        [[r.path, r.summary_dir, r.update_time, extras.get(r.summary_dir)] for r in chunk],
     ]
     assert child.stdin is not None
     child.stdin.write(json.dumps(request).encode() + b"\n")
@@ -217,10 +224,17 @@ class _Kept(logging.Handler):
         self.records.append([record.name, record.levelno, record.getMessage()])
 
 
-def parse_run(path: str, summary_dir: str, update_time: float, dialect: Dialect) -> Prepared | None:
+def parse_run(
+    path: str,
+    summary_dir: str,
+    update_time: float,
+    dialect: Dialect,
+    extra: Mapping[str, Any] | None = None,
+) -> Prepared | None:
     """A lineage run's rows (``index_tables.prepare``), or None (logged) when it has no
     usable lineage; the metric's JSON text is stored as the file holds it where the record
-    kept its value as read. Here or in a parse process alike."""
+    kept its value as read; ``extra``: groups the record takes besides its lineage's (its
+    known parents, ``family_index.py``). Here or in a parse process alike."""
     from trainledger.lineage import read_lineage_texts
 
     try:
@@ -231,6 +245,8 @@ def parse_run(path: str, summary_dir: str, update_time: float, dialect: Dialect)
     if not lineage:
         return None
     record = to_record(lineage, summary_dir, update_time)
+    if extra:
+        record.update(extra)
     kept = {key: text for key, text in texts.items() if record.get(key) == lineage.get(key)}
     try:
         return prepare(record, dialect, kept)
@@ -247,11 +263,13 @@ class _Encoder:
         self.labels: dict[tuple[str, ...], int] = {}
         self.types: dict[str, int] = {}
 
-    def frame(self, path: str, summary_dir: str, update_time: float) -> bytes:
+    def frame(
+        self, path: str, summary_dir: str, update_time: float, extra: dict[str, Any] | None
+    ) -> bytes:
         self.kept.records = []
         header: dict[str, Any] = {"dir": summary_dir, "ok": False}
         text, floats = b"", b""
-        prepared = parse_run(path, summary_dir, update_time, SQLITE)
+        prepared = parse_run(path, summary_dir, update_time, SQLITE, extra)
         if prepared is not None:
             rows = prepared.rows
             header.update(
@@ -285,8 +303,8 @@ def _serve(requests: IO[bytes], answers: IO[bytes]) -> None:
     for line in requests:
         out, runs = json.loads(line)
         with open(out, "wb") as file:
-            for path, summary_dir, update_time in runs:
-                file.write(encoder.frame(path, summary_dir, update_time))
+            for path, summary_dir, update_time, extra in runs:
+                file.write(encoder.frame(path, summary_dir, update_time, extra))
         answers.write(out.encode() + b"\n")
         answers.flush()
 

@@ -37,22 +37,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from trainledger.query.family_schema import v14
 from trainledger.query.fields import FIELDS, RUN_FIELDS
 from trainledger.query.series_kinds import v13
 from trainledger.query.series_overviews import MIN_POINTS, V11
 
 __all__ = [
-    "SCHEMA_VERSION",
-    "STATUS_BACKFILL",
-    "Connection",
-    "Dialect",
-    "SQLITE",
-    "POSTGRES",
-    "VALUE_FIELDS",
-    "BIG",
-    "migrate",
-    "NewerSchemaError",
-]
+    "SCHEMA_VERSION", "STATUS_BACKFILL", "Connection", "Dialect", "SQLITE", "POSTGRES",
+    "VALUE_FIELDS", "BIG", "migrate", "NewerSchemaError",
+]  # fmt: skip
 
 
 class Connection(Protocol):
@@ -370,6 +363,7 @@ MIGRATIONS: dict[int, tuple[Callable[[Connection, Dialect, Sequence[str]], None]
     11: (_v11, True),
     12: (_v12, True),
     13: (v13, True),
+    14: (v14, True),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 _FIRST_MIGRATABLE = 4  # versions before this (or none, with tables present) start again

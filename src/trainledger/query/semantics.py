@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from trainledger.query.conditions import filter_items, lineage_types, page_bounds
-from trainledger.query.fields import FIELDS, SETTINGS_GROUPS, group_field, group_values
+from trainledger.query.fields import FIELDS, SHOWN_GROUPS, group_field, group_values
 from trainledger.query.numbers import sql_number
 from trainledger.query.series_fields import named_series_fields, series_value
 from trainledger.values import fresh_copy
@@ -186,9 +186,11 @@ SHOWN = tuple(f for f in FIELDS if f != "summary_dir")
 
 def model_parts(record: Record) -> tuple[Any, Any, list[tuple[str, Any]]]:
     """The containers ``model_lineage`` shows after the fixed fields, not copied: metric,
-    user_defined, and (group, value) of trainledger's settings groups the run has."""
+    user_defined, and (group, value) of trainledger's groups the run has (``SHOWN_GROUPS``)."""
     get = record.get
-    groups = [(group, record[group]) for group in SETTINGS_GROUPS if get(group)]
+    groups = [(group, record[group]) for group in SHOWN_GROUPS if get(group)]
+    if get("parents"):  # (every source of the run's weights, ``family_index.py``)
+        groups.append(("parents", record["parents"]))
     return get("metric") or {}, get("user_defined") or {}, groups
 
 

@@ -45,6 +45,7 @@ COLUMN_GROUPS: tuple[str, ...] = (
     "User defined",
     "Optimizer and scheduler",
     "Hyperparameters",
+    "Family",
     "Other",
 )
 
@@ -59,6 +60,8 @@ def column_group(name: str) -> str:
         return "Optimizer and scheduler"
     if name in HYPERPARAMETERS:
         return "Hyperparameters"
+    if name.startswith("parent/") or name == "run/train_dataset_fingerprint":
+        return "Family"  # (where a run's weights and data came from)
     return "Other"
 
 

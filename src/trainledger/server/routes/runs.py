@@ -10,7 +10,7 @@ from fastapi import APIRouter, Body, Depends, Query
 from fastapi.responses import Response, StreamingResponse
 
 from trainledger.lineage import json_float
-from trainledger.query import PREFIXES, flatten_object, missing_field_notes, parse_series_field
+from trainledger.query import flatten_object, is_field, missing_field_notes, parse_series_field
 from trainledger.server import schemas
 from trainledger.server.columns import (
     COLUMN_GROUPS,
@@ -197,10 +197,7 @@ def run_columns(
     sortable = [
         n
         for n in [*names, *groups["Series"]]
-        if n in STANDARD_FIELDS
-        or n in SORTABLE_RUN_FIELDS
-        or n.startswith(PREFIXES)
-        or parse_series_field(n)
+        if n in STANDARD_FIELDS or n in SORTABLE_RUN_FIELDS or is_field(n) or parse_series_field(n)
     ]
     return {"groups": groups, "sortable": sortable}
 

@@ -1,41 +1,22 @@
-// The runs table's `parent/run` column (issue 53 item 6): the run(s) each run started from,
-// found from the weights (GET /runs/{id}/family). It is no index field, so it is offered by
-// the page (a "Family" group of the column chooser), never drawn on the chart, sorted or
-// exported, and filled after the rows are drawn, one request per run of the visible page
-// only, and only while the column is chosen: the table's first load asks for nothing.
-import { api } from "./api.js";
+// The runs table's `parent/run` cells (issue 53 items 4 and 6): the run each run started
+// from, found from the weights. It is an index field like any other (chosen in the column
+// chooser's "Family" group, sorted, filtered, exported, drawn on the chart); its cell is a
+// link to that run with the step of the checkpoint, the checkpoint and the share of the
+// weights in its title. A file loaded from outside the base has no run: its name is shown.
 import { h } from "./util.js";
 
 export const PARENT_COLUMN = "parent/run";
-export const FAMILY_GROUP = "Family";
 
-// a column the index knows (chart axes, sort keys, the CSV): not this one
-export const indexColumn = (column) => column !== PARENT_COLUMN;
-
-// the parents (depth 1) of one family answer, each a link, a file from outside the base by
-// its name; "—" for a run that started from no other
-export function parentCell(found) {
-  const parents = (found.ancestors || []).filter((a) => (a.depth || 1) === 1);
-  if (!parents.length) return ["—"];
-  return parents.flatMap((p, i) => {
-    const step = p.step === null || p.step === undefined ? "" : ` @${p.step}`;
-    const title = `${p.checkpoint || ""} (${Math.round((p.match || 0) * 100)}% of the weights)`;
-    const node = p.run_id
-      ? h("a", { class: "run-link", href: `#/run/${p.run_id}`, text: p.run_id, title })
-      : h("span", { class: "muted", text: (p.checkpoint || "").split("/").pop(), title });
-    return [...(i ? [", "] : []), node, step];
-  });
-}
-
-// fill the column's cells of the rows drawn (each cell's run in its row's data-run)
-export function fillParents(tbody) {
-  for (const cell of tbody.querySelectorAll(`td[data-column="${PARENT_COLUMN}"]`)) {
-    const id = cell.closest("tr").dataset.run;
-    cell.dataset.loaded = "";
-    api.family(id).then((found) => {
-      cell.classList.remove("null");
-      cell.title = "";
-      cell.replaceChildren(...parentCell(found));
-    }, () => { cell.textContent = "—"; }).finally(() => { cell.dataset.loaded = id; });
-  }
+// the cell's contents, from the row's parent group (``model_lineage.parent``)
+export function parentCell(parent) {
+  if (!parent || (!parent.run && !parent.checkpoint)) return ["—"];
+  const step = parent.step === null || parent.step === undefined ? "" : ` @${parent.step}`;
+  const more = parent.count > 1 ? ` (+${parent.count - 1})` : "";
+  const title = `${parent.checkpoint || ""} (${Math.round((parent.match || 0) * 100)}% of the weights`
+    + `${parent.count > 1 ? `; ${parent.count} sources` : ""})`;
+  const id = parent.run ? parent.run.replace(/^\.\//, "") : null;
+  const node = id
+    ? h("a", { class: "run-link", href: `#/run/${id}`, text: id, title })
+    : h("span", { class: "muted", text: (parent.checkpoint || "").split("/").pop(), title });
+  return [node, step, more];
 }

@@ -2,7 +2,7 @@
 // the table is sorted and paged by the server; tags, remarks, selection, CSV, --where filter.
 import { api } from "./api.js";
 import { diffHash } from "./diff.js";
-import { FAMILY_GROUP, PARENT_COLUMN, fillParents, indexColumn } from "./family_column.js";
+import { PARENT_COLUMN, parentCell } from "./family_column.js";
 import { buildAxis, place } from "./parcoords_axes.js";
 import { LineLayer, lineColors } from "./parcoords_lines.js";
 import { colorAxisOf, lineOpacity, parcoordsOption } from "./parcoords_option.js";
@@ -11,7 +11,7 @@ import { $, colorFor, debounce, divergedText, escapeHtml, exact, fmt, fmtField, 
 
 const STORE_KEY = "trainledger.columns";
 const GROUP_ORDER = ["Metrics", "Series", "User defined", "Optimizer and scheduler", "Hyperparameters",
-  "Other", FAMILY_GROUP];
+  "Family", "Other"];
 // a series statistic of a scalar tag, e.g. max(eval/acc) (query/series_fields.py)
 const SERIES_FIELD = /^(last|min|max|count|last_step|min_step|max_step|nonfinite_step)\(.+\)$/;
 
@@ -59,9 +59,11 @@ function mergeInto(target, extra) {
   return target;
 }
 
-// a sortable run/<field> column (run/status) sorts by the query field of its name
+// a sortable run/<field> column (run/status) sorts by the query field of its name; the
+// others of the run/ group (run/train_dataset_fingerprint) are query fields as they are named
+const RUN_SORTS = new Set(["run/status", "run/duration", "run/sessions"]);
 function sortField(column) {
-  return column.startsWith("run/") ? column.slice(4) : column;
+  return RUN_SORTS.has(column) ? column.slice(4) : column;
 }
 
 function tableCondition(columns = state.columns) {
@@ -114,7 +116,7 @@ function savedColumns() {
 
 async function loadColumns() {
   const result = await api.columns({}, []);
-  state.groups = { ...result.groups, [FAMILY_GROUP]: [PARENT_COLUMN] };  // the page's own
+  state.groups = result.groups;
   state.sortable = new Set(result.sortable);
   state.columns ??= savedColumns() || await variedDefaults(result.groups);
   renderColumnPanel();
@@ -254,7 +256,7 @@ async function pointsAndCharts(columns) {
 // drawing is one long task; a frame at most, and no wait in a hidden tab)
 async function loadChart(after = null) {
   const el = $("#parcoords");
-  const columns = axisOrder(state.columns.filter((c) => !c.startsWith("run/") && indexColumn(c)));
+  const columns = axisOrder(state.columns.filter((c) => !c.startsWith("run/")));
   const data = firstPoints(columns) || await pointsAndCharts(columns);
   await Promise.all([loadCharts(), after]);
   if (after) await painted();
@@ -429,6 +431,10 @@ function renderTable(objects) {
           : [])),
       ...state.columns.map((c) => {
         const v = cellValue(obj, c);
+        if (c === PARENT_COLUMN) {
+          const parent = (obj.model_lineage || {}).parent;
+          return h("td", { dataset: { column: c }, class: parent ? "" : "null" }, ...parentCell(parent));
+        }
         if (c === "run/status") {
           return h("td", { dataset: { column: c }, title: v || "" },
             v ? h("span", { class: `badge ${v}`, text: v }) : "—");
@@ -445,7 +451,6 @@ function renderTable(objects) {
       h("td", {}, remarkInput(id, info.remark || "")));
     return row;
   }));
-  if (state.columns.includes(PARENT_COLUMN)) fillParents(tbody);
   $("#table-empty").hidden = objects.length > 0;
   sayEmpty();
   const start = state.count ? state.page * state.size + 1 : 0;
@@ -535,7 +540,7 @@ async function downloadCsv() {
   const cond = tableCondition();
   delete cond.offset;
   delete cond.limit;
-  const blob = await api.exportCsv(cond, state.where, ["run_id", ...state.columns.filter(indexColumn), "tag", "remark"]);
+  const blob = await api.exportCsv(cond, state.where, ["run_id", ...state.columns, "tag", "remark"]);
   const url = URL.createObjectURL(blob);
   const a = h("a", { href: url, download: "trainledger-runs.csv" });
   document.body.append(a);
