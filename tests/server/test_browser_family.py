@@ -1,8 +1,10 @@
 """The run's family in headless Chromium (issue 53 item 6): the run page's Family card, its
-nodes and edge labels where they are drawn, and no family request on the runs table."""
+nodes and edge labels where they are drawn, no family request on the runs table, and the
+scalar comparison's "Continue from parent"."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +13,7 @@ import pytest
 from tests.server.browser_support import LiveServer, doc_image
 from tests.server.family_runs import make_family_base
 from tests.server.test_browser import open_view
+from tests.server.test_browser_curves import hover_at
 
 pytestmark = pytest.mark.browser
 
@@ -116,3 +119,70 @@ def test_the_parent_column_is_an_index_field_with_links(
         "document.querySelector('#runs-table tbody tr:last-child')?.dataset.run === 'fine'"
     )
     page.evaluate("localStorage.clear()")
+
+
+HOST = "document.querySelector('[data-chart-tag=\"loss\"] .chart-scalar')"
+SCALARS = f"echarts.getInstanceByDom({HOST})"
+
+
+def _lines(page: Any) -> dict[str, dict[str, Any]]:
+    """The loss chart's line series by id (a run's own line: its name), as drawn."""
+    found: dict[str, dict[str, Any]] = page.evaluate(
+        f"""() => Object.fromEntries({SCALARS}.getOption().series
+          .filter((s) => s.type === 'line')
+          .map((s) => [s.id && s.id.startsWith('parent') ? s.id : s.name, {{
+            color: s.color, dash: (s.lineStyle || {{}}).type || 'solid',
+            x: s.data.map((p) => p[0]), y: s.data.map((p) => p[1]),
+            step: s.data.map((p) => p[2]) }}]))"""
+    )
+    return found
+
+
+def test_continue_from_parent_draws_the_childs_curve_after_its_parents(
+    page: Any, family_server: LiveServer
+) -> None:
+    """Issue 53 item 6: off by default, ``fine``'s loss starts at its own first step; on, its
+    parent's points up to the fork (step 8) are drawn dashed in its colour, then its own at
+    8 + step; the hover names the run of each point; on the epoch axis the option is off."""
+    bodies: list[str] = []
+    page.on(
+        "request",
+        lambda r: bodies.append(r.post_data or "") if r.url.endswith("/scalars/series") else None,
+    )
+    page.goto(f"{family_server.url}#/scalars?run=fine&run=pre&tag=loss")
+    page.wait_for_function("document.body.dataset.ready === 'scalars'")
+    page.wait_for_function(f"{HOST}?.dataset.lines === '2'")
+    assert not page.is_checked("#continue-parent")
+    off = _lines(page)
+    assert set(off) == {"fine", "pre"}
+    assert off["fine"]["x"] == list(range(1, 9))  # its own first step
+    assert off["fine"]["y"] == pytest.approx([1.0 - 0.1 * s for s in range(1, 9)])
+    assert bodies and not any("continue_parent" in b for b in bodies)  # no parent asked for
+    page.check("#continue-parent")
+    page.wait_for_function(f"{SCALARS}.getOption().series.some((s) => s.id === 'parent:fine')")
+    assert any('"continue_parent":true' in b for b in bodies)
+    assert "parent=1" in page.url
+    on = _lines(page)
+    head, own = on["parent:fine"], on["fine"]
+    # pre's points at steps 1-8, joined to fine's first point
+    assert head["x"] == [*range(1, 9), 9] and head["step"] == [*range(1, 9), 1]
+    assert head["y"] == pytest.approx([2.0 - 0.1 * s for s in range(1, 9)] + [0.9])
+    assert head["dash"] == "dashed" and own["dash"] == "solid"
+    assert head["color"] == own["color"]
+    assert own["x"] == list(range(9, 17)) and own["step"] == list(range(1, 9))
+    assert own["y"] == pytest.approx([1.0 - 0.1 * s for s in range(1, 9)])
+    assert on["pre"]["x"] == list(range(1, 9))  # a run without a parent, as before
+    assert re.search(r"fine: 1\.6 \(parent pre\)", hover_at(page, "loss", 4))
+    assert re.search(r"fine: 0\.6 @ step 4", hover_at(page, "loss", 12))
+    # epochs: each run's own, the option disabled and said so
+    page.click("#x-axis button[data-x='epoch']")
+    page.wait_for_function("document.getElementById('continue-parent').disabled")
+    title = page.locator("label:has(#continue-parent)").get_attribute("title")
+    assert "Step axis" in str(title)
+    page.wait_for_function(f"!{SCALARS}.getOption().series.some((s) => s.id === 'parent:fine')")
+    assert _lines(page)["fine"]["x"][0] == pytest.approx(0.25)  # step 1 of 4 per epoch
+    page.click("#x-axis button[data-x='step']")
+    page.wait_for_function(f"{SCALARS}.getOption().series.some((s) => s.id === 'parent:fine')")
+    page.uncheck("#continue-parent")
+    page.wait_for_function(f"!{SCALARS}.getOption().series.some((s) => s.id === 'parent:fine')")
+    assert _lines(page)["fine"]["x"] == list(range(1, 9))

@@ -186,6 +186,14 @@ class SeriesRequest(_Strict):
         "session on its own with view=sessions): a step has the same smoothed value at every "
         "zoom. The values are in `smoothed`, next to the raw points.",
     )
+    continue_parent: bool = Field(
+        False,
+        description="Each run that started from a checkpoint of another run of the base (its "
+        "largest source, `GET /runs/{id}/family`) continues its parent's line: the parent's "
+        "points up to the checkpoint's step, then the run's own, drawn at that step plus "
+        "their own (`parent` says where and how many); `step_min`/`step_max` are on that "
+        "drawn axis. The series of such a run are read from their points, not an overview.",
+    )
 
     @model_validator(mode="after")
     def _ordered_range(self) -> SeriesRequest:
@@ -196,6 +204,19 @@ class SeriesRequest(_Strict):
                     f"step_max={self.step_max}"
                 )
         return self
+
+
+class SeriesParent(BaseModel):
+    """Where a continued series' run started (``continue_parent``)."""
+
+    run_id: str = Field(description="The parent run.")
+    checkpoint: str = Field(description="The checkpoint the run started from.")
+    step: int = Field(description="Its global step: the run's own step s is drawn at step + s.")
+    match: float = Field(description="The share (0..1) of the run's weights it explains.")
+    count: int = Field(
+        description="How many of the first `points` (and `sessions`, `smoothed`) are the "
+        "parent's, each at its own step, at most the checkpoint's."
+    )
 
 
 class Series(BaseModel):
@@ -221,6 +242,11 @@ class Series(BaseModel):
         None,
         description="With smoothing > 0: the smoothed value of each of `points` (null where "
         "the point's value is NaN or infinite), computed over the full series; else null.",
+    )
+    parent: SeriesParent | None = Field(
+        None,
+        description="With continue_parent, for a run started from another run's checkpoint: "
+        "the fork; `total`, `in_range` and `nonfinite` stay the run's own.",
     )
 
 

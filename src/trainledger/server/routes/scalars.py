@@ -8,7 +8,8 @@ import numpy as np
 from fastapi import APIRouter, Depends, Query
 
 from trainledger.server import schemas
-from trainledger.server.downsample import json_number, keep_indices, nonfinite_marks
+from trainledger.server.downsample import json_number, nonfinite_marks
+from trainledger.server.parent_series import Fork, Line, fork_of, keep_with_fork, splice
 from trainledger.server.routes import get_store
 from trainledger.server.run_store import RunStore
 from trainledger.server.smoothing import smooth, smooth_sessions
@@ -41,14 +42,17 @@ def scalar_series(store: StoreDep, request: schemas.SeriesRequest) -> dict[str, 
     enough buckets (``SeriesOverview.select``), without reading its points, unless the index
     says the series went NaN or infinite: its ``nonfinite`` steps come from the full data.
     With ``smoothing`` the points are always read: the average runs over every point as
-    written (``server/smoothing.py``), then the range and the downsampling pick from it."""
+    written (``server/smoothing.py``), then the range and the downsampling pick from it.
+    With ``continue_parent`` a run started from another's checkpoint continues its parent's
+    line (``server/parent_series.py``), read from the points of both."""
     out: list[dict[str, Any]] = []
     for run_id in dict.fromkeys(request.runs):
         available: set[str] | None = None  # (read only when a series is read raw)
         diverged: set[str] | None = None
+        fork = fork_of(store.family(run_id)) if request.continue_parent else None
         for tag in dict.fromkeys(request.tags):
             found = None
-            if request.view == "merged" and not request.smoothing:
+            if request.view == "merged" and not request.smoothing and fork is None:
                 if diverged is None:  # (an overview drops a NaN inside a bucket: read them)
                     diverged = {str(e["tag"]) for e in store.nonfinite(run_id)}
                 if tag not in diverged:
@@ -58,7 +62,7 @@ def scalar_series(store: StoreDep, request: schemas.SeriesRequest) -> dict[str, 
                     available = set(store.scalar_tags(run_id))
                 if tag not in available:
                     continue
-                found = _from_points(store, run_id, tag, request)
+                found = _from_points(store, run_id, tag, request, fork)
             out.append(found)
     return {"series": out}
 
@@ -90,30 +94,54 @@ def _from_overview(
 
 
 def _from_points(
-    store: RunStore, run_id: str, tag: str, request: schemas.SeriesRequest
+    store: RunStore,
+    run_id: str,
+    tag: str,
+    request: schemas.SeriesRequest,
+    fork: Fork | None = None,
 ) -> dict[str, Any]:
+    """The series read from its points; with a ``fork``, continued from its parent's (the
+    range on the drawn axis, the fork's two points kept by the downsampling)."""
     steps, walls, values, sessions = store.scalar_series(run_id, tag, request.view)
     total = len(values)
     marks = nonfinite_marks(steps, values)  # (the whole series, before any range or sampling)
-    smoothed = _smoothed(values, sessions, request)
+    line = Line(steps, walls, values, sessions, _smoothed(values, sessions, request))
+    drawn, count = steps, 0  # (the steps the range applies to; the parent's first points)
+    if fork is not None:
+        line, drawn, count = splice(_parent_line(store, fork, tag, request), line, fork.step)
     if request.step_min is not None or request.step_max is not None:
         low = request.step_min if request.step_min is not None else -(2**63)
         high = request.step_max if request.step_max is not None else 2**63 - 1
-        inside = (steps >= low) & (steps <= high)
-        steps, walls, values, sessions = (
-            steps[inside],
-            walls[inside],
-            values[inside],
-            sessions[inside],
-        )
-        smoothed = smoothed[inside] if smoothed is not None else None
-    kept = keep_indices(values, request.max_points)
+        inside = (drawn >= low) & (drawn <= high)
+        line, count = line.take(inside), int(np.count_nonzero(inside[:count]))
+    kept = keep_with_fork(line.values, count, request.max_points)
+    shown = line.take(kept)
     answer = _answer(
-        run_id, tag, total, len(values), steps[kept], walls[kept], values[kept], sessions[kept]
+        run_id,
+        tag,
+        total,
+        len(line) - count,
+        shown.steps,
+        shown.walls,
+        shown.values,
+        shown.sessions,
     )
-    if smoothed is not None:
-        answer["smoothed"] = [json_number(v) for v in smoothed[kept].tolist()]
+    if shown.smoothed is not None:
+        answer["smoothed"] = [json_number(v) for v in shown.smoothed.tolist()]
+    if fork is not None:
+        answer["parent"] = fork.answer(int(np.count_nonzero(kept < count)))
     return {**answer, "nonfinite": marks}
+
+
+def _parent_line(store: RunStore, fork: Fork, tag: str, request: schemas.SeriesRequest) -> Line:
+    """The parent's ``tag`` (merged: each step once, its sessions never drawn apart) up to
+    the fork, smoothed as the parent's own line is (the store's empty arrays when the parent
+    lacks the tag)."""
+    steps, walls, values, sessions = store.scalar_series(fork.run_id, tag, "merged")
+    head = steps <= fork.step
+    steps, walls, values, sessions = steps[head], walls[head], values[head], sessions[head]
+    smoothed = smooth(values, request.smoothing) if request.smoothing else None
+    return Line(steps, walls, values, sessions, smoothed)
 
 
 def _smoothed(

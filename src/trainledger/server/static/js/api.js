@@ -75,7 +75,8 @@ export const api = {
   importance: (metric, where, includeIds = false) =>
     request("GET", "/importance", { query: { metric, where, include_ids: includeIds } }),
   scalarTags: (runs) => request("GET", "/scalars/tags", { query: { run: runs } }),
-  // range: {step_min, step_max} of a zoomed chart, re-bucketed from the full data
+  // range: {step_min, step_max} of a zoomed chart, re-bucketed from the full data, and the
+  // other options of the series API (smoothing, continue_parent)
   series: (runs, tags, view = "merged", range = {}) =>
     request("POST", "/scalars/series", { body: { runs, tags, view, ...range } }),
 };

@@ -5,7 +5,7 @@
 import { bandSeries, groupModels } from "./scalar_groups.js";
 import { clippedSeries, tickFormatter, yRange } from "./scalar_axis.js";
 import { nearestHover } from "./scalar_hover.js";
-import { X_NAMES, lineModels, lineSeries } from "./scalar_lines.js";
+import { X_NAMES, hoverLine, lineModels, lineSeries } from "./scalar_lines.js";
 import { markSeries, withNonfinite } from "./scalar_marks.js";
 import { fmtDuration, fmtTime } from "./util.js";
 
@@ -47,8 +47,10 @@ function content(lines, opts) {
   if (!opts.group) {
     const colors = models.map((m) => m.color);
     const marks = markSeries(models.map((m) => ({ ...m.source, run_id: m.name })), models.map((m) => m.data), colors);
-    return { models, series: [...lineSeries(models), ...marks], hover: models,
-             legend: models.map((m) => m.name), datasets: models.flatMap((m) => (m.smoothed ? [m.data, m.raw] : [m.data])) };
+    const parts = (m, line) => (line ? (m.smoothed ? [line.data, line.raw] : [line.data]) : []);
+    return { models, series: [...lineSeries(models), ...marks], hover: models.map(hoverLine),
+             legend: models.map((m) => m.name),
+             datasets: models.flatMap((m) => [...parts(m, m), ...parts(m, m.parent)]) };
   }
   const groups = groupModels(models, opts.groupOf, { stepAxis: opts.x === "step" });
   const series = [];
@@ -65,7 +67,7 @@ function content(lines, opts) {
 }
 
 // Draws `lines` (the series API's answer for one tag) on `chart`; `opts`: the view's state
-// ({x, weight, explicit, apart, log, ignoreOutliers, group, window}) and its lookups
+// ({x, weight, explicit, apart, log, ignoreOutliers, group, window, continued}) and its lookups
 export function drawScalarChart(chart, lines, opts) {
   const drawn = content(lines, opts);
   const range = yRange(drawnYs(drawn.datasets, opts.window), { log: opts.log, ignoreOutliers: opts.ignoreOutliers });

@@ -2,7 +2,10 @@
 // API's answer: the x each point takes (step, epoch, samples seen, relative or wall time), the
 // smoothed value the server computed over the full series (issue 51 item 8) drawn over the
 // raw points (item 7: a short series is not smoothed unless asked, the raw line is visible),
-// and a resume marked where it happened (item 11).
+// a resume marked where it happened (item 11), and "Continue from parent" (issue 53 item 6):
+// a run's series that the server continued from its parent's (`parent`: its first `count`
+// points are the parent's, up to the fork step) is its own line drawn from the fork step on
+// (its step s at fork + s) after the parent's part, dashed in the same colour.
 
 // Below this many points a series is drawn as it is unless smoothing was asked for: five eval
 // points smoothed at 0.6 turn a final accuracy of 0.92 into 0.86.
@@ -44,19 +47,43 @@ export function isSmoothed(s, weight, explicit) {
   return Boolean(weight && s.smoothed && (explicit || s.total >= FEW_POINTS));
 }
 
+// A series of the API split into the run's own points (`own`, a series as without the
+// option) and, when `continued` and the server continued it, its parent's part (`head`:
+// {run_id, points, smoothed}) and the fork step its own steps are drawn after
+export function parentSplit(s, continued) {
+  const n = s.parent ? s.parent.count : 0;
+  const cut = (list, a, b) => (list ? list.slice(a, b) : list);
+  const own = s.parent
+    ? { ...s, points: s.points.slice(n), sessions: s.sessions.slice(n), smoothed: cut(s.smoothed, n) }
+    : s;
+  if (!continued || !s.parent) return { own, head: null, fork: 0 };
+  return { own, fork: s.parent.step,
+           head: { run_id: s.parent.run_id, points: s.points.slice(0, n), smoothed: cut(s.smoothed, 0, n) } };
+}
+
 // One line model per run (per session with `apart`): {name, run_id, color, smoothed, data:
-// [[x, shown y, step, wall, raw y]], raw: the same with the raw y, resumes: [x...]}
-export function lineModels(series, { x, weight, explicit, apart, log, colorOf, infoOf }) {
+// [[x, shown y, step, wall, raw y]], raw: the same with the raw y, resumes: [x...], fork,
+// parent: null or the parent's part {run_id, data, raw}, each point [.., undefined, its run]}
+export function lineModels(series, { x, weight, explicit, apart, log, colorOf, infoOf, continued }) {
   const out = [];
-  for (const s of series) {
+  for (const whole of series) {
+    const { own: s, head, fork } = parentSplit(whole, continued);
     const t0 = s.points.length ? s.points[0][1] : 0;
-    const xOf = xMapper(x, infoOf(s.run_id), t0);
-    if (!xOf) continue;
+    const mapped = xMapper(x, infoOf(s.run_id), t0);
+    if (!mapped) continue;
+    const xOf = head ? (p) => mapped(p) + fork : mapped;  // (continued: the step axis only)
     const smoothed = isSmoothed(s, weight, explicit);
     const shown = (v) => (log && !(v > 0) ? null : v);
     const point = (p, i, y) => [xOf(p), shown(y), p[0], p[1], p[2]];
     const all = s.points.map((p, i) => point(p, i, smoothed ? s.smoothed[i] : p[2]));
     const raw = s.points.map((p, i) => point(p, i, p[2]));
+    const from = (p, y) => [p[0], shown(y), p[0], p[1], p[2], undefined, head.run_id];
+    const parent = head && head.points.length ? {
+      run_id: head.run_id,
+      data: head.points.map((p, i) => from(p, smoothed ? head.smoothed[i] : p[2])),
+      raw: head.points.map((p) => from(p, p[2])),
+    } : null;
+    const base = { run_id: s.run_id, source: s, smoothed, fork };
     const cuts = [0];
     for (let i = 1; i < s.points.length; i += 1) if (s.sessions[i] !== s.sessions[i - 1]) cuts.push(i);
     cuts.push(s.points.length);
@@ -64,21 +91,42 @@ export function lineModels(series, { x, weight, explicit, apart, log, colorOf, i
     if (apart && cuts.length > 2) {
       for (let k = 0; k + 1 < cuts.length; k += 1) {
         const [a, b] = [cuts[k], cuts[k + 1]];
-        out.push({ name: `${s.run_id} · session ${s.sessions[a] + 1}`, run_id: s.run_id, source: s,
-                   color: shade(color, k), smoothed, data: all.slice(a, b), raw: raw.slice(a, b),
-                   resumes: [] });
+        out.push({ ...base, name: `${s.run_id} · session ${s.sessions[a] + 1}`, color: shade(color, k),
+                   data: all.slice(a, b), raw: raw.slice(a, b), resumes: [], parent: k ? null : parent });
       }
     } else {
       // merged: where the later session's points begin, the run was resumed
       const resumes = cuts.slice(1, -1).map((i) => ({ x: all[i][0], step: all[i][2] }));
-      out.push({ name: s.run_id, run_id: s.run_id, source: s, color, smoothed, data: all, raw, resumes });
+      out.push({ ...base, name: s.run_id, color, data: all, raw, resumes, parent });
     }
   }
   return out;
 }
 
+// A continued line's parent part (dashed, its first point's own line joined to it, so the
+// fork shows where the dash ends), with its raw points behind it when smoothed
+function parentSeries(models) {
+  return models.filter((m) => m.parent).flatMap((m) => [
+    ...(m.smoothed ? [{
+      type: "line", id: `parent-raw:${m.name}`, name: `${m.name} (raw)`, showSymbol: false,
+      connectNulls: false, color: m.color, lineStyle: { width: 1, type: "dashed", opacity: 0.45 },
+      z: 1, data: m.parent.raw, silent: true,
+    }] : []),
+    {
+      type: "line", id: `parent:${m.name}`, name: m.name, showSymbol: m.parent.data.length === 1,
+      connectNulls: false, color: m.color, lineStyle: { width: 1.5, type: "dashed", opacity: 0.75 },
+      z: 2, data: [...m.parent.data, ...m.data.slice(0, 1)],
+    },
+  ]);
+}
+
+// The hover's line of a model: a continued line's parent part, then its own points
+export function hoverLine(m) {
+  return m.parent ? { ...m, data: [...m.parent.data, ...m.data] } : m;
+}
+
 // The ECharts series of line models: each smoothed line's raw points behind it, then the line
-// (with a dashed mark where the run was resumed)
+// (with a dashed mark where the run was resumed), then the parent parts of continued lines
 export function lineSeries(models) {
   const raws = models.filter((m) => m.smoothed).map((m) => ({
     type: "line", name: `${m.name} (raw)`, showSymbol: false, connectNulls: false, color: m.color,
@@ -94,5 +142,5 @@ export function lineSeries(models) {
       data: m.resumes.map((r) => ({ xAxis: r.x, step: r.step })),
     } } : {}),
   }));
-  return [...raws, ...lines];
+  return [...raws, ...lines, ...parentSeries(models)];
 }

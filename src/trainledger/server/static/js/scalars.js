@@ -1,7 +1,10 @@
 // Compare scalars: one chart per tag, one line per run (or per group of runs); x = step,
 // epoch, samples seen, relative or wall time; TensorBoard's debiased EMA smoothing, computed
-// by the server over the full series; log scale; outliers kept off the axis. The charts
-// themselves: scalar_chart.js.
+// by the server over the full series; log scale; outliers kept off the axis; "Continue from
+// parent" (off by default): a run started from another run's checkpoint drawn after its
+// parent's curve, spliced by the server (the series API's continue_parent, as it smooths and
+// picks a zoom's range: scalar_lines.js draws it), on the step axis without grouping only. The
+// charts themselves: scalar_chart.js.
 import { api } from "./api.js";
 import { drawScalarChart } from "./scalar_chart.js";
 import { groupKey, groupKeys } from "./scalar_groups.js";
@@ -20,6 +23,8 @@ const state = {
   log: false,
   ignoreOutliers: true,
   view: "merged",         // or "sessions": every point, each session its own segment
+  continueParent: false,  // "Continue from parent" (effective on the step axis, ungrouped)
+  seriesContinued: false, // whether `series` was asked with continue_parent
   series: [],
   charts: new Map(),      // tag -> echarts instance
   zoom: new Map(),        // tag -> {min, max, series}: a zoomed chart's steps, read at full fidelity
@@ -96,14 +101,41 @@ async function loadTags() {
 
 const chosenTags = () => state.tags.filter((t) => state.chosenTags && state.chosenTags.has(t));
 
+// Whether the charts continue children from their parents: a child's steps follow its parent's,
+// which no other axis (epochs and samples are per run, times are each run's own) can say, and
+// a group would average curves shifted by different forks
+const continues = () => state.continueParent && state.x === "step" && !state.group;
+const continueAsk = () => (continues() ? { continue_parent: true } : {});
+
+const CONTINUE_TITLE = "A run started from another run's checkpoint: its parent's points up to "
+  + "the checkpoint's step (dashed), then its own, its step s at that step + s";
+
+function syncContinueControl() {
+  const input = $("#continue-parent");
+  input.checked = state.continueParent;
+  input.disabled = state.x !== "step" || Boolean(state.group);
+  input.closest("label").title = input.disabled
+    ? "Works on the Step axis, without grouping" : CONTINUE_TITLE;
+}
+
+// Redraws after a change of an option the charts draw from; the series again, with their
+// parents, when the option now takes effect and they were asked without (never the other way:
+// the parents' points are only left out of the drawing)
+async function redraw() {
+  if (continues() && !state.seriesContinued) { await loadSeries(); return; }
+  drawCharts(chosenTags());
+  syncUrl();
+}
+
 async function loadSeries() {
   const tags = chosenTags();
   if (!state.selected.length || !tags.length) {
     state.series = [];
   } else {
     state.series = (await api.series(state.selected, tags, state.view,
-                                     { smoothing: state.smoothing })).series;
+                                     { smoothing: state.smoothing, ...continueAsk() })).series;
   }
+  state.seriesContinued = continues();
   state.zoom.clear();  // new runs, tags or view: every chart shows its whole range again
   state.windows.clear();
   drawCharts(tags);
@@ -135,21 +167,24 @@ function onZoom(tag, chart) {
     const runs = state.series.filter((s) => s.tag === tag).map((s) => s.run_id);
     if (!runs.length || !(max >= min)) return;
     const { series } = await api.series(runs, [tag], state.view,
-                                        { step_min: min, step_max: max, smoothing: state.smoothing });
+                                        { step_min: min, step_max: max, smoothing: state.smoothing,
+                                          ...continueAsk() });
     state.zoom.set(tag, { min, max, series });
     state.windows.set(tag, { min, max });
     drawChart(tag);
   }, 200);
 }
 
-// The x extent of a tag's unzoomed lines (in steps): the x axis of its zoomed chart
+// The x extent of a tag's unzoomed lines (in steps, a continued run's own after its fork):
+// the x axis of its zoomed chart
 function stepExtent(tag) {
   let min = Infinity;
   let max = -Infinity;
+  const drawnAt = (s, i) => s.points[i][0] + (continues() && s.parent && i >= s.parent.count ? s.parent.step : 0);
   for (const s of state.series) {
     if (s.tag !== tag || !s.points.length) continue;
-    min = Math.min(min, s.points[0][0]);
-    max = Math.max(max, s.points[s.points.length - 1][0]);
+    min = Math.min(min, drawnAt(s, 0));
+    max = Math.max(max, drawnAt(s, s.points.length - 1));
   }
   return min <= max ? { min, max } : {};
 }
@@ -192,6 +227,7 @@ function drawCharts(tags) {
       x: state.x, weight: state.smoothing, explicit: state.smoothingSet,
       apart: state.view === "sessions", log: state.log, ignoreOutliers: state.ignoreOutliers,
       group: state.group, window: state.windows.get(tag), extent: zoomed ? stepExtent(tag) : null,
+      continued: continues(),
       colorOf: (id) => colorFor(state.selected.indexOf(id)),
       infoOf: (id) => state.xinfo[id] || {},
       groupOf: (id) => state.groupValues[id],
@@ -234,6 +270,7 @@ function syncUrl() {
   if (!state.ignoreOutliers) q.set("outliers", "1");
   if (state.view !== "merged") q.set("view", state.view);
   if (state.group) q.set("group", state.group);
+  if (state.continueParent) q.set("parent", "1");
   history.replaceState(null, "", `#/scalars?${q}`);
 }
 
@@ -251,6 +288,7 @@ function applyUrl(query) {
   state.ignoreOutliers = q.get("outliers") !== "1";
   state.view = q.get("view") === "sessions" ? "sessions" : "merged";
   state.group = q.get("group") || "";
+  state.continueParent = q.get("parent") === "1";
   // the controls show the state
   $("#smoothing").value = String(state.smoothing);
   $("#smoothing-value").textContent = state.smoothing.toFixed(2);
@@ -258,6 +296,7 @@ function applyUrl(query) {
   $("#ignore-outliers").checked = state.ignoreOutliers;
   $("#sessions-apart").checked = state.view === "sessions";
   document.querySelectorAll("#x-axis button").forEach((b) => b.classList.toggle("on", b.dataset.x === state.x));
+  syncContinueControl();
 }
 
 async function loadGroupValues() {
@@ -289,9 +328,9 @@ function wire() {
       document.querySelectorAll("#x-axis button").forEach((b) => b.classList.toggle("on", b === button));
       state.windows.clear();
       state.zoom.clear();
+      syncContinueControl();
       await loadXInfo();
-      drawCharts(chosenTags());
-      syncUrl();
+      await redraw();
     });
   }
   // the server smooths (over the full series): a new weight is a new request, once it settles
@@ -312,11 +351,22 @@ function wire() {
     loadSeries();
   });
   $("#group-by").addEventListener("change", async (event) => {
+    const before = continues();
     state.group = event.target.value;
     await loadGroupValues();
     renderRunList();
-    drawCharts(chosenTags());
-    syncUrl();
+    syncContinueControl();
+    if (continues() !== before) {  // (a continued run's drawn steps move: unzoomed)
+      state.zoom.clear();
+      state.windows.clear();
+    }
+    await redraw();
+  });
+  $("#continue-parent").addEventListener("change", async (event) => {
+    state.continueParent = event.target.checked;
+    state.zoom.clear();  // (the drawn steps of a continued run move)
+    state.windows.clear();
+    await redraw();
   });
   $("#log-scale").addEventListener("change", (event) => {
     state.log = event.target.checked;
@@ -336,6 +386,7 @@ async function loadRuns() {
 export async function showScalars(query = "") {
   if (!state.wired) { wire(); state.wired = true; }
   if (query) applyUrl(query);
+  syncContinueControl();
   await loadRuns();
   if (!state.selected.length) state.selected = state.runs.slice(0, 3);
   renderRunList();
