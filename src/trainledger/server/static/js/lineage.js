@@ -385,9 +385,10 @@ function cellValue(obj, column) {
   for (const [prefix, group] of Object.entries(GROUPS)) {
     if (column.startsWith(prefix)) return (lineage[group] || {})[column.slice(prefix.length)];
   }
-  if (column.includes("/")) {
+  if (column.includes("/")) {  // parent/run, run/train_dataset_fingerprint; run/status from the run record
     const [group, key] = column.split("/", 2);
-    return (lineage[group] || obj[group] || {})[key];
+    const value = (lineage[group] || {})[key];
+    return value === undefined ? (obj[group] || {})[key] : value;
   }
   return lineage[column];
 }
