@@ -85,10 +85,11 @@ def _refuse_registered(
         return
     from trainledger.query.models import versions_in_run
 
-    held = versions_in_run(base, run_id, index=index)
+    run = "./" + run_id.removeprefix("./").strip("/")
+    held = versions_in_run(base, run, index=index)
     if held:
         raise LineageParamValueError(
-            f"run {run_id!r} expected no model version pointing into it; received "
+            f"run {run!r} expected no model version pointing into it; received "
             f"{len(held)}: {', '.join(held)} (register another checkpoint and move the aliases "
             "first, or force: those versions would then name a missing checkpoint)"
         )
