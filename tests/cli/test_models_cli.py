@@ -41,6 +41,9 @@ def test_register_prints_the_version_and_json_gives_it_whole(
     as_json = run("register", "b", "clf", "b/r2/m.ckpt", "--json")
     assert as_json.exit_code == 0, as_json.output
     entry = json.loads(as_json.output)
+    typo = run("register", str(base), "clf", "r1/m.ckpt", "--alias", "pro duction")
+    assert typo.exit_code == 1
+    assert "registered clf/3, but: a model alias expected a short word" in typo.output
     assert entry == list_models(base)[0]["versions"][1]
     assert (entry["version"], entry["run"], entry["path"]) == (2, "./r2", "r2/m.ckpt")
 

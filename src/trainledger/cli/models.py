@@ -7,7 +7,6 @@ Thin calls into ``trainledger.query``'s registry (docs/models.md); each write is
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 import os
 from collections.abc import Callable
@@ -85,10 +84,10 @@ def register(
     version = _call(
         lambda: register_model(where, name, checkpoint, index=index, max_depth=max_depth)
     )
-    moves = [
-        _call(functools.partial(set_model_alias, where, name, a, version, index=index))
-        for a in aliases
-    ]
+    try:
+        moves = [set_model_alias(where, name, a, version, index=index) for a in aliases]
+    except (LineageError, ValueError) as exc:  # (the version stays: say so)
+        raise click.ClickException(f"registered {name}/{version}, but: {exc}") from exc
     (model,) = [m for m in list_models(where, index=index) if m["name"] == name]
     entry = next(v for v in model["versions"] if v["version"] == version)
     if as_json:
