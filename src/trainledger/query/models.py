@@ -75,7 +75,7 @@ def register_model(
             base, missing, or in no run's folder (each message says what was expected).
     """
     check_word(name)
-    from trainledger.query.lineage_api import open_index
+    from trainledger.query.lineage_api import open_index  # (the index: only to list the runs)
 
     site, log = _registry(base, index)
     found = open_index(base, max_depth, index)
