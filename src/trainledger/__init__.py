@@ -7,8 +7,10 @@ when a torch-facing name is used.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
+from trainledger.checkpoint import set_reference_resolver
 from trainledger.lazy import lazy_exports
 from trainledger.run import Callback, add_default_callback
 from trainledger.version import __version__
@@ -53,6 +55,12 @@ _EXPORTS: dict[str, str] = {
     "filter_summary_lineage": "trainledger.query",
     "run_family": "trainledger.query",
     "lineage_table": "trainledger.query",
+    # named models
+    "register_model": "trainledger.query",
+    "set_model_alias": "trainledger.query",
+    "resolve_model": "trainledger.query",
+    "model_history": "trainledger.query",
+    "list_models": "trainledger.query",
     # other trainers
     "track": "trainledger.integrations",
 }
@@ -72,11 +80,13 @@ __all__ = [
     "History",
     "LambdaCallback",
     "lineage_table",
+    "list_models",
     "load_checkpoint",
     "load_distributed_checkpoint",
     "load_param_into_net",
     "LossMonitor",
     "metrics",
+    "model_history",
     "DynamicLossScaleManager",
     "FixedLossScaleManager",
     "Model",
@@ -84,8 +94,11 @@ __all__ = [
     "ProgressBar",
     "QueueStream",
     "RecModel",
+    "register_model",
+    "resolve_model",
     "RunContext",
     "save_checkpoint",
+    "set_model_alias",
     "SummaryCollector",
     "SummaryLandscape",
     "SummaryRecord",
@@ -113,6 +126,18 @@ def _progress_bar(given: list[Callback]) -> Callback | None:
 
 
 add_default_callback(_progress_bar)
+
+
+def _model_checkpoint(ref: str, base: str | os.PathLike[str]) -> str:
+    """The file a named model's reference names, for ``load_checkpoint(ref, base=BASE)``:
+    registered here, as the progress bar is, because the checkpoint package may not import
+    the query package that keeps the registry (``checkpoint/references.py``)."""
+    from trainledger.query import model_checkpoint
+
+    return model_checkpoint(base, ref)
+
+
+set_reference_resolver(_model_checkpoint)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from trainledger.callbacks import (
@@ -142,7 +167,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         filter_summary_lineage,
         get_summary_lineage,
         lineage_table,
+        list_models,
+        model_history,
+        register_model,
+        resolve_model,
         run_family,
+        set_model_alias,
     )
     from trainledger.run import (
         CallbackManager,

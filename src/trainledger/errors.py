@@ -27,6 +27,7 @@ and what was received; lower-level errors are chained with ``raise ... from``.
     └── LineageError                     MindInsight's lineage errors, same class names/texts
         ├── LineageParamTypeError (TypeError)
         ├── LineageParamValueError (ValueError)
+        │   └── ModelNotFoundError (LookupError)  no such named model, version or alias
         ├── LineageParamSummaryPathError
         ├── LineageSearchConditionParamError
         ├── LineageFileNotFoundError
@@ -104,6 +105,12 @@ class LineageParamTypeError(LineageError, TypeError):
 
 class LineageParamValueError(LineageError, ValueError):
     """A lineage parameter has a wrong value."""
+
+
+class ModelNotFoundError(LineageParamValueError, LookupError):
+    """A named model, a version of one or an alias the base's registry does not hold
+    (``trainledger.query.resolve_model``): the message lists what it holds. A
+    ``LookupError`` too, so a caller (the web UI: 404) tells it from a malformed name."""
 
 
 class LineageParamSummaryPathError(LineageError, ValueError):

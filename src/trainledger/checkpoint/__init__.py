@@ -12,6 +12,8 @@
 * ``mindspore_ckpt``  MindSpore's protobuf ``.ckpt`` files, read (schema in ``proto/``)
 * ``sharded``         sharded checkpoints under torch.distributed (DCP planner, safetensors)
 * ``export``          one checkpoint (ours or MindSpore's) as a plain ``.safetensors`` file
+* ``references``      ``load_checkpoint(base=)``'s named-model references, resolved by the
+  registry the facade registers (``set_reference_resolver``)
 
 Atomic writes and checkpoint file names come from ``trainledger.storage``; ``ModelCheckpoint``
 lives in ``trainledger.callbacks``. Public names are re-exported lazily so
@@ -53,6 +55,7 @@ _EXPORTS: dict[str, str] = {
     "next_free_prefix": "trainledger.checkpoint.retention",
     "resume_prefix": "trainledger.checkpoint.retention",
     "should_save": "trainledger.checkpoint.policy",
+    "set_reference_resolver": "trainledger.checkpoint.references",
 }
 
 __all__ = [
@@ -81,6 +84,7 @@ __all__ = [
     "read_info",
     "resume_prefix",
     "save_checkpoint",
+    "set_reference_resolver",
     "should_save",
     "SyncSaver",
     "wait_async_save",
@@ -105,6 +109,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         wait_async_save,
     )
     from trainledger.checkpoint.policy import should_save
+    from trainledger.checkpoint.references import set_reference_resolver
     from trainledger.checkpoint.retention import CheckpointManager, next_free_prefix, resume_prefix
     from trainledger.checkpoint.safetensors_export import export_safetensors
     from trainledger.checkpoint.sharded import (

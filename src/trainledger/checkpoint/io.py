@@ -24,6 +24,7 @@ from trainledger.checkpoint.crypto import check_key
 from trainledger.checkpoint.digests import Digests, header_digests, note_loaded
 from trainledger.checkpoint.exit_wait import drain_at_exit
 from trainledger.checkpoint.format import is_checkpoint_path, read_container, read_info
+from trainledger.checkpoint.references import check_filter_prefix, resolve_reference
 from trainledger.errors import CheckpointFormatError, CheckpointLoadError, CheckpointWriteError
 from trainledger.storage import (
     before_executors_stop,
@@ -239,18 +240,6 @@ def _is_mindspore(path: str | os.PathLike[str]) -> bool:
         return is_mindspore_checkpoint(fh.read(16))
 
 
-def _check_filter_prefix(filter_prefix: Any) -> tuple[str, ...]:
-    if filter_prefix is None:
-        return ()
-    items = (filter_prefix,) if isinstance(filter_prefix, str) else filter_prefix
-    if not isinstance(items, (list, tuple)) or not all(isinstance(p, str) and p for p in items):
-        raise TypeError(
-            "filter_prefix expected a non-empty str or a list/tuple of them, "
-            f"received: {filter_prefix!r}"
-        )
-    return tuple(items)
-
-
 def load_checkpoint(
     ckpt_file_name: str | os.PathLike[str],
     net: Any = None,
@@ -264,8 +253,13 @@ def load_checkpoint(
     optimizer: Any = None,
     name_map: Mapping[str, str] | None = None,
     device: Any = None,
+    base: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Load a checkpoint -> ``{name: tensor}`` plus its append_info values (plain Python values).
+
+    With ``base`` (a base directory or ``s3://`` URL), ``ckpt_file_name`` is a named model's
+    reference, ``NAME@ALIAS`` or ``NAME/VERSION``, and the checkpoint it names in the base's
+    registry (``TRAINLEDGER_INDEX_URL``'s, else beside the runs) is loaded (docs/models.md).
 
     ``device`` (``"cuda"``, ``"cuda:1"``, a ``torch.device``) puts the tensors there (after
     their checksums are verified on the host); MindSpore's ``load_checkpoint`` has no such
@@ -286,7 +280,9 @@ def load_checkpoint(
     tensor checksums (our header is still verified). ``ckpt_file_name`` may be an ``s3://``
     URL (``read_checkpoint``).
     """
-    prefixes = _check_filter_prefix(filter_prefix)
+    if base is not None:
+        ckpt_file_name = resolve_reference(ckpt_file_name, base)
+    prefixes = check_filter_prefix(filter_prefix)
     if choice_func is not None and not callable(choice_func):
         raise TypeError(f"choice_func expected a callable, received: {type(choice_func).__name__}")
     ckpt = read_checkpoint(ckpt_file_name, dec_key, dec_mode, crc_check, device=device)

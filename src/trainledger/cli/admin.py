@@ -11,7 +11,7 @@ import json
 
 import click
 
-from trainledger.cli.locations import user_location
+from trainledger.cli.locations import index_option, user_location
 from trainledger.errors import LineageError
 from trainledger.query import (
     append_audit,
@@ -28,7 +28,10 @@ _BASE = click.argument("base", type=click.Path(exists=True, file_okay=False))
 _RUNS = click.argument("runs", nargs=-1, required=True)
 _YES = click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 _FORCE = click.option(
-    "--force", is_flag=True, help="Also a run whose lineage still says 'running' (dead writer)."
+    "--force",
+    is_flag=True,
+    help="Also a run whose lineage still says 'running' (dead writer), or that a named "
+    "model's version points into (the version then names a missing checkpoint).",
 )
 
 
@@ -52,11 +55,12 @@ def _each(base: str, runs: tuple[str, ...], action: str, do: object) -> None:
 @_RUNS
 @_FORCE
 @_YES
-def archive(base: str, runs: tuple[str, ...], force: bool, yes: bool) -> None:
+@index_option
+def archive(base: str, runs: tuple[str, ...], force: bool, yes: bool, index: str | None) -> None:
     """Move runs into BASE/.trainledger-archive (out of every query; `restore` brings them back)."""
     if not yes:
         click.confirm(f"Archive {len(runs)} run(s) under {base}?", abort=True)
-    _each(base, runs, "archive", lambda b, r: archive_run(b, r, force=force))
+    _each(base, runs, "archive", lambda b, r: archive_run(b, r, force=force, index=index))
 
 
 @click.command("restore")
@@ -73,7 +77,10 @@ def restore(base: str, runs: tuple[str, ...]) -> None:
 @_FORCE
 @click.option("--archived", is_flag=True, help="The runs are in the archive.")
 @_YES
-def delete(base: str, runs: tuple[str, ...], force: bool, archived: bool, yes: bool) -> None:
+@index_option
+def delete(
+    base: str, runs: tuple[str, ...], force: bool, archived: bool, yes: bool, index: str | None
+) -> None:
     """Delete runs and their own checkpoints elsewhere under BASE. This cannot be undone.
 
     A checkpoint outside a run's folder goes with the run only when its header carries the
@@ -86,7 +93,7 @@ def delete(base: str, runs: tuple[str, ...], force: bool, archived: bool, yes: b
         )
 
     def remove(b: str, r: str) -> None:
-        removed = delete_run(b, r, force=force, archived=archived)
+        removed = delete_run(b, r, force=force, archived=archived, index=index)
         click.echo(f"  removed {len(removed)} path(s)")
 
     _each(base, runs, "delete", remove)

@@ -31,6 +31,7 @@ _COMMANDS: dict[str, str] = {
     "import": "trainledger.cli.importing:import_group",
     "importance": "trainledger.cli.importance:importance",
     "lineage": "trainledger.cli.lineage:lineage",
+    "models": "trainledger.cli.models:models",
     "restore": "trainledger.cli.admin:restore",
     "show": "trainledger.cli.lineage:show",
     "sync": "trainledger.cli.sync:sync",

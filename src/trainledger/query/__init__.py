@@ -6,8 +6,10 @@ Public names (``__all__``): MindInsight's ``get_summary_lineage`` and
 data versions and a result cache, for long-lived readers such as the web UI);
 ``lineage_table`` and ``flatten_object``/``flatten_result`` (flat rows); ``index_url`` and
 ``redact_url`` (where the index lives: SQLite or PostgreSQL); ``parse_where``
-(the ``FIELD OP VALUE`` compiler); ``FIELDS`` (MindInsight's), ``RUN_FIELDS`` (trainledger's:
-``status``, ``duration``, ``sessions``), ``STATS`` and ``parse_series_field`` (series
+(the ``FIELD OP VALUE`` compiler); named models (``register_model``, ``set_model_alias``,
+``resolve_model``, ``model_checkpoint``, ``model_history``, ``list_models``:
+docs/models.md); ``FIELDS`` (MindInsight's), ``RUN_FIELDS`` (trainledger's: ``status``,
+``duration``, ``sessions``), ``STATS`` and ``parse_series_field`` (series
 statistics as fields: ``max(eval/accuracy)``), ``overview_fresh`` (whether a long series'
 overview in the index still matches its run's files), ``index_copy`` (the local copy of an
 ``s3://`` base the index reads), ``CONTROL_KEYS`` and ``lineage_types`` of search conditions;
@@ -46,6 +48,12 @@ _EXPORTS: dict[str, str] = {
     "LineageIndex": "trainledger.query.index",
     "filter_summary_lineage": "trainledger.query.lineage_api",
     "run_family": "trainledger.query.family",
+    "list_models": "trainledger.query.models",
+    "model_checkpoint": "trainledger.query.models",
+    "model_history": "trainledger.query.models",
+    "register_model": "trainledger.query.models",
+    "resolve_model": "trainledger.query.models",
+    "set_model_alias": "trainledger.query.models",
     "Families": "trainledger.query.family",
     "get_summary_lineage": "trainledger.query.lineage_api",
     "archive_run": "trainledger.query.run_admin",
@@ -92,8 +100,11 @@ __all__ = [
     "lineage_table",
     "lineage_types",
     "LineageIndex",
+    "list_models",
     "MIN_RUNS",
     "missing_field_notes",
+    "model_checkpoint",
+    "model_history",
     "overview_fresh",
     "page_bounds",
     "parse_where",
@@ -104,9 +115,12 @@ __all__ = [
     "QueryService",
     "read_audit",
     "redact_url",
+    "register_model",
+    "resolve_model",
     "restore_run",
     "RUN_FIELDS",
     "series_parts_of",
+    "set_model_alias",
     "run_id_of",
     "token_fingerprint",
     "UNSET",
@@ -135,6 +149,14 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         base_names,
         filter_summary_lineage,
         get_summary_lineage,
+    )
+    from trainledger.query.models import (
+        list_models,
+        model_checkpoint,
+        model_history,
+        register_model,
+        resolve_model,
+        set_model_alias,
     )
     from trainledger.query.object_copy import index_copy
     from trainledger.query.run_admin import archive_run, archived_runs, delete_run, restore_run

@@ -6,8 +6,11 @@ the UI at the next scan and comes back whole with ``restore_run``. A deleted run
 removed, together with the checkpoint files its lineage names that lie elsewhere under BASE and
 are provably the run's own (``_own_checkpoints_elsewhere``). Nothing outside BASE is ever
 touched, a run still "running" is refused unless ``force``
-(a crashed writer leaves "running" for good, hence the way out), and every action is recorded
-in the audit log by the caller (``query.audit``).
+(a crashed writer leaves "running" for good, hence the way out), and so is a run a named
+model's version points into (``query.models``: archiving or deleting it would leave the
+version pointing at nothing; ``force`` takes that risk, and the reference then fails with a
+message naming the missing file); every action is recorded in the audit log by the caller
+(``query.audit``).
 """
 
 from __future__ import annotations
@@ -74,10 +77,32 @@ def _refuse_running(path: str, run_id: str, force: bool) -> dict[str, Any]:
     return lineage
 
 
-def archive_run(base: str | os.PathLike[str], run_id: str, *, force: bool = False) -> str:
-    """Move a run into the base's archive; return its new path."""
+def _refuse_registered(
+    base: str | os.PathLike[str], run_id: str, force: bool, index: str | None
+) -> None:
+    """Refuse a run that registered model versions point into, naming them."""
+    if force:
+        return
+    from trainledger.query.models import versions_in_run
+
+    run = "./" + run_id.removeprefix("./").strip("/")
+    held = versions_in_run(base, run, index=index)
+    if held:
+        raise LineageParamValueError(
+            f"run {run!r} expected no model version pointing into it; received "
+            f"{len(held)}: {', '.join(held)} (register another checkpoint and move the aliases "
+            "first, or force: those versions would then name a missing checkpoint)"
+        )
+
+
+def archive_run(
+    base: str | os.PathLike[str], run_id: str, *, force: bool = False, index: str | None = None
+) -> str:
+    """Move a run into the base's archive; return its new path. ``index``: where the base's
+    index (and so its registry of named models) lives, as in ``filter_summary_lineage``."""
     base_real, path = _run_path(os.fspath(base), run_id)
     _refuse_running(path, run_id, force)
+    _refuse_registered(base, run_id, force, index)
     target = os.path.join(base_real, ARCHIVE_DIRNAME, os.path.relpath(path, base_real))
     if os.path.exists(target):
         raise LineageParamValueError(f"the archive already holds {run_id!r}: {target!r}")
@@ -201,13 +226,19 @@ def _own_checkpoints_elsewhere(lineage: dict[str, Any], base_real: str, run_path
 
 
 def delete_run(
-    base: str | os.PathLike[str], run_id: str, *, force: bool = False, archived: bool = False
+    base: str | os.PathLike[str],
+    run_id: str,
+    *,
+    force: bool = False,
+    archived: bool = False,
+    index: str | None = None,
 ) -> list[str]:
     """Delete a run (or an archived one) and its checkpoints under the base; return what
-    was removed (the run directory first)."""
+    was removed (the run directory first). ``index``: as in ``archive_run``."""
     root = ARCHIVE_DIRNAME if archived else None
     base_real, path = _run_path(os.fspath(base), run_id, root=root)
     lineage = _refuse_running(path, run_id, force)
+    _refuse_registered(base, run_id, force, index)
     extra = _own_checkpoints_elsewhere(lineage, base_real, path)
     shutil.rmtree(path)
     for file in extra:

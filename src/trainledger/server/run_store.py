@@ -197,6 +197,7 @@ class IndexedRunStore:
     ) -> None:
         self.base = base
         self.remote = remote  # the s3:// URL ``base`` is a local copy of (no checkpoints in it)
+        self.index = index  # (also where the base's named models are: archive/delete ask)
         self.scalar_interval = scalar_interval
         self.max_cached_runs = max_cached_runs
         self.service = QueryService(
@@ -343,7 +344,7 @@ class IndexedRunStore:
     def archive(self, run_id: str, *, force: bool = False) -> str:
         self._path(run_id)
         run_id = check_run_id(run_id)
-        moved = archive_run(self.base, f"./{run_id}", force=force)
+        moved = archive_run(self.base, f"./{run_id}", force=force, index=self.index)
         self._changed(run_id)
         return os.path.relpath(moved, os.path.realpath(self.base))
 
@@ -357,7 +358,7 @@ class IndexedRunStore:
     def delete(self, run_id: str, *, force: bool = False) -> list[str]:
         self._path(run_id)
         run_id = check_run_id(run_id)
-        removed = delete_run(self.base, f"./{run_id}", force=force)
+        removed = delete_run(self.base, f"./{run_id}", force=force, index=self.index)
         self._changed(run_id)
         return removed
 

@@ -50,6 +50,7 @@ __all__ = [
     "MLFLOW_MARKER",
     "HPARAMS_YAML",
     "AUDIT_FILE",
+    "MODELS_FILE",
     "INDEX_FILE",
     "LINEAGE_SUFFIX",
     "LineageFile",
@@ -156,6 +157,8 @@ INDEX_FILE = "index.db"
 ANNOTATIONS_FILE = "annotations.json"
 #: the team's record of who changed what through the UI or CLI (JSON lines, in INDEX_DIRNAME)
 AUDIT_FILE = "audit.jsonl"
+#: the named-model registry's events of a base without a shared index (JSON lines, beside it)
+MODELS_FILE = "models.jsonl"
 #: archived runs move here, below the base; discovery never looks inside
 ARCHIVE_DIRNAME = ".trainledger-archive"
 
