@@ -27,10 +27,11 @@ _DERIVED = ("parent", "parents", "run")
 
 def to_schema_13(conn: Connection, dialect: Dialect) -> None:
     """Rewrite the index behind ``conn`` (schema 14, inside a write transaction) as schema 13:
-    no weights table, and no record holds the parent fields or the data fingerprint (their
-    type sets may still name them: the runs that had them are stored again by the
-    backfill)."""
+    no weights or registry table, and no record holds the parent fields or the data
+    fingerprint (their type sets may still name them: the runs that had them are stored again
+    by the backfill)."""
     conn.execute("DROP TABLE run_weights")
+    conn.execute("DROP TABLE run_registry")
     rows = conn.execute("SELECT run_id, record FROM records").fetchall()
     for run_id, text in rows:
         record = json.loads(text)

@@ -75,14 +75,24 @@ def read_weights(run_dir: str | os.PathLike[str]) -> RunWeights:
     run's initial weights are its first process's). Damaged records are skipped."""
     out = RunWeights()
     for lineage in list_lineage_files(run_dir):  # (oldest first)
+        try:
+            with open(lineage.path, "rb") as fh:
+                if _TAG not in fh.read():  # (most files: the index reads every run's)
+                    continue
+        except OSError:
+            continue
         payloads, _ = read_records(lineage.path)
         for payload in payloads:
             _take(out, payload)
     return out
 
 
+#: field 102's tag (``weights``): a file without these two bytes holds no weights event
+_TAG = b"\xb2\x06"
+
+
 def _take(out: RunWeights, payload: bytes) -> None:
-    if b"\xb2\x06" not in payload[:32]:  # field 102's tag, after the time: the rest skip fast
+    if _TAG not in payload[:32]:  # (after the time: the other events skip fast)
         return
     event = pb.LineageEvent()
     try:

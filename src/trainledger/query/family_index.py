@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainledger.query.discovery import RunFiles
 from trainledger.query.family_schema import FAMILY_BACKFILL
-from trainledger.query.index_tables import RECORD_SELECT, delete_runs, insert_record, stored_record
+from trainledger.query.record_groups import store_group
 from trainledger.query.schema import Connection, Dialect, read_meta
 from trainledger.query.status_fill import Read, Write
 from trainledger.storage import Digests
@@ -42,7 +42,9 @@ if TYPE_CHECKING:  # (read only when a run changed: a query that parses nothing 
     from trainledger.lineage import RunWeights
     from trainledger.query.family_match import Source
 
-__all__ = ["backfill", "encode", "decode", "extras", "groups_of", "refresh_families"]
+__all__ = [
+    "backfill", "encode", "decode", "extras", "groups_of", "refresh_families",
+]  # fmt: skip
 
 
 def _pack(d: Digests) -> list[Any]:
@@ -108,10 +110,15 @@ def groups_of(parents_json: str) -> dict[str, Any]:
 
 
 def extras(conn: Connection) -> dict[str, dict[str, Any]]:
-    """summary_dir -> the groups a run's record takes at its parse (``groups_of``), for every
-    run with a known source."""
+    """summary_dir -> the groups a run's record takes at its parse: its known sources
+    (``groups_of``) and its registry fields (``registry_fields.py``)."""
+    from trainledger.query.registry_fields import registry_extras
+
     rows = conn.execute("SELECT summary_dir, parents FROM run_weights WHERE parents <> '[]'")
-    return {d: groups_of(text) for d, text in rows}
+    out = {d: groups_of(text) for d, text in rows}
+    for d, groups in registry_extras(conn).items():
+        out.setdefault(d, {}).update(groups)
+    return out
 
 
 def _stored(conn: Connection, dirs: Sequence[str]) -> dict[str, str]:
@@ -182,48 +189,7 @@ def _apply(
 
 def _store_groups(conn: Connection, run: str, groups: dict[str, Any], dialect: Dialect) -> int:
     """Store ``run`` again with ``groups`` as its parent fields (none: without them)."""
-    return _store_group(conn, run, "parent", groups.get("parent"), dialect, groups.get("parents"))
-
-
-def record_of(conn: Connection, summary_dir: str) -> tuple[dict[str, Any], str] | None:
-    """(the stored record of a run, with its run fields; its files' signature), None for a
-    run the index holds no record of: what storing it again with other values starts from."""
-    row = conn.execute(f"{RECORD_SELECT} WHERE runs.summary_dir = ?", (summary_dir,)).fetchone()
-    if row is None:
-        return None
-    sql = "SELECT signature FROM records WHERE run_id = ?"
-    signature = conn.execute(sql, (row[0],)).fetchone()[0]
-    record = stored_record(tuple(row[1:]))
-    record.pop("added_info", None)
-    return record, str(signature)
-
-
-def _store_group(
-    conn: Connection,
-    run: str,
-    key: str,
-    value: Any,
-    dialect: Dialect,
-    sources: Any = None,
-) -> int:
-    """Store ``run`` again with ``value`` as its record's group ``key`` (None: none; for
-    ``parent``, ``sources`` as its ``parents``); 0 when its record already holds it or the
-    index holds no record of it."""
-    found = record_of(conn, run)
-    if found is None:
-        return 0
-    record, signature = found
-    wanted = {key: value, **({"parents": sources} if key == "parent" else {})}
-    if all(record.get(k) == v for k, v in wanted.items()):
-        return 0
-    for k, v in wanted.items():
-        if v is None:
-            record.pop(k, None)
-        else:
-            record[k] = v
-    delete_runs(conn, [run])
-    insert_record(conn, record, signature, dialect)
-    return 1
+    return store_group(conn, run, "parent", groups.get("parent"), dialect, groups.get("parents"))
 
 
 def backfill(
@@ -254,7 +220,7 @@ def backfill(
     def fill(conn: Connection) -> int:
         stored = 0
         for run, found in prints.items():
-            stored += _store_group(conn, run, "run", {"train_dataset_fingerprint": found}, dialect)
+            stored += store_group(conn, run, "run", {"train_dataset_fingerprint": found}, dialect)
         conn.execute("DELETE FROM meta WHERE key = ?", (FAMILY_BACKFILL,))
         return stored
 

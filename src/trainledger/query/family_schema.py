@@ -1,5 +1,5 @@
-"""Schema version 14: the table of each run's weight digests and parents
-(``family_index.py``).
+"""Schema version 14: the tables of each run's weight digests and parents
+(``family_index.py``) and of its named-model versions and aliases (``registry_fields.py``).
 
 Why apart from ``schema.py``: that module holds the layout every query reads; this one only
 what the family pass keeps, as ``series_kinds.py`` holds version 13.
@@ -17,7 +17,8 @@ CREATE TABLE IF NOT EXISTS run_weights (
     summary_dir {txt} PRIMARY KEY,
     weights TEXT NOT NULL,
     parents TEXT NOT NULL
-)
+);
+CREATE TABLE IF NOT EXISTS run_registry (summary_dir {txt} PRIMARY KEY, fields TEXT NOT NULL)
 """
 #: the key in ``meta`` telling the index to find the weights and data fingerprints of the
 #: runs version 14's migration kept (``family_index.backfill``)

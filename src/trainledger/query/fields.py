@@ -102,6 +102,7 @@ GROUPS: dict[str, str] = {
     "scheduler/": "scheduler_settings",
     "parent/": "parent",
     "run/": "run",
+    "registry/": "registry",
 }
 PREFIXES: tuple[str, ...] = tuple(GROUPS)
 #: the names the closed groups take (see ``GROUPS``), number-valued ones marked
@@ -111,15 +112,17 @@ CLOSED_GROUPS: dict[str, dict[str, bool]] = {
 }
 #: the grouped fields that are settings of a run, not results or where it came from
 PARAMETER_PREFIXES: tuple[str, ...] = ("user_defined/", "optimizer/", "scheduler/")
-#: the groups trainledger derives from more than the run's own values
-DERIVED_PREFIXES: tuple[str, ...] = tuple(CLOSED_GROUPS)
+#: the groups trainledger derives from more than the run's own values: ``registry/<name>``
+#: (the newest version of a named model registered from the run) and
+#: ``registry/<name>@<alias>`` (the version an alias names, on its run), ``registry_fields.py``
+DERIVED_PREFIXES: tuple[str, ...] = (*CLOSED_GROUPS, "registry/")
 #: a group's prefix by its record key (``optimizer_settings`` -> ``optimizer/``)
 GROUP_PREFIXES: dict[str, str] = {group: prefix for prefix, group in GROUPS.items()}
 #: the groups trainledger added (a run's answer has their key only when it has values)
 SETTINGS_GROUPS: tuple[str, ...] = SETTINGS_KEYS
 #: the groups an answer's ``model_lineage`` shows after metric and user_defined, when a run has
 #: values in them
-SHOWN_GROUPS: tuple[str, ...] = (*SETTINGS_GROUPS, "parent", "run")
+SHOWN_GROUPS: tuple[str, ...] = (*SETTINGS_GROUPS, "parent", "run", "registry")
 
 
 def group_field(name: str) -> tuple[str, str] | None:
@@ -161,7 +164,7 @@ def is_number_field(name: str) -> bool:
         name in INT_FIELDS
         or name in FLOAT_FIELDS
         or name in ("duration", "sessions", "tag")
-        or name.startswith("metric/")
+        or name.startswith(("metric/", "registry/"))
         or CLOSED_GROUPS.get(prefix + "/", {}).get(rest, False)
         or parse_series_field(name) is not None
     )

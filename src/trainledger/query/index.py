@@ -92,7 +92,7 @@ class LineageIndex:
         self._lock = threading.RLock()
         self._closed = False
         self._scanner = Scanner(self.base, max_depth, watch=watch)
-        self._refresher = IndexRefresh(self._scanner, reader, name or self.base)
+        self._refresher = IndexRefresh(self._scanner, reader, name or self.base, self.directory)
         self._refresher.on_watch_trusted = self._watch_trusted
         self._records = RecordCache()  # decoded records between queries (record_cache.py)
         self._counts = CountCache()  # a condition's count between its pages (count_cache.py)
@@ -141,6 +141,15 @@ class LineageIndex:
         """Cheap scan; re-parse new/changed runs, drop vanished ones, sync annotations."""
         with self._lock:
             return self._recovering(self._refresh)  # type: ignore[no-any-return]
+
+    def apply_registry(self) -> None:
+        """Bring the runs' named-model fields in step with the registry's log at once (a
+        registry write calls it: ``registry_fields.py``)."""
+        from trainledger.query.registry_fields import apply_registry
+
+        with self._lock:
+            directory, dialect = self.directory, self.db.dialect
+            self._recovering(lambda: self._write(lambda c: apply_registry(c, directory, dialect)))
 
     def _watch_trusted(self) -> None:
         """The base watcher became trusted: refresh now, on its thread, so that the proof

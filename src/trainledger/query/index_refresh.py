@@ -31,6 +31,7 @@ from trainledger.query import (
 )
 from trainledger.query.discovery import RunFiles, Scanner
 from trainledger.query.flat_record import to_record
+from trainledger.query.registry_fields import refresh_registry
 from trainledger.query.schema import Connection, Dialect, read_meta
 from trainledger.query.series_index import SeriesState, read_series_state
 from trainledger.query.status_fill import Read, Write, fill_statuses
@@ -86,9 +87,12 @@ class IndexRefresh:
         scanner: Scanner,
         reader: Callable[[str], dict[str, Any]] | None,
         root: str | None = None,
+        directory: str | None = None,
     ) -> None:
         self._scanner = scanner
         self._reader = reader
+        self._directory = directory  # (the index's: where a local registry's log lives)
+        self._registry_stamp: Any = None  # the registry log's, when last applied here
         self._root = root or scanner.base  # (the base's name: its runs' files start with it)
         self._extras: dict[str, dict[str, Any]] = {}  # a parsed run's parent groups
         # summary_dir -> signature of what the index holds, valid while the generation holds
@@ -119,6 +123,7 @@ class IndexRefresh:
         self._listings_loaded = False
         self._synced, self._synced_generation, self._checked = {}, None, None
         self._statuses_filled = False
+        self._registry_stamp = None
         self._series_generation = None
         self._state_checks, self._proof = 0, None
         self._state_attempted, self._dirs_tag = None, None
@@ -228,6 +233,10 @@ class IndexRefresh:
         self._store(changed, len(on_disk), stats, read, write, dialect)
         if changed or gone:
             family_index.refresh_families(read, write, changed, gone, self._root, dialect)
+        if self._directory is not None and self._registry_stamp is None:  # (once a process:
+            # a registry write applies itself, ``registry_fields.py``)
+            stamp = refresh_registry(read, write, self._directory, dialect, None)
+            self._registry_stamp = () if stamp is None else stamp
         self._checked = None if (changed or gone) else on_disk
         return stats
 

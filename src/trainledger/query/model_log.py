@@ -35,7 +35,7 @@ from trainledger.query.index_location import durable_dir, index_dir
 from trainledger.query.open_index import open_db
 from trainledger.storage import MODELS_FILE, exclusive_lock, fsync_dir
 
-__all__ = ["ModelLog", "JsonLinesLog", "PgLog", "open_log"]
+__all__ = ["ModelLog", "JsonLinesLog", "PgLog", "open_log", "parse_events"]
 
 #: what a write decides from the events it read under the lock: the new event
 Decide = Callable[[list[dict[str, Any]]], dict[str, Any]]
@@ -75,7 +75,7 @@ class JsonLinesLog(ModelLog):
     def events(self) -> list[dict[str, Any]]:
         try:
             with open(self._path(False), "rb") as fh:
-                return _parse(fh.read())
+                return parse_events(fh.read())
         except FileNotFoundError:
             return []
 
@@ -88,7 +88,7 @@ class JsonLinesLog(ModelLog):
                 data = fh.read()
                 if data and not data.endswith(b"\n"):  # a crash's torn line: never answered
                     fh.truncate(data.rfind(b"\n") + 1)
-                events = _parse(data)
+                events = parse_events(data)
                 seq = max((e.get("seq", 0) for e in events), default=0) + 1
                 event = {**decide(events), "seq": seq, "time": time.time(), "actor": actor}
                 fh.write((json.dumps(event, sort_keys=True) + "\n").encode())
@@ -99,7 +99,7 @@ class JsonLinesLog(ModelLog):
         return event
 
 
-def _parse(data: bytes) -> list[dict[str, Any]]:
+def parse_events(data: bytes) -> list[dict[str, Any]]:
     """The complete lines' events (a last line without its newline is skipped)."""
     out = []
     for line in data.split(b"\n")[:-1]:

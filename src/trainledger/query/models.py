@@ -84,6 +84,7 @@ def register_model(
     event = log.append(
         lambda events: registration(replay(events), name, located.as_event()), actor or cli_actor()
     )
+    found.apply_registry()  # (the runs' registry/ fields: registry_fields.py)
     return int(event["version"])
 
 
@@ -108,9 +109,13 @@ def set_model_alias(
     check_word(alias, "model alias")
     if version is not None:
         check_version(version, name)
+    from trainledger.query.lineage_api import open_index
+
     _, log = _registry(base, index)
     decide = functools.partial(_move, name=name, alias=alias, version=version, where=log.where)
-    return log.append(decide, actor or cli_actor())
+    entry = log.append(decide, actor or cli_actor())
+    open_index(base, 1, index).apply_registry()  # (the runs' registry/ fields)
+    return entry
 
 
 def _move(
