@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.query.test_family import make_net, train
-from tests.server.browser_support import LiveServer, shot
+from tests.server.browser_support import LiveServer, doc_image, shot
 from tests.server.test_browser import open_view, wait_rows
 from trainledger.query import register_model, set_model_alias
 
@@ -125,6 +125,7 @@ def test_models_page_register_from_a_run_move_an_alias_and_the_runs_tables_chip(
     assert chips == ["@candidate", "@production"]
     assert card(page).locator('tr[data-version="1"] .alias-chip').count() == 0
     shot(page, "models-page")
+    doc_image(card(page), "models")
     # the runs table: one chip per run on its id cell, from one request
     page.goto("about:blank")
     requests: list[str] = []
