@@ -22,9 +22,13 @@ export function runMap(models) {
   return map;
 }
 
-// the map (cached); a registry that cannot be read is an empty one: the table still shows
+// the map (cached); a registry that cannot be read is an empty one, asked again next time:
+// the table still shows
 export function modelsByRun() {
-  byRun ??= api.models().then((data) => runMap(data.models)).catch(() => new Map());
+  byRun ??= api.models().then((data) => runMap(data.models)).catch(() => {
+    byRun = null;
+    return new Map();
+  });
   return byRun;
 }
 
