@@ -26,6 +26,7 @@ from trainledger.errors import (
     LineageError,
     LineageFileNotFoundError,
     LineageParamSummaryPathError,
+    ModelNotFoundError,
     ObjectStoreError,
     ReadOnlyBaseError,
 )
@@ -37,6 +38,7 @@ from trainledger.server.routes import (
     importance,
     media,
     meta,
+    models,
     runs,
     scalars,
     structure,
@@ -126,6 +128,7 @@ def create_app(
     app.include_router(admin.router)
     app.include_router(importance.router)
     app.include_router(diff.router)
+    app.include_router(models.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     @app.get("/", include_in_schema=False)
@@ -173,6 +176,11 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(LineageFileNotFoundError)
     async def no_lineage(request: Request, exc: LineageFileNotFoundError) -> JSONResponse:
+        return JSONResponse(_detail(exc), 404)
+
+    # an unknown model, version or alias (a LineageParamValueError too: its handler is 400)
+    @app.exception_handler(ModelNotFoundError)
+    async def no_model(request: Request, exc: ModelNotFoundError) -> JSONResponse:
         return JSONResponse(_detail(exc), 404)
 
     @app.exception_handler(ValueError)

@@ -198,6 +198,7 @@ class IndexedRunStore:
         self.base = base
         self.remote = remote  # the s3:// URL ``base`` is a local copy of (no checkpoints in it)
         self.index = index  # (also where the base's named models are: archive/delete ask)
+        self.max_depth = max_depth  # (how deep the registry looks for a checkpoint's run)
         self.scalar_interval = scalar_interval
         self.max_cached_runs = max_cached_runs
         self.service = QueryService(

@@ -252,3 +252,17 @@ class Series(BaseModel):
 
 class SeriesResult(BaseModel):
     series: list[Series]
+
+
+class ModelRegistration(_Strict):
+    """A checkpoint of a run to register as the next version of a model."""
+
+    run: str = Field(description="The run's id, as the runs table names it.")
+    checkpoint: str = Field(
+        description="The checkpoint as the run's checkpoint table lists it (its `name`)."
+    )
+    alias: str | None = Field(None, description="Also point this alias at the new version.")
+
+
+class AliasTarget(_Strict):
+    version: int = Field(description="The version the alias is to point at.")

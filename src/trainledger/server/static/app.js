@@ -1,5 +1,5 @@
 // The page: hash routes (#/lineage, #/datasets, #/scalars[?run=a&tag=loss&group=...],
-// #/diff?run=a&run=b, #/run/<id>) and
+// #/diff?run=a&run=b, #/run/<id>, #/models[/<name>]) and
 // the poll that brings new runs in without a reload.
 import { api } from "./js/api.js";
 import { showDatasets } from "./js/datasets.js";
@@ -7,6 +7,7 @@ import { initDiff, refreshDiff, showDiff } from "./js/diff.js";
 import { graphState } from "./js/graph.js";
 import { initImportance } from "./js/importance.js";
 import { lineageState, refreshLineage, sayEmpty, showLineage } from "./js/lineage.js";
+import { showModels } from "./js/models.js";
 import { refreshRun, showRun } from "./js/run.js";
 import { refreshScalars, scalarState, selectRuns, showScalars } from "./js/scalars.js";
 import { $, loadCharts, toast } from "./js/util.js";
@@ -24,6 +25,7 @@ function route() {
   if (raw.startsWith("scalars?")) return { view: "scalars", query: raw.slice(8) };
   const hash = decodeURIComponent(raw);
   if (hash.startsWith("run/")) return { view: "run", id: hash.slice(4) };
+  if (hash === "models" || hash.startsWith("models/")) return { view: "models", name: hash.slice(7) || null };
   if (["datasets", "scalars"].includes(hash)) return { view: hash };
   return { view: "lineage" };
 }
@@ -43,11 +45,12 @@ async function render() {
     $("#tab-run").href = `#/run/${r.id}`;
   }
   try {
-    if (r.view !== "lineage") await loadCharts(); // the runs page starts it itself
+    if (!["lineage", "models"].includes(r.view)) await loadCharts(); // the runs page starts it itself
     if (r.view === "lineage") await showLineage();
     else if (r.view === "datasets") await showDatasets();
     else if (r.view === "scalars") await showScalars(r.query || "");
     else if (r.view === "diff") await showDiff(r.query);
+    else if (r.view === "models") await showModels(r.name);
     else await showRun(r.id, { onCompare: compare });
   } catch (error) {
     toast(error.message);
@@ -74,7 +77,8 @@ async function poll(scan = true) {
       else if (current.view === "datasets") await showDatasets();
       else if (current.view === "scalars") await refreshScalars();
       else if (current.view === "diff") await refreshDiff();
-      else await refreshRun({ onCompare: compare });
+      else if (current.view === "run") await refreshRun({ onCompare: compare });
+      // (the models page: a new run changes no model; it is drawn again when opened)
     }
     stamp = status.stamp;
   } catch (error) {

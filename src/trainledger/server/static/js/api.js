@@ -74,6 +74,15 @@ export const api = {
   diff: (runs, all = false) => request("GET", "/diff", { query: { run: runs, all } }),
   importance: (metric, where, includeIds = false) =>
     request("GET", "/importance", { query: { metric, where, include_ids: includeIds } }),
+  // named models: the registry (GET), a registration from a run's checkpoint table, aliases
+  models: () => request("GET", "/models"),
+  model: (name) => request("GET", `/models/${encodeURIComponent(name)}`),
+  registerModel: (name, run, checkpoint, alias) => request("POST",
+    `/models/${encodeURIComponent(name)}/versions`, { body: { run, checkpoint, alias: alias || null } }),
+  moveAlias: (name, alias, version) => request("PUT",
+    `/models/${encodeURIComponent(name)}/aliases/${encodeURIComponent(alias)}`, { body: { version } }),
+  removeAlias: (name, alias) =>
+    request("DELETE", `/models/${encodeURIComponent(name)}/aliases/${encodeURIComponent(alias)}`),
   scalarTags: (runs) => request("GET", "/scalars/tags", { query: { run: runs } }),
   // range: {step_min, step_max} of a zoomed chart, re-bucketed from the full data, and the
   // other options of the series API (smoothing, continue_parent)

@@ -3,6 +3,7 @@
 import { api } from "./api.js";
 import { diffHash } from "./diff.js";
 import { PARENT_COLUMN, parentCell } from "./family_column.js";
+import { modelChip, modelsByRun } from "./model_map.js";
 import { buildAxis, place } from "./parcoords_axes.js";
 import { LineLayer, lineColors } from "./parcoords_lines.js";
 import { colorAxisOf, lineOpacity, parcoordsOption } from "./parcoords_option.js";
@@ -31,6 +32,7 @@ const state = {
   chart: null,
   axes: [],              // [{column, type, categories}]
   loaded: false,
+  models: new Map(),      // run id -> its named-model versions (model_map.js: one request, cached)
 };
 
 export const lineageState = state; // read by the browser tests and the scalar view
@@ -355,7 +357,9 @@ async function loadTable() {
   const early = state.firstPage;
   state.firstPage = null;
   const same = early && early.key === JSON.stringify([cond, state.where]);
-  const result = await (same ? early.result : api.search(cond, state.where));
+  const [result, models] = await Promise.all([same ? early.result : api.search(cond, state.where),
+    modelsByRun()]);
+  state.models = models;
   state.count = result.count;
   const pages = Math.max(1, Math.ceil(result.count / state.size));
   if (state.page >= pages && result.count) {
@@ -427,6 +431,7 @@ function renderTable(objects) {
         },
       })),
       h("td", {}, h("a", { class: "run-link", href: `#/run/${id}`, text: id, title: id }),
+        modelChip(state.models.get(id)),
         ...(obj.nonfinite && obj.nonfinite.length
           ? [h("span", { class: "badge diverged", text: "diverged", title: divergedText(obj.nonfinite) })]
           : [])),
@@ -622,11 +627,14 @@ export async function showLineage() {
   if (!wired) { wire(); wired = true; }
   if (!state.loaded) {
     state.firstPage = askFirstPage();
+    modelsByRun();  // (asked now: it answers while the columns load)
     await loadColumns();
     await reload();
     state.loaded = true;
   } else {
     resizeChart();
+    // a model registered or an alias moved since (the run page, the models page): new chips
+    if ((await modelsByRun()) !== state.models) await loadTable();
   }
 }
 

@@ -5,6 +5,7 @@ import { showFamily } from "./family.js";
 import { initGraph, showGraph } from "./graph.js";
 import { initLandscapes, showLandscapes } from "./landscape.js";
 import { initMedia, showMedia } from "./media.js";
+import { showRunModels } from "./model_register.js";
 import { showRunScalars } from "./run_scalars.js";
 import { sessionsCard } from "./run_sessions.js";
 import { $, divergedText, exact, fmt, fmtBytes, fmtField, fmtTime, h, tagChip, toast, treeOption } from "./util.js";
@@ -63,6 +64,7 @@ export async function showRun(id, { onCompare } = {}) {
   currentId = id;
   $("#run-title").textContent = id;
   $("#run-error").hidden = true;
+  $("#run-models").hidden = true;
   let detail;
   try {
     detail = await api.run(id);
@@ -130,16 +132,18 @@ export async function showRun(id, { onCompare } = {}) {
   const tbody = $("#run-checkpoints tbody");
   // the global step, the one the curves use (the lineage records it; the file name holds the
   // step within the epoch, shown in the title)
-  tbody.replaceChildren(...checkpoints.map((c) => h("tr", { dataset: { step: c.step ?? "" } },
+  tbody.replaceChildren(...checkpoints.map((c) => h("tr", { dataset: { step: c.step ?? "", checkpoint: c.name } },
     h("td", { text: c.name }), h("td", { class: "num", text: fmt(c.epoch) }),
     h("td", {
       class: "num", text: fmt(c.step),
       title: c.step_in_epoch === null || c.step_in_epoch === undefined ? "" : `step ${c.step_in_epoch} of epoch ${fmt(c.epoch)}`,
     }), h("td", { class: "num", text: fmtBytes(c.size) }),
-    h("td", { text: fmtTime(c.time) }))));
+    h("td", { text: fmtTime(c.time) }), h("td", { class: "models" }))));
   if (!checkpoints.length) {
-    tbody.append(h("tr", {}, h("td", { colspan: "5", class: "null", text: "No checkpoints." })));
+    tbody.append(h("tr", {}, h("td", { colspan: "6", class: "null", text: "No checkpoints." })));
   }
+  // the named models it holds, and the Register action of each checkpoint (model_register.js)
+  showRunModels(id, role === "write").catch((error) => toast(error.message));
   $("#run-snapshots").hidden = !snapshots.length;
   $("#run-snapshots tbody").replaceChildren(...snapshots.map((c) => h("tr", {},
     h("td", { text: c.name }), h("td", { class: "num", text: fmtBytes(c.size) }),
