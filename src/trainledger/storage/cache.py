@@ -102,6 +102,33 @@ def inside(directory: str, rel: str) -> str | None:
     return path if path.startswith(root + os.sep) else None
 
 
+class InsideCopy:
+    """``inside`` for the many keys of one pass over one copy: the copy's real path resolved
+    once and each folder checked once (not a symbolic link), where ``inside`` resolves every
+    component of every key (70,000 ``lstat`` calls for 1,000 runs' objects, a tenth of a
+    first sync's own time). Any key with a symbolic link on its way is answered by
+    ``inside`` itself, so the answer is the same."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.root = os.path.realpath(directory)
+        self._folders = {self.root}  # folders checked: no symbolic link on the way
+
+    def __call__(self, directory: str, rel: str) -> str | None:
+        parts = rel.split("/")
+        if directory != self.directory or any(p in ("", ".", "..") for p in parts):
+            return inside(directory, rel)
+        path = self.root
+        for part in parts[:-1]:
+            path = os.path.join(path, part)
+            if path not in self._folders:
+                if os.path.islink(path):
+                    return inside(directory, rel)
+                self._folders.add(path)
+        path = os.path.join(path, parts[-1])
+        return inside(directory, rel) if os.path.islink(path) else path
+
+
 def read_manifest(path: str) -> dict[str, str]:
     try:
         with open(path, encoding="utf-8") as fh:
@@ -176,8 +203,9 @@ def sync_down(
     if state is not None:  # aged first: a sync that dies half-way never leaves a young copy
         os.utime(state_path, (0, 0))
     manifest = os.path.join(local, OBJECTS_MANIFEST)
+    within = InsideCopy(local)
     early = Prefetch(
-        store, loc, local, want, stand_ins is not None, lambda: read_manifest(manifest), inside
+        store, loc, local, want, stand_ins is not None, lambda: read_manifest(manifest), within
     )
     try:
         plan = plan_refresh(store, loc, state, rescan, early.page)
@@ -187,7 +215,7 @@ def sync_down(
     finally:
         fetched = early.finish()
     if plan.full is not None:
-        missed = _apply_listing(store, loc, local, plan.full, want, stand_ins, fetched)
+        missed = _apply_listing(store, loc, local, plan.full, want, stand_ins, fetched, within)
         if state is not None and missed:  # what the records did not say: say it for others
             _record_missed(store, loc, missed)
     os.makedirs(local, exist_ok=True)
@@ -206,6 +234,7 @@ def _apply_listing(
     want: Callable[[str], bool],
     stand_ins: StandIns | None,
     fetched: Mapping[str, str] | None = None,
+    within: Callable[[str, str], str | None] = inside,
 ) -> dict[str, ObjectInfo | None]:
     """Make the copy at ``local`` hold what a whole listing (or snapshot) of ``loc`` says
     (``fetched``: objects already downloaded while it was listed, rel -> ETag); returns the
@@ -221,7 +250,7 @@ def _apply_listing(
         _remove(local, rel, have)
     paths = {}  # rel -> its local path, for the objects that stay inside the copy
     for rel in listing:
-        if (path := inside(local, rel)) is None:
+        if (path := within(local, rel)) is None:
             _log.warning("skipped the object %r under %s: it leaves the cache", rel, loc.url)
         else:
             paths[rel] = path
