@@ -9,10 +9,12 @@ run is then changed through trainledger's own writer (``UploadMirror``, which re
 changes).
 Cases, each timed in the one process run, requests counted in moto's log:
 
-- first query of a new reader (``filter_summary_lineage``, SQLite index copy), against the
-  peer: boto3 fetching, with 64 threads, the objects a lineage query needs and ours
-  downloads (each run's lineage file and series sidecar; the event files stay in the store
-  as stand-ins, the checkpoints are never read), in alternating rounds;
+- first query of a new reader (``filter_summary_lineage``, SQLite index copy), against two
+  peers in alternating rounds: boto3 fetching, with 64 threads, the objects a lineage query
+  needs and ours downloads (each run's lineage file and series sidecar; the event files stay
+  in the store as stand-ins, the checkpoints are never read), given their keys; and a boto3
+  script that starts, as our reader does, from the base's URL: it lists the prefix, then
+  fetches those objects;
 - a query when nothing changed (the copy's refresh forced: ``READ_MAX_AGE`` = 0), against the
   same query over a local copy of the base;
 - a query after one run gained a point (its event file and sidecar re-sent).
@@ -88,6 +90,36 @@ def fetch_all(bucket: str, keys: list[str], into: Path) -> float:
     return time.perf_counter() - start
 
 
+def list_and_fetch(bucket: str, prefix: str, into: Path) -> float:
+    """The peer as a boto3 script starting, as our reader does, from the base's URL: list the
+    prefix (boto3's paginator, 1,000 keys a page), then GET the lineage objects and sidecars
+    with 64 threads; seconds."""
+    import boto3
+
+    client = boto3.client("s3")
+    start = time.perf_counter()
+    keys = [
+        item["Key"]
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        for item in page.get("Contents", [])
+    ]
+    wanted = [k for k in keys if _is_lineage_object(k)]
+
+    def get(key: str) -> None:
+        body = client.get_object(Bucket=bucket, Key=key)["Body"].read()
+        (into / key.replace("/", "_")).write_bytes(body)
+
+    with ThreadPoolExecutor(64) as pool:
+        list(pool.map(get, wanted))
+    return time.perf_counter() - start
+
+
+def _is_lineage_object(key: str) -> bool:
+    """A run's lineage file or series sidecar: what the first query downloads."""
+    name = key.rsplit("/", 1)[1]
+    return "lineage" in name or name.endswith(".json")
+
+
 def requests_in(log: Path, start: int) -> int:
     time.sleep(0.2)
     with open(log, "rb") as fh:
@@ -132,17 +164,18 @@ def run_cases(args: argparse.Namespace, work: Path, log: Path) -> None:
     boto3.client("s3").create_bucket(Bucket="bench")
     make_base(work / "base", args.runs)
     keys = put_all(work / "base", "bench", "team")
-    name = lambda k: k.rsplit("/", 1)[1]  # noqa: E731
-    lineage_keys = [k for k in keys if "lineage" in name(k) or name(k).endswith(".json")]
+    lineage_keys = [k for k in keys if _is_lineage_object(k)]
     url = "s3://bench/team"
     print(f"{args.runs} runs, {len(keys)} objects put straight into moto (boto3, 64 threads)")
-    firsts, peers = [], []
+    firsts, peers, listing_peers = [], [], []
     for k in range(args.rounds):
         os.environ["TRAINLEDGER_CACHE_DIR"] = str(work / f"cache{k}")
         lineage_api._indexes.clear()
         ours = timed(lambda: filter_summary_lineage(url, CONDITION), log)
         (work / f"peer{k}").mkdir()
         peer = fetch_all("bench", lineage_keys, work / f"peer{k}")
+        (work / f"listing-peer{k}").mkdir()
+        listing_peers.append(list_and_fetch("bench", "team/", work / f"listing-peer{k}"))
         firsts.append(ours)
         peers.append(peer)
     locations.READ_MAX_AGE = 0.0
@@ -162,7 +195,7 @@ def run_cases(args: argparse.Namespace, work: Path, log: Path) -> None:
             record.add_scalar("loss", 0.1, 100 + i)
         mirror.sync()
         changed.append(timed(lambda: filter_summary_lineage(url, CONDITION), log))
-    report(args.runs, firsts, peers, quiet, local, changed)
+    report(args.runs, firsts, (peers, listing_peers), quiet, local, changed)
     if args.postgres:
         postgres_cases(args.postgres, url, work, log)
 
@@ -222,7 +255,9 @@ def _med(values: list[float]) -> str:
     return f"{statistics.median(values):.3f} s [{min(values):.3f}-{max(values):.3f}]"
 
 
-def report(runs: int, firsts: Any, peers: Any, quiet: Any, local: Any, changed: Any) -> None:
+def report(
+    runs: int, firsts: Any, peers: tuple[Any, Any], quiet: Any, local: Any, changed: Any
+) -> None:
     scale = 100_000 / runs
     first_req = statistics.median(r for _, r in firsts)
     print("| case | time (median [range]) | requests at the server | projected to 100,000 runs |")
@@ -231,12 +266,15 @@ def report(runs: int, firsts: Any, peers: Any, quiet: Any, local: Any, changed: 
         f"| first query of a new reader | {_med([t for t, _ in firsts])} | {first_req:.0f} "
         f"| {first_req * scale:,.0f} |"
     )
-    print(f"| peer: boto3 GETs of the lineage objects, 64 threads | {_med(peers)} | - | - |")
-    ratios = [o[0] / p for o, p in zip(firsts, peers, strict=True)]
-    print(
-        f"| ratio first query / peer | {statistics.median(ratios):.2f} "
-        f"[{min(ratios):.2f}-{max(ratios):.2f}] | | |"
-    )
+    gets, listing = peers
+    print(f"| peer: boto3 GETs of the lineage objects, 64 threads | {_med(gets)} | - | - |")
+    print(f"| peer: boto3 lists the prefix, then those GETs | {_med(listing)} | - | - |")
+    for what, times in (("GETs", gets), ("list + GETs", listing)):
+        ratios = [o[0] / p for o, p in zip(firsts, times, strict=True)]
+        print(
+            f"| ratio first query / peer ({what}) | {statistics.median(ratios):.2f} "
+            f"[{min(ratios):.2f}-{max(ratios):.2f}] | | |"
+        )
     q = [r for _, r in quiet]
     print(f"| query, nothing changed | {_med([t for t, _ in quiet])} | {max(q)} | {max(q)} |")
     print(f"| same query, local base | {_med(local)} | 0 | 0 |")

@@ -111,3 +111,12 @@ def test_named_models_of_a_bucket(
     assert resolved["checkpoint"] == f"{base}/pre/m-2_4.ckpt"
     assert [d["run"] for d in resolved["family"]["descendants"]] == ["./fine"]
     assert resolved["lineage"]["summary_dir"] == "./pre"
+    # the same as query fields over the bucket: the run behind the alias, and its child
+    from trainledger.query import filter_summary_lineage
+
+    behind = filter_summary_lineage(base, {"registry/clf@production": {"eq": 1}}, index=index)
+    assert [o["summary_dir"] for o in behind["object"]] == ["./pre"]
+    assert behind["object"][0]["model_lineage"]["registry"] == {"clf": 2, "clf@production": 1}
+    children = filter_summary_lineage(base, {"parent/run": {"eq": "./pre"}}, index=index)
+    assert [o["summary_dir"] for o in children["object"]] == ["./fine"]
+    assert children["object"][0]["model_lineage"]["parent"]["step"] == 8
