@@ -78,8 +78,13 @@ def fetch_all(bucket: str, keys: list[str], into: Path) -> float:
     """The peer: boto3 GETs of ``keys`` with 64 threads; seconds."""
     import boto3
 
-    client = boto3.client("s3")
     start = time.perf_counter()
+    _get_all(boto3.client("s3"), bucket, keys, into)
+    return time.perf_counter() - start
+
+
+def _get_all(client: Any, bucket: str, keys: list[str], into: Path) -> None:
+    """GET ``keys`` into files under ``into``, 64 at a time."""
 
     def get(key: str) -> None:
         body = client.get_object(Bucket=bucket, Key=key)["Body"].read()
@@ -87,7 +92,6 @@ def fetch_all(bucket: str, keys: list[str], into: Path) -> float:
 
     with ThreadPoolExecutor(64) as pool:
         list(pool.map(get, keys))
-    return time.perf_counter() - start
 
 
 def list_and_fetch(bucket: str, prefix: str, into: Path) -> float:
@@ -103,14 +107,7 @@ def list_and_fetch(bucket: str, prefix: str, into: Path) -> float:
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
         for item in page.get("Contents", [])
     ]
-    wanted = [k for k in keys if _is_lineage_object(k)]
-
-    def get(key: str) -> None:
-        body = client.get_object(Bucket=bucket, Key=key)["Body"].read()
-        (into / key.replace("/", "_")).write_bytes(body)
-
-    with ThreadPoolExecutor(64) as pool:
-        list(pool.map(get, wanted))
+    _get_all(client, bucket, [k for k in keys if _is_lineage_object(k)], into)
     return time.perf_counter() - start
 
 

@@ -36,3 +36,18 @@ def index_url(request: pytest.FixtureRequest) -> str | None:
     if request.param == "sqlite":
         return None
     return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Any build of 1+ runs in bulk, in chunks of 3 runs, 2 asked ahead; counts the parse
+    processes started."""
+    from trainledger.query import bulk_build, parse_worker
+
+    monkeypatch.setattr(bulk_build, "BULK_MIN_RUNS", 1)
+    monkeypatch.setattr(parse_worker, "CHUNK", 3)
+    monkeypatch.setattr(parse_worker, "AHEAD", 2)
+    started: list[int] = []
+    real = parse_worker._start
+    monkeypatch.setattr(parse_worker, "_start", lambda: (started.append(1), real())[1])
+    return started

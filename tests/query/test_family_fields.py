@@ -19,7 +19,7 @@ from tests.query.test_family import make_net, train
 from trainledger.checkpoint import latest_checkpoint, load_checkpoint
 from trainledger.cli.main import cli
 from trainledger.errors import LineageSearchConditionParamError, UnknownFieldWarning
-from trainledger.query import bulk_build, parse_worker
+from trainledger.query import parse_worker
 from trainledger.query.index import LineageIndex
 from trainledger.query.lineage_api import filter_summary_lineage
 from trainledger.query.semantics import evaluate
@@ -161,7 +161,7 @@ def test_a_resumed_child_keeps_its_parent_and_is_not_its_own(tmp_path: Path) -> 
 
 
 def test_a_bulk_build_in_parse_processes_keeps_the_parents(
-    family_base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    family_base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_chunks: list[int]
 ) -> None:
     """Every run parsed again by the parse processes (as after the schema's migration): the
     records take their known parents there, since no weights changed."""
@@ -175,17 +175,12 @@ def test_a_bulk_build_in_parse_processes_keeps_the_parents(
     }
     with sqlite3.connect(base / ".trainledger" / "index.db") as conn:
         conn.execute("UPDATE records SET signature = ''")
-    monkeypatch.setattr(bulk_build, "BULK_MIN_RUNS", 1)
     monkeypatch.setattr(parse_worker, "MIN_RUNS", 1)
-    monkeypatch.setattr(parse_worker, "CHUNK", 2)
-    started: list[int] = []
-    real = parse_worker._start
-    monkeypatch.setattr(parse_worker, "_start", lambda: (started.append(1), real())[1])
     from trainledger.query import lineage_api
 
     lineage_api._indexes.clear()
     again = parents(base, {"parent/count": {"ge": 1}})
-    assert started, "the build did not use the parse processes"
+    assert small_chunks, "the build did not use the parse processes"
     assert {d: p["count"] for d, p in again.items()} == {"./fine": 1, "./two": 2}
 
 

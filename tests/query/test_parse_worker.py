@@ -18,7 +18,7 @@ from tests.runs import write_run
 from tests.tb_logdirs import torch_run
 from trainledger.lineage.records import EvalValues, TrainValues, eval_event, train_event
 from trainledger.lineage.writer import LineageWriter
-from trainledger.query import bulk_build, parse_worker
+from trainledger.query import parse_worker
 from trainledger.query.index import LineageIndex
 
 TABLES = ("runs", "records", "custom", "type_sets", "marks", "unreadable")
@@ -73,18 +73,6 @@ def _build(
         (r.name, r.levelno, r.getMessage().replace(str(base), "BASE")) for r in caplog.records
     )
     return _tables(base), logs, answer
-
-
-@pytest.fixture
-def small_chunks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Any build of 1+ runs in bulk, in chunks of 3 runs, 2 asked ahead; counts the starts."""
-    monkeypatch.setattr(bulk_build, "BULK_MIN_RUNS", 1)
-    monkeypatch.setattr(parse_worker, "CHUNK", 3)
-    monkeypatch.setattr(parse_worker, "AHEAD", 2)
-    started: list[int] = []
-    real = parse_worker._start
-    monkeypatch.setattr(parse_worker, "_start", lambda: (started.append(1), real())[1])
-    return started
 
 
 def test_a_build_parsed_in_other_processes_writes_what_one_process_writes(

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainledger.query.discovery import RunFiles
 from trainledger.query.family_schema import FAMILY_BACKFILL
+from trainledger.query.record_cache import in_chunks
 from trainledger.query.record_groups import store_group
 from trainledger.query.schema import Connection, Dialect, read_meta
 from trainledger.query.status_fill import Read, Write
@@ -122,13 +123,8 @@ def extras(conn: Connection) -> dict[str, dict[str, Any]]:
 
 
 def _stored(conn: Connection, dirs: Sequence[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for start in range(0, len(dirs), 500):
-        part = list(dirs[start : start + 500])
-        marks = ", ".join("?" for _ in part)
-        sql = f"SELECT summary_dir, weights FROM run_weights WHERE summary_dir IN ({marks})"
-        out.update(conn.execute(sql, part).fetchall())
-    return out
+    sql = "SELECT summary_dir, weights FROM run_weights WHERE summary_dir IN"
+    return dict(in_chunks(conn, sql, dirs))
 
 
 def refresh_families(

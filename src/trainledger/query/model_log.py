@@ -35,7 +35,7 @@ from trainledger.query.index_location import durable_dir, index_dir
 from trainledger.query.open_index import open_db
 from trainledger.storage import MODELS_FILE, exclusive_lock, fsync_dir
 
-__all__ = ["ModelLog", "JsonLinesLog", "PgLog", "open_log", "parse_events"]
+__all__ = ["ModelLog", "JsonLinesLog", "PgLog", "open_log", "parse_events", "pg_events"]
 
 #: what a write decides from the events it read under the lock: the new event
 Decide = Callable[[list[dict[str, Any]]], dict[str, Any]]
@@ -123,13 +123,8 @@ class PgLog(ModelLog):
         self._lock = threading.Lock()  # one connection: one transaction at a time
 
     def events(self) -> list[dict[str, Any]]:
-        def load(conn: Any) -> list[dict[str, Any]]:
-            if not conn.execute("SELECT to_regclass('model_events') IS NOT NULL").fetchone()[0]:
-                return []
-            return _rows(conn)
-
         with self._lock:
-            return self.db.recovering(lambda: self.db.read(load))
+            return self.db.recovering(lambda: self.db.read(pg_events))
 
     def append(self, decide: Decide, actor: str) -> dict[str, Any]:
         uid = uuid.uuid4().hex
@@ -159,6 +154,14 @@ class PgLog(ModelLog):
 
         with self._lock:
             return self.db.recovering(lambda: self.db.retrying(attempt))
+
+
+def pg_events(conn: Any) -> list[dict[str, Any]]:
+    """The events of the ``model_events`` table of ``conn``'s schema, none before its first
+    write created it."""
+    if not conn.execute("SELECT to_regclass('model_events') IS NOT NULL").fetchone()[0]:
+        return []
+    return _rows(conn)
 
 
 def _rows(conn: Any) -> list[dict[str, Any]]:

@@ -61,13 +61,10 @@ def log_stamp(conn: Connection, directory: str, dialect: Dialect) -> Any:
 
 
 def _events(conn: Connection, directory: str, dialect: Dialect) -> list[dict[str, Any]]:
-    from trainledger.query.model_log import parse_events
+    from trainledger.query.model_log import parse_events, pg_events
 
     if dialect.name != "sqlite":
-        if not conn.execute("SELECT to_regclass('model_events') IS NOT NULL").fetchone()[0]:
-            return []
-        rows = conn.execute("SELECT seq, body FROM model_events ORDER BY seq").fetchall()
-        return [{**json.loads(body), "seq": int(seq)} for seq, body in rows]
+        return pg_events(conn)
     try:
         with open(_file(directory), "rb") as fh:
             return parse_events(fh.read())

@@ -68,8 +68,10 @@ def check_field(
         hint = f"; did you mean 'metric/{name}' or 'user_defined/{name}'?"
     exc = error(
         f"unknown {what} {field!r}{hint} (known: {', '.join(fixed)}, metric/<name>, "
-        f"user_defined/<name>, and series statistics <stat>(<tag>) with stat one of "
-        f"{', '.join(STATS)})"
+        f"user_defined/<name>, optimizer/<name>, scheduler/<name>, parent/run, parent/step, "
+        f"parent/checkpoint, parent/match, parent/count, run/train_dataset_fingerprint, "
+        f"registry/<model>, registry/<model>@<alias>, and series statistics <stat>(<tag>) "
+        f"with stat one of {', '.join(STATS)})"
     )
     exc.field = field
     raise exc
