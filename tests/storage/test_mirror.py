@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -121,13 +122,13 @@ def test_sync_down_copies_only_changed_objects_and_forgets_deleted_ones(
     s3.put_object(Bucket=s3_bucket, Key="base/r0/big.ckpt", Body=b"W" * 100)
     store = ObjectStore()
     fetched: list[str] = []
-    real_get = store.get_file
+    real_get = store.start_get
 
-    def counting_get(loc: ObjectLocation, local: str) -> None:
+    def counting_get(loc: ObjectLocation, local: str) -> Future[None]:
         fetched.append(loc.key)
-        real_get(loc, local)
+        return real_get(loc, local)
 
-    store.get_file = counting_get  # type: ignore[method-assign]
+    store.start_get = counting_get  # type: ignore[method-assign]
     url = f"s3://{s3_bucket}/base"
 
     def want(rel: str) -> bool:
@@ -165,14 +166,16 @@ def test_a_sync_that_dies_half_way_leaves_a_copy_the_next_sync_lists_again(
     for key in ("b/r1/b_lineage", "b/r2/c_lineage"):
         s3.put_object(Bucket=s3_bucket, Key=key, Body=b"new")
     store = ObjectStore()
-    real_get = store.get_file
+    real_get = store.start_get
 
-    def failing_get(loc: ObjectLocation, path: str) -> None:
+    def failing_get(loc: ObjectLocation, path: str) -> Future[None]:
         if loc.key.endswith("c_lineage"):
-            raise ObjectStoreError(f"could not download {loc.url}: the test's failure")
-        real_get(loc, path)
+            failed: Future[None] = Future()
+            failed.set_exception(ObjectStoreError(f"could not download {loc.url}: the failure"))
+            return failed
+        return real_get(loc, path)
 
-    store.get_file = failing_get  # type: ignore[method-assign]
+    store.start_get = failing_get  # type: ignore[method-assign]
     with pytest.raises(ObjectStoreError):
         sync_down(url, local_dir=local, store=store)
     assert Path(local, "r1", "b_lineage").exists() and not Path(local, "r2").exists()

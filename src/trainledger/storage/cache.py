@@ -20,13 +20,12 @@ import logging
 import os
 import time
 from collections.abc import Callable, Collection, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
 from trainledger.errors import ObjectStoreError
 from trainledger.storage.atomic import atomic_write_bytes, scan_dir
-from trainledger.storage.cache_prefetch import THREADS, Prefetch
+from trainledger.storage.cache_prefetch import Prefetch
 from trainledger.storage.change_log import ChangeRecorder
 from trainledger.storage.copy_sync import (
     listed,
@@ -53,7 +52,6 @@ __all__ = [
     "inside",
     "StandIns",
     "STAND_IN",
-    "DOWNLOAD_THREADS",
     "request_rescan_all",
 ]
 
@@ -160,9 +158,6 @@ def _usable(listing: dict[str, ObjectInfo], url: str) -> dict[str, ObjectInfo]:
 StandIns = Callable[[str, Mapping[str, ObjectInfo]], Collection[str]]
 #: a manifest entry's mark for a stand-in: a sparse local file of the object's size
 STAND_IN = "stand-in "
-#: downloads at once (each waits a round trip to the store, not for this machine's cores;
-#: 64 as the peers' clients use: the first sync of a big base is all round trips)
-DOWNLOAD_THREADS = THREADS
 
 
 def sync_down(
@@ -174,6 +169,7 @@ def sync_down(
     store: ObjectStore | None = None,
     stand_ins: StandIns | None = None,
     rescan: bool = False,
+    defer_listing: bool = False,
 ) -> str:
     """Copy the objects under ``url`` that ``want`` (relative path -> bool) into a local
     directory, only those changed since the last copy; return the directory.
@@ -188,6 +184,8 @@ def sync_down(
     downloaded: each becomes a sparse file of the object's size (zeros, no disk blocks), for
     a reader that needs only their names and sizes (the query index, where the writer's
     series sidecars say what the files hold); every other event file is a real copy.
+    ``defer_listing``: a new copy starts from the newest snapshot of the records and leaves
+    its first listing to the caller (``storage.copy_sync``, ``storage.deferred_listing``).
     """
     loc = ObjectLocation.parse(url)
     local = local_dir or cache_dir(loc)
@@ -208,7 +206,7 @@ def sync_down(
         store, loc, local, want, stand_ins is not None, lambda: read_manifest(manifest), within
     )
     try:
-        plan = plan_refresh(store, loc, state, rescan, early.page)
+        plan = plan_refresh(store, loc, state, rescan, early.page, defer_listing)
         if plan.full is None and plan.changes:
             if not _apply_changes(store, loc, local, plan.changes, want, stand_ins):
                 plan = listed(store, loc, "a change record names an object that is gone")
@@ -372,30 +370,29 @@ def _copy(
     have: dict[str, str],
 ) -> set[str]:
     """Download each of ``objects`` (rel -> its listing, its local path) whose local file is
-    not a copy of its version (a stand-in is not), ``DOWNLOAD_THREADS`` at a time: a store
-    answers each GET after a round trip, and a base holds a few small objects per run.
-    Returns those that were gone (deleted since the listing or record named them)."""
+    not a copy of its version (a stand-in is not), as many at once as the store's client
+    allows (``ObjectStore.start_get``): a store answers each GET after a round trip, and a
+    base holds a few small objects per run. Returns those that were gone (deleted since the
+    listing or record named them)."""
     todo = [
         (rel, path)
         for rel, (info, path) in sorted(objects.items())
         if have.get(rel) != info.etag or not os.path.isfile(path)
     ]
-
-    def fetch(job: tuple[str, str]) -> bool:
-        try:
-            store.get_file(loc.child(job[0]), job[1])
+    jobs = [store.start_get(loc.child(rel), path) for rel, path in todo]
+    gone, failed = set(), None
+    for (rel, _), job in zip(todo, jobs, strict=True):
+        try:  # (every one waited for, even after a failure: none writes into the copy later)
+            job.result()
         except FileNotFoundError:  # deleted since the listing: the next refresh forgets it
-            return False
-        return True
-
-    if len(todo) > 1:
-        threads = min(DOWNLOAD_THREADS, len(todo))
-        with ThreadPoolExecutor(threads, thread_name_prefix="trainledger-download") as pool:
-            done = list(pool.map(fetch, todo))
-    else:
-        done = [fetch(job) for job in todo]
-    have.update((rel, objects[rel][0].etag) for (rel, _), ok in zip(todo, done, strict=True) if ok)
-    return {rel for (rel, _), ok in zip(todo, done, strict=True) if not ok}
+            gone.add(rel)
+        except Exception as exc:
+            failed = failed or exc
+        else:
+            have[rel] = objects[rel][0].etag
+    if failed is not None:
+        raise failed
+    return gone
 
 
 def _stand_in(rel: str, info: ObjectInfo, path: str, have: dict[str, str]) -> None:

@@ -10,23 +10,21 @@ it: it is wanted, its key passes ``key_problem`` and stays inside the copy, it i
 file whose fate waits for its folder's sidecars (a stand-in), its local copy is not of this
 version, and the listing has passed every key that could make it a folder (``x`` beside
 ``x/y``: every key under ``x/`` sorts before ``x0``). Anything that fails here is left to the
-ordinary pass, which decides again.
+ordinary pass, which decides again. The downloads run on the store's client
+(``ObjectStore.start_get``), as many at once as it allows.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 from trainledger.storage.mirror import skipped
 from trainledger.storage.naming import is_event_file_name
 from trainledger.storage.objects import ObjectInfo, ObjectLocation, ObjectStore, key_problem
 
 __all__ = ["Prefetch"]
-
-#: downloads at once (each waits a round trip to the store, not for this machine's cores)
-THREADS = 64
 
 
 class Prefetch:
@@ -49,7 +47,6 @@ class Prefetch:
         self._have: dict[str, str] | None = None
         self._waiting: list[tuple[str, ObjectInfo]] = []
         self._started: dict[str, tuple[Future[None], str]] = {}
-        self._pool: ThreadPoolExecutor | None = None
 
     def page(self, page: dict[str, ObjectInfo], last: str) -> None:
         """One page of the listing (``last``: its greatest key)."""
@@ -72,15 +69,11 @@ class Prefetch:
         have = self._have or {}
         if path is None or (have.get(rel) == info.etag and os.path.isfile(path)):
             return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(THREADS, thread_name_prefix="trainledger-prefetch")
-        job = self._pool.submit(self._store.get_file, self._loc.child(rel), path)
+        job = self._store.start_get(self._loc.child(rel), path)
         self._started[rel] = (job, info.etag)
 
     def finish(self) -> dict[str, str]:
         """Wait for the downloads started; those that arrived (rel -> ETag)."""
-        if self._pool is None:
-            return {}
         done = {}
         for rel, (job, etag) in self._started.items():
             try:
@@ -88,5 +81,4 @@ class Prefetch:
             except Exception:  # noqa: BLE001 - the ordinary pass decides again
                 continue
             done[rel] = etag
-        self._pool.shutdown()
         return done

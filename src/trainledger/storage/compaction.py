@@ -2,8 +2,11 @@
 of records (``docs/object-storage.md``, "Compaction").
 
 Writers compact, never readers (the web UI's host may have read-only credentials): after
-every ``CHECK_EVERY`` of its own records, a writer counts the records after the newest
-snapshot (one LIST of at most 1,000 keys) and, from ``SNAPSHOT_EVERY`` on, writes a new one:
+every ``CHECK_EVERY`` of its own records, and at its final pass (``UploadMirror.close``: a
+base written by thousands of short runs, each with a few records, gets snapshots too), a
+writer counts the records after the newest snapshot (one LIST of the snapshots, one of at
+most 1,000 records: the snapshot's own name holds its cursor, so a check reads no snapshot)
+and, from ``SNAPSHOT_EVERY`` on, writes a new one:
 the previous snapshot with every later record applied, so each object keeps only its newest
 record (a live run's event file, sent again every few seconds, is one entry). The snapshot
 also keeps each writer's last record number, for a reader's gap check. Records older than the
@@ -35,7 +38,14 @@ from trainledger.storage.change_log import (
 )
 from trainledger.storage.objects import ObjectLocation, ObjectStore
 
-__all__ = ["Snapshot", "latest_snapshot", "read_snapshot", "maybe_compact", "SNAPSHOT_EVERY"]
+__all__ = [
+    "Snapshot",
+    "latest_snapshot",
+    "snapshot_cursor",
+    "read_snapshot",
+    "maybe_compact",
+    "SNAPSHOT_EVERY",
+]
 
 _log = logging.getLogger(__name__)
 #: records after the newest snapshot that make a writer write the next one
@@ -57,11 +67,13 @@ class Snapshot:
 def latest_snapshot(store: ObjectStore, bucket: str) -> str | None:
     """The newest snapshot's key (one LIST: snapshots are few, old ones deleted)."""
     keys, _ = store.list_keys(bucket, SNAPSHOTS_PREFIX)
-    names = [k for k in keys if _cursor_of(k) is not None]
+    names = [k for k in keys if snapshot_cursor(k) is not None]
     return max(names) if names else None
 
 
-def _cursor_of(key: str) -> int | None:
+def snapshot_cursor(key: str) -> int | None:
+    """The cursor a snapshot's key names (None: not a snapshot's key), so that whether one is
+    newer than a reader's place is known without reading it."""
     stamp = key[len(SNAPSHOTS_PREFIX) :].split("-", 1)[0]
     return int(stamp) if key.startswith(SNAPSHOTS_PREFIX) and stamp.isdigit() else None
 
@@ -79,11 +91,12 @@ def read_snapshot(store: ObjectStore, bucket: str, key: str) -> Snapshot | None:
         return None
 
 
-def maybe_compact(recorder: ChangeRecorder) -> bool:
+def maybe_compact(recorder: ChangeRecorder, final: bool = False) -> bool:
     """After a writer's records: write a snapshot when ``SNAPSHOT_EVERY`` records follow the
-    newest one (checked once per ``CHECK_EVERY`` of its own). True when one was written.
-    Failures are logged: compaction only saves readers work."""
-    if recorder.written % CHECK_EVERY:
+    newest one (checked once per ``CHECK_EVERY`` of its own, and at its ``final`` pass when
+    it wrote any). True when one was written. Failures are logged: compaction only saves
+    readers work."""
+    if not recorder.written or (not final and recorder.written % CHECK_EVERY):
         return False
     try:
         return compact(recorder.store, recorder.bucket, recorder.writer)
@@ -97,13 +110,13 @@ def compact(store: ObjectStore, bucket: str, writer: str, every: int | None = No
     doc); then delete records older than the previous one and than twice the safety period."""
     every = SNAPSHOT_EVERY if every is None else every
     newest = latest_snapshot(store, bucket)
-    base = read_snapshot(store, bucket, newest) if newest else None
-    base = base or Snapshot()
-    after = base.cursor_ms - window_ms() if base.cursor_ms else 0
-    first, more = list_records(store, bucket, after, pages=1)
-    if len(first) < every and not more:
+    named = (snapshot_cursor(newest) or 0) if newest else 0  # (the check reads no snapshot)
+    due, more = list_records(store, bucket, named + 1 if named else 0, pages=1)
+    if len(due) < every and not more:
         return False
-    keys = first + (list_records(store, bucket, after)[0][len(first) :] if more else [])
+    base = (read_snapshot(store, bucket, newest) if newest else None) or Snapshot()
+    after = base.cursor_ms - window_ms() if base.cursor_ms else 0
+    keys = list_records(store, bucket, after)[0]
     snap = Snapshot(base.cursor_ms, dict(base.objects), dict(base.seen))
     for name in keys:
         change = parse_record(name)
@@ -135,5 +148,5 @@ def _prune(
     old, _ = list_records(store, bucket, 0, pages=10)
     gone = [k for k in old if (c := parse_record(k)) is None or c.time_ms < limit]
     snaps, _ = store.list_keys(bucket, SNAPSHOTS_PREFIX)
-    gone += [k for k in snaps if k != previous and (_cursor_of(k) or 0) < limit]
+    gone += [k for k in snaps if k != previous and (snapshot_cursor(k) or 0) < limit]
     store.delete_keys(bucket, gone)

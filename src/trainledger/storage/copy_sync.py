@@ -17,7 +17,13 @@ prefix instead (the *safety listing*, never a wrong answer, only a slower one):
   object that is gone is found by the caller's download (``storage.cache``).
 
 A reader far behind (more than a page of records) starts from the newest snapshot
-(``storage.compaction``) when one is newer than its cursor.
+(``storage.compaction``) when one is newer than its cursor. So does a new copy whose caller
+asks it (``defer_listing``: the query index's copy): it answers from the snapshot and the
+records after it, and its first listing is marked due (``listing_due``) and left to run
+after that answer (``storage.deferred_listing``); until one completes, its refreshes apply
+records and leave the listing to it. A writer that records nothing is thus found seconds
+after the first answer instead of before it; the safety period already allows such a writer
+an hour.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from trainledger.storage.change_log import (
     safety_seconds,
     window_ms,
 )
-from trainledger.storage.compaction import latest_snapshot, read_snapshot
+from trainledger.storage.compaction import latest_snapshot, read_snapshot, snapshot_cursor
 from trainledger.storage.naming import CHANGES_STATE
 from trainledger.storage.objects import ObjectInfo, ObjectLocation, ObjectStore
 
@@ -47,6 +53,7 @@ __all__ = [
     "listed",
     "safety_seconds",
     "request_rescan",
+    "listing_due",
     "read_state",
     "save_state",
 ]
@@ -92,6 +99,12 @@ def request_rescan(local: str) -> bool:
     return True
 
 
+def listing_due(local: str) -> bool:
+    """Whether the copy at ``local`` started from a snapshot and has not listed since."""
+    state = read_state(local)
+    return bool(state and state.get("listing_due"))
+
+
 def listed(store: ObjectStore, loc: ObjectLocation, why: str, on_page: OnPage = None) -> Plan:
     """A safety listing of ``loc``: the whole prefix, and a fresh place in the records that
     covers from the trailing window before it (records older than that are in it)."""
@@ -106,12 +119,22 @@ def plan_refresh(
     state: dict[str, Any] | None,
     rescan: bool = False,
     on_page: OnPage = None,
+    defer_listing: bool = False,
 ) -> Plan:
     """What the copy of ``loc`` whose saved place is ``state`` must change (module doc);
-    a listing's pages are shown to ``on_page`` as they arrive (downloads start early)."""
+    a listing's pages are shown to ``on_page`` as they arrive (downloads start early).
+    ``defer_listing``: a new copy starts from the newest snapshot when there is one, and a
+    copy so started leaves its due listing to ``storage.deferred_listing``."""
+    if state is None and defer_listing and not rescan:
+        started = _from_snapshot(store, loc, {"cursor": 0, "listed_at": 0.0})
+        if started is not None:
+            if started.why == "snapshot":  # (not when a gap made it list)
+                started.state["listing_due"] = True
+            return started
     if state is None or rescan or state.get("rescan"):
         return listed(store, loc, "first sync" if state is None else "rescan asked", on_page)
-    if time.time() - float(state["listed_at"]) >= safety_seconds():
+    due = time.time() - float(state["listed_at"]) >= safety_seconds()
+    if due and not (defer_listing and state.get("listing_due")):
         return listed(store, loc, "safety period", on_page)
     cursor = int(state["cursor"])
     names, more = list_records(store, loc.bucket, cursor - window_ms(), pages=1)
@@ -125,7 +148,9 @@ def plan_refresh(
 
 def _from_snapshot(store: ObjectStore, loc: ObjectLocation, state: dict[str, Any]) -> Plan | None:
     newest = latest_snapshot(store, loc.bucket)
-    snap = read_snapshot(store, loc.bucket, newest) if newest else None
+    if newest is None or (snapshot_cursor(newest) or 0) <= int(state["cursor"]):
+        return None  # (no snapshot newer than this copy's place: none read)
+    snap = read_snapshot(store, loc.bucket, newest)
     if snap is None or snap.cursor_ms <= int(state["cursor"]):
         return None
     under = f"{loc.key}/" if loc.key else ""

@@ -109,23 +109,47 @@ def held_index_copy(
     the event files ``stand_ins`` picks are sparse stand-ins of their size, locked against
     other processes' syncs of the bucket's index copies until the block ends (a stand-in
     being changed is never read); refreshed when older than ``max_age`` (default
-    ``READ_MAX_AGE``). Local paths, and anything but a str or path, as ``readable_dir``
-    gives them."""
+    ``READ_MAX_AGE``). A new copy of a base with change snapshots answers from the newest
+    one; its first listing runs after the block (``storage.deferred_listing``). Local
+    paths, and anything but a str or path, as ``readable_dir`` gives them."""
     if not isinstance(path, (str, os.PathLike)) or not is_object_url(os.fspath(path)):
         yield readable_dir(path, what)
         return
     check_location(os.fspath(path), what)
-    from trainledger.storage.cache import index_copy_dir, index_copy_lock, sync_down
+    from trainledger.storage.cache import index_copy_dir, index_copy_lock
+    from trainledger.storage.copy_sync import listing_due
+    from trainledger.storage.deferred_listing import list_later
 
     loc = ObjectLocation.parse(path)
     with exclusive_lock(index_copy_lock(loc)):
-        yield sync_down(
-            loc.url,
-            no_checkpoints,
-            local_dir=index_copy_dir(loc),
-            max_age=READ_MAX_AGE if max_age is None else max_age,
-            stand_ins=stand_ins,
-        )
+        yield _sync_index_copy(loc, stand_ins, READ_MAX_AGE if max_age is None else max_age)
+    if listing_due(index_copy_dir(loc)):  # (a new copy answered from a snapshot)
+        list_later(loc.url, lambda: _list_index_copy(loc, stand_ins))
+
+
+def _sync_index_copy(
+    loc: ObjectLocation, stand_ins: StandIns, max_age: float, defer: bool = True
+) -> str:
+    """``sync_down`` of the index copy of ``loc``, its lock held by the caller (``defer``:
+    a new copy's first listing is left for after the answer, ``storage.deferred_listing``)."""
+    from trainledger.storage.cache import index_copy_dir, sync_down
+
+    return sync_down(
+        loc.url,
+        no_checkpoints,
+        local_dir=index_copy_dir(loc),
+        max_age=max_age,
+        stand_ins=stand_ins,
+        defer_listing=defer,
+    )
+
+
+def _list_index_copy(loc: ObjectLocation, stand_ins: StandIns) -> None:
+    """The due listing of the index copy of ``loc``, under its lock."""
+    from trainledger.storage.cache import index_copy_lock
+
+    with exclusive_lock(index_copy_lock(loc)):
+        _sync_index_copy(loc, stand_ins, 0.0, defer=False)
 
 
 def readable_file(path: str | os.PathLike[str], what: str = "file") -> str:

@@ -149,6 +149,7 @@ class UploadMirror:
         self._primed = False
         self._state = ""
         self._recorder: ChangeRecorder | None = None
+        self._checked_at = 0  # (its records when ``finish`` last checked for a snapshot)
         self.last_error: BaseException | None = None
 
     def mark(self, state: str, error: str | None = None) -> None:
@@ -285,7 +286,18 @@ class UploadMirror:
             self._thread.join(timeout)
             self._thread = None
 
+    def finish(self) -> int:
+        """A final pass (its error is raised); then, when it recorded anything new, whether
+        the bucket's records are due a snapshot (``storage.compaction``: a base written by
+        many short runs gets snapshots too)."""
+        done = self.sync(final=True)
+        recorder = self._recorder
+        if recorder is not None and recorder.written != self._checked_at:
+            self._checked_at = recorder.written
+            maybe_compact(recorder, final=True)
+        return done
+
     def close(self) -> None:
-        """Stop the thread and make a final pass (its error is raised)."""
+        """Stop the thread and ``finish``."""
         self.stop()
-        self.sync()
+        self.finish()

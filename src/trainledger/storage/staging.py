@@ -100,7 +100,7 @@ def _final_pass(mirror: UploadMirror, seconds: float) -> str | None:
 
     def work() -> None:
         try:
-            mirror.sync(final=True)
+            mirror.finish()
         except BaseException as exc:
             outcome.append(exc)
 
