@@ -13,6 +13,7 @@ import pytest
 
 from tests.query.test_object_copy import ours, upload
 from tests.s3_server import objects, server_requests
+from trainledger.errors import ObjectStoreError
 from trainledger.query import filter_summary_lineage
 from trainledger.storage import ObjectLocation, compaction
 from trainledger.storage.cache import index_copy_dir, sync_down
@@ -115,3 +116,33 @@ def test_short_writers_leave_snapshots_at_their_final_pass(
         sync_down(f"s3://{s3_bucket}/b", local_dir=copy, defer_listing=True)
     assert seen.count("prefix=b") == 0
     assert sorted(p.name for p in Path(copy).iterdir() if p.is_dir()) == [f"r{i}" for i in range(6)]
+
+
+def test_a_listing_after_the_answer_that_fails_is_logged_and_started_again(
+    s3_bucket: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr("trainledger.storage.locations.READ_MAX_AGE", 0.0)
+    base = tmp_path / "runs"
+    ours(base, "r0", range(1, 5))
+    url = f"s3://{s3_bucket}/b"
+    upload(base, url)
+    assert compaction.compact(ObjectStore(), s3_bucket, "test.0", every=1)
+    _put_straight(ours(tmp_path / "cp", "cp", range(1, 5)).parent, url)
+    real_list = ObjectStore.list
+
+    def unreachable(self: ObjectStore, *args: object, **kwargs: object) -> dict:
+        raise ObjectStoreError(f"could not list s3://{s3_bucket}/b: the test's failure")
+
+    monkeypatch.setattr(ObjectStore, "list", unreachable)
+    assert _runs(filter_summary_lineage(url)) == ["./r0"]
+    assert wait_listings(60)
+    assert "the test's failure" in caplog.text
+    copy = index_copy_dir(ObjectLocation.parse(url))
+    assert listing_due(copy)
+    monkeypatch.setattr(ObjectStore, "list", real_list)
+    assert _runs(filter_summary_lineage(url)) == ["./r0"]  # (records only: the listing follows)
+    assert wait_listings(60) and not listing_due(copy)
+    assert _runs(filter_summary_lineage(url)) == ["./cp", "./r0"]

@@ -29,16 +29,17 @@ _running: dict[str, threading.Thread] = {}
 _lock = threading.Lock()
 
 
-def list_later(url: str, listing: Callable[[], None]) -> None:
-    """Run ``listing`` (the due listing of the copy of ``url``, taking the copy's lock
-    itself) on a daemon thread, unless one for ``url`` is under way in this process."""
+def list_later(copy: str, url: str, listing: Callable[[], None]) -> None:
+    """Run ``listing`` (the due listing of ``copy``, the local copy of ``url``, taking the
+    copy's lock itself) on a daemon thread, unless one of ``copy`` is under way in this
+    process."""
     with _lock:
-        if (found := _running.get(url)) is not None and found.is_alive():
+        if (found := _running.get(copy)) is not None and found.is_alive():
             return
         thread = threading.Thread(
             target=_run, args=(url, listing), name=f"trainledger-listing {url}", daemon=True
         )
-        _running[url] = thread
+        _running[copy] = thread
         before_executors_stop(wait_listings)
         thread.start()
 
@@ -48,6 +49,8 @@ def _run(url: str, listing: Callable[[], None]) -> None:
         listing()
     except (ObjectStoreError, OSError) as exc:  # due still: the next query starts it again
         _log.warning("the listing of %s after its first answer failed: %s", url, exc)
+    except Exception:  # noqa: BLE001 - a thread of its own: logged, due still
+        _log.exception("the listing of %s after its first answer failed", url)
 
 
 def wait_listings(timeout: float | None = None) -> bool:

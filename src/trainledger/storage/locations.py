@@ -123,8 +123,9 @@ def held_index_copy(
     loc = ObjectLocation.parse(path)
     with exclusive_lock(index_copy_lock(loc)):
         yield _sync_index_copy(loc, stand_ins, READ_MAX_AGE if max_age is None else max_age)
-    if listing_due(index_copy_dir(loc)):  # (a new copy answered from a snapshot)
-        list_later(loc.url, lambda: _list_index_copy(loc, stand_ins))
+    local = index_copy_dir(loc)
+    if listing_due(local):  # (a new copy answered from a snapshot)
+        list_later(local, loc.url, lambda: _list_index_copy(loc, stand_ins))
 
 
 def _sync_index_copy(
