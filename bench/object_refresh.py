@@ -21,7 +21,9 @@ Cases, each timed in the one process run, requests counted in moto's log:
   fetches those objects;
 - a query when nothing changed (the copy's refresh forced: ``READ_MAX_AGE`` = 0), against the
   same query over a local copy of the base, once the setup's records are older than the
-  trailing window (30 s; within it a refresh lists them again, one LIST per 1,000);
+  trailing window (30 s; within it a refresh lists them again, one LIST per 1,000), and the
+  one LIST it costs made alone by boto3 in turn with it (the bound: twice the local query
+  plus that request);
 - a query after one run gained a point (its event file and sidecar re-sent).
 
 With ``--postgres URL`` (an empty database) the same base is then queried with the index on
@@ -129,6 +131,20 @@ def list_and_fetch(bucket: str, prefix: str, into: Path) -> float:
     return time.perf_counter() - start
 
 
+def _one_records_list(bucket: str) -> float:
+    """Seconds boto3 takes for the LIST a quiet refresh makes: the change records from the
+    trailing window before now (none there once the setup is older than it)."""
+    import boto3
+
+    from trainledger.storage.change_log import RECORDS_PREFIX, window_ms
+
+    client = boto3.client("s3")
+    after = f"{RECORDS_PREFIX}{int(time.time() * 1000) - window_ms():013d}~"
+    start = time.perf_counter()
+    client.list_objects_v2(Bucket=bucket, Prefix=RECORDS_PREFIX, StartAfter=after, MaxKeys=1000)
+    return time.perf_counter() - start
+
+
 def _is_lineage_object(key: str) -> bool:
     """A run's lineage file or series sidecar: what the first query downloads."""
     name = key.rsplit("/", 1)[1]
@@ -208,7 +224,10 @@ def run_cases(args: argparse.Namespace, work: Path, log: Path) -> None:
         peers.append(peer)
     locations.READ_MAX_AGE = 0.0
     time.sleep(max(0.0, window_ms() / 1000 - (time.monotonic() - written)))  # (module doc)
-    quiet = [timed(lambda: filter_summary_lineage(url, CONDITION), log) for _ in range(9)]
+    quiet, one_list = [], []
+    for _ in range(9):  # (alternating with the one LIST it costs, made by boto3)
+        quiet.append(timed(lambda: filter_summary_lineage(url, CONDITION), log))
+        one_list.append(_one_records_list("bench"))
     local_base = str(work / "base")
     filter_summary_lineage(local_base, CONDITION)
     local = [timed(lambda: filter_summary_lineage(local_base, CONDITION), log)[0] for _ in range(9)]
@@ -224,7 +243,7 @@ def run_cases(args: argparse.Namespace, work: Path, log: Path) -> None:
             record.add_scalar("loss", 0.1, 100 + i)
         mirror.sync()
         changed.append(timed(lambda: filter_summary_lineage(url, CONDITION), log))
-    report(args.runs, firsts, (peers, listing_peers), quiet, local, changed)
+    report(args.runs, firsts, (peers, listing_peers), quiet, (local, one_list), changed)
     if args.writers == "records":
         print(f"| the safety listing after the first answer | {_med(afters)} | | |")
     if args.postgres:
@@ -311,7 +330,9 @@ def report(
         )
     q = [r for _, r in quiet]
     print(f"| query, nothing changed | {_med([t for t, _ in quiet])} | {max(q)} | {max(q)} |")
+    local, one_list = local
     print(f"| same query, local base | {_med(local)} | 0 | 0 |")
+    print(f"| that one LIST alone (boto3, in turn with the query) | {_med(one_list)} | 1 | 1 |")
     c = [r for _, r in changed]
     print(
         f"| query after one run's event file and sidecar changed | {_med([t for t, _ in changed])} "

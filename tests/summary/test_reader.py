@@ -243,3 +243,31 @@ def test_reader_and_record_work_without_torch(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_two_writers_of_one_second_are_read_in_the_order_they_started(tmp_path: Path) -> None:
+    """Event file names give whole seconds: a failed session and its resume can share one,
+    and the resume's process may have the smaller pid (CI met it). Their first events' wall
+    times order them; TensorBoard's reader, given the same names, would read pid order."""
+    import time
+
+    from trainledger.summary import SummaryRecord
+    from trainledger.summary.reader import list_event_files, read_scalar_sessions
+
+    made = []
+    for k, steps in enumerate((range(1, 4), range(4, 7))):
+        scratch = tmp_path / f"w{k}"
+        with SummaryRecord(scratch) as record:
+            for step in steps:
+                record.add_scalar("loss", float(step), step)
+        made.append(next(p for p in scratch.iterdir() if "tfevents" in p.name))
+        time.sleep(0.01)
+    run = tmp_path / "run"
+    run.mkdir()
+    first, resumed = made  # the resume gets the smaller pid
+    (run / "events.out.tfevents.1700000000.host.5000.000000").write_bytes(first.read_bytes())
+    (run / "events.out.tfevents.1700000000.host.900.000000").write_bytes(resumed.read_bytes())
+    assert [p.name.split(".")[5] for p in list_event_files(run)] == ["5000", "900"]
+    steps, _, _, sessions = read_scalar_sessions(run, raw=True)["loss"]
+    assert [int(s) for s in steps[sessions == 0]] == [1, 2, 3]
+    assert [int(s) for s in steps[sessions == 1]] == [4, 5, 6]

@@ -40,7 +40,7 @@ def list_later(copy: str, url: str, listing: Callable[[], None]) -> None:
             target=_run, args=(url, listing), name=f"trainledger-listing {url}", daemon=True
         )
         _running[copy] = thread
-        before_executors_stop(wait_listings)
+        before_executors_stop(_wait_at_exit)
         thread.start()
 
 
@@ -51,6 +51,10 @@ def _run(url: str, listing: Callable[[], None]) -> None:
         _log.warning("the listing of %s after its first answer failed: %s", url, exc)
     except Exception:  # noqa: BLE001 - a thread of its own: logged, due still
         _log.exception("the listing of %s after its first answer failed", url)
+
+
+def _wait_at_exit() -> None:
+    wait_listings()
 
 
 def wait_listings(timeout: float | None = None) -> bool:

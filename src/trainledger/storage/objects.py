@@ -25,16 +25,18 @@ a key like ``r1/../../../home/u/.bashrc`` must never name a local file outside a
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import uuid
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainledger.errors import MissingExtraError, ObjectStoreError, UnsupportedLocationError
+
+if TYPE_CHECKING:  # (asyncio imports socket and subprocess: a local query loads neither)
+    import asyncio
+    from concurrent.futures import Future
 
 __all__ = [
     "SUPPORTED_SCHEMES",
@@ -320,9 +322,13 @@ class ObjectStore:
         loop and waiting for it cost this process a fifth more CPU than the loop alone,
         taken from the cores a local store (MinIO, moto) serves the GETs with. Errors are
         ``get_file``'s: ``FileNotFoundError`` for a gone object, else ``ObjectStoreError``."""
+        import asyncio  # noqa: PLC0415 - on use (the TYPE_CHECKING note above)
+
         return asyncio.run_coroutine_threadsafe(self._get(loc, local), self.fs.loop)
 
     async def _get(self, loc: ObjectLocation, local: str) -> None:
+        import asyncio  # noqa: PLC0415 - on use (the TYPE_CHECKING note above)
+
         if self._downloads is None:  # (on the loop's one thread: no race)
             self._downloads = asyncio.Semaphore(DOWNLOADS_AT_ONCE)
         async with self._downloads:
