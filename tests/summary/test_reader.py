@@ -247,8 +247,9 @@ def test_reader_and_record_work_without_torch(tmp_path):
 
 def test_two_writers_of_one_second_are_read_in_the_order_they_started(tmp_path: Path) -> None:
     """Event file names give whole seconds: a failed session and its resume can share one,
-    and the resume's process may have the smaller pid (CI met it). Their first events' wall
-    times order them; TensorBoard's reader, given the same names, would read pid order."""
+    and the resume's process may have the smaller pid (a full run of the suite met it).
+    Their first events' wall times order them; TensorBoard's reader, given the same names,
+    would read pid order."""
     import time
 
     from trainledger.summary import SummaryRecord
