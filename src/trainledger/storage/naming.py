@@ -30,8 +30,10 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import struct
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from trainledger.storage.listing import run_files
@@ -58,6 +60,7 @@ __all__ = [
     "checkpoint_file_name",
     "event_file_name",
     "event_file_order",
+    "event_files_in_writing_order",
     "event_writer",
     "MS_SUFFIX",
     "is_mindspore_summary_name",
@@ -214,6 +217,37 @@ def event_file_order(name: str) -> tuple[int, str, int, int, str]:
     if m is None:
         return (0, "", 0, 0, name)
     return (int(m.group(1)), m.group(2), int(m.group(3)), int(m.group(4)), name)
+
+
+def event_files_in_writing_order(folder: str, names: Iterable[str]) -> list[str]:
+    """``names`` (event files in ``folder``) in writing order: ``event_file_order``, except
+    that writers whose names give the same second are ordered by their first event's time.
+    Why: names give whole seconds, so a failed session and its resume can share one, and the
+    resume's process may have the smaller pid; every reader of a run's sessions (the summary
+    reader, the series sidecars) must agree on one order."""
+    orders = {name: event_file_order(name) for name in names}
+    writers: dict[int, set[tuple[str, int]]] = {}
+    for ts, host, pid, _, _ in orders.values():
+        writers.setdefault(ts, set()).add((host, pid))
+    started: dict[tuple[int, str, int], float] = {}  # (ts, host, pid) -> its first event's time
+    for name, (ts, host, pid, _, _) in sorted(orders.items(), key=lambda item: item[1]):
+        if len(writers[ts]) > 1 and (ts, host, pid) not in started:
+            started[(ts, host, pid)] = _first_wall_time(os.path.join(folder, name))
+    return sorted(orders, key=lambda n: (orders[n][0], started.get(orders[n][:3], 0.0), orders[n]))
+
+
+def _first_wall_time(path: str) -> float:
+    """The wall time of the event file's first event (its ``file_version`` record); an
+    unreadable one sorts last."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+    except OSError:
+        return float("inf")
+    data = head[12:]  # (a record: 8 bytes of length, 4 of its crc, then the Event)
+    if len(data) < 9 or data[0] != 0x09:  # (field 1, wall_time, a double)
+        return float("inf")
+    return float(struct.unpack("<d", data[1:9])[0])
 
 
 # --- lineage files --------------------------------------------------------------------------

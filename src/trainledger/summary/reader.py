@@ -18,7 +18,6 @@ per-record work beyond decoding, which makes it several times faster than Tensor
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -29,6 +28,7 @@ from google.protobuf.message import DecodeError
 from trainledger.storage import (
     RecordReader,
     event_file_order,
+    event_files_in_writing_order,
     is_event_file_name,
     readable_run,
     run_files,
@@ -79,31 +79,8 @@ def list_event_files(run_dir: str | os.PathLike[str]) -> list[Path]:
     their first event's time. Temp files, lineage files, symlinks and others are
     ignored.
     """
-    files = [Path(e.path) for e in run_files(run_dir, is_event_file_name)]
-    orders = {p: event_file_order(p.name) for p in files}
-    writers: dict[int, set[tuple[str, int]]] = {}
-    for ts, host, pid, _, _ in orders.values():
-        writers.setdefault(ts, set()).add((host, pid))
-    started: dict[tuple[int, str, int], float] = {}  # (ts, host, pid) -> its first event's time
-    for p, (ts, host, pid, _, _) in sorted(orders.items(), key=lambda item: item[1]):
-        if len(writers[ts]) > 1 and (ts, host, pid) not in started:
-            started[(ts, host, pid)] = _first_wall_time(p)
-    return sorted(files, key=lambda p: (orders[p][0], started.get(orders[p][:3], 0.0), orders[p]))
-
-
-def _first_wall_time(path: Path) -> float:
-    """The wall time of the first event of ``path`` (its ``file_version`` record), for writers
-    whose names give the same second: two processes' files of one second (a failed session
-    and its resume) would otherwise be ordered by pid. Unreadable: last."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(64)
-    except OSError:
-        return float("inf")
-    data = head[12:]  # (a record: 8 bytes of length, 4 of its crc, then the Event)
-    if len(data) < 9 or data[0] != 0x09:  # (field 1, wall_time, a double)
-        return float("inf")
-    return float(struct.unpack("<d", data[1:9])[0])
+    names = [e.name for e in run_files(run_dir, is_event_file_name)]
+    return [Path(run_dir, n) for n in event_files_in_writing_order(os.fspath(run_dir), names)]
 
 
 class RunReader:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from trainledger.storage import (
-    event_file_order,
+    event_files_in_writing_order,
     is_event_file_name,
     is_series_sidecar_name,
     is_summary_file_name,
@@ -156,7 +156,7 @@ def sidecar_state(
         return None  # (most runs of other writers: one listing, no more)
     if not all(is_event_file_name(n) for n in summaries):
         return None  # a MindSpore file: MindInsight's rule needs the steps themselves
-    order = sorted(summaries, key=event_file_order)
+    order = event_files_in_writing_order(folder, summaries)
     sidecars = []
     for entry in found:
         if is_series_sidecar_name(entry.name) and (loaded := _load(entry.path)) is not None:
